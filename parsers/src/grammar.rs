@@ -1,0 +1,270 @@
+//! nom grammar for the tokens inside unified-logging messages: numbers with
+//! either decimal separator, sizes, heap transitions, durations, and the
+//! `Name (qualifier) (cause) heap duration` shape shared by pause, concurrent
+//! and cycle lines.
+
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_till, take_while1};
+use nom::character::complete::{char, digit1, one_of};
+use nom::combinator::{all_consuming, opt, recognize};
+use nom::multi::many0;
+use nom::sequence::{delimited, pair, preceded, terminated};
+use nom::{IResult, Parser};
+
+use crate::events::{CpuTimes, HeapTransition};
+
+/// Parses `123`, `1.5` or `1,5` (HotSpot honours the locale's decimal separator).
+pub(crate) fn decimal(i: &str) -> IResult<&str, f64> {
+    let (rest, text) = recognize(pair(digit1, opt(pair(one_of(".,"), digit1)))).parse(i)?;
+    let value = if text.contains(',') {
+        text.replacen(',', ".", 1).parse()
+    } else {
+        text.parse()
+    };
+    match value {
+        Ok(v) => Ok((rest, v)),
+        Err(_) => Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Float,
+        ))),
+    }
+}
+
+/// Parses an unsigned integer.
+pub(crate) fn integer(i: &str) -> IResult<&str, u64> {
+    let (rest, digits) = digit1(i)?;
+    match digits.parse() {
+        Ok(v) => Ok((rest, v)),
+        Err(_) => Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Digit,
+        ))),
+    }
+}
+
+/// A size such as `14M`, `33275K`, `24.0M` or `512B`, in bytes.
+pub(crate) fn size_bytes(i: &str) -> IResult<&str, u64> {
+    let (rest, (value, unit)) = pair(decimal, one_of("BKMGT")).parse(i)?;
+    let multiplier: f64 = match unit {
+        'B' => 1.0,
+        'K' => 1024.0,
+        'M' => 1024.0 * 1024.0,
+        'G' => 1024.0 * 1024.0 * 1024.0,
+        _ => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+    };
+    Ok((rest, (value * multiplier).round() as u64))
+}
+
+/// ZGC's occupancy suffix `(62%)`.
+fn percent(i: &str) -> IResult<&str, u64> {
+    delimited(char('('), integer, tag("%)")).parse(i)
+}
+
+/// `14M->12M(128M)`, `14M->12M` or ZGC's `60M(62%)->62M(65%)`.
+pub(crate) fn heap_transition(i: &str) -> IResult<&str, HeapTransition> {
+    let (rest, (before, _, _, after)) =
+        (size_bytes, opt(percent), tag("->"), size_bytes).parse(i)?;
+    let (rest, capacity) = opt(alt((
+        delimited(char('('), size_bytes, char(')')).map(Some),
+        percent.map(|_| None),
+    )))
+    .parse(rest)?;
+    Ok((
+        rest,
+        HeapTransition {
+            before_bytes: before,
+            after_bytes: after,
+            capacity_bytes: capacity.flatten(),
+        },
+    ))
+}
+
+/// G1 region counts before, after and (optionally) the target.
+pub(crate) type RegionCounts = (u64, u64, Option<u64>);
+
+/// Region counts in G1's `Eden regions: 6->0(6)` lines (no unit).
+pub(crate) fn region_transition(i: &str) -> IResult<&str, RegionCounts> {
+    (
+        integer,
+        preceded(tag("->"), integer),
+        opt(delimited(char('('), integer, char(')'))),
+    )
+        .parse(i)
+}
+
+/// `9.772ms` or generational ZGC's `0.036s`, in seconds.
+pub(crate) fn duration(i: &str) -> IResult<&str, f64> {
+    let (rest, value) = decimal(i)?;
+    let (rest, unit) = alt((tag("ms"), tag("s"))).parse(rest)?;
+    Ok((rest, if unit == "ms" { value / 1000.0 } else { value }))
+}
+
+/// `123 ns` in the safepoint lines, in seconds.
+pub(crate) fn nanos(i: &str) -> IResult<&str, f64> {
+    terminated(integer, tag(" ns"))
+        .map(|n| n as f64 / 1e9)
+        .parse(i)
+}
+
+/// Seconds written as `0.0128948 seconds`.
+pub(crate) fn seconds_word(i: &str) -> IResult<&str, f64> {
+    terminated(decimal, tag(" seconds")).parse(i)
+}
+
+/// Contents of a parenthesised group, nested parentheses allowed
+/// (`(System.gc())`).
+pub(crate) fn paren_group(i: &str) -> IResult<&str, &str> {
+    if !i.starts_with('(') {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Char,
+        )));
+    }
+    let mut depth = 0usize;
+    for (index, c) in i.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok((&i[index + 1..], &i[1..index]));
+                }
+            }
+            _ => {}
+        }
+    }
+    Err(nom::Err::Error(nom::error::Error::new(
+        i,
+        nom::error::ErrorKind::Char,
+    )))
+}
+
+fn word(i: &str) -> IResult<&str, &str> {
+    recognize(pair(
+        take_while1(|c: char| c.is_ascii_alphabetic()),
+        take_while1(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+            .or(tag("")),
+    ))
+    .parse(i)
+}
+
+/// Words separated by single spaces, each starting with a letter:
+/// `Pause Young`, `Concurrent Process Non-Strong References`.
+pub(crate) fn name(i: &str) -> IResult<&str, &str> {
+    recognize(pair(word, many0(preceded(char(' '), word)))).parse(i)
+}
+
+/// The shape shared by pause, concurrent-phase and cycle lines:
+/// `Pause Young (Normal) (G1 Evacuation Pause) 14M->14M(46M) 9.772ms`.
+#[derive(Debug, PartialEq)]
+pub(crate) struct PhaseLine<'a> {
+    pub name: &'a str,
+    pub groups: Vec<&'a str>,
+    pub heap: Option<HeapTransition>,
+    pub duration_s: Option<f64>,
+}
+
+/// Parses a whole message of the phase-line shape; trailing text fails it.
+pub(crate) fn phase_line(i: &str) -> IResult<&str, PhaseLine<'_>> {
+    all_consuming(
+        (
+            name,
+            many0(preceded(char(' '), paren_group)),
+            opt(preceded(char(' '), heap_transition)),
+            opt(preceded(char(' '), duration)),
+        )
+            .map(|(name, groups, heap, duration_s)| PhaseLine {
+                name,
+                groups,
+                heap,
+                duration_s,
+            }),
+    )
+    .parse(i)
+}
+
+/// `User=0.01s Sys=0.00s Real=0.01s`.
+pub(crate) fn cpu_times(i: &str) -> IResult<&str, CpuTimes> {
+    all_consuming(
+        (
+            delimited(tag("User="), decimal, char('s')),
+            delimited(tag(" Sys="), decimal, char('s')),
+            delimited(tag(" Real="), decimal, char('s')),
+        )
+            .map(|(user_s, sys_s, real_s)| CpuTimes {
+                user_s,
+                sys_s,
+                real_s,
+            }),
+    )
+    .parse(i)
+}
+
+/// `PSYoungGen: 33275K->5090K(38400K)` (pool name, transition).
+pub(crate) fn pool_line(i: &str) -> IResult<&str, (&str, HeapTransition)> {
+    all_consuming(pair(terminated(name, tag(": ")), heap_transition)).parse(i)
+}
+
+/// `Eden regions: 6->0(6)`.
+pub(crate) fn region_line(i: &str) -> IResult<&str, (&str, RegionCounts)> {
+    all_consuming(pair(terminated(name, tag(" regions: ")), region_transition)).parse(i)
+}
+
+/// One `Key: value` field of a JDK 13+ safepoint line.
+pub(crate) fn safepoint_field(i: &str) -> IResult<&str, (&str, &str)> {
+    pair(
+        terminated(take_till(|c| c == ':'), tag(": ")),
+        take_till(|c| c == ','),
+    )
+    .parse(i)
+}
+
+/// `"G1CollectForAllocation", ` at the start of a JDK 13+ safepoint line.
+pub(crate) fn quoted(i: &str) -> IResult<&str, &str> {
+    delimited(char('"'), take_till(|c| c == '"'), char('"')).parse(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g1_young_pause_line() {
+        let (_, line) =
+            phase_line("Pause Young (Normal) (G1 Evacuation Pause) 14M->14M(46M) 9.772ms").unwrap();
+        assert_eq!(line.name, "Pause Young");
+        assert_eq!(line.groups, vec!["Normal", "G1 Evacuation Pause"]);
+        assert_eq!(
+            line.heap,
+            Some(HeapTransition {
+                before_bytes: 14 << 20,
+                after_bytes: 14 << 20,
+                capacity_bytes: Some(46 << 20)
+            })
+        );
+        assert!((line.duration_s.unwrap() - 0.009772).abs() < 1e-12);
+    }
+
+    #[test]
+    fn nested_parens_and_comma_decimal() {
+        let (_, line) = phase_line("Pause Full (System.gc()) 10M->1M(128M) 6,572ms").unwrap();
+        assert_eq!(line.groups, vec!["System.gc()"]);
+        assert!((line.duration_s.unwrap() - 0.006572).abs() < 1e-12);
+    }
+
+    #[test]
+    fn zgc_summary_in_seconds_with_percentages() {
+        let (_, line) =
+            phase_line("Minor Collection (Allocation Rate) 60M(62%)->62M(65%) 0.020s").unwrap();
+        assert_eq!(line.name, "Minor Collection");
+        assert_eq!(line.heap.unwrap().capacity_bytes, None);
+        assert_eq!(line.duration_s, Some(0.020));
+    }
+
+    #[test]
+    fn start_line_has_no_duration() {
+        let (_, line) = phase_line("Pause Init Mark (unload classes)").unwrap();
+        assert_eq!(line.duration_s, None);
+        assert!(phase_line("Pause Young (Normal) (G1 Evac").is_err());
+    }
+}

@@ -1,0 +1,24 @@
+//! Pure, streaming parsers for JVM GC logs.
+//!
+//! No file or network I/O and no async runtime: callers hand in bytes as they
+//! read them and get typed [`GcEvent`]s back. The agent, `pausewatch analyze`
+//! and the fuzz target all drive the same [`GcLogParser`].
+//!
+//! ```
+//! use pausewatch_parsers::{GcEvent, GcLogParser};
+//! let mut parser = GcLogParser::default();
+//! let mut events = Vec::new();
+//! parser.feed(b"[0.207s][info][gc] GC(0) Pause Young (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\n", &mut events);
+//! parser.finish(&mut events);
+//! let GcEvent::Pause(pause) = &events[0] else { panic!() };
+//! assert_eq!(pause.name, "Pause Young");
+//! assert_eq!(pause.cause.as_deref(), Some("G1 Evacuation Pause"));
+//! ```
+
+mod envelope;
+mod events;
+mod grammar;
+mod unified;
+
+pub use events::*;
+pub use unified::{line_time, GcLogParser, JvmRun, ParseStats, ParserOptions, UnparsedKind};

@@ -1,0 +1,982 @@
+//! The streaming parser for HotSpot unified GC logs (`-Xlog:gc*,safepoint`).
+//!
+//! Bytes go in as they arrive; complete lines are parsed one at a time and the
+//! events of one collection are assembled by `GC(N)` id across interleaved
+//! lines. All state is serialisable so that a tailing agent can checkpoint it.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::envelope::{self, Envelope};
+use crate::events::*;
+use crate::grammar;
+
+/// At most this many collections are tracked as open at once; the oldest ids
+/// are dropped first. Keeps memory bounded on any input.
+const MAX_OPEN_COLLECTIONS: usize = 128;
+
+/// A drop in uptime larger than this (seconds) means a new JVM run.
+const RESTART_UPTIME_DROP_S: f64 = 1.0;
+
+/// Parenthesised groups that qualify a pause rather than name its cause.
+const QUALIFIERS: &[&str] = &[
+    "Normal",
+    "Concurrent Start",
+    "Prepare Mixed",
+    "Mixed",
+    "Young",
+    "Old",
+    "Global",
+    "Major",
+    "Minor",
+    "process weakrefs",
+    "unload classes",
+    "update refs",
+    "Outside of Cycle",
+    "Mark",
+    "Evacuation",
+    "Update Refs",
+    "Update Roots",
+    "Roots",
+];
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ParserOptions {
+    /// Wall-clock time the JVM started, for logs that carry uptime only.
+    pub jvm_start: Option<DateTime<Utc>>,
+    /// Lines longer than this are counted as [`UnparsedKind::TooLong`] and skipped.
+    pub max_line_bytes: usize,
+}
+
+impl Default for ParserOptions {
+    fn default() -> Self {
+        ParserOptions {
+            jvm_start: None,
+            max_line_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// Why a line was not understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnparsedKind {
+    /// Neither unified logging nor anything recognisable (application output, garbage).
+    NotUnifiedLogging,
+    /// A JDK 8 (`-XX:+PrintGCDetails`) line; that format is not parsed.
+    LegacyFormat,
+    /// A line that names an event (`Pause …`, `Safepoint …`) but whose fields do not parse.
+    MalformedEvent,
+    /// Longer than `max_line_bytes`.
+    TooLong,
+    InvalidUtf8,
+}
+
+impl UnparsedKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            UnparsedKind::NotUnifiedLogging => "not_unified_logging",
+            UnparsedKind::LegacyFormat => "legacy_format",
+            UnparsedKind::MalformedEvent => "malformed_event",
+            UnparsedKind::TooLong => "too_long",
+            UnparsedKind::InvalidUtf8 => "invalid_utf8",
+        }
+    }
+}
+
+/// Counters of what the parser has seen.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ParseStats {
+    pub bytes: u64,
+    pub lines: u64,
+    pub events: u64,
+    /// Well-formed unified-logging lines that carry nothing pausewatch uses
+    /// (phase breakdowns, metaspace, task counts, ...).
+    pub ignored_lines: u64,
+    pub unparsed: BTreeMap<UnparsedKind, u64>,
+    pub restarts: u64,
+}
+
+impl ParseStats {
+    pub fn unparsed_total(&self) -> u64 {
+        self.unparsed.values().sum()
+    }
+}
+
+/// What is known about the JVM run being read.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct JvmRun {
+    pub collector: Collector,
+    /// From the `Version:` preamble line (JDK 17+).
+    pub version: Option<String>,
+    /// G1 region size, to turn region counts into bytes.
+    pub region_bytes: Option<u64>,
+    /// Wall-clock time at uptime zero.
+    pub anchor: Option<DateTime<Utc>>,
+    max_uptime_s: Option<f64>,
+    saw_collection: bool,
+}
+
+/// A collection whose lines are still arriving.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct OpenCollection {
+    /// From the `gc,start` twin of the pause being assembled.
+    pause_start: Option<LogTime>,
+    /// From the start line of a ZGC cycle.
+    cycle_start: Option<LogTime>,
+    cause: Option<String>,
+    generation: Option<Generation>,
+    evacuation_failure: bool,
+    pools: Vec<PoolTransition>,
+}
+
+/// JDK 9-12 safepoints span three lines; this is the `Entering` one.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SafepointBegin {
+    operation: String,
+    time: LogTime,
+}
+
+/// Streaming parser for one GC log stream (a file, or a rotated set in order).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GcLogParser {
+    options: ParserOptions,
+    partial: Vec<u8>,
+    skipping_long_line: bool,
+    run: JvmRun,
+    open: BTreeMap<u64, OpenCollection>,
+    /// A pause waits one line for its `User=… Sys=… Real=…` line.
+    pending: Option<Pause>,
+    safepoint_begin: Option<SafepointBegin>,
+    /// The stream is written with `-Xlog:...:none`: undecorated lines that are
+    /// not understood are then GC logging we ignore, not foreign output.
+    undecorated_logging: bool,
+    stats: ParseStats,
+}
+
+impl Default for GcLogParser {
+    fn default() -> Self {
+        GcLogParser::new(ParserOptions::default())
+    }
+}
+
+/// A message with its `GC(N)` id and generational-ZGC prefix taken off.
+struct Message<'a> {
+    gc_id: Option<u64>,
+    /// `y`, `Y` or `O` in generational ZGC lines.
+    zgc_generation: Option<char>,
+    body: &'a str,
+}
+
+fn split_message(message: &str) -> Message<'_> {
+    let Some(after) = message.strip_prefix("GC(") else {
+        return Message {
+            gc_id: None,
+            zgc_generation: None,
+            body: message,
+        };
+    };
+    let Some(close) = after.find(')') else {
+        return Message {
+            gc_id: None,
+            zgc_generation: None,
+            body: message,
+        };
+    };
+    let Ok(id) = after[..close].parse::<u64>() else {
+        return Message {
+            gc_id: None,
+            zgc_generation: None,
+            body: message,
+        };
+    };
+    let body = after[close + 1..]
+        .strip_prefix(' ')
+        .unwrap_or(&after[close + 1..]);
+    let bytes = body.as_bytes();
+    if bytes.len() >= 3 && matches!(bytes[0], b'y' | b'Y' | b'O') && &bytes[1..3] == b": " {
+        return Message {
+            gc_id: Some(id),
+            zgc_generation: Some(bytes[0] as char),
+            body: &body[3..],
+        };
+    }
+    Message {
+        gc_id: Some(id),
+        zgc_generation: None,
+        body,
+    }
+}
+
+/// The time a single log line carries (anchored only if the line has both clocks);
+/// used to put the files of a rotated set in order.
+pub fn line_time(line: &str) -> Option<LogTime> {
+    let env = envelope::parse(line)?;
+    let time = LogTime {
+        uptime_s: env.uptime_s,
+        wall: env.wall(),
+    };
+    (time.uptime_s.is_some() || time.wall.is_some()).then_some(time)
+}
+
+fn collector_from_using(name: &str) -> Option<Collector> {
+    Some(match name {
+        "G1" => Collector::G1,
+        "Parallel" => Collector::Parallel,
+        "Serial" => Collector::Serial,
+        "Concurrent Mark Sweep" => Collector::Cms,
+        "Shenandoah" => Collector::Shenandoah,
+        "The Z Garbage Collector" => Collector::Z,
+        _ => return None,
+    })
+}
+
+fn collector_from_pool(pool: &str) -> Option<Collector> {
+    Some(match pool {
+        "PSYoungGen" | "ParOldGen" | "PSOldGen" => Collector::Parallel,
+        "DefNew" | "Tenured" => Collector::Serial,
+        "ParNew" | "CMS" => Collector::Cms,
+        _ => return None,
+    })
+}
+
+/// Collector implied by a pause's name and groups, for logs without a preamble.
+fn collector_from_pause(
+    name: &str,
+    groups: &[&str],
+    zgc_generation: Option<char>,
+) -> Option<Collector> {
+    if zgc_generation.is_some() {
+        return Some(Collector::ZGenerational);
+    }
+    match name {
+        "Pause Init Mark"
+        | "Pause Final Mark"
+        | "Pause Init Update Refs"
+        | "Pause Final Update Refs"
+        | "Pause Final Roots"
+        | "Pause Final Evac"
+        | "Pause Degenerated GC" => Some(Collector::Shenandoah),
+        "Pause Mark Start" | "Pause Mark End" | "Pause Relocate Start" => Some(Collector::Z),
+        "Pause Mixed" | "Pause Cleanup" => Some(Collector::G1),
+        _ if groups.iter().any(|g| {
+            g.starts_with("G1 ")
+                || matches!(
+                    *g,
+                    "Normal" | "Concurrent Start" | "Prepare Mixed" | "Mixed"
+                )
+        }) =>
+        {
+            Some(Collector::G1)
+        }
+        "Pause Initial Mark" => Some(Collector::Cms),
+        _ => None,
+    }
+}
+
+fn is_legacy_line(line: &str) -> bool {
+    let first = line.as_bytes().first().copied().unwrap_or(b' ');
+    (first.is_ascii_digit() && line.contains(": ["))
+        || line.starts_with("[GC")
+        || line.starts_with("[Full GC")
+        || line.starts_with("{Heap")
+        || line.starts_with("Java HotSpot")
+        || line.starts_with("OpenJDK ")
+        || line.starts_with("CommandLine flags:")
+        || line.starts_with("Memory: ")
+}
+
+impl GcLogParser {
+    pub fn new(options: ParserOptions) -> Self {
+        let run = JvmRun {
+            anchor: options.jvm_start,
+            ..JvmRun::default()
+        };
+        GcLogParser {
+            options,
+            partial: Vec::new(),
+            skipping_long_line: false,
+            run,
+            open: BTreeMap::new(),
+            pending: None,
+            safepoint_begin: None,
+            undecorated_logging: false,
+            stats: ParseStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> &ParseStats {
+        &self.stats
+    }
+
+    /// What is known about the current JVM run (collector, version, clock anchor).
+    pub fn run(&self) -> &JvmRun {
+        &self.run
+    }
+
+    /// Bytes of an unfinished last line held until its newline arrives.
+    pub fn buffered_bytes(&self) -> usize {
+        self.partial.len()
+    }
+
+    /// Feeds bytes as they arrive; complete lines are parsed and their events
+    /// appended to `out`. Chunk boundaries never change the result.
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<GcEvent>) {
+        self.stats.bytes += bytes.len() as u64;
+        let mut rest = bytes;
+        while let Some(position) = memchr::memchr(b'\n', rest) {
+            let line = &rest[..position];
+            rest = &rest[position + 1..];
+            if self.skipping_long_line {
+                self.skipping_long_line = false;
+                continue;
+            }
+            if self.partial.is_empty() {
+                self.line(line, out);
+            } else {
+                let mut joined = std::mem::take(&mut self.partial);
+                joined.extend_from_slice(line);
+                self.line(&joined, out);
+                joined.clear();
+                self.partial = joined;
+            }
+        }
+        if rest.is_empty() || self.skipping_long_line {
+            return;
+        }
+        if self.partial.len() + rest.len() > self.options.max_line_bytes {
+            self.partial.clear();
+            self.partial
+                .shrink_to(self.options.max_line_bytes.min(4096));
+            self.skipping_long_line = true;
+            self.stats.lines += 1;
+            self.flush(out);
+            self.count_unparsed(UnparsedKind::TooLong);
+        } else {
+            self.partial.extend_from_slice(rest);
+        }
+    }
+
+    /// Ends the stream: parses an unterminated last line and emits anything held back.
+    pub fn finish(&mut self, out: &mut Vec<GcEvent>) {
+        if !self.partial.is_empty() {
+            let last = std::mem::take(&mut self.partial);
+            self.line(&last, out);
+        }
+        self.skipping_long_line = false;
+        self.flush(out);
+    }
+
+    /// Emits a pause still waiting for its CPU-times line. A tailing agent calls
+    /// this when the log has been quiet for a moment.
+    pub fn flush(&mut self, out: &mut Vec<GcEvent>) {
+        if let Some(pause) = self.pending.take() {
+            self.emit(GcEvent::Pause(pause), out);
+        }
+    }
+
+    fn emit(&mut self, event: GcEvent, out: &mut Vec<GcEvent>) {
+        self.stats.events += 1;
+        out.push(event);
+    }
+
+    fn count_unparsed(&mut self, kind: UnparsedKind) {
+        *self.stats.unparsed.entry(kind).or_insert(0) += 1;
+    }
+
+    fn line(&mut self, raw: &[u8], out: &mut Vec<GcEvent>) {
+        self.stats.lines += 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if raw.len() > self.options.max_line_bytes {
+            self.flush(out);
+            self.count_unparsed(UnparsedKind::TooLong);
+            return;
+        }
+        let Ok(text) = std::str::from_utf8(raw) else {
+            self.flush(out);
+            self.count_unparsed(UnparsedKind::InvalidUtf8);
+            return;
+        };
+        let text = text.trim_end();
+        let Some(env) = envelope::parse(text) else {
+            self.flush(out);
+            self.count_unparsed(if is_legacy_line(text) {
+                UnparsedKind::LegacyFormat
+            } else {
+                UnparsedKind::NotUnifiedLogging
+            });
+            return;
+        };
+        if env.continuation || (env.message.is_empty() && (env.decorated || text.is_empty())) {
+            self.flush(out);
+            self.stats.ignored_lines += 1;
+            return;
+        }
+        let message = split_message(env.message);
+        if let (Some(pending), Some(id)) = (&self.pending, message.gc_id) {
+            if pending.gc_id == Some(id) {
+                if let Ok((_, cpu)) = grammar::cpu_times(message.body) {
+                    let mut pause = self.pending.take().expect("checked above");
+                    pause.cpu = Some(cpu);
+                    self.emit(GcEvent::Pause(pause), out);
+                    return;
+                }
+            }
+        }
+        self.flush(out);
+        self.check_restart(&env, &message, out);
+        let understood = match message.gc_id {
+            Some(id) => {
+                self.run.saw_collection = true;
+                self.collection_line(id, &message, &env, out)
+            }
+            None => self.plain_line(message.body, &env, out),
+        };
+        if !env.decorated && (message.gc_id.is_some() || matches!(understood, Understood::Yes)) {
+            self.undecorated_logging = true;
+        }
+        match understood {
+            Understood::Yes => {}
+            Understood::Ignored => {
+                if env.decorated || message.gc_id.is_some() || self.undecorated_logging {
+                    self.stats.ignored_lines += 1;
+                } else {
+                    self.count_unparsed(if is_legacy_line(text) {
+                        UnparsedKind::LegacyFormat
+                    } else {
+                        UnparsedKind::NotUnifiedLogging
+                    });
+                }
+            }
+            Understood::Malformed => self.count_unparsed(UnparsedKind::MalformedEvent),
+        }
+    }
+
+    /// Detects a new JVM run in the same stream: uptime went back, or the
+    /// start-up preamble appeared after collections were seen.
+    fn check_restart(&mut self, env: &Envelope, message: &Message, out: &mut Vec<GcEvent>) {
+        let preamble = message.gc_id.is_none()
+            && (message.body.starts_with("Using ")
+                && collector_from_using(&message.body[6..]).is_some()
+                || message
+                    .body
+                    .starts_with("Initializing The Z Garbage Collector")
+                || message.body.starts_with("Version: "));
+        let uptime_went_back = match (env.uptime_s, self.run.max_uptime_s) {
+            (Some(now), Some(max)) => now + RESTART_UPTIME_DROP_S < max,
+            _ => false,
+        };
+        if uptime_went_back || (preamble && self.run.saw_collection) {
+            self.run = JvmRun::default();
+            self.open.clear();
+            self.safepoint_begin = None;
+            self.stats.restarts += 1;
+            let time = self.time_of(env);
+            self.emit(GcEvent::JvmRestart(JvmRestart { time }), out);
+        }
+        if let Some(now) = env.uptime_s {
+            self.run.max_uptime_s = Some(self.run.max_uptime_s.map_or(now, |m| m.max(now)));
+        }
+    }
+
+    fn time_of(&mut self, env: &Envelope) -> LogTime {
+        let wall = env.wall();
+        let uptime_s = env.uptime_s;
+        match (wall, uptime_s) {
+            (Some(wall), Some(uptime)) => {
+                if self.run.anchor.is_none() {
+                    self.run.anchor = Some(wall - seconds_to_duration(uptime));
+                }
+                LogTime {
+                    uptime_s,
+                    wall: Some(wall),
+                }
+            }
+            (None, Some(uptime)) => LogTime {
+                uptime_s,
+                wall: self.run.anchor.map(|a| a + seconds_to_duration(uptime)),
+            },
+            (wall, None) => LogTime {
+                uptime_s: None,
+                wall,
+            },
+        }
+    }
+
+    fn infer_collector(&mut self, hint: Option<Collector>) {
+        match (self.run.collector, hint) {
+            (Collector::Unknown, Some(c)) => self.run.collector = c,
+            (Collector::Z, Some(Collector::ZGenerational)) => {
+                self.run.collector = Collector::ZGenerational
+            }
+            _ => {}
+        }
+    }
+
+    fn open_collection(&mut self, id: u64) -> &mut OpenCollection {
+        if !self.open.contains_key(&id) && self.open.len() >= MAX_OPEN_COLLECTIONS {
+            self.open.pop_first();
+        }
+        self.open.entry(id).or_default()
+    }
+
+    /// Lines without a `GC(N)` id: preamble, safepoints, stalls.
+    fn plain_line(&mut self, body: &str, env: &Envelope, out: &mut Vec<GcEvent>) -> Understood {
+        if let Some(quoted_onward) = body.strip_prefix("Safepoint ") {
+            return self.safepoint_line(quoted_onward, env, out);
+        }
+        if let Some(operation) = body.strip_prefix("Entering safepoint region: ") {
+            self.safepoint_begin = Some(SafepointBegin {
+                operation: operation.to_string(),
+                time: self.time_of(env),
+            });
+            return Understood::Yes;
+        }
+        if let Some(rest) =
+            body.strip_prefix("Total time for which application threads were stopped: ")
+        {
+            return self.stopped_time_line(rest, env, out);
+        }
+        if let Some(rest) = body.strip_prefix("Allocation Stall (") {
+            return self.stall_line(StallKind::Allocation, rest, env, out);
+        }
+        if let Some(rest) = body.strip_prefix("Relocation Stall (") {
+            return self.stall_line(StallKind::Relocation, rest, env, out);
+        }
+        if let Some(name) = body.strip_prefix("Using ") {
+            if let Some(collector) = collector_from_using(name) {
+                if self.run.collector != Collector::ZGenerational {
+                    self.run.collector = collector;
+                }
+                return Understood::Yes;
+            }
+        }
+        if body.starts_with("Initializing The Z Garbage Collector") {
+            self.infer_collector(Some(Collector::Z));
+            return Understood::Yes;
+        }
+        if let Some(version) = body.strip_prefix("Version: ") {
+            self.run.version = Some(version.to_string());
+            return Understood::Yes;
+        }
+        if let Some(size) = body
+            .strip_prefix("Heap Region Size: ")
+            .or_else(|| body.strip_prefix("Heap region size: "))
+        {
+            if let Ok((_, bytes)) = grammar::size_bytes(size.trim()) {
+                self.run.region_bytes = Some(bytes);
+                return Understood::Yes;
+            }
+        }
+        Understood::Ignored
+    }
+
+    /// JDK 13+: `Safepoint "op", Time since last: N ns, Reaching safepoint: N ns, ... Total: N ns`.
+    fn safepoint_line(
+        &mut self,
+        quoted_onward: &str,
+        env: &Envelope,
+        out: &mut Vec<GcEvent>,
+    ) -> Understood {
+        let Ok((mut rest, operation)) = grammar::quoted(quoted_onward) else {
+            return Understood::Malformed;
+        };
+        let mut safepoint = Safepoint {
+            operation: Some(operation.to_string()),
+            start: LogTime::default(),
+            end: LogTime::default(),
+            reaching_s: None,
+            cleanup_s: None,
+            at_safepoint_s: None,
+            leaving_s: None,
+            total_s: f64::NAN,
+        };
+        while let Some(after) = rest.strip_prefix(", ") {
+            let Ok((after_field, (key, value))) = grammar::safepoint_field(after) else {
+                // A field without a key, such as the `12 total` tail of JDK 25's `Threads:`.
+                rest = after.find(',').map_or("", |comma| &after[comma..]);
+                continue;
+            };
+            rest = after_field;
+            let slot = match key {
+                "Reaching safepoint" => &mut safepoint.reaching_s,
+                "Cleanup" => &mut safepoint.cleanup_s,
+                "At safepoint" => &mut safepoint.at_safepoint_s,
+                "Leaving safepoint" => &mut safepoint.leaving_s,
+                "Total" => {
+                    let Ok(("", total)) = grammar::nanos(value) else {
+                        return Understood::Malformed;
+                    };
+                    safepoint.total_s = total;
+                    continue;
+                }
+                // "Time since last", "Threads: N runnable" and its ", M total" tail.
+                _ => continue,
+            };
+            match grammar::nanos(value) {
+                Ok(("", seconds)) => *slot = Some(seconds),
+                _ => return Understood::Malformed,
+            }
+        }
+        if safepoint.total_s.is_nan() {
+            return Understood::Malformed;
+        }
+        // The line is written when the safepoint ends.
+        safepoint.end = self.time_of(env);
+        safepoint.start = safepoint.end.earlier_by(safepoint.total_s);
+        self.emit(GcEvent::Safepoint(safepoint), out);
+        Understood::Yes
+    }
+
+    /// JDK 9-12: `Total time for which application threads were stopped: X seconds, Stopping threads took: Y seconds`.
+    fn stopped_time_line(
+        &mut self,
+        rest: &str,
+        env: &Envelope,
+        out: &mut Vec<GcEvent>,
+    ) -> Understood {
+        let Ok((rest, total_s)) = grammar::seconds_word(rest) else {
+            return Understood::Malformed;
+        };
+        let reaching_s = rest
+            .strip_prefix(", Stopping threads took: ")
+            .and_then(|r| grammar::seconds_word(r).ok())
+            .map(|(_, s)| s);
+        let end = self.time_of(env);
+        let begin = self.safepoint_begin.take();
+        let safepoint = Safepoint {
+            operation: begin.as_ref().map(|b| b.operation.clone()),
+            start: begin.map_or_else(|| end.earlier_by(total_s), |b| b.time),
+            end,
+            reaching_s,
+            cleanup_s: None,
+            at_safepoint_s: reaching_s.map(|r| (total_s - r).max(0.0)),
+            leaving_s: None,
+            total_s,
+        };
+        self.emit(GcEvent::Safepoint(safepoint), out);
+        Understood::Yes
+    }
+
+    /// `Allocation Stall (thread name) 0.706ms`; the thread name may hold parentheses.
+    fn stall_line(
+        &mut self,
+        kind: StallKind,
+        rest: &str,
+        env: &Envelope,
+        out: &mut Vec<GcEvent>,
+    ) -> Understood {
+        let Some((thread, duration)) = rest.rsplit_once(") ") else {
+            return Understood::Malformed;
+        };
+        let Ok(("", duration_s)) = grammar::duration(duration) else {
+            return Understood::Malformed;
+        };
+        self.infer_collector(Some(Collector::Z));
+        let end = self.time_of(env);
+        self.emit(
+            GcEvent::Stall(Stall {
+                kind,
+                thread: thread.to_string(),
+                end,
+                duration_s,
+            }),
+            out,
+        );
+        Understood::Yes
+    }
+
+    fn collection_line(
+        &mut self,
+        id: u64,
+        message: &Message,
+        env: &Envelope,
+        out: &mut Vec<GcEvent>,
+    ) -> Understood {
+        let body = message.body;
+        match body.as_bytes().first() {
+            // Indented phase breakdowns, heap tables: the bulk of a gc* log.
+            None | Some(b' ') => return Understood::Ignored,
+            _ => {}
+        }
+        if body.starts_with("Pause ") {
+            return self.pause_line(id, message, env);
+        }
+        if body.starts_with("Concurrent ") {
+            return self.concurrent_line(id, message, env, out);
+        }
+        if body.starts_with("Garbage Collection (")
+            || body.starts_with("Minor Collection (")
+            || body.starts_with("Major Collection (")
+        {
+            return self.zgc_collection_line(id, body, env, out);
+        }
+        if body == "To-space exhausted" {
+            self.infer_collector(Some(Collector::G1));
+            self.open_collection(id).evacuation_failure = true;
+            return Understood::Yes;
+        }
+        if let Ok((_, (pool, transition))) = grammar::pool_line(body) {
+            self.infer_collector(collector_from_pool(pool));
+            self.open_collection(id).pools.push(PoolTransition {
+                name: pool.to_string(),
+                before_bytes: transition.before_bytes,
+                after_bytes: transition.after_bytes,
+                capacity_bytes: transition.capacity_bytes,
+            });
+            return Understood::Yes;
+        }
+        if let Ok((_, (region, (before, after, capacity)))) = grammar::region_line(body) {
+            self.infer_collector(Some(Collector::G1));
+            if let Some(region_bytes) = self.run.region_bytes {
+                self.open_collection(id).pools.push(PoolTransition {
+                    name: format!("{region} regions"),
+                    before_bytes: before * region_bytes,
+                    after_bytes: after * region_bytes,
+                    capacity_bytes: capacity.map(|c| c * region_bytes),
+                });
+            }
+            return Understood::Yes;
+        }
+        if message.zgc_generation.is_some() {
+            self.infer_collector(Some(Collector::ZGenerational));
+        }
+        Understood::Ignored
+    }
+
+    fn pause_line(&mut self, id: u64, message: &Message, env: &Envelope) -> Understood {
+        let Ok((_, line)) = grammar::phase_line(message.body) else {
+            return Understood::Malformed;
+        };
+        self.infer_collector(collector_from_pause(
+            line.name,
+            &line.groups,
+            message.zgc_generation,
+        ));
+        let mut qualifiers: Vec<String> = Vec::new();
+        let mut cause: Option<String> = None;
+        let mut evacuation_failure = false;
+        for group in &line.groups {
+            if group.starts_with("Evacuation Failure") {
+                evacuation_failure = true;
+                qualifiers.push(group.to_string());
+            } else if QUALIFIERS.contains(group) {
+                qualifiers.push(group.to_string());
+            } else if cause.is_none() {
+                cause = Some(group.to_string());
+            }
+        }
+        let generation = pause_generation(
+            self.run.collector,
+            line.name,
+            &qualifiers,
+            message.zgc_generation,
+        );
+        let time = self.time_of(env);
+        let Some(duration_s) = line.duration_s else {
+            // The `gc,start` twin of a pause: remember when it began.
+            let open = self.open_collection(id);
+            open.pause_start = Some(time);
+            if cause.is_some() {
+                open.cause = cause;
+            }
+            if generation.is_some() {
+                open.generation = generation;
+            }
+            return Understood::Yes;
+        };
+        match message.zgc_generation {
+            Some('y') => qualifiers.push("Minor".to_string()),
+            Some(_) if !qualifiers.iter().any(|q| q == "Major") => {
+                qualifiers.push("Major".to_string())
+            }
+            _ => {}
+        }
+        let collector = self.run.collector;
+        let open = self.open_collection(id);
+        let start = open
+            .pause_start
+            .take()
+            .unwrap_or_else(|| time.earlier_by(duration_s));
+        let cause = cause.or_else(|| open.cause.clone());
+        let generation = generation.or(open.generation);
+        let pools = std::mem::take(&mut open.pools);
+        let evacuation_failure = evacuation_failure || std::mem::take(&mut open.evacuation_failure);
+        let pause = Pause {
+            gc_id: Some(id),
+            collector,
+            full: line.name == "Pause Full",
+            degenerated: line.name.starts_with("Pause Degenerated"),
+            humongous: cause.as_deref().is_some_and(|c| c.contains("Humongous")),
+            explicit: cause.as_deref() == Some("System.gc()"),
+            name: line.name.to_string(),
+            qualifiers,
+            cause,
+            generation,
+            start,
+            end: time,
+            duration_s,
+            heap: line.heap,
+            pools,
+            cpu: None,
+            evacuation_failure,
+        };
+        self.pending = Some(pause);
+        Understood::Yes
+    }
+
+    fn concurrent_line(
+        &mut self,
+        id: u64,
+        message: &Message,
+        env: &Envelope,
+        out: &mut Vec<GcEvent>,
+    ) -> Understood {
+        let Ok((_, line)) = grammar::phase_line(message.body) else {
+            // Shapes such as JDK 9's `Concurrent Mark (0.298s, 0.318s)` carry nothing we need.
+            return Understood::Ignored;
+        };
+        if line
+            .groups
+            .iter()
+            .any(|g| *g == "Young" || *g == "Old" || *g == "Global")
+        {
+            self.infer_collector(Some(Collector::Shenandoah));
+        }
+        let Some(duration_s) = line.duration_s else {
+            return Understood::Ignored;
+        };
+        let collector = self.run.collector;
+        let end = self.time_of(env);
+        if line.name.ends_with(" Cycle") {
+            self.infer_collector(Some(Collector::G1));
+            let cause = self.open.get(&id).and_then(|o| o.cause.clone());
+            let cycle = Cycle {
+                gc_id: Some(id),
+                collector: self.run.collector,
+                name: line.name.to_string(),
+                cause,
+                end,
+                duration_s: Some(duration_s),
+                heap: line.heap,
+            };
+            self.emit(GcEvent::Cycle(cycle), out);
+            return Understood::Yes;
+        }
+        let generation = match message.zgc_generation {
+            Some('y') | Some('Y') => Some(Generation::Young),
+            Some(_) => Some(Generation::Old),
+            None => line
+                .groups
+                .iter()
+                .find_map(|g| generation_from_qualifier(g)),
+        };
+        let phase = ConcurrentPhase {
+            gc_id: Some(id),
+            collector,
+            name: line.name.to_string(),
+            generation,
+            end,
+            duration_s,
+        };
+        self.emit(GcEvent::ConcurrentPhase(phase), out);
+        Understood::Yes
+    }
+
+    /// ZGC cycle lines: `Garbage Collection (cause) a->b` (single generation),
+    /// `Minor|Major Collection (cause) a->b D s` (generational).
+    fn zgc_collection_line(
+        &mut self,
+        id: u64,
+        body: &str,
+        env: &Envelope,
+        out: &mut Vec<GcEvent>,
+    ) -> Understood {
+        let Ok((_, line)) = grammar::phase_line(body) else {
+            return Understood::Malformed;
+        };
+        self.infer_collector(Some(if line.name == "Garbage Collection" {
+            Collector::Z
+        } else {
+            Collector::ZGenerational
+        }));
+        let time = self.time_of(env);
+        let cause = line.groups.first().map(|g| g.to_string());
+        if line.heap.is_none() {
+            let open = self.open_collection(id);
+            open.cycle_start = Some(time);
+            open.cause = cause;
+            return Understood::Yes;
+        }
+        let started = self.open.get(&id).and_then(|o| o.cycle_start);
+        let duration_s = line.duration_s.or_else(|| match (started, time.uptime_s) {
+            (
+                Some(LogTime {
+                    uptime_s: Some(s), ..
+                }),
+                Some(e),
+            ) => Some(e - s),
+            (Some(LogTime { wall: Some(s), .. }), _) => time
+                .wall
+                .map(|e| (e - s).num_microseconds().unwrap_or(0) as f64 / 1e6),
+            _ => None,
+        });
+        let cycle = Cycle {
+            gc_id: Some(id),
+            collector: self.run.collector,
+            name: line.name.to_string(),
+            cause,
+            end: time,
+            duration_s,
+            heap: line.heap,
+        };
+        self.open.remove(&id);
+        self.emit(GcEvent::Cycle(cycle), out);
+        Understood::Yes
+    }
+}
+
+enum Understood {
+    Yes,
+    Ignored,
+    Malformed,
+}
+
+fn generation_from_qualifier(qualifier: &str) -> Option<Generation> {
+    match qualifier {
+        "Young" => Some(Generation::Young),
+        "Old" => Some(Generation::Old),
+        "Global" => Some(Generation::Global),
+        "Mixed" => Some(Generation::Mixed),
+        _ => None,
+    }
+}
+
+fn pause_generation(
+    collector: Collector,
+    name: &str,
+    qualifiers: &[String],
+    zgc_generation: Option<char>,
+) -> Option<Generation> {
+    if name == "Pause Full" {
+        return Some(Generation::Full);
+    }
+    match zgc_generation {
+        Some('y') | Some('Y') => return Some(Generation::Young),
+        Some(_) => return Some(Generation::Old),
+        None => {}
+    }
+    if let Some(generation) = qualifiers.iter().find_map(|q| generation_from_qualifier(q)) {
+        return Some(generation);
+    }
+    match (collector, name) {
+        (_, "Pause Mixed") => Some(Generation::Mixed),
+        (_, "Pause Young") | (Collector::G1, "Pause Initial Mark") => Some(Generation::Young),
+        (Collector::G1 | Collector::Cms, "Pause Remark")
+        | (Collector::G1, "Pause Cleanup")
+        | (Collector::Cms, "Pause Initial Mark") => Some(Generation::Old),
+        _ => None,
+    }
+}

@@ -1,0 +1,350 @@
+//! `pausewatch analyze`: read GC log files offline and summarise their pauses.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use chrono::{DateTime, Utc};
+use pausewatch_parsers::{line_time, GcEvent, GcLogParser, LogTime, ParserOptions, Pause};
+use serde::Serialize;
+
+use crate::windows::{Minute, MinuteWindows};
+
+/// Lines read from the head of each file to find its first timestamp.
+const ORDERING_PROBE_LINES: usize = 200;
+
+#[derive(Debug, Serialize)]
+pub struct PauseSummary {
+    pub count: u64,
+    pub total_seconds: f64,
+    pub max_seconds: f64,
+    pub p50_seconds: f64,
+    pub p99_seconds: f64,
+    pub p999_seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NameSummary {
+    pub name: String,
+    pub count: u64,
+    pub total_seconds: f64,
+    pub max_seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SafepointSummary {
+    pub count: u64,
+    pub total_seconds: f64,
+    pub max_seconds: f64,
+}
+
+/// Counts of the rarer events people look for first.
+#[derive(Debug, Default, Serialize)]
+pub struct Markers {
+    pub full_gcs: u64,
+    pub evacuation_failures: u64,
+    pub degenerated_gcs: u64,
+    pub humongous_allocations: u64,
+    pub explicit_gcs: u64,
+    pub allocation_stalls: u64,
+    pub allocation_stall_seconds: f64,
+    pub concurrent_cycles: u64,
+    pub concurrent_cycle_seconds: f64,
+}
+
+/// The report `analyze` prints; the JSON field names are a stable interface.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub files: Vec<PathBuf>,
+    pub collector: String,
+    pub jdk_version: Option<String>,
+    pub pauses: PauseSummary,
+    pub by_name: Vec<NameSummary>,
+    pub safepoints: SafepointSummary,
+    pub markers: Markers,
+    pub minutes: Vec<Minute>,
+    pub lines: u64,
+    pub unparsed_lines: u64,
+    pub unparsed_by_kind: BTreeMap<String, u64>,
+    pub jvm_restarts: u64,
+    pub warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<Pause>>,
+}
+
+/// Nearest-rank percentile of sorted values (exact, no interpolation).
+pub fn percentile(sorted: &[f64], quantile: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (quantile * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn first_time(path: &Path) -> Result<Option<LogTime>> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let reader = BufReader::new(file);
+    for line in reader.split(b'\n').take(ORDERING_PROBE_LINES) {
+        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
+        if let Some(time) = line_time(&String::from_utf8_lossy(&line)) {
+            return Ok(Some(time));
+        }
+    }
+    Ok(None)
+}
+
+/// Puts a rotated set in time order by each file's first timestamp: wall-clock
+/// when every file has one, else uptime; files without either keep their place.
+pub fn order_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut keyed = Vec::with_capacity(paths.len());
+    for path in paths {
+        keyed.push((path.clone(), first_time(path)?));
+    }
+    let all_wall = keyed
+        .iter()
+        .all(|(_, t)| t.is_some_and(|t| t.wall.is_some()));
+    let all_uptime = keyed
+        .iter()
+        .all(|(_, t)| t.is_some_and(|t| t.uptime_s.is_some()));
+    if all_wall {
+        keyed.sort_by_key(|(_, t)| t.and_then(|t| t.wall));
+    } else if all_uptime {
+        keyed.sort_by(|(_, a), (_, b)| {
+            let (a, b) = (a.and_then(|t| t.uptime_s), b.and_then(|t| t.uptime_s));
+            a.partial_cmp(&b).unwrap_or(Ordering::Equal)
+        });
+    }
+    Ok(keyed.into_iter().map(|(path, _)| path).collect())
+}
+
+/// Parses the files as one stream, in the order given.
+pub fn parse_files(
+    paths: &[PathBuf],
+    jvm_start: Option<DateTime<Utc>>,
+) -> Result<(Vec<GcEvent>, GcLogParser)> {
+    let mut parser = GcLogParser::new(ParserOptions {
+        jvm_start,
+        ..ParserOptions::default()
+    });
+    let mut events = Vec::new();
+    let mut buffer = vec![0u8; 256 * 1024];
+    for path in paths {
+        let mut file =
+            File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        loop {
+            let read = file
+                .read(&mut buffer)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            if read == 0 {
+                break;
+            }
+            parser.feed(&buffer[..read], &mut events);
+        }
+    }
+    parser.finish(&mut events);
+    Ok((events, parser))
+}
+
+pub struct AnalyzeOptions {
+    pub jvm_start: Option<DateTime<Utc>>,
+    pub include_events: bool,
+}
+
+pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
+    let files = order_files(paths)?;
+    let (events, parser) = parse_files(&files, options.jvm_start)?;
+    Ok(summarise(files, events, &parser, options.include_events))
+}
+
+fn summarise(
+    files: Vec<PathBuf>,
+    events: Vec<GcEvent>,
+    parser: &GcLogParser,
+    include_events: bool,
+) -> Report {
+    let mut durations = Vec::new();
+    let mut by_name: BTreeMap<String, NameSummary> = BTreeMap::new();
+    let mut safepoints = SafepointSummary {
+        count: 0,
+        total_seconds: 0.0,
+        max_seconds: 0.0,
+    };
+    let mut markers = Markers::default();
+    let mut windows = MinuteWindows::default();
+    let mut pauses = Vec::new();
+    let mut collector = parser.run().collector;
+    for event in events {
+        windows.add(&event);
+        match event {
+            GcEvent::Pause(pause) => {
+                durations.push(pause.duration_s);
+                let entry = by_name
+                    .entry(pause.name.clone())
+                    .or_insert_with(|| NameSummary {
+                        name: pause.name.clone(),
+                        count: 0,
+                        total_seconds: 0.0,
+                        max_seconds: 0.0,
+                    });
+                entry.count += 1;
+                entry.total_seconds += pause.duration_s;
+                entry.max_seconds = entry.max_seconds.max(pause.duration_s);
+                markers.full_gcs += pause.full as u64;
+                markers.evacuation_failures += pause.evacuation_failure as u64;
+                markers.degenerated_gcs += pause.degenerated as u64;
+                markers.humongous_allocations += pause.humongous as u64;
+                markers.explicit_gcs += pause.explicit as u64;
+                if collector == pausewatch_parsers::Collector::Unknown {
+                    collector = pause.collector;
+                }
+                pauses.push(pause);
+            }
+            GcEvent::Safepoint(s) => {
+                safepoints.count += 1;
+                safepoints.total_seconds += s.total_s;
+                safepoints.max_seconds = safepoints.max_seconds.max(s.total_s);
+            }
+            GcEvent::Stall(s) => {
+                markers.allocation_stalls += 1;
+                markers.allocation_stall_seconds += s.duration_s;
+            }
+            GcEvent::Cycle(c) => {
+                markers.concurrent_cycles += 1;
+                markers.concurrent_cycle_seconds += c.duration_s.unwrap_or(0.0);
+            }
+            GcEvent::ConcurrentPhase(_) | GcEvent::JvmRestart(_) => {}
+        }
+    }
+    durations.sort_by(f64::total_cmp);
+    let stats = parser.stats();
+    let mut warnings = Vec::new();
+    if windows.unplaced_events > 0 {
+        warnings.push(format!(
+            "{} events have no wall-clock time (the log has no time decorator and no line with both time and uptime); pass --jvm-start to place them in minutes",
+            windows.unplaced_events
+        ));
+    }
+    if let Some(legacy) = stats
+        .unparsed
+        .get(&pausewatch_parsers::UnparsedKind::LegacyFormat)
+    {
+        warnings.push(format!(
+            "{legacy} lines are in the JDK 8 (-XX:+PrintGCDetails) format, which is not parsed; use -Xlog:gc*,safepoint"
+        ));
+    }
+    let mut by_name: Vec<NameSummary> = by_name.into_values().collect();
+    by_name.sort_by(|a, b| b.total_seconds.total_cmp(&a.total_seconds));
+    Report {
+        files,
+        collector: collector.as_str().to_string(),
+        jdk_version: parser.run().version.clone(),
+        pauses: PauseSummary {
+            count: durations.len() as u64,
+            total_seconds: durations.iter().sum(),
+            max_seconds: durations.last().copied().unwrap_or(0.0),
+            p50_seconds: percentile(&durations, 0.50),
+            p99_seconds: percentile(&durations, 0.99),
+            p999_seconds: percentile(&durations, 0.999),
+        },
+        by_name,
+        safepoints,
+        markers,
+        minutes: windows.contiguous(),
+        lines: stats.lines,
+        unparsed_lines: stats.unparsed_total(),
+        unparsed_by_kind: stats
+            .unparsed
+            .iter()
+            .map(|(kind, count)| (kind.as_str().to_string(), *count))
+            .collect(),
+        jvm_restarts: stats.restarts,
+        warnings,
+        events: include_events.then_some(pauses),
+    }
+}
+
+fn ms(seconds: f64) -> String {
+    format!("{:.3}", seconds * 1000.0)
+}
+
+/// The human-readable report.
+pub fn render_text(report: &Report) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let p = &report.pauses;
+    let _ = writeln!(
+        out,
+        "collector: {}   jdk: {}",
+        report.collector,
+        report.jdk_version.as_deref().unwrap_or("unknown")
+    );
+    let _ = writeln!(
+        out,
+        "lines: {}   unparsed: {}   jvm restarts: {}",
+        report.lines, report.unparsed_lines, report.jvm_restarts
+    );
+    let _ = writeln!(
+        out,
+        "\npauses: {}   total {} ms   max {} ms   p50 {} ms   p99 {} ms   p99.9 {} ms",
+        p.count,
+        ms(p.total_seconds),
+        ms(p.max_seconds),
+        ms(p.p50_seconds),
+        ms(p.p99_seconds),
+        ms(p.p999_seconds)
+    );
+    let _ = writeln!(
+        out,
+        "\n{:<28} {:>8} {:>12} {:>10}",
+        "pause", "count", "total ms", "max ms"
+    );
+    for name in &report.by_name {
+        let _ = writeln!(
+            out,
+            "{:<28} {:>8} {:>12} {:>10}",
+            name.name,
+            name.count,
+            ms(name.total_seconds),
+            ms(name.max_seconds)
+        );
+    }
+    let s = &report.safepoints;
+    let _ = writeln!(
+        out,
+        "\nsafepoints: {}   total {} ms   max {} ms",
+        s.count,
+        ms(s.total_seconds),
+        ms(s.max_seconds)
+    );
+    let m = &report.markers;
+    let _ = writeln!(
+        out,
+        "full GCs: {}   evacuation failures: {}   degenerated: {}   humongous: {}   System.gc(): {}   allocation stalls: {}",
+        m.full_gcs, m.evacuation_failures, m.degenerated_gcs, m.humongous_allocations, m.explicit_gcs, m.allocation_stalls
+    );
+    if !report.minutes.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{:<22} {:>7} {:>12} {:>10} {:>12}",
+            "minute (UTC)", "pauses", "total ms", "max ms", "stopped ms"
+        );
+        for minute in &report.minutes {
+            let _ = writeln!(
+                out,
+                "{:<22} {:>7} {:>12} {:>10} {:>12}",
+                minute.start.format("%Y-%m-%d %H:%M"),
+                minute.pause_count,
+                ms(minute.pause_total_seconds),
+                ms(minute.pause_max_seconds),
+                ms(minute.safepoint_total_seconds)
+            );
+        }
+    }
+    for warning in &report.warnings {
+        let _ = writeln!(out, "\nwarning: {warning}");
+    }
+    out
+}

@@ -1,0 +1,127 @@
+//! `pausewatch analyze` as a user runs it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/jvm")
+        .join(name)
+}
+
+fn analyze(args: &[&str], files: &[PathBuf]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_pausewatch"))
+        .arg("analyze")
+        .args(args)
+        .args(files)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+fn bean_count(dir: &Path, bean: &str) -> u64 {
+    let snapshot: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("mxbeans.json")).unwrap()).unwrap();
+    snapshot["collectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == bean)
+        .unwrap()["count"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn json_report_has_the_documented_fields_and_the_jvms_counts() {
+    let dir = fixture("jdk17-parallel-full");
+    let (code, stdout, stderr) = analyze(&["--format", "json", "--events"], &[dir.join("gc.log")]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let young = bean_count(&dir, "PS Scavenge");
+    let full = bean_count(&dir, "PS MarkSweep");
+    assert_eq!(report["pauses"]["count"].as_u64().unwrap(), young + full);
+    for field in [
+        "total_seconds",
+        "max_seconds",
+        "p50_seconds",
+        "p99_seconds",
+        "p999_seconds",
+    ] {
+        assert!(report["pauses"][field].is_f64(), "pauses.{field}");
+    }
+    let by_name = report["by_name"].as_array().unwrap();
+    let count_of = |name: &str| {
+        by_name
+            .iter()
+            .find(|n| n["name"] == name)
+            .map_or(0, |n| n["count"].as_u64().unwrap())
+    };
+    assert_eq!(count_of("Pause Young"), young);
+    assert_eq!(count_of("Pause Full"), full);
+    assert!(report["safepoints"]["count"].as_u64().unwrap() >= young + full);
+    let minutes = report["minutes"].as_array().unwrap();
+    assert!(!minutes.is_empty());
+    let per_minute: u64 = minutes
+        .iter()
+        .map(|m| m["pause_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_minute, young + full);
+    assert!(minutes[0]["start"].as_str().unwrap().ends_with(":00Z"));
+    assert_eq!(report["unparsed_lines"], 0);
+    assert_eq!(
+        report["events"].as_array().unwrap().len() as u64,
+        young + full
+    );
+}
+
+#[test]
+fn rotated_set_in_any_order_gives_the_same_report() {
+    let dir = fixture("jdk17-g1-rotation");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("gc.log")
+        })
+        .collect();
+    assert!(
+        files.len() >= 3,
+        "rotation fixture has {} files",
+        files.len()
+    );
+    files.sort();
+    let (_, forward, _) = analyze(&["--format", "json"], &files);
+    files.reverse();
+    let (_, backward, _) = analyze(&["--format", "json"], &files);
+    let (forward, backward): (Value, Value) = (
+        serde_json::from_str(&forward).unwrap(),
+        serde_json::from_str(&backward).unwrap(),
+    );
+    assert_eq!(forward["pauses"], backward["pauses"]);
+    assert_eq!(forward["jvm_restarts"], 0);
+    assert_eq!(
+        forward["pauses"]["count"].as_u64().unwrap(),
+        bean_count(&dir, "G1 Young Generation") + bean_count(&dir, "G1 Old Generation")
+    );
+}
+
+#[test]
+fn text_report_is_a_table_and_missing_files_fail_clearly() {
+    let (code, stdout, _) = analyze(&[], &[fixture("jdk17-serial-full").join("gc.log")]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("Pause Young"));
+    assert!(stdout.contains("minute (UTC)"));
+    let (code, _, stderr) = analyze(&[], &[PathBuf::from("/nonexistent/gc.log")]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("/nonexistent/gc.log"), "{stderr}");
+}

@@ -1,0 +1,126 @@
+//! The parser's pause counts and times against the JVM's own
+//! `GarbageCollectorMXBean` figures, for logs real JVMs wrote
+//! (tests/fixtures/jvm, made by tests/fixtures/generate.sh).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use pausewatch::analyze::{order_files, parse_files};
+use pausewatch::mxbean::{bean_name, jdk_major};
+use pausewatch_parsers::GcEvent;
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Bean {
+    name: String,
+    count: u64,
+    time_ms: u64,
+}
+
+#[derive(Deserialize)]
+struct Snapshot {
+    java_version: String,
+    collectors: Vec<Bean>,
+}
+
+/// Beans that count cycles, not pauses: their counts are not compared.
+fn counts_pauses(bean: &str) -> bool {
+    !bean.ends_with("Cycles")
+}
+
+fn fixture_dirs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jvm");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("mxbeans.json").exists())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn logs_in(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("gc.log")
+        })
+        .collect()
+}
+
+#[test]
+fn pause_counts_and_times_match_the_jvms_mxbeans() {
+    let dirs = fixture_dirs();
+    assert!(
+        dirs.len() >= 20,
+        "expected the committed JVM fixtures, found {}",
+        dirs.len()
+    );
+    let mut failures = Vec::new();
+    for dir in &dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let snapshot: Snapshot =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("mxbeans.json")).unwrap())
+                .unwrap();
+        let files = order_files(&logs_in(dir)).unwrap();
+        let (events, parser) = parse_files(&files, None).unwrap();
+        let major = jdk_major(&snapshot.java_version);
+        let mut by_bean: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
+        for event in &events {
+            if let GcEvent::Pause(pause) = event {
+                if let Some(bean) = bean_name(pause, major) {
+                    let entry = by_bean.entry(bean).or_default();
+                    entry.0 += 1;
+                    entry.1 += pause.duration_s;
+                }
+            }
+        }
+        println!(
+            "{name}: {} lines, {} unparsed",
+            parser.stats().lines,
+            parser.stats().unparsed_total()
+        );
+        for bean in snapshot
+            .collectors
+            .iter()
+            .filter(|b| counts_pauses(&b.name))
+        {
+            let (count, seconds) = by_bean.remove(bean.name.as_str()).unwrap_or_default();
+            let log_ms = seconds * 1000.0;
+            // The bean truncates each pause to whole milliseconds.
+            let tolerance_ms = (log_ms * 0.01).max(count as f64);
+            println!(
+                "  {:<22} jvm {:>5} pauses {:>9} ms | log {:>5} pauses {:>11.3} ms",
+                bean.name, bean.count, bean.time_ms, count, log_ms
+            );
+            if count != bean.count {
+                failures.push(format!(
+                    "{name}: {} count jvm {} log {count}",
+                    bean.name, bean.count
+                ));
+            }
+            if (log_ms - bean.time_ms as f64).abs() > tolerance_ms {
+                failures.push(format!(
+                    "{name}: {} time jvm {} ms log {log_ms:.3} ms",
+                    bean.name, bean.time_ms
+                ));
+            }
+        }
+        for (bean, (count, _)) in by_bean {
+            failures.push(format!(
+                "{name}: {count} pauses attributed to {bean}, which the JVM does not have"
+            ));
+        }
+        if parser.stats().unparsed_total() != 0 {
+            failures.push(format!(
+                "{name}: {} unparsed lines",
+                parser.stats().unparsed_total()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
+}
