@@ -11,7 +11,8 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::{line_time, GcEvent, GcLogParser, LogTime, ParserOptions, Pause};
 use serde::Serialize;
 
-use crate::windows::{Minute, MinuteWindows};
+use crate::jvm::{EventCounters, JvmState};
+use crate::windows::Minute;
 
 /// Lines read from the head of each file to find its first timestamp.
 const ORDERING_PROBE_LINES: usize = 200;
@@ -41,20 +42,6 @@ pub struct SafepointSummary {
     pub max_seconds: f64,
 }
 
-/// Counts of the rarer events people look for first.
-#[derive(Debug, Default, Serialize)]
-pub struct Markers {
-    pub full_gcs: u64,
-    pub evacuation_failures: u64,
-    pub degenerated_gcs: u64,
-    pub humongous_allocations: u64,
-    pub explicit_gcs: u64,
-    pub allocation_stalls: u64,
-    pub allocation_stall_seconds: f64,
-    pub concurrent_cycles: u64,
-    pub concurrent_cycle_seconds: f64,
-}
-
 /// The report `analyze` prints; the JSON field names are a stable interface.
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -64,7 +51,8 @@ pub struct Report {
     pub pauses: PauseSummary,
     pub by_name: Vec<NameSummary>,
     pub safepoints: SafepointSummary,
-    pub markers: Markers,
+    /// The rarer events and heap flows (full GCs, evacuation failures, stalls, ...).
+    pub markers: EventCounters,
     pub minutes: Vec<Minute>,
     pub lines: u64,
     pub unparsed_lines: u64,
@@ -165,6 +153,8 @@ fn summarise(
     parser: &GcLogParser,
     include_events: bool,
 ) -> Report {
+    let mut jvm = JvmState::default();
+    jvm.note_run(parser.run());
     let mut durations = Vec::new();
     let mut by_name: BTreeMap<String, NameSummary> = BTreeMap::new();
     let mut safepoints = SafepointSummary {
@@ -172,12 +162,9 @@ fn summarise(
         total_seconds: 0.0,
         max_seconds: 0.0,
     };
-    let mut markers = Markers::default();
-    let mut windows = MinuteWindows::default();
     let mut pauses = Vec::new();
-    let mut collector = parser.run().collector;
     for event in events {
-        windows.add(&event);
+        jvm.apply(&event);
         match event {
             GcEvent::Pause(pause) => {
                 durations.push(pause.duration_s);
@@ -192,13 +179,8 @@ fn summarise(
                 entry.count += 1;
                 entry.total_seconds += pause.duration_s;
                 entry.max_seconds = entry.max_seconds.max(pause.duration_s);
-                markers.full_gcs += pause.full as u64;
-                markers.evacuation_failures += pause.evacuation_failure as u64;
-                markers.degenerated_gcs += pause.degenerated as u64;
-                markers.humongous_allocations += pause.humongous as u64;
-                markers.explicit_gcs += pause.explicit as u64;
-                if collector == pausewatch_parsers::Collector::Unknown {
-                    collector = pause.collector;
+                if jvm.collector == pausewatch_parsers::Collector::Unknown {
+                    jvm.collector = pause.collector;
                 }
                 pauses.push(pause);
             }
@@ -207,24 +189,16 @@ fn summarise(
                 safepoints.total_seconds += s.total_s;
                 safepoints.max_seconds = safepoints.max_seconds.max(s.total_s);
             }
-            GcEvent::Stall(s) => {
-                markers.allocation_stalls += 1;
-                markers.allocation_stall_seconds += s.duration_s;
-            }
-            GcEvent::Cycle(c) => {
-                markers.concurrent_cycles += 1;
-                markers.concurrent_cycle_seconds += c.duration_s.unwrap_or(0.0);
-            }
-            GcEvent::ConcurrentPhase(_) | GcEvent::JvmRestart(_) => {}
+            _ => {}
         }
     }
     durations.sort_by(f64::total_cmp);
     let stats = parser.stats();
     let mut warnings = Vec::new();
-    if windows.unplaced_events > 0 {
+    if jvm.minutes.unplaced_events > 0 {
         warnings.push(format!(
             "{} events have no wall-clock time (the log has no time decorator and no line with both time and uptime); pass --jvm-start to place them in minutes",
-            windows.unplaced_events
+            jvm.minutes.unplaced_events
         ));
     }
     if let Some(legacy) = stats
@@ -239,7 +213,7 @@ fn summarise(
     by_name.sort_by(|a, b| b.total_seconds.total_cmp(&a.total_seconds));
     Report {
         files,
-        collector: collector.as_str().to_string(),
+        collector: jvm.collector.as_str().to_string(),
         jdk_version: parser.run().version.clone(),
         pauses: PauseSummary {
             count: durations.len() as u64,
@@ -251,8 +225,8 @@ fn summarise(
         },
         by_name,
         safepoints,
-        markers,
-        minutes: windows.contiguous(),
+        minutes: jvm.minutes.contiguous(),
+        markers: jvm.counters,
         lines: stats.lines,
         unparsed_lines: stats.unparsed_total(),
         unparsed_by_kind: stats

@@ -1,3 +1,4 @@
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -54,13 +55,14 @@ fn main() -> ExitCode {
             };
             match analyze(&files, &options) {
                 Ok(report) => {
-                    match format {
-                        Format::Text => print!("{}", render_text(&report)),
-                        Format::Json => println!(
-                            "{}",
-                            serde_json::to_string_pretty(&report).expect("report serialises")
-                        ),
-                    }
+                    let text = match format {
+                        Format::Text => render_text(&report),
+                        Format::Json => {
+                            serde_json::to_string_pretty(&report).expect("report serialises") + "\n"
+                        }
+                    };
+                    // A closed pipe (`| head`) is not an error worth a panic.
+                    let _ = std::io::stdout().lock().write_all(text.as_bytes());
                     ExitCode::SUCCESS
                 }
                 Err(error) => {

@@ -42,3 +42,43 @@ pub fn bean_name(pause: &Pause, jdk_major: Option<u32>) -> Option<&'static str> 
         Collector::Unknown => return None,
     })
 }
+
+/// Micrometer's `jvm.gc.pause` labels `(gc, action, cause)` for a pause, as the
+/// JVM's GC notification would carry them.
+pub fn micrometer_labels(pause: &Pause, jdk_major: Option<u32>) -> (String, String, String) {
+    let cause = pause.cause.clone().unwrap_or_else(|| "unknown".to_string());
+    let (gc, action) = match bean_name(pause, jdk_major) {
+        Some(bean @ ("G1 Young Generation" | "PS Scavenge" | "Copy" | "ParNew")) => {
+            (bean, "end of minor GC".to_string())
+        }
+        Some(
+            bean @ ("G1 Old Generation"
+            | "PS MarkSweep"
+            | "MarkSweepCompact"
+            | "ConcurrentMarkSweep"),
+        ) => (bean, "end of major GC".to_string()),
+        // Shenandoah names the action after the pause phase.
+        Some(bean @ "Shenandoah Pauses") => (
+            bean,
+            pause
+                .name
+                .strip_prefix("Pause ")
+                .unwrap_or(&pause.name)
+                .to_string(),
+        ),
+        Some(bean @ ("ZGC Pauses" | "ZGC Minor Pauses" | "ZGC Major Pauses")) => {
+            (bean, "end of GC pause".to_string())
+        }
+        // G1 Remark and Cleanup: the JDK 20+ bean's names, also before JDK 20.
+        Some("G1 Concurrent GC") | None if pause.collector == Collector::G1 => {
+            return (
+                "G1 Concurrent GC".to_string(),
+                "end of concurrent GC pause".to_string(),
+                "No GC".to_string(),
+            )
+        }
+        Some(bean) => (bean, "end of GC pause".to_string()),
+        None => ("unknown", "end of GC pause".to_string()),
+    };
+    (gc.to_string(), action, cause)
+}

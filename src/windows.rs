@@ -1,15 +1,16 @@
 //! Wall-clock minute windows: the exact count, total and maximum pause per
-//! minute (not a decaying maximum), plus time stopped at safepoints. This is
-//! the series that correlation, metrics and alerts line up with request latency.
+//! minute (not a decaying maximum), time stopped at safepoints, and the heap
+//! figures of the collections that ended in the minute. This is the series that
+//! correlation, metrics and alerts line up with request latency.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, TimeZone, Utc};
 use pausewatch_parsers::{GcEvent, LogTime};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One wall-clock minute. Events belong to the minute in which they ended.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Minute {
     pub start: DateTime<Utc>,
     pub pause_count: u64,
@@ -17,47 +18,109 @@ pub struct Minute {
     pub pause_max_seconds: f64,
     pub safepoint_count: u64,
     pub safepoint_total_seconds: f64,
+    pub safepoint_max_seconds: f64,
+    pub time_to_safepoint_max_seconds: f64,
+    pub full_gcs: u64,
+    pub evacuation_failures: u64,
+    pub degenerated_gcs: u64,
+    pub allocation_stalls: u64,
+    pub allocation_stall_seconds: f64,
+    pub concurrent_cycle_seconds: f64,
+    /// Heap occupancy after the last collection that ended in this minute.
+    pub heap_after_gc_bytes: Option<u64>,
+    pub heap_committed_bytes: Option<u64>,
+    /// Heap after the last full, mixed or major collection in this minute: live data.
+    pub live_data_bytes: Option<u64>,
+    /// Bytes allocated since the previous collection, summed over this minute's collections.
+    pub allocated_bytes: u64,
+    /// Bytes promoted into the old generation by this minute's young collections.
+    pub promoted_bytes: u64,
+}
+
+/// The minute (seconds since the epoch, floored) a time falls in.
+pub fn minute_key(time: &LogTime) -> Option<i64> {
+    time.wall.map(|w| w.timestamp().div_euclid(60) * 60)
 }
 
 /// Per-minute aggregation keyed by minute start (seconds since the epoch).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct MinuteWindows {
     minutes: BTreeMap<i64, Minute>,
     /// Events without a wall-clock time cannot be placed in a minute.
     pub unplaced_events: u64,
 }
 
-fn minute_key(time: &LogTime) -> Option<i64> {
-    time.wall.map(|w| w.timestamp().div_euclid(60) * 60)
+fn empty_minute(key: i64) -> Minute {
+    Minute {
+        start: Utc.timestamp_opt(key, 0).single().unwrap_or_default(),
+        ..Minute::default()
+    }
 }
 
 impl MinuteWindows {
-    fn minute(&mut self, key: i64) -> &mut Minute {
-        self.minutes.entry(key).or_insert_with(|| Minute {
-            start: Utc.timestamp_opt(key, 0).single().unwrap_or_default(),
-            ..Minute::default()
-        })
-    }
-
-    pub fn add(&mut self, event: &GcEvent) {
-        let (end, seconds, is_pause) = match event {
-            GcEvent::Pause(p) => (&p.end, p.duration_s, true),
-            GcEvent::Safepoint(s) => (&s.end, s.total_s, false),
-            _ => return,
-        };
+    /// The minute an event that ended at `end` belongs to, created on demand.
+    pub fn minute_at(&mut self, end: &LogTime) -> Option<&mut Minute> {
         let Some(key) = minute_key(end) else {
             self.unplaced_events += 1;
-            return;
+            return None;
         };
-        let minute = self.minute(key);
-        if is_pause {
-            minute.pause_count += 1;
-            minute.pause_total_seconds += seconds;
-            minute.pause_max_seconds = minute.pause_max_seconds.max(seconds);
-        } else {
-            minute.safepoint_count += 1;
-            minute.safepoint_total_seconds += seconds;
+        Some(self.minutes.entry(key).or_insert_with(|| empty_minute(key)))
+    }
+
+    /// Counts the parts of an event that need no history: pauses, safepoints,
+    /// stalls, cycles. Heap-derived figures are added by the caller, which
+    /// knows the previous collection.
+    pub fn add(&mut self, event: &GcEvent) {
+        match event {
+            GcEvent::Pause(p) => {
+                if let Some(minute) = self.minute_at(&p.end) {
+                    minute.pause_count += 1;
+                    minute.pause_total_seconds += p.duration_s;
+                    minute.pause_max_seconds = minute.pause_max_seconds.max(p.duration_s);
+                    minute.full_gcs += u64::from(p.full);
+                    minute.evacuation_failures += u64::from(p.evacuation_failure);
+                    minute.degenerated_gcs += u64::from(p.degenerated);
+                }
+            }
+            GcEvent::Safepoint(s) => {
+                if let Some(minute) = self.minute_at(&s.end) {
+                    minute.safepoint_count += 1;
+                    minute.safepoint_total_seconds += s.total_s;
+                    minute.safepoint_max_seconds = minute.safepoint_max_seconds.max(s.total_s);
+                    minute.time_to_safepoint_max_seconds = minute
+                        .time_to_safepoint_max_seconds
+                        .max(s.reaching_s.unwrap_or(0.0));
+                }
+            }
+            GcEvent::Stall(s) => {
+                if let Some(minute) = self.minute_at(&s.end) {
+                    minute.allocation_stalls += 1;
+                    minute.allocation_stall_seconds += s.duration_s;
+                }
+            }
+            GcEvent::Cycle(c) => {
+                if let Some(minute) = self.minute_at(&c.end) {
+                    minute.concurrent_cycle_seconds += c.duration_s.unwrap_or(0.0);
+                }
+            }
+            GcEvent::ConcurrentPhase(_) | GcEvent::JvmRestart(_) => {}
         }
+    }
+
+    /// Drops minutes that started before `oldest_kept`.
+    pub fn prune_before(&mut self, oldest_kept: DateTime<Utc>) {
+        let cutoff = oldest_kept.timestamp();
+        self.minutes = self.minutes.split_off(&cutoff);
+    }
+
+    /// The minute starting at `start`, if anything happened in it.
+    pub fn get(&self, start: DateTime<Utc>) -> Option<&Minute> {
+        self.minutes.get(&start.timestamp())
+    }
+
+    /// Minutes that saw events, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &Minute> {
+        self.minutes.values()
     }
 
     /// Every minute from the first to the last one seen, quiet minutes included,
@@ -72,10 +135,10 @@ impl MinuteWindows {
         (first..=last)
             .step_by(60)
             .map(|key| {
-                self.minutes.get(&key).cloned().unwrap_or_else(|| Minute {
-                    start: Utc.timestamp_opt(key, 0).single().unwrap_or_default(),
-                    ..Minute::default()
-                })
+                self.minutes
+                    .get(&key)
+                    .cloned()
+                    .unwrap_or_else(|| empty_minute(key))
             })
             .collect()
     }

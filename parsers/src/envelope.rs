@@ -8,14 +8,16 @@
 //! the common (ignored) line cheap.
 
 use chrono::{DateTime, TimeZone, Utc};
-use nom::bytes::complete::take_till;
-use nom::character::complete::char;
-use nom::sequence::delimited;
-use nom::{IResult, Parser};
 
 /// Epoch milliseconds above this (20 years after 1970) are `timemillis`, not
 /// `uptimemillis`: the same rule gctoolkit uses for the `[NNNms]` ambiguity.
 const EPOCH_MILLIS_THRESHOLD: u64 = 20 * 365 * 24 * 3600 * 1000;
+
+/// Length of `2022-01-29T16:34:51.654+0000`.
+const WALL_LEN: usize = 28;
+
+/// Powers of ten for the fraction digits of an uptime.
+const POWERS_OF_TEN: [f64; 10] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9];
 
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct Envelope<'a> {
@@ -42,12 +44,9 @@ impl Envelope<'_> {
     }
 }
 
-fn group(i: &str) -> IResult<&str, &str> {
-    delimited(char('['), take_till(|c| c == ']'), char(']')).parse(i)
-}
-
 /// Splits a line into decorations and message; `None` when a leading bracket
-/// group is not a decoration (a JDK 8 `[GC (...` line, say).
+/// group is not a decoration (a JDK 8 `[GC (...` line, say). Hand-rolled over
+/// bytes: this runs for every line, most of which are then ignored.
 pub(crate) fn parse(line: &str) -> Option<Envelope<'_>> {
     let mut env = Envelope::default();
     let mut rest = line;
@@ -56,38 +55,57 @@ pub(crate) fn parse(line: &str) -> Option<Envelope<'_>> {
     let mut nanos = [0u64; 2];
     let mut nanos_count = 0;
     let mut blank = false;
-    while rest.starts_with('[') {
-        let Ok((after, raw)) = group(rest) else {
-            break;
-        };
-        let text = raw.trim();
+    while rest.as_bytes().first() == Some(&b'[') {
+        let bytes = rest.as_bytes();
+        // HotSpot's `time` decoration is always 28 characters: take it without a scan.
+        let close =
+            if bytes.len() > WALL_LEN + 1 && bytes[WALL_LEN + 1] == b']' && bytes[11] == b'T' {
+                WALL_LEN + 1
+            } else {
+                // Decorations are short: a plain scan beats memchr's setup here.
+                let Some(close) = bytes.iter().position(|&b| b == b']') else {
+                    break;
+                };
+                close
+            };
+        let text = trim_spaces(&rest[1..close]);
+        rest = &rest[close + 1..];
+        env.decorated = true;
         let bytes = text.as_bytes();
-        if text.is_empty() {
+        let Some(&last) = bytes.last() else {
             blank = true;
-        } else if let Some(n) = integer_with_suffix(text, "ms") {
-            if millis_count < 2 {
-                millis[millis_count] = n;
-                millis_count += 1;
+            continue;
+        };
+        if last == b's' && bytes.len() >= 2 {
+            let before = bytes[bytes.len() - 2];
+            if before == b'm' || before == b'n' {
+                if let Some(n) = all_digits(&bytes[..bytes.len() - 2]) {
+                    if before == b'm' && millis_count < 2 {
+                        millis[millis_count] = n;
+                        millis_count += 1;
+                    } else if before == b'n' && nanos_count < 2 {
+                        nanos[nanos_count] = n;
+                        nanos_count += 1;
+                    }
+                    continue;
+                }
+            } else if let Some(seconds) = uptime_seconds(&bytes[..bytes.len() - 1]) {
+                env.uptime_s = Some(seconds);
+                continue;
             }
-        } else if let Some(n) = integer_with_suffix(text, "ns") {
-            if nanos_count < 2 {
-                nanos[nanos_count] = n;
-                nanos_count += 1;
-            }
-        } else if let Some(seconds) = uptime_seconds(text) {
-            env.uptime_s = Some(seconds);
-        } else if bytes.len() >= 20 && bytes[4] == b'-' && bytes[10] == b'T' {
+        }
+        if bytes.len() >= 20 && bytes[4] == b'-' && bytes[10] == b'T' {
             env.wall_text = Some(text);
-        } else if !text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b',' | b'_' | b'.' | b'-'))
+            continue;
+        }
+        // pid, tid, level, tags and hostname are all of this alphabet;
+        // anything else means this is not a unified-logging line.
+        if !bytes
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b',' | b'_' | b'.' | b'-'))
         {
-            // pid, tid, level, tags and hostname are all of this alphabet;
-            // anything else means this is not a unified-logging line.
             return None;
         }
-        env.decorated = true;
-        rest = after;
     }
     match millis_count {
         2 => {
@@ -114,33 +132,61 @@ pub(crate) fn parse(line: &str) -> Option<Envelope<'_>> {
     Some(env)
 }
 
-fn integer_with_suffix(text: &str, suffix: &str) -> Option<u64> {
-    let digits = text.strip_suffix(suffix)?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+/// Strips the padding spaces inside a decoration (ASCII only: cheaper than `trim`).
+fn trim_spaces(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    let start = bytes.iter().position(|&b| b != b' ').unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|&b| b != b' ')
+        .map_or(start, |i| i + 1);
+    &text[start..end]
 }
 
-/// `0.017s` or `1,474s`.
-fn uptime_seconds(text: &str) -> Option<f64> {
-    let number = text.strip_suffix('s')?;
-    let separator = number.find(['.', ','])?;
-    let (whole, fraction) = (&number[..separator], &number[separator + 1..]);
-    if whole.is_empty()
-        || fraction.is_empty()
-        || !whole.bytes().all(|b| b.is_ascii_digit())
-        || !fraction.bytes().all(|b| b.is_ascii_digit())
-    {
+/// The value of a non-empty run of ASCII digits (at most 19, so it fits).
+fn all_digits(bytes: &[u8]) -> Option<u64> {
+    if bytes.is_empty() || bytes.len() > 19 {
         return None;
     }
-    let whole: f64 = whole.parse().ok()?;
-    let fraction_value: f64 = fraction.parse().ok()?;
-    Some(whole + fraction_value / 10f64.powi(fraction.len() as i32))
+    let mut value = 0u64;
+    for &b in bytes {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + u64::from(b - b'0');
+    }
+    Some(value)
 }
 
-/// `2022-01-29T16:34:51.654+0000` (HotSpot's form) or with a `+00:00` offset.
+/// `0.017` or `1,474` (the `s` already removed).
+fn uptime_seconds(number: &[u8]) -> Option<f64> {
+    let separator = number.iter().position(|&b| b == b'.' || b == b',')?;
+    let whole = all_digits(&number[..separator])?;
+    let fraction_digits = &number[separator + 1..];
+    let fraction = all_digits(fraction_digits)?;
+    let scale = POWERS_OF_TEN.get(fraction_digits.len()).copied()?;
+    Some(whole as f64 + fraction as f64 / scale)
+}
+
+/// `2022-01-29T16:34:51.654+0000` (HotSpot's form), read by position; other
+/// offsets such as `+00:00` go through chrono's parser.
 pub(crate) fn parse_iso8601(text: &str) -> Option<DateTime<Utc>> {
+    let b = text.as_bytes();
+    let field = |range: std::ops::Range<usize>| all_digits(b.get(range)?).map(|v| v as u32);
+    if b.len() == WALL_LEN && b[19] == b'.' && matches!(b[23], b'+' | b'-') {
+        let date =
+            chrono::NaiveDate::from_ymd_opt(field(0..4)? as i32, field(5..7)?, field(8..10)?)?;
+        let time = date.and_hms_milli_opt(
+            field(11..13)?,
+            field(14..16)?,
+            field(17..19)?,
+            field(20..23)?,
+        )?;
+        let offset_s = (field(24..26)? * 3600 + field(26..28)? * 60) as i64;
+        let utc =
+            time - chrono::Duration::seconds(if b[23] == b'+' { offset_s } else { -offset_s });
+        return Some(utc.and_utc());
+    }
     DateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f%z")
         .ok()
         .map(|t| t.with_timezone(&Utc))
@@ -184,6 +230,14 @@ mod tests {
         let env = parse("GC(3) Pause Remark 1M->1M(5M) 1.0ms").unwrap();
         assert!(!env.decorated);
         assert_eq!(env.message, "GC(3) Pause Remark 1M->1M(5M) 1.0ms");
+    }
+
+    #[test]
+    fn wall_clock_offsets_are_honoured() {
+        let fast = parse_iso8601("2022-11-10T03:37:29.443-0800").unwrap();
+        assert_eq!(fast.to_rfc3339(), "2022-11-10T11:37:29.443+00:00");
+        let slow = parse_iso8601("2022-11-10T03:37:29.443-08:00").unwrap();
+        assert_eq!(fast, slow);
     }
 
     #[test]

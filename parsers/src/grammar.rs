@@ -200,16 +200,6 @@ pub(crate) fn cpu_times(i: &str) -> IResult<&str, CpuTimes> {
     .parse(i)
 }
 
-/// `PSYoungGen: 33275K->5090K(38400K)` (pool name, transition).
-pub(crate) fn pool_line(i: &str) -> IResult<&str, (&str, HeapTransition)> {
-    all_consuming(pair(terminated(name, tag(": ")), heap_transition)).parse(i)
-}
-
-/// `Eden regions: 6->0(6)`.
-pub(crate) fn region_line(i: &str) -> IResult<&str, (&str, RegionCounts)> {
-    all_consuming(pair(terminated(name, tag(" regions: ")), region_transition)).parse(i)
-}
-
 /// One `Key: value` field of a JDK 13+ safepoint line.
 pub(crate) fn safepoint_field(i: &str) -> IResult<&str, (&str, &str)> {
     pair(

@@ -113,10 +113,14 @@ pub struct JvmRun {
     pub version: Option<String>,
     /// G1 region size, to turn region counts into bytes.
     pub region_bytes: Option<u64>,
+    /// Maximum heap (`Heap Max Capacity:`, ZGC's `Max Capacity:`; JDK 17+ preamble).
+    pub max_heap_bytes: Option<u64>,
     /// Wall-clock time at uptime zero.
     pub anchor: Option<DateTime<Utc>>,
     max_uptime_s: Option<f64>,
     saw_collection: bool,
+    /// GC id of the generational-ZGC minor collection in progress.
+    zgc_minor_active: Option<u64>,
 }
 
 /// A collection whose lines are still arriving.
@@ -219,6 +223,16 @@ pub fn line_time(line: &str) -> Option<LogTime> {
         wall: env.wall(),
     };
     (time.uptime_s.is_some() || time.wall.is_some()).then_some(time)
+}
+
+/// A size from a preamble line such as `Heap Region Size: 1M`.
+fn preamble_size(body: &str, prefixes: &[&str]) -> Option<u64> {
+    let value = prefixes
+        .iter()
+        .find_map(|prefix| body.strip_prefix(prefix))?;
+    grammar::size_bytes(value.trim())
+        .ok()
+        .map(|(_, bytes)| bytes)
 }
 
 fn collector_from_using(name: &str) -> Option<Collector> {
@@ -388,18 +402,22 @@ impl GcLogParser {
 
     fn line(&mut self, raw: &[u8], out: &mut Vec<GcEvent>) {
         self.stats.lines += 1;
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         if raw.len() > self.options.max_line_bytes {
             self.flush(out);
             self.count_unparsed(UnparsedKind::TooLong);
             return;
         }
+        // Trailing CR (CRLF files) and padding; ASCII only, cheaper than `trim_end`.
+        let end = raw
+            .iter()
+            .rposition(|&b| !matches!(b, b'\r' | b' ' | b'\t'))
+            .map_or(0, |i| i + 1);
+        let raw = &raw[..end];
         let Ok(text) = std::str::from_utf8(raw) else {
             self.flush(out);
             self.count_unparsed(UnparsedKind::InvalidUtf8);
             return;
         };
-        let text = text.trim_end();
         let Some(env) = envelope::parse(text) else {
             self.flush(out);
             self.count_unparsed(if is_legacy_line(text) {
@@ -561,14 +579,13 @@ impl GcLogParser {
             self.run.version = Some(version.to_string());
             return Understood::Yes;
         }
-        if let Some(size) = body
-            .strip_prefix("Heap Region Size: ")
-            .or_else(|| body.strip_prefix("Heap region size: "))
-        {
-            if let Ok((_, bytes)) = grammar::size_bytes(size.trim()) {
-                self.run.region_bytes = Some(bytes);
-                return Understood::Yes;
-            }
+        if let Some(bytes) = preamble_size(body, &["Heap Max Capacity: ", "Max Capacity: "]) {
+            self.run.max_heap_bytes = Some(bytes);
+            return Understood::Yes;
+        }
+        if let Some(bytes) = preamble_size(body, &["Heap Region Size: ", "Heap region size: "]) {
+            self.run.region_bytes = Some(bytes);
+            return Understood::Yes;
         }
         Understood::Ignored
     }
@@ -718,27 +735,34 @@ impl GcLogParser {
             self.open_collection(id).evacuation_failure = true;
             return Understood::Yes;
         }
-        if let Ok((_, (pool, transition))) = grammar::pool_line(body) {
-            self.infer_collector(collector_from_pool(pool));
-            self.open_collection(id).pools.push(PoolTransition {
-                name: pool.to_string(),
-                before_bytes: transition.before_bytes,
-                after_bytes: transition.after_bytes,
-                capacity_bytes: transition.capacity_bytes,
-            });
-            return Understood::Yes;
-        }
-        if let Ok((_, (region, (before, after, capacity)))) = grammar::region_line(body) {
-            self.infer_collector(Some(Collector::G1));
-            if let Some(region_bytes) = self.run.region_bytes {
-                self.open_collection(id).pools.push(PoolTransition {
-                    name: format!("{region} regions"),
-                    before_bytes: before * region_bytes,
-                    after_bytes: after * region_bytes,
-                    capacity_bytes: capacity.map(|c| c * region_bytes),
-                });
+        // `PSYoungGen: 33275K->5090K(38400K)`, `Eden regions: 6->0(6)`: checked by
+        // label first, since most `Label: value` lines are detail we ignore.
+        if let Some((label, value)) = body.split_once(": ") {
+            if let Some(collector) = collector_from_pool(label) {
+                if let Ok(("", transition)) = grammar::heap_transition(value) {
+                    self.infer_collector(Some(collector));
+                    self.open_collection(id).pools.push(PoolTransition {
+                        name: label.to_string(),
+                        before_bytes: transition.before_bytes,
+                        after_bytes: transition.after_bytes,
+                        capacity_bytes: transition.capacity_bytes,
+                    });
+                    return Understood::Yes;
+                }
+            } else if let Some(region) = label.strip_suffix(" regions") {
+                if let Ok(("", (before, after, capacity))) = grammar::region_transition(value) {
+                    self.infer_collector(Some(Collector::G1));
+                    if let Some(region_bytes) = self.run.region_bytes {
+                        self.open_collection(id).pools.push(PoolTransition {
+                            name: format!("{region} regions"),
+                            before_bytes: before * region_bytes,
+                            after_bytes: after * region_bytes,
+                            capacity_bytes: capacity.map(|c| c * region_bytes),
+                        });
+                    }
+                    return Understood::Yes;
+                }
             }
-            return Understood::Yes;
         }
         if message.zgc_generation.is_some() {
             self.infer_collector(Some(Collector::ZGenerational));
@@ -787,8 +811,12 @@ impl GcLogParser {
             }
             return Understood::Yes;
         };
+        // HotSpot accounts a generational-ZGC pause to the minor collection
+        // whenever one is running (ZServiceabilityPauseTracer::minor_is_active),
+        // so an old-generation pause during a minor collection is a minor pause.
         match message.zgc_generation {
             Some('y') => qualifiers.push("Minor".to_string()),
+            Some(_) if self.run.zgc_minor_active.is_some() => qualifiers.push("Minor".to_string()),
             Some(_) if !qualifiers.iter().any(|q| q == "Major") => {
                 qualifiers.push("Major".to_string())
             }
@@ -904,11 +932,18 @@ impl GcLogParser {
         }));
         let time = self.time_of(env);
         let cause = line.groups.first().map(|g| g.to_string());
+        let minor = line.name == "Minor Collection";
         if line.heap.is_none() {
+            if minor {
+                self.run.zgc_minor_active = Some(id);
+            }
             let open = self.open_collection(id);
             open.cycle_start = Some(time);
             open.cause = cause;
             return Understood::Yes;
+        }
+        if minor && self.run.zgc_minor_active == Some(id) {
+            self.run.zgc_minor_active = None;
         }
         let started = self.open.get(&id).and_then(|o| o.cycle_start);
         let duration_s = line.duration_s.or_else(|| match (started, time.uptime_s) {

@@ -1,0 +1,1131 @@
+//! Configuration for `pausewatch run --config FILE`.
+//!
+//! The file is TOML. Every error names the file, the 1-based line and a dotted
+//! key path (`gc_log[1].start_at`, array indices 0-based), because the person
+//! reading it is usually editing the file on a host with nothing but a terminal.
+//!
+//! Parsing happens in two steps: serde reads the text into `Raw*` structs whose
+//! fields keep their source spans (`toml::Spanned`), then `validate` turns them
+//! into [`Config`], so semantic errors can point at the offending key's line.
+//! Errors raised by serde itself carry only a byte span; the key path for them
+//! is recovered by locating that span in the document's span tree
+//! (`toml::de::DeTable`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize, Serializer};
+use toml::de::{DeTable, DeValue};
+use toml::{Spanned, Value};
+
+/// Default metrics address: loopback, so nothing is exposed until asked for.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
+/// Default directory for read-offset checkpoints.
+pub const DEFAULT_CHECKPOINT_DIR: &str = "/var/lib/pausewatch";
+/// Fallback poll period for when inotify events do not arrive (NFS, overlayfs).
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// How often read offsets are persisted; bounds re-read work after a restart.
+pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+/// Per-minute history kept in memory by default.
+pub const DEFAULT_HISTORY: Duration = Duration::from_secs(24 * 3600);
+/// Less than an hour of history cannot serve the hourly windows.
+pub const MIN_HISTORY: Duration = Duration::from_secs(3600);
+/// Default cap on one log line: bounds the memory a corrupt or binary file can take.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 65536;
+/// Smallest accepted `max_line_bytes`: real GC log lines are rarely shorter.
+pub const MIN_MAX_LINE_BYTES: usize = 256;
+/// Largest accepted `max_line_bytes` (16 MiB): bounds memory per source.
+pub const MAX_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// Labels the agent sets on its own series; a source label with one of these
+/// names would silently clash with them, so the config rejects it.
+pub const RESERVED_LABELS: &[&str] = &[
+    "gc",
+    "action",
+    "cause",
+    "log",
+    "operation",
+    "kind",
+    "le",
+    "quantile",
+    "window",
+    "state",
+    "alertname",
+    "instance",
+    "job",
+];
+
+/// The agent's effective configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Config {
+    /// Address of the Prometheus metrics endpoint.
+    pub listen: SocketAddr,
+    /// Where read offsets are checkpointed so a restart neither re-counts nor skips.
+    pub checkpoint_dir: PathBuf,
+    /// Polling period used when file events do not arrive.
+    #[serde(serialize_with = "serialize_duration")]
+    pub poll_interval: Duration,
+    /// How often checkpoints are written.
+    #[serde(serialize_with = "serialize_duration")]
+    pub checkpoint_interval: Duration,
+    /// How much per-minute history to keep in memory (at least [`MIN_HISTORY`]).
+    #[serde(serialize_with = "serialize_duration")]
+    pub history: Duration,
+    /// The GC logs to follow; each entry is one logical source.
+    pub gc_log: Vec<GcLogSource>,
+}
+
+/// One GC log source: a file, or a glob whose matches form one rotated set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GcLogSource {
+    /// A path or a glob (`/var/log/app/gc.log*`); validated as a glob pattern.
+    pub path: String,
+    /// Where to start in files seen for the first time (no checkpoint yet).
+    pub start_at: StartAt,
+    /// Extra labels put on every series of this source.
+    pub labels: BTreeMap<String, String>,
+    /// JVM start time, for logs decorated with uptime only: it turns uptimes
+    /// into wall-clock timestamps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jvm_start: Option<DateTime<Utc>>,
+    /// Longest line accepted, in bytes; bounds memory on a corrupt or binary file.
+    pub max_line_bytes: usize,
+}
+
+/// Where to begin reading a file that has no checkpoint yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StartAt {
+    /// Read the whole file: replays history, useful for a first import.
+    Beginning,
+    /// Skip what is already there: a fresh agent reports only new pauses.
+    #[default]
+    End,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: DEFAULT_LISTEN.parse().expect("valid default address"),
+            checkpoint_dir: PathBuf::from(DEFAULT_CHECKPOINT_DIR),
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
+            history: DEFAULT_HISTORY,
+            gc_log: Vec::new(),
+        }
+    }
+}
+
+/// A configuration error, located as precisely as the input allows.
+///
+/// Display is one line: `FILE:LINE: key KEY: MESSAGE`, dropping the parts
+/// that are unknown, so editors and `grep` can jump to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The config file (the `origin` given to [`parse`]).
+    pub file: PathBuf,
+    /// 1-based line of the offending key or token; `None` when the file could
+    /// not be read at all.
+    pub line: Option<usize>,
+    /// Dotted key path, e.g. `gc_log[0].labels.service` (indices 0-based).
+    pub key: Option<String>,
+    /// What is wrong, on one line.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, ": key {key}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Reads and parses the config file at `path`.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: path.to_path_buf(),
+        line: None,
+        key: None,
+        message: format!("cannot read config file: {e}"),
+    })?;
+    parse(&text, path)
+}
+
+/// Parses config text; `origin` is used only in error messages.
+pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+    let ctx = Ctx { text, origin };
+    let raw: RawConfig = toml::from_str(text).map_err(|e| ctx.toml_error(&e))?;
+    ctx.validate(raw)
+}
+
+// ---------------------------------------------------------------------------
+// Raw, span-carrying form. Scalars with their own validation are read as
+// `Spanned<Value>` so type errors get our wording and the key's exact line.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a pausewatch config table")]
+struct RawConfig {
+    listen: Option<Spanned<Value>>,
+    checkpoint_dir: Option<Spanned<Value>>,
+    poll_interval: Option<Spanned<Value>>,
+    checkpoint_interval: Option<Spanned<Value>>,
+    history: Option<Spanned<Value>>,
+    #[serde(default)]
+    gc_log: Vec<Spanned<RawSource>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a [[gc_log]] table")]
+struct RawSource {
+    path: Option<Spanned<Value>>,
+    start_at: Option<Spanned<StartAt>>,
+    labels: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    jvm_start: Option<Spanned<Value>>,
+    max_line_bytes: Option<Spanned<Value>>,
+}
+
+// ---------------------------------------------------------------------------
+// Key paths.
+
+#[derive(Clone, Debug)]
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+/// Renders a key path TOML-style: bare keys as is, others quoted.
+fn render_path(segs: &[Seg]) -> String {
+    let mut out = String::new();
+    for seg in segs {
+        match seg {
+            Seg::Index(i) => out.push_str(&format!("[{i}]")),
+            Seg::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                let bare = !k.is_empty()
+                    && k.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                if bare {
+                    out.push_str(k);
+                } else {
+                    out.push_str(&format!("{k:?}"));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn key(k: &str) -> Seg {
+    Seg::Key(k.to_string())
+}
+
+/// One key/value of the parsed document with its spans, for mapping a serde
+/// error's byte span back to a key path.
+struct Entry {
+    path: Vec<Seg>,
+    key_span: Option<Range<usize>>,
+    value_span: Range<usize>,
+    is_table: bool,
+}
+
+fn flatten(value: &Spanned<DeValue<'_>>, path: &mut Vec<Seg>, out: &mut Vec<Entry>) {
+    match value.get_ref() {
+        DeValue::Table(table) => {
+            for (k, v) in table.iter() {
+                path.push(Seg::Key(k.get_ref().to_string()));
+                out.push(Entry {
+                    path: path.clone(),
+                    key_span: Some(k.span()),
+                    value_span: v.span(),
+                    is_table: matches!(v.get_ref(), DeValue::Table(_)),
+                });
+                flatten(v, path, out);
+                path.pop();
+            }
+        }
+        DeValue::Array(array) => {
+            for (i, v) in array.iter().enumerate() {
+                path.push(Seg::Index(i));
+                out.push(Entry {
+                    path: path.clone(),
+                    key_span: None,
+                    value_span: v.span(),
+                    is_table: matches!(v.get_ref(), DeValue::Table(_)),
+                });
+                flatten(v, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `pos` lies in `span`; empty spans count as covering their start.
+fn covers(span: &Range<usize>, pos: usize) -> bool {
+    span.start <= pos && pos < span.end.max(span.start + 1)
+}
+
+// ---------------------------------------------------------------------------
+// Validation.
+
+struct Ctx<'a> {
+    text: &'a str,
+    origin: &'a Path,
+}
+
+impl Ctx<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len());
+        self.text.as_bytes()[..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn err(&self, span: Range<usize>, path: &[Seg], message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: self.origin.to_path_buf(),
+            line: Some(self.line_of(span.start)),
+            key: Some(render_path(path)),
+            message: one_line(message.into()),
+        }
+    }
+
+    /// Converts a toml/serde error: line from its span, key from the span tree.
+    fn toml_error(&self, e: &toml::de::Error) -> ConfigError {
+        let span = e.span();
+        let key = span.as_ref().and_then(|s| self.key_at(s, e.message()));
+        let mut message = one_line(e.message().to_string());
+        if key.as_deref() == Some("gc_log") && message.ends_with("expected a sequence") {
+            // `[gc_log]` instead of `[[gc_log]]` is the likely slip.
+            message.push_str("; write each source as a [[gc_log]] table (double brackets)");
+        }
+        ConfigError {
+            file: self.origin.to_path_buf(),
+            line: span.map(|s| self.line_of(s.start)),
+            key,
+            message,
+        }
+    }
+
+    /// Best key path for an error at `span`. For data errors the document
+    /// parses and the smallest key or value span covering the error wins. For
+    /// syntax errors the recovered partial document is used, and only keys on
+    /// the error's own line are trusted.
+    fn key_at(&self, span: &Range<usize>, message: &str) -> Option<String> {
+        let (doc, errors) = DeTable::parse_recoverable(self.text);
+        let root = Spanned::new(doc.span(), DeValue::Table(doc.into_inner()));
+        let mut entries = Vec::new();
+        flatten(&root, &mut Vec::new(), &mut entries);
+        let pos = span.start;
+        let smallest = |it: &mut dyn Iterator<Item = (&Entry, &Range<usize>)>| {
+            it.min_by_key(|(e, s)| (s.end.saturating_sub(s.start), usize::MAX - e.path.len()))
+                .map(|(e, _)| render_path(&e.path))
+        };
+
+        if errors.is_empty() {
+            let mut hits = entries.iter().flat_map(|e| {
+                e.key_span
+                    .iter()
+                    .chain(std::iter::once(&e.value_span))
+                    .filter(|s| covers(s, pos))
+                    .map(move |s| (e, s))
+            });
+            return smallest(&mut hits);
+        }
+
+        let line = self.line_of(pos);
+        if message == "duplicate key" {
+            // The repeated key is not in the recovered document: name it from
+            // the error span, under the innermost table it was written in.
+            let name = self.text.get(span.clone())?.trim().to_string();
+            let inline = entries
+                .iter()
+                .filter(|e| e.is_table && covers(&e.value_span, pos))
+                .min_by_key(|e| e.value_span.len());
+            let header = entries
+                .iter()
+                .filter(|e| {
+                    e.is_table
+                        && e.value_span.start < pos
+                        && self.text[e.value_span.clone()].starts_with('[')
+                })
+                .max_by_key(|e| (e.value_span.start, e.path.len()));
+            let mut path = inline
+                .or(header)
+                .map(|e| e.path.clone())
+                .unwrap_or_default();
+            path.push(Seg::Key(
+                name.trim_matches(|c| c == '"' || c == '\'').to_string(),
+            ));
+            return Some(render_path(&path));
+        }
+        let on_line = |e: &&Entry| {
+            e.key_span
+                .as_ref()
+                .is_some_and(|k| self.line_of(k.start) == line && k.start <= pos)
+        };
+        let mut in_value = entries
+            .iter()
+            .filter(on_line)
+            .filter(|e| e.value_span.start <= pos && pos <= e.value_span.end)
+            .map(|e| (e, &e.value_span));
+        if let Some(found) = smallest(&mut in_value) {
+            return Some(found);
+        }
+        entries
+            .iter()
+            .filter(on_line)
+            .max_by_key(|e| e.key_span.as_ref().map(|k| k.start))
+            .map(|e| render_path(&e.path))
+    }
+
+    fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        if let Some(v) = &raw.listen {
+            let path = [key("listen")];
+            let s = self.string(v, &path)?;
+            config.listen = s.trim().parse().map_err(|_| {
+                self.err(
+                    v.span(),
+                    &path,
+                    format!("invalid listen address {s:?}: expected IP:PORT, e.g. \"127.0.0.1:9464\" or \"[::1]:9464\""),
+                )
+            })?;
+        }
+        if let Some(v) = &raw.checkpoint_dir {
+            let path = [key("checkpoint_dir")];
+            let s = self.string(v, &path)?;
+            if s.trim().is_empty() {
+                return Err(self.err(v.span(), &path, "must not be empty"));
+            }
+            config.checkpoint_dir = PathBuf::from(s);
+        }
+        if let Some(v) = &raw.poll_interval {
+            config.poll_interval = self.positive_duration(v, "poll_interval")?;
+        }
+        if let Some(v) = &raw.checkpoint_interval {
+            config.checkpoint_interval = self.positive_duration(v, "checkpoint_interval")?;
+        }
+        if let Some(v) = &raw.history {
+            let path = [key("history")];
+            let d = self.duration(v, &path)?;
+            if d < MIN_HISTORY {
+                return Err(self.err(
+                    v.span(),
+                    &path,
+                    format!(
+                        "{} is below the minimum of {}",
+                        humantime::format_duration(d),
+                        humantime::format_duration(MIN_HISTORY)
+                    ),
+                ));
+            }
+            config.history = d;
+        }
+
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, src) in raw.gc_log.iter().enumerate() {
+            let source = self.source(i, src)?;
+            if let Some(first) = seen.get(&source.path) {
+                let v = src.get_ref().path.as_ref().expect("validated");
+                return Err(self.err(
+                    v.span(),
+                    &[key("gc_log"), Seg::Index(i), key("path")],
+                    format!(
+                        "same path as gc_log[{first}]; a rotated set is one source, list it once"
+                    ),
+                ));
+            }
+            seen.insert(source.path.clone(), i);
+            config.gc_log.push(source);
+        }
+        Ok(config)
+    }
+
+    fn source(&self, i: usize, raw: &Spanned<RawSource>) -> Result<GcLogSource, ConfigError> {
+        let at = |k: &str| vec![key("gc_log"), Seg::Index(i), key(k)];
+        let r = raw.get_ref();
+
+        let Some(pv) = &r.path else {
+            return Err(self.err(
+                raw.span(),
+                &at("path"),
+                "missing required key `path` (a file path or glob)",
+            ));
+        };
+        let path = self.string(pv, &at("path"))?.to_string();
+        if path.trim().is_empty() {
+            return Err(self.err(pv.span(), &at("path"), "must not be empty"));
+        }
+        if let Err(e) = glob::Pattern::new(&path) {
+            return Err(self.err(
+                pv.span(),
+                &at("path"),
+                format!(
+                    "invalid glob pattern {path:?}: {} at character {}",
+                    e.msg, e.pos
+                ),
+            ));
+        }
+
+        let mut labels = BTreeMap::new();
+        for (name, value) in r.labels.iter().flatten() {
+            let mut lpath = at("labels");
+            lpath.push(Seg::Key(name.get_ref().clone()));
+            if let Some(problem) = label_name_problem(name.get_ref()) {
+                return Err(self.err(name.span(), &lpath, problem));
+            }
+            labels.insert(name.get_ref().clone(), value.get_ref().clone());
+        }
+
+        let jvm_start = match &r.jvm_start {
+            None => None,
+            Some(v) => Some(self.timestamp(v, &at("jvm_start"))?),
+        };
+
+        let max_line_bytes = match &r.max_line_bytes {
+            None => DEFAULT_MAX_LINE_BYTES,
+            Some(v) => {
+                let p = at("max_line_bytes");
+                let Value::Integer(n) = v.get_ref() else {
+                    return Err(self.type_err(v, &p, "an integer"));
+                };
+                let range = MIN_MAX_LINE_BYTES as i64..=MAX_MAX_LINE_BYTES as i64;
+                if !range.contains(n) {
+                    return Err(self.err(
+                        v.span(),
+                        &p,
+                        format!(
+                            "{n} is out of range {MIN_MAX_LINE_BYTES}..={MAX_MAX_LINE_BYTES} (16 MiB)"
+                        ),
+                    ));
+                }
+                *n as usize
+            }
+        };
+
+        Ok(GcLogSource {
+            path,
+            start_at: r
+                .start_at
+                .as_ref()
+                .map(|s| *s.get_ref())
+                .unwrap_or_default(),
+            labels,
+            jvm_start,
+            max_line_bytes,
+        })
+    }
+
+    fn type_err(&self, v: &Spanned<Value>, path: &[Seg], expected: &str) -> ConfigError {
+        self.err(
+            v.span(),
+            path,
+            format!("expected {expected}, found {}", v.get_ref().type_str()),
+        )
+    }
+
+    fn string<'v>(&self, v: &'v Spanned<Value>, path: &[Seg]) -> Result<&'v str, ConfigError> {
+        v.get_ref()
+            .as_str()
+            .ok_or_else(|| self.type_err(v, path, "a string"))
+    }
+
+    fn duration(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<Duration, ConfigError> {
+        let s = v
+            .get_ref()
+            .as_str()
+            .ok_or_else(|| self.type_err(v, path, "a duration string such as \"250ms\""))?;
+        humantime::parse_duration(s.trim())
+            .map_err(|e| self.err(v.span(), path, format!("invalid duration {s:?}: {e}")))
+    }
+
+    /// Zero would turn the poll or checkpoint loop into a busy loop.
+    fn positive_duration(&self, v: &Spanned<Value>, name: &str) -> Result<Duration, ConfigError> {
+        let path = [key(name)];
+        let d = self.duration(v, &path)?;
+        if d.is_zero() {
+            return Err(self.err(v.span(), &path, "must be greater than zero"));
+        }
+        Ok(d)
+    }
+
+    /// Accepts an RFC 3339 string or a TOML offset date-time; a date-time
+    /// without offset is refused because the JVM's zone is unknown here.
+    fn timestamp(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<DateTime<Utc>, ConfigError> {
+        let text = match v.get_ref() {
+            Value::String(s) => s.clone(),
+            Value::Datetime(dt) if dt.offset.is_some() && dt.time.is_some() => dt.to_string(),
+            Value::Datetime(dt) => {
+                return Err(self.err(
+                    v.span(),
+                    path,
+                    format!("{dt} is not a date-time with UTC offset; write a full RFC 3339 timestamp such as \"2026-11-30T10:00:00Z\""),
+                ))
+            }
+            _ => return Err(self.type_err(v, path, "an RFC 3339 timestamp string")),
+        };
+        DateTime::parse_from_rfc3339(text.trim())
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| {
+                self.err(
+                    v.span(),
+                    path,
+                    format!("invalid RFC 3339 timestamp {text:?}: {e}; expected e.g. \"2026-11-30T10:00:00Z\""),
+                )
+            })
+    }
+}
+
+/// Why `name` cannot be a source label, if it cannot.
+fn label_name_problem(name: &str) -> Option<String> {
+    let mut chars = name.chars();
+    let valid_start = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    if !valid_start || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Some(format!(
+            "{name:?} is not a valid Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)"
+        ));
+    }
+    if name.starts_with("__") {
+        return Some(format!(
+            "label name {name:?} starts with \"__\", which Prometheus reserves"
+        ));
+    }
+    if RESERVED_LABELS.contains(&name) {
+        return Some(format!(
+            "label name {name:?} is set by pausewatch itself; choose another name"
+        ));
+    }
+    None
+}
+
+fn one_line(message: String) -> String {
+    if message.contains('\n') {
+        message.split_whitespace().collect::<Vec<_>>().join(" ")
+    } else {
+        message
+    }
+}
+
+/// Durations are written as humantime text so a printed config reads back.
+fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&humantime::format_duration(*d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "/etc/pausewatch.toml";
+
+    /// Joins lines with '\n' so each test's line numbers are its array index + 1.
+    fn doc(lines: &[&str]) -> String {
+        let mut s = lines.join("\n");
+        s.push('\n');
+        s
+    }
+
+    fn parse_ok(lines: &[&str]) -> Config {
+        parse(&doc(lines), Path::new(FILE)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Asserts the error's line and key, and that Display carries both.
+    fn parse_err(lines: &[&str], line: usize, key: &str) -> ConfigError {
+        let e = parse(&doc(lines), Path::new(FILE)).expect_err("config should be rejected");
+        let shown = e.to_string();
+        assert_eq!(e.line, Some(line), "wrong line in: {shown}");
+        assert_eq!(e.key.as_deref(), Some(key), "wrong key in: {shown}");
+        assert!(
+            shown.starts_with(&format!("{FILE}:{line}: key {key}: ")),
+            "bad display: {shown}"
+        );
+        assert!(!shown.contains('\n'), "multi-line display: {shown}");
+        e
+    }
+
+    #[test]
+    fn defaults() {
+        let c = Config::default();
+        assert_eq!(c.listen, "127.0.0.1:9464".parse().unwrap());
+        assert_eq!(c.checkpoint_dir, PathBuf::from("/var/lib/pausewatch"));
+        assert_eq!(c.poll_interval, Duration::from_millis(250));
+        assert_eq!(c.checkpoint_interval, Duration::from_secs(1));
+        assert_eq!(c.history, Duration::from_secs(86400));
+        assert!(c.gc_log.is_empty());
+        assert_eq!(parse("", Path::new(FILE)).unwrap(), c);
+        assert_eq!(parse("# nothing\n", Path::new(FILE)).unwrap(), c);
+    }
+
+    #[test]
+    fn source_defaults() {
+        let c = parse_ok(&["[[gc_log]]", "path = '/var/log/gc.log'"]);
+        let s = &c.gc_log[0];
+        assert_eq!(s.start_at, StartAt::End);
+        assert!(s.labels.is_empty());
+        assert_eq!(s.jvm_start, None);
+        assert_eq!(s.max_line_bytes, 65536);
+    }
+
+    #[test]
+    fn full_valid_config() {
+        let c = parse_ok(&[
+            "listen = '0.0.0.0:9100'",
+            "checkpoint_dir = '/tmp/pw'",
+            "poll_interval = '100ms'",
+            "checkpoint_interval = '5s'",
+            "history = '2h 30m'",
+            "",
+            "[[gc_log]]",
+            "path = '/var/log/app/gc.log*'",
+            "start_at = 'beginning'",
+            "labels = { service = 'pricing', env = 'prod' }",
+            "jvm_start = '2026-11-30T11:00:00+01:00'",
+            "max_line_bytes = 256",
+            "",
+            "[[gc_log]]",
+            "path = '/opt/b/gc.log'",
+            "jvm_start = 2026-11-30T10:00:00Z",
+            "max_line_bytes = 16777216",
+            "[gc_log.labels]",
+            "service = 'b'",
+            "_x = ''",
+        ]);
+        assert_eq!(c.listen, "0.0.0.0:9100".parse().unwrap());
+        assert_eq!(c.checkpoint_dir, PathBuf::from("/tmp/pw"));
+        assert_eq!(c.poll_interval, Duration::from_millis(100));
+        assert_eq!(c.checkpoint_interval, Duration::from_secs(5));
+        assert_eq!(c.history, Duration::from_secs(9000));
+        assert_eq!(c.gc_log.len(), 2);
+        let start: DateTime<Utc> = "2026-11-30T10:00:00Z".parse().unwrap();
+        let a = &c.gc_log[0];
+        assert_eq!(a.path, "/var/log/app/gc.log*");
+        assert_eq!(a.start_at, StartAt::Beginning);
+        assert_eq!(a.labels.get("service").map(String::as_str), Some("pricing"));
+        assert_eq!(a.labels.get("env").map(String::as_str), Some("prod"));
+        assert_eq!(a.jvm_start, Some(start));
+        assert_eq!(a.max_line_bytes, 256);
+        let b = &c.gc_log[1];
+        assert_eq!(b.start_at, StartAt::End);
+        assert_eq!(b.jvm_start, Some(start));
+        assert_eq!(b.max_line_bytes, 16 * 1024 * 1024);
+        assert_eq!(b.labels.len(), 2);
+
+        // The serialized effective config reads back to the same config.
+        let printed = toml::to_string(&c).unwrap();
+        assert_eq!(
+            parse(&printed, Path::new("printed")).unwrap(),
+            c,
+            "{printed}"
+        );
+    }
+
+    #[test]
+    fn ipv6_listen() {
+        let c = parse_ok(&["listen = '[::1]:9464'"]);
+        assert_eq!(c.listen, "[::1]:9464".parse().unwrap());
+    }
+
+    #[test]
+    fn example_file_parses() {
+        let text = include_str!("../examples/pausewatch.toml");
+        let c =
+            parse(text, Path::new("examples/pausewatch.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let d = Config::default();
+        assert_eq!(
+            (
+                c.listen,
+                &c.checkpoint_dir,
+                c.poll_interval,
+                c.checkpoint_interval,
+                c.history
+            ),
+            (
+                d.listen,
+                &d.checkpoint_dir,
+                d.poll_interval,
+                d.checkpoint_interval,
+                d.history
+            ),
+            "the example documents the defaults"
+        );
+        assert_eq!(c.gc_log.len(), 2);
+        assert!(!c.gc_log[0].labels.is_empty());
+        assert_eq!(c.gc_log[1].start_at, StartAt::Beginning);
+        assert!(c.gc_log[1].jvm_start.is_some());
+    }
+
+    #[test]
+    fn syntax_error() {
+        let e = parse_err(
+            &[
+                "listen = '127.0.0.1:9464'",
+                "",
+                "[[gc_log]]",
+                "path = '/x'",
+                "poll = 250ms",
+            ],
+            5,
+            "gc_log[0].poll",
+        );
+        assert!(e.message.contains("quoted"), "{e}");
+        let e = parse_err(
+            &["[[gc_log]]", "path = '/x'", "start_at = 'end' junk"],
+            3,
+            "gc_log[0].start_at",
+        );
+        assert!(e.message.contains("expected"), "{e}");
+    }
+
+    #[test]
+    fn syntax_error_without_key() {
+        let e = parse(
+            &doc(&["listen = '127.0.0.1:1'", "[[gc_log]", "path = '/x'"]),
+            Path::new(FILE),
+        )
+        .unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.to_string().starts_with(&format!("{FILE}:2: ")), "{e}");
+        assert!(!e.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn duplicate_key() {
+        parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "start_at = 'end'",
+                "start_at = 'end'",
+            ],
+            4,
+            "gc_log[0].start_at",
+        );
+        parse_err(&["history = '1h'", "history = '2h'"], 2, "history");
+    }
+
+    #[test]
+    fn unknown_top_level_key() {
+        let e = parse_err(&["listen = '127.0.0.1:1'", "", "lisen = 'x'"], 3, "lisen");
+        assert!(e.message.contains("unknown field `lisen`"), "{e}");
+        parse_err(&["history = '2h'", "[metrics]", "x = 1"], 2, "metrics");
+    }
+
+    #[test]
+    fn unknown_source_key() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/a'",
+                "",
+                "[[gc_log]]",
+                "path = '/b'",
+                "start = 'end'",
+            ],
+            6,
+            "gc_log[1].start",
+        );
+        assert!(e.message.contains("unknown field `start`"), "{e}");
+    }
+
+    #[test]
+    fn wrong_types() {
+        parse_err(&["history = '2h'", "listen = 9464"], 2, "listen");
+        parse_err(&["checkpoint_dir = false"], 1, "checkpoint_dir");
+        let e = parse_err(&["", "poll_interval = 250"], 2, "poll_interval");
+        assert!(e.message.contains("found integer"), "{e}");
+        parse_err(&["gc_log = 3"], 1, "gc_log");
+        let e = parse_err(&["[gc_log]", "path = '/x'"], 1, "gc_log");
+        assert!(e.message.contains("[[gc_log]]"), "{e}");
+        parse_err(
+            &["[[gc_log]]", "path = '/x'", "max_line_bytes = '64k'"],
+            3,
+            "gc_log[0].max_line_bytes",
+        );
+        parse_err(
+            &["[[gc_log]]", "path = '/x'", "labels = { service = 1 }"],
+            3,
+            "gc_log[0].labels.service",
+        );
+        parse_err(&["[[gc_log]]", "path = ['/x']"], 2, "gc_log[0].path");
+        parse_err(
+            &["[[gc_log]]", "path = '/x'", "labels = 'service'"],
+            3,
+            "gc_log[0].labels",
+        );
+    }
+
+    #[test]
+    fn bad_start_at() {
+        let e = parse_err(
+            &[
+                "listen = '127.0.0.1:9464'",
+                "",
+                "[[gc_log]]",
+                "path = '/a'",
+                "",
+                "[[gc_log]]",
+                "path = '/b'",
+                "start_at = 'middle'",
+            ],
+            8,
+            "gc_log[1].start_at",
+        );
+        assert!(e.message.contains("middle"), "{e}");
+        assert!(e.message.contains("beginning"), "{e}");
+    }
+
+    #[test]
+    fn bad_durations() {
+        let e = parse_err(
+            &["listen = '127.0.0.1:1'", "poll_interval = '250 parsecs'"],
+            2,
+            "poll_interval",
+        );
+        assert!(e.message.contains("parsecs"), "{e}");
+        parse_err(&["checkpoint_interval = 'soon'"], 1, "checkpoint_interval");
+        parse_err(&["", "", "history = '1 fortnight'"], 3, "history");
+        let e = parse_err(&["checkpoint_interval = '0s'"], 1, "checkpoint_interval");
+        assert!(e.message.contains("greater than zero"), "{e}");
+    }
+
+    #[test]
+    fn history_below_minimum() {
+        let e = parse_err(&["listen = '127.0.0.1:1'", "history = '59m'"], 2, "history");
+        assert!(e.message.contains("minimum of 1h"), "{e}");
+        assert_eq!(parse_ok(&["history = '1h'"]).history, MIN_HISTORY);
+    }
+
+    #[test]
+    fn bad_listen() {
+        for bad in ["localhost:9464", "127.0.0.1", "127.0.0.1:99999", ""] {
+            let line = format!("listen = '{bad}'");
+            let e = parse_err(&["history = '2h'", &line], 2, "listen");
+            assert!(e.message.contains("invalid listen address"), "{e}");
+        }
+    }
+
+    #[test]
+    fn bad_checkpoint_dir() {
+        parse_err(&["checkpoint_dir = ''"], 1, "checkpoint_dir");
+    }
+
+    #[test]
+    fn bad_jvm_start() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "jvm_start = '2026-11-30 10:00'",
+            ],
+            3,
+            "gc_log[0].jvm_start",
+        );
+        assert!(e.message.contains("RFC 3339"), "{e}");
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "",
+                "jvm_start = 2026-11-30T10:00:00",
+            ],
+            4,
+            "gc_log[0].jvm_start",
+        );
+        assert!(e.message.contains("offset"), "{e}");
+        parse_err(
+            &["[[gc_log]]", "path = '/x'", "jvm_start = 1764496800"],
+            3,
+            "gc_log[0].jvm_start",
+        );
+    }
+
+    #[test]
+    fn max_line_bytes_out_of_range() {
+        for bad in ["255", "16777217", "-1", "0"] {
+            let line = format!("max_line_bytes = {bad}");
+            let e = parse_err(
+                &["[[gc_log]]", "path = '/x'", "", &line],
+                4,
+                "gc_log[0].max_line_bytes",
+            );
+            assert!(e.message.contains("out of range"), "{e}");
+        }
+    }
+
+    #[test]
+    fn missing_path() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/a'",
+                "",
+                "[[gc_log]]",
+                "start_at = 'end'",
+            ],
+            4,
+            "gc_log[1].path",
+        );
+        assert!(e.message.contains("missing"), "{e}");
+        parse_err(
+            &["gc_log = [", "  { start_at = 'end' },", "]"],
+            2,
+            "gc_log[0].path",
+        );
+    }
+
+    #[test]
+    fn empty_path() {
+        let e = parse_err(
+            &["[[gc_log]]", "start_at = 'end'", "path = ''"],
+            3,
+            "gc_log[0].path",
+        );
+        assert!(e.message.contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn invalid_glob() {
+        let e = parse_err(
+            &["[[gc_log]]", "path = '/var/log/[gc.log'"],
+            2,
+            "gc_log[0].path",
+        );
+        assert!(e.message.contains("glob"), "{e}");
+        parse_err(
+            &["[[gc_log]]", "", "path = '/var/log/a**/gc.log'"],
+            3,
+            "gc_log[0].path",
+        );
+    }
+
+    #[test]
+    fn duplicate_path() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/a/gc.log*'",
+                "[[gc_log]]",
+                "path = '/a/gc.log*'",
+            ],
+            4,
+            "gc_log[1].path",
+        );
+        assert!(e.message.contains("gc_log[0]"), "{e}");
+    }
+
+    #[test]
+    fn invalid_label_names() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "labels = { ok = 'a', \"1st\" = 'b' }",
+            ],
+            3,
+            "gc_log[0].labels.1st",
+        );
+        assert!(
+            e.message.contains("not a valid Prometheus label name"),
+            "{e}"
+        );
+        parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "[gc_log.labels]",
+                "ok = 'a'",
+                "\"a-b\" = 'b'",
+            ],
+            5,
+            "gc_log[0].labels.a-b",
+        );
+        parse_err(
+            &["[[gc_log]]", "path = '/x'", "labels = { \"\" = 'b' }"],
+            3,
+            "gc_log[0].labels.\"\"",
+        );
+        parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "labels = { \"app.kubernetes.io\" = 'b' }",
+            ],
+            3,
+            "gc_log[0].labels.\"app.kubernetes.io\"",
+        );
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "[gc_log.labels]",
+                "__name = 'a'",
+            ],
+            4,
+            "gc_log[0].labels.__name",
+        );
+        assert!(e.message.contains("__"), "{e}");
+    }
+
+    #[test]
+    fn reserved_label_names() {
+        for name in RESERVED_LABELS {
+            let line = format!("{name} = 'x'");
+            let e = parse_err(
+                &[
+                    "[[gc_log]]",
+                    "path = '/x'",
+                    "[gc_log.labels]",
+                    "service = 'a'",
+                    &line,
+                ],
+                5,
+                &format!("gc_log[0].labels.{name}"),
+            );
+            assert!(e.message.contains("set by pausewatch"), "{e}");
+        }
+    }
+
+    #[test]
+    fn unreadable_file() {
+        let path = Path::new("/nonexistent/pausewatch-config-test.toml");
+        let e = load(path).unwrap_err();
+        assert_eq!(e.file, path);
+        assert_eq!(e.line, None);
+        assert_eq!(e.key, None);
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with("/nonexistent/pausewatch-config-test.toml: "),
+            "{shown}"
+        );
+        assert!(shown.contains("No such file"), "{shown}");
+    }
+
+    #[test]
+    fn load_reads_file() {
+        let dir = std::env::temp_dir().join(format!("pausewatch-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("pw.toml");
+        std::fs::write(&file, "history = '48h'\n").unwrap();
+        let c = load(&file);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(c.unwrap().history, Duration::from_secs(48 * 3600));
+    }
+}

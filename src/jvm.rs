@@ -1,0 +1,321 @@
+//! Everything the agent knows about one JVM's log stream, built from its
+//! events: pause histograms under Micrometer's labels, safepoint totals by
+//! operation, counters of the rarer events, heap gauges and the minute series.
+//!
+//! This is the single source of truth for `/metrics` and `/api/v1/minutes`,
+//! and it is serialisable so that a checkpoint holds it together with the file
+//! offsets it reflects: after a crash the agent resumes both at once and
+//! neither loses nor double-counts a pause.
+
+use chrono::{DateTime, Utc};
+use pausewatch_parsers::{Collector, Cycle, GcEvent, Generation, Pause, Safepoint};
+use serde::{Deserialize, Serialize};
+
+use crate::mxbean::{jdk_major, micrometer_labels};
+use crate::windows::MinuteWindows;
+
+/// Upper bounds of the pause histogram, seconds: 0.5 ms to 10 s in 1-2-5 steps,
+/// so that common pause budgets (10, 50, 100, 200 ms) fall on a boundary.
+pub const PAUSE_BUCKETS: [f64; 15] = [
+    0.0005,
+    0.001,
+    0.002,
+    0.005,
+    0.01,
+    0.02,
+    0.05,
+    0.1,
+    0.2,
+    0.5,
+    1.0,
+    2.0,
+    5.0,
+    10.0,
+    f64::INFINITY,
+];
+
+/// A fixed-bucket histogram (per-bucket counts, not cumulative).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Histogram {
+    pub buckets: Vec<u64>,
+    pub count: u64,
+    pub sum: f64,
+}
+
+impl Histogram {
+    pub fn observe(&mut self, value: f64) {
+        if self.buckets.len() != PAUSE_BUCKETS.len() {
+            self.buckets = vec![0; PAUSE_BUCKETS.len()];
+        }
+        let index = PAUSE_BUCKETS
+            .iter()
+            .position(|&bound| value <= bound)
+            .unwrap_or(PAUSE_BUCKETS.len() - 1);
+        self.buckets[index] += 1;
+        self.count += 1;
+        self.sum += value;
+    }
+
+    /// `(upper bound, cumulative count)` pairs, as the exposition format wants.
+    pub fn cumulative(&self) -> Vec<(f64, u64)> {
+        let mut total = 0;
+        PAUSE_BUCKETS
+            .iter()
+            .enumerate()
+            .map(|(i, &bound)| {
+                total += self.buckets.get(i).copied().unwrap_or(0);
+                (bound, total)
+            })
+            .collect()
+    }
+}
+
+/// One `jvm_gc_pause_seconds` series: Micrometer's `gc`, `action`, `cause`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PauseSeries {
+    pub gc: String,
+    pub action: String,
+    pub cause: String,
+    pub histogram: Histogram,
+}
+
+/// Safepoint totals for one VM operation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SafepointSeries {
+    pub operation: String,
+    pub count: u64,
+    pub stopped_seconds: f64,
+    pub time_to_safepoint_seconds: f64,
+}
+
+/// Monotonic counts of events, all since the agent first read this stream.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EventCounters {
+    pub full_gcs: u64,
+    pub evacuation_failures: u64,
+    pub degenerated_gcs: u64,
+    pub humongous_allocations: u64,
+    pub explicit_gcs: u64,
+    pub allocation_stalls: u64,
+    pub allocation_stall_seconds: f64,
+    pub relocation_stalls: u64,
+    pub concurrent_cycles: u64,
+    pub concurrent_cycle_seconds: f64,
+    pub concurrent_phase_seconds: f64,
+    pub allocated_bytes: u64,
+    pub promoted_bytes: u64,
+    pub jvm_restarts: u64,
+}
+
+/// Latest heap figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HeapGauges {
+    pub after_gc_bytes: Option<u64>,
+    pub committed_bytes: Option<u64>,
+    /// Heap after the last full, mixed or major collection: the live data set.
+    pub live_data_bytes: Option<u64>,
+    pub max_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct JvmState {
+    pub collector: Collector,
+    pub jdk_version: Option<String>,
+    pub pauses: Vec<PauseSeries>,
+    pub safepoints: Vec<SafepointSeries>,
+    pub counters: EventCounters,
+    pub heap: HeapGauges,
+    pub minutes: MinuteWindows,
+    /// Wall-clock end of the newest event, from the log.
+    pub last_event: Option<DateTime<Utc>>,
+    /// Heap after the previous collection, to derive allocation between collections.
+    previous_heap_after: Option<u64>,
+}
+
+/// Old-generation pools as HotSpot names them in `gc,heap` lines.
+fn is_old_pool(name: &str) -> bool {
+    matches!(
+        name,
+        "ParOldGen" | "PSOldGen" | "Tenured" | "CMS" | "Old regions" | "Humongous regions"
+    )
+}
+
+impl JvmState {
+    /// Updates every figure from one event. `run_collector`, `version` and
+    /// `max_heap` come from the parser's view of the current JVM run.
+    pub fn apply(&mut self, event: &GcEvent) {
+        self.minutes.add(event);
+        match event {
+            GcEvent::Pause(pause) => self.apply_pause(pause),
+            GcEvent::Safepoint(safepoint) => self.apply_safepoint(safepoint),
+            GcEvent::Stall(stall) => {
+                match stall.kind {
+                    pausewatch_parsers::StallKind::Allocation => {
+                        self.counters.allocation_stalls += 1;
+                        self.counters.allocation_stall_seconds += stall.duration_s;
+                    }
+                    pausewatch_parsers::StallKind::Relocation => {
+                        self.counters.relocation_stalls += 1
+                    }
+                }
+                self.touch(stall.end.wall);
+            }
+            GcEvent::Cycle(cycle) => self.apply_cycle(cycle),
+            GcEvent::ConcurrentPhase(phase) => {
+                self.counters.concurrent_phase_seconds += phase.duration_s;
+                self.touch(phase.end.wall);
+            }
+            GcEvent::JvmRestart(_) => {
+                self.counters.jvm_restarts += 1;
+                self.previous_heap_after = None;
+            }
+        }
+    }
+
+    /// Records what the parser knows of the JVM run (collector, version, max heap).
+    pub fn note_run(&mut self, run: &pausewatch_parsers::JvmRun) {
+        if run.collector != Collector::Unknown {
+            self.collector = run.collector;
+        }
+        if run.version.is_some() {
+            self.jdk_version.clone_from(&run.version);
+        }
+        if run.max_heap_bytes.is_some() {
+            self.heap.max_bytes = run.max_heap_bytes;
+        }
+    }
+
+    fn touch(&mut self, wall: Option<DateTime<Utc>>) {
+        if wall.is_some() && wall > self.last_event {
+            self.last_event = wall;
+        }
+    }
+
+    fn apply_pause(&mut self, pause: &Pause) {
+        let major = self.jdk_version.as_deref().and_then(jdk_major);
+        let (gc, action, cause) = micrometer_labels(pause, major);
+        let series = match self
+            .pauses
+            .iter_mut()
+            .position(|s| s.gc == gc && s.action == action && s.cause == cause)
+        {
+            Some(index) => &mut self.pauses[index],
+            None => {
+                self.pauses.push(PauseSeries {
+                    gc,
+                    action,
+                    cause,
+                    histogram: Histogram::default(),
+                });
+                self.pauses.last_mut().expect("just pushed")
+            }
+        };
+        series.histogram.observe(pause.duration_s);
+        let counters = &mut self.counters;
+        counters.full_gcs += u64::from(pause.full);
+        counters.evacuation_failures += u64::from(pause.evacuation_failure);
+        counters.degenerated_gcs += u64::from(pause.degenerated);
+        counters.humongous_allocations += u64::from(pause.humongous);
+        counters.explicit_gcs += u64::from(pause.explicit);
+        if let Some(heap) = pause.heap {
+            self.record_heap(
+                heap.before_bytes,
+                heap.after_bytes,
+                heap.capacity_bytes,
+                pause,
+            );
+        }
+        let promoted = if pause.generation == Some(Generation::Young) {
+            pause
+                .pools
+                .iter()
+                .filter(|p| is_old_pool(&p.name))
+                .map(|p| p.after_bytes.saturating_sub(p.before_bytes))
+                .sum()
+        } else {
+            0
+        };
+        self.counters.promoted_bytes += promoted;
+        if let Some(minute) = self.minutes.minute_at(&pause.end) {
+            minute.promoted_bytes += promoted;
+        }
+        self.touch(pause.end.wall);
+    }
+
+    /// Heap after a collection; allocation is the growth since the previous one.
+    fn record_heap(&mut self, before: u64, after: u64, capacity: Option<u64>, pause: &Pause) {
+        let allocated = self
+            .previous_heap_after
+            .map_or(0, |previous| before.saturating_sub(previous));
+        self.previous_heap_after = Some(after);
+        self.counters.allocated_bytes += allocated;
+        self.heap.after_gc_bytes = Some(after);
+        if capacity.is_some() {
+            self.heap.committed_bytes = capacity;
+        }
+        let live = matches!(pause.generation, Some(Generation::Full | Generation::Mixed));
+        if live {
+            self.heap.live_data_bytes = Some(after);
+        }
+        if let Some(minute) = self.minutes.minute_at(&pause.end) {
+            minute.allocated_bytes += allocated;
+            minute.heap_after_gc_bytes = Some(after);
+            if capacity.is_some() {
+                minute.heap_committed_bytes = capacity;
+            }
+            if live {
+                minute.live_data_bytes = Some(after);
+            }
+        }
+    }
+
+    fn apply_cycle(&mut self, cycle: &Cycle) {
+        self.counters.concurrent_cycles += 1;
+        self.counters.concurrent_cycle_seconds += cycle.duration_s.unwrap_or(0.0);
+        // ZGC has no pause with a heap transition: its cycle summary carries it.
+        if let Some(heap) = cycle.heap {
+            if matches!(cycle.collector, Collector::Z | Collector::ZGenerational) {
+                let allocated = self
+                    .previous_heap_after
+                    .map_or(0, |previous| heap.before_bytes.saturating_sub(previous));
+                self.previous_heap_after = Some(heap.after_bytes);
+                self.counters.allocated_bytes += allocated;
+                self.heap.after_gc_bytes = Some(heap.after_bytes);
+                let live = cycle.name != "Minor Collection";
+                if live {
+                    self.heap.live_data_bytes = Some(heap.after_bytes);
+                }
+                if let Some(minute) = self.minutes.minute_at(&cycle.end) {
+                    minute.allocated_bytes += allocated;
+                    minute.heap_after_gc_bytes = Some(heap.after_bytes);
+                    if live {
+                        minute.live_data_bytes = Some(heap.after_bytes);
+                    }
+                }
+            }
+        }
+        self.touch(cycle.end.wall);
+    }
+
+    fn apply_safepoint(&mut self, safepoint: &Safepoint) {
+        let operation = safepoint.operation.as_deref().unwrap_or("unknown");
+        let series = match self
+            .safepoints
+            .iter_mut()
+            .position(|s| s.operation == operation)
+        {
+            Some(index) => &mut self.safepoints[index],
+            None => {
+                self.safepoints.push(SafepointSeries {
+                    operation: operation.to_string(),
+                    ..SafepointSeries::default()
+                });
+                self.safepoints.last_mut().expect("just pushed")
+            }
+        };
+        series.count += 1;
+        series.stopped_seconds += safepoint.total_s;
+        series.time_to_safepoint_seconds += safepoint.reaching_s.unwrap_or(0.0);
+        self.touch(safepoint.end.wall);
+    }
+}
