@@ -141,8 +141,7 @@ fn is_old_pool(name: &str) -> bool {
 }
 
 impl JvmState {
-    /// Updates every figure from one event. `run_collector`, `version` and
-    /// `max_heap` come from the parser's view of the current JVM run.
+    /// Updates every figure from one event.
     pub fn apply(&mut self, event: &GcEvent) {
         self.minutes.add(event);
         match event {
@@ -317,5 +316,46 @@ impl JvmState {
         series.stopped_seconds += safepoint.total_s;
         series.time_to_safepoint_seconds += safepoint.reaching_s.unwrap_or(0.0);
         self.touch(safepoint.end.wall);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pausewatch_parsers::GcLogParser;
+
+    /// Lines from tests/fixtures/jvm/jdk17-parallel-steady/gc.log.
+    const PARALLEL: &str = "\
+[2026-11-30T01:45:08.783+0000][0.159s][info][gc,start    ] GC(0) Pause Young (Allocation Failure)
+[2026-11-30T01:45:08.808+0000][0.184s][info][gc,heap     ] GC(0) PSYoungGen: 33280K(38400K)->5106K(38400K) Eden: 33280K(33280K)->0K(33280K) From: 0K(5120K)->5106K(5120K)
+[2026-11-30T01:45:08.808+0000][0.184s][info][gc,heap     ] GC(0) ParOldGen: 0K(87552K)->27704K(87552K)
+[2026-11-30T01:45:08.808+0000][0.184s][info][gc          ] GC(0) Pause Young (Allocation Failure) 32M->32M(123M) 24.989ms
+[2026-11-30T01:45:09.100+0000][0.476s][info][gc          ] GC(1) Pause Full (Ergonomics) 60M->40M(123M) 12.000ms
+";
+
+    #[test]
+    fn promotion_allocation_and_live_data_come_from_the_heap_lines() {
+        let mut parser = GcLogParser::default();
+        let mut events = Vec::new();
+        parser.feed(PARALLEL.as_bytes(), &mut events);
+        parser.finish(&mut events);
+        let mut jvm = JvmState::default();
+        for event in &events {
+            jvm.apply(event);
+        }
+        // Old gen grew 0K -> 27704K in the young collection.
+        assert_eq!(jvm.counters.promoted_bytes, 27704 * 1024);
+        // 32M after GC(0), 60M before GC(1): 28M allocated in between.
+        assert_eq!(jvm.counters.allocated_bytes, 28 << 20);
+        assert_eq!(jvm.heap.live_data_bytes, Some(40 << 20));
+        assert_eq!(jvm.counters.full_gcs, 1);
+        let series = &jvm.pauses[0];
+        assert_eq!(
+            (series.gc.as_str(), series.action.as_str()),
+            ("PS Scavenge", "end of minor GC")
+        );
+        let minute = jvm.minutes.iter().next().unwrap();
+        assert_eq!(minute.pause_count, 2);
+        assert!((minute.pause_max_seconds - 0.024989).abs() < 1e-12);
     }
 }

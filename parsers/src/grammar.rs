@@ -60,21 +60,32 @@ fn percent(i: &str) -> IResult<&str, u64> {
     delimited(char('('), integer, tag("%)")).parse(i)
 }
 
-/// `14M->12M(128M)`, `14M->12M` or ZGC's `60M(62%)->62M(65%)`.
-pub(crate) fn heap_transition(i: &str) -> IResult<&str, HeapTransition> {
-    let (rest, (before, _, _, after)) =
-        (size_bytes, opt(percent), tag("->"), size_bytes).parse(i)?;
-    let (rest, capacity) = opt(alt((
+/// `(128M)` or ZGC's `(62%)` after a size: the capacity, when it is a size.
+fn capacity(i: &str) -> IResult<&str, Option<u64>> {
+    alt((
         delimited(char('('), size_bytes, char(')')).map(Some),
         percent.map(|_| None),
-    )))
-    .parse(rest)?;
+    ))
+    .parse(i)
+}
+
+/// `14M->12M(128M)`, `14M->12M`, ZGC's `60M(62%)->62M(65%)`, or the JDK 17+
+/// pool form `16371K(18944K)->16132K(18944K)` with a capacity on both sides.
+pub(crate) fn heap_transition(i: &str) -> IResult<&str, HeapTransition> {
+    let (rest, (before, capacity_before, _, after, capacity_after)) = (
+        size_bytes,
+        opt(capacity),
+        tag("->"),
+        size_bytes,
+        opt(capacity),
+    )
+        .parse(i)?;
     Ok((
         rest,
         HeapTransition {
             before_bytes: before,
             after_bytes: after,
-            capacity_bytes: capacity.flatten(),
+            capacity_bytes: capacity_after.flatten().or(capacity_before.flatten()),
         },
     ))
 }
@@ -249,6 +260,18 @@ mod tests {
         assert_eq!(line.name, "Minor Collection");
         assert_eq!(line.heap.unwrap().capacity_bytes, None);
         assert_eq!(line.duration_s, Some(0.020));
+    }
+
+    #[test]
+    fn pool_transition_with_capacity_on_both_sides() {
+        let (rest, t) =
+            heap_transition("16371K(18944K)->16132K(18944K) Eden: 16371K(16384K)->16132K(16384K)")
+                .unwrap();
+        assert_eq!(
+            (t.before_bytes, t.after_bytes, t.capacity_bytes),
+            (16371 * 1024, 16132 * 1024, Some(18944 * 1024))
+        );
+        assert!(rest.starts_with(" Eden"));
     }
 
     #[test]

@@ -576,6 +576,8 @@ impl GcLogParser {
             return Understood::Yes;
         }
         if let Some(version) = body.strip_prefix("Version: ") {
+            // `17.0.15+6-Debian-1deb12u1 (release)`: the build type is not part of the version.
+            let version = version.split(" (").next().unwrap_or(version);
             self.run.version = Some(version.to_string());
             return Understood::Yes;
         }
@@ -739,7 +741,11 @@ impl GcLogParser {
         // label first, since most `Label: value` lines are detail we ignore.
         if let Some((label, value)) = body.split_once(": ") {
             if let Some(collector) = collector_from_pool(label) {
-                if let Ok(("", transition)) = grammar::heap_transition(value) {
+                // JDK 17+ appends the Eden/From breakdown after the pool's own figures.
+                let parsed = grammar::heap_transition(value)
+                    .ok()
+                    .filter(|(rest, _)| rest.is_empty() || rest.starts_with(' '));
+                if let Some((_, transition)) = parsed {
                     self.infer_collector(Some(collector));
                     self.open_collection(id).pools.push(PoolTransition {
                         name: label.to_string(),

@@ -413,3 +413,55 @@ fn crlf_long_lines_and_invalid_utf8_never_break_the_stream() {
     assert_eq!(stats.unparsed[&UnparsedKind::InvalidUtf8], 1);
     assert_eq!(stats.lines, 4);
 }
+
+#[test]
+fn jdk17_pool_lines_with_capacities_and_breakdown() {
+    let log = "\
+[2026-11-30T01:45:08.783+0000][0.159s][info][gc,start    ] GC(0) Pause Young (Allocation Failure)
+[2026-11-30T01:45:08.808+0000][0.184s][info][gc,heap     ] GC(0) PSYoungGen: 33280K(38400K)->5106K(38400K) Eden: 33280K(33280K)->0K(33280K) From: 0K(5120K)->5106K(5120K)
+[2026-11-30T01:45:08.808+0000][0.184s][info][gc,heap     ] GC(0) ParOldGen: 0K(87552K)->27704K(87552K)
+[2026-11-30T01:45:08.808+0000][0.184s][info][gc          ] GC(0) Pause Young (Allocation Failure) 32M->32M(123M) 24.989ms
+";
+    let (events, _) = parse(log);
+    let p = pauses(&events);
+    assert_eq!(p[0].collector, Collector::Parallel);
+    let pools: Vec<_> = p[0]
+        .pools
+        .iter()
+        .map(|pool| {
+            (
+                pool.name.as_str(),
+                pool.before_bytes / 1024,
+                pool.after_bytes / 1024,
+                pool.capacity_bytes.map(|c| c / 1024),
+            )
+        })
+        .collect();
+    assert_eq!(
+        pools,
+        vec![
+            ("PSYoungGen", 33280, 5106, Some(38400)),
+            ("ParOldGen", 0, 27704, Some(87552))
+        ]
+    );
+}
+
+#[test]
+fn g1_regions_become_bytes_with_the_preamble_region_size() {
+    let log = "\
+[0.014s][info][gc,init] Heap Region Size: 1M
+[0.014s][info][gc,init] Heap Max Capacity: 128M
+[0.132s][info][gc,heap     ] GC(0) Eden regions: 6->0(5)
+[0.132s][info][gc,heap     ] GC(0) Old regions: 0->5
+[0.133s][info][gc          ] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 7M->6M(128M) 3.1ms
+";
+    let mut parser = GcLogParser::default();
+    let mut events = Vec::new();
+    parser.feed(log.as_bytes(), &mut events);
+    parser.finish(&mut events);
+    assert_eq!(parser.run().max_heap_bytes, Some(128 << 20));
+    let p = pauses(&events);
+    assert_eq!(p[0].pools[1].name, "Old regions");
+    assert_eq!(p[0].pools[1].after_bytes, 5 << 20);
+    assert_eq!(p[0].pools[0].capacity_bytes, Some(5 << 20));
+}

@@ -1,0 +1,1275 @@
+//! `/metrics`: the agent state in the OpenMetrics text format.
+//!
+//! A custom [`Collector`] reads [`AgentState`] on every scrape instead of
+//! mirroring it into prometheus-client metric objects, so the state (which the
+//! checkpoint also holds) stays the single source of truth and a scrape can
+//! never disagree with `/api/v1/minutes`.
+//!
+//! Names follow Micrometer where Micrometer has the metric (`jvm_gc_pause_seconds`
+//! with `gc`, `action`, `cause`; `jvm_gc_live_data_size_bytes`, ...) so existing
+//! JVM dashboards keep working; everything else is `pausewatch_*`. Every series
+//! of a log stream carries `log` and the stream's configured labels.
+
+use std::fmt;
+use std::sync::PoisonError;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use pausewatch_parsers::UnparsedKind;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::jvm::{SafepointSeries, PAUSE_BUCKETS};
+use crate::state::{AgentState, SharedState, StreamState};
+use crate::windows::{Minute, MinuteWindows};
+
+/// The `Content-Type` of [`render`]'s output.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// `window` label values of `pausewatch_gc_overhead_ratio` and the number of
+/// complete minutes each covers.
+pub const OVERHEAD_WINDOWS: [(&str, u32); 2] = [("1m", 1), ("5m", 5)];
+
+/// Every unparsed-line kind, so that each `kind` series exists from the first
+/// scrape (at 0) and `rate()` sees the first bad line.
+const UNPARSED_KINDS: [UnparsedKind; 5] = [
+    UnparsedKind::NotUnifiedLogging,
+    UnparsedKind::LegacyFormat,
+    UnparsedKind::MalformedEvent,
+    UnparsedKind::TooLong,
+    UnparsedKind::InvalidUtf8,
+];
+
+/// Fails to compile when a kind is added to `UnparsedKind` but not to `UNPARSED_KINDS`.
+const _: fn(UnparsedKind) = |kind| match kind {
+    UnparsedKind::NotUnifiedLogging
+    | UnparsedKind::LegacyFormat
+    | UnparsedKind::MalformedEvent
+    | UnparsedKind::TooLong
+    | UnparsedKind::InvalidUtf8 => {}
+};
+
+static SECONDS: Unit = Unit::Seconds;
+static BYTES: Unit = Unit::Bytes;
+
+/// A registry whose only content is a collector over `state`.
+pub fn registry(state: SharedState, build_version: &'static str) -> Registry {
+    registry_with_clock(state, build_version, Utc::now)
+}
+
+/// As [`registry`], with the clock that decides which minute is the last
+/// complete one; tests pass a fixed one.
+pub fn registry_with_clock(
+    state: SharedState,
+    build_version: &'static str,
+    clock: fn() -> DateTime<Utc>,
+) -> Registry {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(StateCollector {
+        state,
+        build_version,
+        clock,
+    }));
+    registry
+}
+
+/// The OpenMetrics text exposition of `registry`, ending in `# EOF`.
+pub fn render(registry: &Registry) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    // Writing into a String cannot fail, and the collector only fails when
+    // the writer does.
+    prometheus_client::encoding::text::encode(&mut out, registry)
+        .expect("encoding into a String does not fail");
+    out
+}
+
+/// Start of the last complete wall-clock minute: the one before the minute `now` is in.
+pub fn last_complete_minute(now: DateTime<Utc>) -> DateTime<Utc> {
+    let start = now.timestamp().div_euclid(60) * 60 - 60;
+    DateTime::from_timestamp(start, 0).unwrap_or(now)
+}
+
+/// The last complete minute's figures, if anything happened in it.
+pub fn last_minute(windows: &MinuteWindows, now: DateTime<Utc>) -> Option<&Minute> {
+    windows.get(last_complete_minute(now))
+}
+
+/// Fraction of wall time spent in GC pauses over the last `minutes` complete
+/// minutes. Pauses count in the minute they ended in, as everywhere else.
+pub fn pause_overhead_ratio(windows: &MinuteWindows, now: DateTime<Utc>, minutes: u32) -> f64 {
+    let last = last_complete_minute(now);
+    // A fold from +0.0, not `sum()`, whose empty sum is -0.0 and would be exposed as such.
+    let paused = (0..minutes)
+        .filter_map(|back| windows.get(last - TimeDelta::minutes(i64::from(back))))
+        .fold(0.0, |total, minute| total + minute.pause_total_seconds);
+    paused / (f64::from(minutes) * 60.0)
+}
+
+/// Reads the shared state on each scrape.
+#[derive(Debug)]
+struct StateCollector {
+    state: SharedState,
+    build_version: &'static str,
+    clock: fn() -> DateTime<Utc>,
+}
+
+impl Collector for StateCollector {
+    fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
+        let now = (self.clock)();
+        // A tailer that panicked mid-update leaves figures that are still
+        // better to expose than a failing scrape.
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        encode_state(&state, self.build_version, now, encoder)
+    }
+}
+
+/// One stream with its label pairs (`log` first, then the configured ones).
+struct Stream<'a> {
+    labels: Vec<(&'a str, &'a str)>,
+    state: &'a StreamState,
+}
+
+/// Starts a family under its exact exposed name. prometheus-client appends
+/// `_total` to counter samples and the unit to the family name itself, so both
+/// are split off here and the names in this file read as they are scraped.
+fn family<'e>(
+    encoder: &'e mut DescriptorEncoder<'_>,
+    exposed: &'static str,
+    help: &str,
+    kind: MetricType,
+) -> Result<MetricEncoder<'e>, fmt::Error> {
+    let name = match kind {
+        MetricType::Counter => exposed
+            .strip_suffix("_total")
+            .expect("counter names end in _total"),
+        _ => exposed,
+    };
+    let (name, unit) = if let Some(base) = name.strip_suffix("_seconds") {
+        (base, Some(&SECONDS))
+    } else if let Some(base) = name.strip_suffix("_bytes") {
+        (base, Some(&BYTES))
+    } else {
+        (name, None)
+    };
+    encoder.encode_descriptor(name, help, unit, kind)
+}
+
+/// A family with one series per stream, labelled with the stream's labels
+/// only; `value` returns `None` to omit a stream's series (figure unknown).
+fn per_stream<M: EncodeMetric + TypedMetric>(
+    encoder: &mut DescriptorEncoder<'_>,
+    streams: &[Stream<'_>],
+    exposed: &'static str,
+    help: &str,
+    value: impl Fn(&StreamState) -> Option<M>,
+) -> fmt::Result {
+    let mut metric = family(encoder, exposed, help, M::TYPE)?;
+    for stream in streams {
+        if let Some(v) = value(stream.state) {
+            v.encode(metric.encode_family(&stream.labels)?)?;
+        }
+    }
+    Ok(())
+}
+
+fn counter<N>(value: N) -> Option<ConstCounter<N>> {
+    Some(ConstCounter::new(value))
+}
+
+fn gauge<N>(value: N) -> Option<ConstGauge<N>> {
+    Some(ConstGauge::new(value))
+}
+
+fn encode_state(
+    state: &AgentState,
+    build_version: &str,
+    now: DateTime<Utc>,
+    mut enc: DescriptorEncoder,
+) -> fmt::Result {
+    let streams: Vec<Stream> = state
+        .streams
+        .iter()
+        .map(|s| {
+            let mut labels = vec![("log", s.log.as_str())];
+            labels.extend(s.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            Stream { labels, state: s }
+        })
+        .collect();
+    let streams = streams.as_slice();
+    let enc = &mut enc;
+
+    encode_pauses(enc, streams, now)?;
+    encode_safepoints(enc, streams, now)?;
+    encode_events(enc, streams)?;
+    encode_heap(enc, streams)?;
+    encode_health(enc, streams, state, now)?;
+
+    let mut build = family(
+        enc,
+        "pausewatch_build_info",
+        "pausewatch build; the value is always 1.",
+        MetricType::Gauge,
+    )?;
+    ConstGauge::new(1).encode(build.encode_family(&[("version", build_version)])?)?;
+    Ok(())
+}
+
+fn encode_pauses(
+    enc: &mut DescriptorEncoder,
+    streams: &[Stream],
+    now: DateTime<Utc>,
+) -> fmt::Result {
+    let mut pauses = family(
+        enc,
+        "jvm_gc_pause_seconds",
+        "Stop-the-world GC pauses read from the GC log, labelled as Micrometer labels jvm.gc.pause.",
+        MetricType::Histogram,
+    )?;
+    for stream in streams {
+        for series in &stream.state.jvm.pauses {
+            let labels = (
+                stream.labels.as_slice(),
+                [
+                    ("gc", series.gc.as_str()),
+                    ("action", series.action.as_str()),
+                    ("cause", series.cause.as_str()),
+                ],
+            );
+            let histogram = &series.histogram;
+            // prometheus-client accumulates the buckets itself: hand it the
+            // per-bucket counts, not `Histogram::cumulative()`.
+            let buckets: Vec<(f64, u64)> = PAUSE_BUCKETS
+                .iter()
+                .enumerate()
+                .map(|(i, &bound)| (bound, histogram.buckets.get(i).copied().unwrap_or(0)))
+                .collect();
+            pauses
+                .encode_family(&labels)?
+                .encode_histogram::<NoLabelSet>(histogram.sum, histogram.count, &buckets, None)?;
+        }
+    }
+
+    per_stream(
+        enc,
+        streams,
+        "pausewatch_gc_pause_max_seconds",
+        "Exact longest GC pause that ended in the last complete wall-clock minute, 0 if none (not Micrometer's decaying max).",
+        |s| gauge(last_minute(&s.jvm.minutes, now).map_or(0.0, |m| m.pause_max_seconds)),
+    )?;
+    per_stream(
+        enc,
+        streams,
+        "pausewatch_gc_pauses_last_minute",
+        "GC pauses that ended in the last complete wall-clock minute.",
+        |s| gauge(last_minute(&s.jvm.minutes, now).map_or(0, |m| m.pause_count)),
+    )?;
+
+    let mut overhead = family(
+        enc,
+        "pausewatch_gc_overhead_ratio",
+        "Fraction of wall-clock time spent in GC pauses over the last 1 or 5 complete minutes.",
+        MetricType::Gauge,
+    )?;
+    for stream in streams {
+        for (window, minutes) in OVERHEAD_WINDOWS {
+            let ratio = pause_overhead_ratio(&stream.state.jvm.minutes, now, minutes);
+            let labels = (stream.labels.as_slice(), [("window", window)]);
+            ConstGauge::new(ratio).encode(overhead.encode_family(&labels)?)?;
+        }
+    }
+    Ok(())
+}
+
+fn encode_safepoints(
+    enc: &mut DescriptorEncoder,
+    streams: &[Stream],
+    now: DateTime<Utc>,
+) -> fmt::Result {
+    let mut count = family(
+        enc,
+        "pausewatch_safepoints_total",
+        "Safepoints (every stop of the application threads, GC or not), by VM operation.",
+        MetricType::Counter,
+    )?;
+    for stream in streams {
+        for series in &stream.state.jvm.safepoints {
+            let labels = (
+                stream.labels.as_slice(),
+                [("operation", series.operation.as_str())],
+            );
+            ConstCounter::new(series.count).encode(count.encode_family(&labels)?)?;
+        }
+    }
+    type Seconds = fn(&SafepointSeries) -> f64;
+    let totals: [(&'static str, &str, Seconds); 2] = [
+        (
+            "pausewatch_safepoint_stopped_seconds_total",
+            "Time the application threads were stopped at safepoints, by VM operation.",
+            |s| s.stopped_seconds,
+        ),
+        (
+            "pausewatch_safepoint_time_to_safepoint_seconds_total",
+            "Time spent bringing the application threads to safepoints, by VM operation.",
+            |s| s.time_to_safepoint_seconds,
+        ),
+    ];
+    for (name, help, field) in totals {
+        let mut metric = family(enc, name, help, MetricType::Counter)?;
+        for stream in streams {
+            for series in &stream.state.jvm.safepoints {
+                let labels = (
+                    stream.labels.as_slice(),
+                    [("operation", series.operation.as_str())],
+                );
+                ConstCounter::new(field(series)).encode(metric.encode_family(&labels)?)?;
+            }
+        }
+    }
+    per_stream(
+        enc,
+        streams,
+        "pausewatch_safepoint_time_to_safepoint_max_seconds",
+        "Longest time to safepoint in the last complete wall-clock minute, 0 if none.",
+        |s| {
+            gauge(last_minute(&s.jvm.minutes, now).map_or(0.0, |m| m.time_to_safepoint_max_seconds))
+        },
+    )
+}
+
+fn encode_events(enc: &mut DescriptorEncoder, streams: &[Stream]) -> fmt::Result {
+    type Count = fn(&StreamState) -> u64;
+    type Seconds = fn(&StreamState) -> f64;
+    let counts: [(&'static str, &str, Count); 10] = [
+        (
+            "pausewatch_allocation_stalls_total",
+            "Allocation stalls: application threads blocked until the collector freed memory (ZGC).",
+            |s| s.jvm.counters.allocation_stalls,
+        ),
+        (
+            "pausewatch_relocation_stalls_total",
+            "Relocation stalls: application threads blocked on object relocation (ZGC).",
+            |s| s.jvm.counters.relocation_stalls,
+        ),
+        (
+            "pausewatch_gc_concurrent_cycles_total",
+            "Concurrent GC cycles completed (G1 mark cycles, ZGC and Shenandoah cycles).",
+            |s| s.jvm.counters.concurrent_cycles,
+        ),
+        (
+            "pausewatch_gc_full_total",
+            "Full GCs.",
+            |s| s.jvm.counters.full_gcs,
+        ),
+        (
+            "pausewatch_gc_evacuation_failures_total",
+            "GC pauses with an evacuation failure (G1 to-space exhausted).",
+            |s| s.jvm.counters.evacuation_failures,
+        ),
+        (
+            "pausewatch_gc_degenerated_total",
+            "Degenerated GCs (Shenandoah).",
+            |s| s.jvm.counters.degenerated_gcs,
+        ),
+        (
+            "pausewatch_gc_humongous_allocations_total",
+            "GC pauses caused by a humongous allocation (G1).",
+            |s| s.jvm.counters.humongous_allocations,
+        ),
+        (
+            "pausewatch_gc_explicit_total",
+            "GC pauses requested explicitly with System.gc().",
+            |s| s.jvm.counters.explicit_gcs,
+        ),
+        (
+            "pausewatch_jvm_restarts_total",
+            "JVM restarts seen in the log stream (a new run started writing it).",
+            |s| s.jvm.counters.jvm_restarts,
+        ),
+        (
+            "jvm_gc_memory_promoted_bytes_total",
+            "Bytes promoted into the old generation by young collections.",
+            |s| s.jvm.counters.promoted_bytes,
+        ),
+    ];
+    for (name, help, value) in counts {
+        per_stream(enc, streams, name, help, |s| counter(value(s)))?;
+    }
+    per_stream(
+        enc,
+        streams,
+        "jvm_gc_memory_allocated_bytes_total",
+        "Bytes allocated: heap growth from the end of one collection to the start of the next.",
+        |s| counter(s.jvm.counters.allocated_bytes),
+    )?;
+    let seconds: [(&'static str, &str, Seconds); 3] = [
+        (
+            "pausewatch_allocation_stall_seconds_total",
+            "Time application threads spent in allocation stalls (ZGC).",
+            |s| s.jvm.counters.allocation_stall_seconds,
+        ),
+        (
+            "pausewatch_gc_concurrent_cycle_seconds_total",
+            "Wall-clock duration of concurrent GC cycles; not pause time.",
+            |s| s.jvm.counters.concurrent_cycle_seconds,
+        ),
+        (
+            "pausewatch_gc_concurrent_phase_seconds_total",
+            "Duration of concurrent GC phases, which run alongside the application; not pause time.",
+            |s| s.jvm.counters.concurrent_phase_seconds,
+        ),
+    ];
+    for (name, help, value) in seconds {
+        per_stream(enc, streams, name, help, |s| counter(value(s)))?;
+    }
+
+    let mut info = family(
+        enc,
+        "pausewatch_jvm_info",
+        "The JVM writing the log: collector and JDK version; the value is always 1.",
+        MetricType::Gauge,
+    )?;
+    for stream in streams {
+        let jvm = &stream.state.jvm;
+        let labels = (
+            stream.labels.as_slice(),
+            [
+                ("collector", jvm.collector.as_str()),
+                (
+                    "jdk_version",
+                    jvm.jdk_version.as_deref().unwrap_or("unknown"),
+                ),
+            ],
+        );
+        ConstGauge::new(1).encode(info.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
+fn encode_heap(enc: &mut DescriptorEncoder, streams: &[Stream]) -> fmt::Result {
+    type Bytes = fn(&StreamState) -> Option<u64>;
+    let gauges: [(&'static str, &str, Bytes); 5] = [
+        (
+            "pausewatch_heap_after_gc_bytes",
+            "Heap occupancy after the latest collection.",
+            |s| s.jvm.heap.after_gc_bytes,
+        ),
+        (
+            "pausewatch_heap_committed_bytes",
+            "Heap capacity reported by the latest collection.",
+            |s| s.jvm.heap.committed_bytes,
+        ),
+        (
+            "pausewatch_heap_max_bytes",
+            "Maximum heap size from the log preamble.",
+            |s| s.jvm.heap.max_bytes,
+        ),
+        (
+            "jvm_gc_live_data_size_bytes",
+            "Heap occupancy after the latest full, mixed or major collection: the live data set.",
+            |s| s.jvm.heap.live_data_bytes,
+        ),
+        (
+            "jvm_gc_max_data_size_bytes",
+            "Maximum heap size from the log preamble.",
+            |s| s.jvm.heap.max_bytes,
+        ),
+    ];
+    for (name, help, value) in gauges {
+        per_stream(enc, streams, name, help, |s| value(s).map(ConstGauge::new))?;
+    }
+    Ok(())
+}
+
+fn encode_health(
+    enc: &mut DescriptorEncoder,
+    streams: &[Stream],
+    state: &AgentState,
+    now: DateTime<Utc>,
+) -> fmt::Result {
+    per_stream(
+        enc,
+        streams,
+        "pausewatch_log_lines_total",
+        "Lines read from the log stream.",
+        |s| counter(s.parse.lines),
+    )?;
+    per_stream(
+        enc,
+        streams,
+        "pausewatch_log_bytes_total",
+        "Bytes read from the log stream.",
+        |s| counter(s.parse.bytes),
+    )?;
+    let mut unparsed = family(
+        enc,
+        "pausewatch_log_unparsed_lines_total",
+        "Lines of the log stream that were not understood, by reason.",
+        MetricType::Counter,
+    )?;
+    for stream in streams {
+        for kind in UNPARSED_KINDS {
+            let count = stream.state.parse.unparsed.get(&kind).copied().unwrap_or(0);
+            let labels = (stream.labels.as_slice(), [("kind", kind.as_str())]);
+            ConstCounter::new(count).encode(unparsed.encode_family(&labels)?)?;
+        }
+    }
+    per_stream(
+        enc,
+        streams,
+        "pausewatch_log_files_followed",
+        "Files of the log stream currently followed (live file and rotated ones).",
+        |s| gauge(s.files_followed),
+    )?;
+    per_stream(
+        enc,
+        streams,
+        "pausewatch_log_read_lag_bytes",
+        "Bytes written to the live log file that the agent has not read yet.",
+        |s| gauge(s.read_lag_bytes),
+    )?;
+    per_stream(
+        enc,
+        streams,
+        "pausewatch_log_last_event_age_seconds",
+        "Time since the agent last processed an event of the log stream.",
+        |s| {
+            s.last_event_processed_at
+                .map(|at| ConstGauge::new(age_seconds(at, now)))
+        },
+    )?;
+    per_stream(
+        enc,
+        streams,
+        "pausewatch_log_readable",
+        "Whether the live log file could be read at the last attempt (1) or not (0).",
+        |s| gauge(u64::from(s.readable)),
+    )?;
+
+    let mut errors = family(
+        enc,
+        "pausewatch_errors_total",
+        "Agent errors by kind; errors of one log stream carry its labels.",
+        MetricType::Counter,
+    )?;
+    for stream in streams {
+        for (kind, count) in &stream.state.errors {
+            let labels = (stream.labels.as_slice(), [("kind", kind.as_str())]);
+            ConstCounter::new(*count).encode(errors.encode_family(&labels)?)?;
+        }
+    }
+    for (kind, count) in &state.errors {
+        ConstCounter::new(*count).encode(errors.encode_family(&[("kind", kind.as_str())])?)?;
+    }
+    Ok(())
+}
+
+/// Seconds from `at` to `now`, never negative (the agent clock may step back).
+fn age_seconds(at: DateTime<Utc>, now: DateTime<Utc>) -> f64 {
+    ((now - at).num_milliseconds() as f64 / 1000.0).max(0.0)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::collections::{BTreeMap, HashMap, HashSet};
+    use std::path::PathBuf;
+    use std::sync::{Arc, Mutex};
+
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::jvm::JvmState;
+
+    /// The fixture every test reads: Parallel GC, 4 young and 13 full
+    /// pauses, all ending in the minute 2026-11-30T01:45Z.
+    pub(crate) const FIXTURE: &str = "tests/fixtures/jvm/jdk17-parallel-full";
+
+    pub(crate) fn fixture_path(file: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(FIXTURE)
+            .join(file)
+    }
+
+    /// A stream as the tailer would leave it after reading the whole fixture log.
+    pub(crate) fn fixture_stream() -> StreamState {
+        let (events, parser) =
+            crate::analyze::parse_files(&[fixture_path("gc.log")], None).expect("fixture parses");
+        let mut jvm = JvmState::default();
+        for event in &events {
+            jvm.apply(event);
+        }
+        jvm.note_run(parser.run());
+        StreamState {
+            log: "/var/log/pricing/gc.log".to_string(),
+            labels: BTreeMap::from([("service".to_string(), "pricing".to_string())]),
+            jvm,
+            parse: parser.stats().clone(),
+            files_followed: 1,
+            read_lag_bytes: 0,
+            last_event_processed_at: Some(at(1, 45, 20)),
+            readable: true,
+            errors: BTreeMap::from([("truncated".to_string(), 2)]),
+        }
+    }
+
+    pub(crate) fn fixture_state() -> SharedState {
+        let mut state = AgentState {
+            streams: vec![fixture_stream()],
+            ..AgentState::default()
+        };
+        state.count_error("checkpoint_write");
+        Arc::new(Mutex::new(state))
+    }
+
+    fn at(hour: u32, minute: u32, second: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 30, hour, minute, second)
+            .unwrap()
+    }
+
+    /// The `PS Scavenge` and `PS MarkSweep` bean counts and times the JVM
+    /// itself reported at exit: an oracle independent of the parser.
+    fn mxbean_collectors() -> HashMap<String, (u64, f64)> {
+        let text = std::fs::read_to_string(fixture_path("mxbeans.json")).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        json["collectors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap().to_string(),
+                    (c["count"].as_u64().unwrap(), c["time_ms"].as_f64().unwrap()),
+                )
+            })
+            .collect()
+    }
+
+    fn render_at(now: fn() -> DateTime<Utc>) -> String {
+        render(&registry_with_clock(fixture_state(), "1.2.3", now))
+    }
+
+    /// A sample line split into name, labels and value.
+    #[derive(Debug)]
+    struct Sample {
+        name: String,
+        labels: BTreeMap<String, String>,
+        value: f64,
+    }
+
+    fn parse_labels(text: &str) -> BTreeMap<String, String> {
+        let mut labels = BTreeMap::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let (key, after) = rest.split_once("=\"").expect("label has =\"");
+            assert!(is_name(key), "bad label name {key:?}");
+            let mut value = String::new();
+            let mut chars = after.char_indices();
+            let end = loop {
+                match chars.next().expect("unterminated label value") {
+                    (_, '\\') => match chars.next().expect("dangling escape").1 {
+                        'n' => value.push('\n'),
+                        c @ ('\\' | '"') => value.push(c),
+                        c => panic!("bad escape \\{c}"),
+                    },
+                    (i, '"') => break i,
+                    (_, c) => value.push(c),
+                }
+            };
+            assert!(
+                labels.insert(key.to_string(), value).is_none(),
+                "duplicate label {key}"
+            );
+            rest = &after[end + 1..];
+            rest = rest.strip_prefix(',').unwrap_or(rest);
+        }
+        labels
+    }
+
+    fn is_name(name: &str) -> bool {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    }
+
+    /// Checks the OpenMetrics text structure: every line is a descriptor, a
+    /// sample or the final `# EOF`; families are contiguous and declared once;
+    /// every sample belongs to the family declared before it with a suffix its
+    /// type allows; no series repeats. Returns the samples and family types.
+    fn parse_exposition(text: &str) -> (Vec<Sample>, HashMap<String, String>) {
+        assert!(text.ends_with("# EOF\n"), "exposition must end with # EOF");
+        let body = text.strip_suffix("# EOF\n").unwrap();
+        let mut types = HashMap::new();
+        let mut current: Option<(String, String)> = None;
+        let mut samples = Vec::new();
+        let mut seen = HashSet::new();
+        for line in body.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let (name, kind) = rest.split_once(' ').unwrap();
+                assert!(is_name(name), "{line}");
+                assert!(
+                    matches!(kind, "counter" | "gauge" | "histogram"),
+                    "unexpected type in {line}"
+                );
+                assert!(
+                    types.insert(name.to_string(), kind.to_string()).is_none(),
+                    "family {name} declared twice"
+                );
+                current = Some((name.to_string(), kind.to_string()));
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let (name, help) = rest.split_once(' ').unwrap();
+                assert!(is_name(name) && !help.trim().is_empty(), "{line}");
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("# UNIT ") {
+                let (name, unit) = rest.split_once(' ').unwrap();
+                assert!(name.ends_with(&format!("_{unit}")), "{line}");
+                continue;
+            }
+            assert!(!line.starts_with('#'), "unexpected comment {line:?}");
+            let (series, value) = line.rsplit_once(' ').expect("sample has a value");
+            let value: f64 = match value {
+                "+Inf" => f64::INFINITY,
+                "-Inf" => f64::NEG_INFINITY,
+                v => v
+                    .parse()
+                    .unwrap_or_else(|_| panic!("bad value in {line:?}")),
+            };
+            let (name, labels) = match series.split_once('{') {
+                Some((name, labels)) => (
+                    name,
+                    parse_labels(labels.strip_suffix('}').expect("labels close")),
+                ),
+                None => (series, BTreeMap::new()),
+            };
+            assert!(is_name(name), "bad metric name in {line:?}");
+            // Nothing pausewatch exposes can be negative, not even -0.0.
+            assert!(
+                !line.ends_with(" -0.0") && value >= 0.0,
+                "negative value in {line:?}"
+            );
+            let (family, kind) = current.as_ref().expect("sample before any # TYPE");
+            let suffix = name
+                .strip_prefix(family.as_str())
+                .unwrap_or_else(|| panic!("{name} outside its family {family}"));
+            let allowed: &[&str] = match kind.as_str() {
+                "counter" => &["_total", "_created"],
+                "histogram" => &["_bucket", "_sum", "_count", "_created"],
+                _ => &[""],
+            };
+            assert!(
+                allowed.contains(&suffix),
+                "{name} is not a sample name of {kind} {family}"
+            );
+            assert!(seen.insert(series.to_string()), "series repeated: {series}");
+            samples.push(Sample {
+                name: name.to_string(),
+                labels,
+                value,
+            });
+        }
+        (samples, types)
+    }
+
+    /// The value of the one sample called `name` whose labels include `labels`.
+    fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
+        let matching: Vec<&Sample> = samples
+            .iter()
+            .filter(|s| {
+                s.name == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+            })
+            .collect();
+        assert_eq!(matching.len(), 1, "{name} {labels:?}: {matching:?}");
+        matching[0].value
+    }
+
+    fn sum_of(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
+        samples
+            .iter()
+            .filter(|s| {
+                s.name == name
+                    && labels
+                        .iter()
+                        .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+            })
+            .map(|s| s.value)
+            .sum()
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    /// One minute after the fixture's only minute (01:45), so 01:45 is the last complete one.
+    fn a_minute_later() -> DateTime<Utc> {
+        at(1, 46, 30)
+    }
+
+    #[test]
+    fn exposition_is_well_formed_and_complete() {
+        let text = render_at(a_minute_later);
+        let (samples, types) = parse_exposition(&text);
+        let expected = [
+            ("jvm_gc_pause_seconds", "histogram"),
+            ("pausewatch_gc_pause_max_seconds", "gauge"),
+            ("pausewatch_gc_pauses_last_minute", "gauge"),
+            ("pausewatch_safepoints", "counter"),
+            ("pausewatch_safepoint_stopped_seconds", "counter"),
+            ("pausewatch_safepoint_time_to_safepoint_seconds", "counter"),
+            (
+                "pausewatch_safepoint_time_to_safepoint_max_seconds",
+                "gauge",
+            ),
+            ("pausewatch_allocation_stalls", "counter"),
+            ("pausewatch_allocation_stall_seconds", "counter"),
+            ("pausewatch_relocation_stalls", "counter"),
+            ("pausewatch_heap_after_gc_bytes", "gauge"),
+            ("pausewatch_heap_committed_bytes", "gauge"),
+            ("pausewatch_heap_max_bytes", "gauge"),
+            ("jvm_gc_live_data_size_bytes", "gauge"),
+            ("jvm_gc_max_data_size_bytes", "gauge"),
+            ("jvm_gc_memory_allocated_bytes", "counter"),
+            ("jvm_gc_memory_promoted_bytes", "counter"),
+            ("pausewatch_gc_overhead_ratio", "gauge"),
+            ("pausewatch_gc_concurrent_cycles", "counter"),
+            ("pausewatch_gc_concurrent_cycle_seconds", "counter"),
+            ("pausewatch_gc_concurrent_phase_seconds", "counter"),
+            ("pausewatch_gc_full", "counter"),
+            ("pausewatch_gc_evacuation_failures", "counter"),
+            ("pausewatch_gc_degenerated", "counter"),
+            ("pausewatch_gc_humongous_allocations", "counter"),
+            ("pausewatch_gc_explicit", "counter"),
+            ("pausewatch_jvm_restarts", "counter"),
+            ("pausewatch_jvm_info", "gauge"),
+            ("pausewatch_log_lines", "counter"),
+            ("pausewatch_log_bytes", "counter"),
+            ("pausewatch_log_unparsed_lines", "counter"),
+            ("pausewatch_log_files_followed", "gauge"),
+            ("pausewatch_log_read_lag_bytes", "gauge"),
+            ("pausewatch_log_last_event_age_seconds", "gauge"),
+            ("pausewatch_log_readable", "gauge"),
+            ("pausewatch_errors", "counter"),
+            ("pausewatch_build_info", "gauge"),
+        ];
+        for (family, kind) in expected {
+            assert_eq!(
+                types.get(family).map(String::as_str),
+                Some(kind),
+                "{family}"
+            );
+        }
+        assert_eq!(
+            types.len(),
+            expected.len(),
+            "unexpected families: {types:?}"
+        );
+        // Every family has a series for this stream, and every stream series
+        // carries `log` and the configured labels.
+        for (family, _) in expected {
+            assert!(
+                samples.iter().any(|s| s.name.starts_with(family)),
+                "{family} has no sample"
+            );
+        }
+        for sample in &samples {
+            let agent_level = sample.name == "pausewatch_build_info"
+                || (sample.name == "pausewatch_errors_total"
+                    && sample.labels.get("kind").map(String::as_str) == Some("checkpoint_write"));
+            if !agent_level {
+                assert_eq!(
+                    sample.labels.get("log").map(String::as_str),
+                    Some("/var/log/pricing/gc.log"),
+                    "{sample:?}"
+                );
+                assert_eq!(
+                    sample.labels.get("service").map(String::as_str),
+                    Some("pricing")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn pause_counts_match_the_jvms_own_mxbeans() {
+        let (samples, _) = parse_exposition(&render_at(a_minute_later));
+        let beans = mxbean_collectors();
+        for bean in ["PS Scavenge", "PS MarkSweep"] {
+            let (count, time_ms) = beans[bean];
+            let gc = [("gc", bean)];
+            assert_eq!(
+                sum_of(&samples, "jvm_gc_pause_seconds_count", &gc),
+                count as f64,
+                "{bean}"
+            );
+            // The bean's time is whole milliseconds of the same pauses.
+            let sum_ms = sum_of(&samples, "jvm_gc_pause_seconds_sum", &gc) * 1000.0;
+            assert!(
+                (sum_ms - time_ms).abs() < 1.0,
+                "{bean}: {sum_ms} ms vs {time_ms} ms"
+            );
+            // +Inf holds every observation of each series.
+            let infinite = sum_of(
+                &samples,
+                "jvm_gc_pause_seconds_bucket",
+                &[("gc", bean), ("le", "+Inf")],
+            );
+            assert_eq!(infinite, count as f64, "{bean}");
+        }
+        let total: u64 = beans.values().map(|(count, _)| count).sum();
+        assert_eq!(
+            sum_of(&samples, "jvm_gc_pause_seconds_count", &[]),
+            total as f64
+        );
+    }
+
+    fn bucket_of(
+        samples: &[Sample],
+        series: &[(&'static str, &'static str)],
+        le: &'static str,
+    ) -> f64 {
+        let mut labels = series.to_vec();
+        labels.push(("le", le));
+        value(samples, "jvm_gc_pause_seconds_bucket", &labels)
+    }
+
+    #[test]
+    fn pause_buckets_hold_the_pauses_read_off_the_log() {
+        let (samples, _) = parse_exposition(&render_at(a_minute_later));
+        // The 11 `Pause Full (Ergonomics)` lines, by hand: 22.499 4.905 3.163
+        // 2.743 5.770 10.185 12.120 5.714 3.564 3.048 4.201 ms.
+        let series = [
+            ("gc", "PS MarkSweep"),
+            ("action", "end of major GC"),
+            ("cause", "Ergonomics"),
+        ];
+        let bucket = |le: &'static str| bucket_of(&samples, &series, le);
+        assert_eq!(bucket("0.002"), 0.0);
+        assert_eq!(bucket("0.005"), 6.0);
+        assert_eq!(bucket("0.01"), 8.0);
+        // GC(2), 22.499 ms, is the only one past 20 ms: it lands in le="0.05".
+        assert_eq!(bucket("0.02"), 10.0);
+        assert_eq!(bucket("0.05"), 11.0);
+        assert_eq!(bucket("10.0"), 11.0);
+        assert_eq!(bucket("+Inf"), 11.0);
+        assert_eq!(value(&samples, "jvm_gc_pause_seconds_count", &series), 11.0);
+        assert!(close(
+            value(&samples, "jvm_gc_pause_seconds_sum", &series),
+            0.077912
+        ));
+        // Young pauses 14.401 16.198 1.065 2.696 ms, all `Allocation Failure`.
+        let young = [
+            ("gc", "PS Scavenge"),
+            ("action", "end of minor GC"),
+            ("cause", "Allocation Failure"),
+        ];
+        let young_bucket = |le: &'static str| bucket_of(&samples, &young, le);
+        assert_eq!(young_bucket("0.001"), 0.0);
+        assert_eq!(young_bucket("0.002"), 1.0);
+        assert_eq!(young_bucket("0.005"), 2.0);
+        assert_eq!(young_bucket("0.01"), 2.0);
+        assert_eq!(young_bucket("0.02"), 4.0);
+        assert_eq!(young_bucket("+Inf"), 4.0);
+        // Every bound of PAUSE_BUCKETS is exposed; counts never decrease.
+        let mut previous = 0.0;
+        for bound in PAUSE_BUCKETS {
+            let le = if bound.is_infinite() {
+                "+Inf".to_string()
+            } else {
+                dtoa_like(bound)
+            };
+            let mut labels = young.to_vec();
+            labels.push(("le", &le));
+            let v = value(&samples, "jvm_gc_pause_seconds_bucket", &labels);
+            assert!(v >= previous);
+            previous = v;
+        }
+    }
+
+    /// `le` as the exposition writes it (shortest round-trip, `.0` for integers).
+    fn dtoa_like(v: f64) -> String {
+        let s = format!("{v}");
+        if s.contains('.') {
+            s
+        } else {
+            format!("{s}.0")
+        }
+    }
+
+    #[test]
+    fn last_complete_minute_is_the_one_before_now() {
+        assert_eq!(last_complete_minute(at(1, 46, 0)), at(1, 45, 0));
+        assert_eq!(last_complete_minute(at(1, 46, 59)), at(1, 45, 0));
+        assert_eq!(last_complete_minute(at(1, 47, 0)), at(1, 46, 0));
+        assert_eq!(
+            last_complete_minute(at(0, 0, 30)),
+            Utc.with_ymd_and_hms(2026, 11, 29, 23, 59, 0).unwrap()
+        );
+        // Sub-second precision does not move the minute.
+        let almost = at(1, 45, 59) + TimeDelta::milliseconds(999);
+        assert_eq!(last_complete_minute(almost), at(1, 44, 0));
+    }
+
+    #[test]
+    fn last_minute_gauges_read_the_minute_before_now() {
+        // In 01:46 the last complete minute is 01:45, which holds all 17
+        // pauses; the longest is GC(2) `Pause Full (Ergonomics) ... 22.499ms`
+        // and the longest time to safepoint `Reaching safepoint: 95131 ns`.
+        let (samples, _) = parse_exposition(&render_at(a_minute_later));
+        assert!(close(
+            value(&samples, "pausewatch_gc_pause_max_seconds", &[]),
+            0.022499
+        ));
+        assert_eq!(
+            value(&samples, "pausewatch_gc_pauses_last_minute", &[]),
+            17.0
+        );
+        assert!(close(
+            value(
+                &samples,
+                "pausewatch_safepoint_time_to_safepoint_max_seconds",
+                &[]
+            ),
+            0.000095131
+        ));
+        // The 17 pauses add up to 130.99 ms.
+        let one = value(
+            &samples,
+            "pausewatch_gc_overhead_ratio",
+            &[("window", "1m")],
+        );
+        let five = value(
+            &samples,
+            "pausewatch_gc_overhead_ratio",
+            &[("window", "5m")],
+        );
+        assert!(close(one, 0.13099 / 60.0), "{one}");
+        assert!(close(five, 0.13099 / 300.0), "{five}");
+
+        // While 01:45 is still the current minute it is not complete: zeros.
+        let (samples, _) = parse_exposition(&render_at(|| at(1, 45, 59)));
+        assert_eq!(value(&samples, "pausewatch_gc_pause_max_seconds", &[]), 0.0);
+        assert_eq!(
+            value(&samples, "pausewatch_gc_pauses_last_minute", &[]),
+            0.0
+        );
+        assert_eq!(
+            value(
+                &samples,
+                "pausewatch_gc_overhead_ratio",
+                &[("window", "5m")]
+            ),
+            0.0
+        );
+
+        // Two minutes later 01:45 has left the 1m window but not the 5m one.
+        let (samples, _) = parse_exposition(&render_at(|| at(1, 47, 0)));
+        assert_eq!(value(&samples, "pausewatch_gc_pause_max_seconds", &[]), 0.0);
+        assert_eq!(
+            value(
+                &samples,
+                "pausewatch_gc_overhead_ratio",
+                &[("window", "1m")]
+            ),
+            0.0
+        );
+        let five = value(
+            &samples,
+            "pausewatch_gc_overhead_ratio",
+            &[("window", "5m")],
+        );
+        assert!(close(five, 0.13099 / 300.0));
+        // ... and six minutes later it has left both.
+        let (samples, _) = parse_exposition(&render_at(|| at(1, 51, 0)));
+        assert_eq!(
+            value(
+                &samples,
+                "pausewatch_gc_overhead_ratio",
+                &[("window", "5m")]
+            ),
+            0.0
+        );
+    }
+
+    #[test]
+    fn safepoint_heap_and_health_figures_match_the_log() {
+        let (samples, _) = parse_exposition(&render_at(a_minute_later));
+        let op = [("operation", "ParallelGCFailedAllocation")];
+        // 15 `Safepoint "ParallelGCFailedAllocation"` lines; their `Total:`
+        // and `Reaching safepoint:` fields sum to 132030792 ns and 125998 ns.
+        assert_eq!(value(&samples, "pausewatch_safepoints_total", &op), 15.0);
+        assert!(close(
+            value(&samples, "pausewatch_safepoint_stopped_seconds_total", &op),
+            0.132030792
+        ));
+        assert!(close(
+            value(
+                &samples,
+                "pausewatch_safepoint_time_to_safepoint_seconds_total",
+                &op
+            ),
+            0.000125998
+        ));
+        // 13 `Pause Full` lines; no ZGC, G1 or Shenandoah events.
+        assert_eq!(value(&samples, "pausewatch_gc_full_total", &[]), 13.0);
+        assert_eq!(
+            value(&samples, "pausewatch_allocation_stalls_total", &[]),
+            0.0
+        );
+        assert_eq!(value(&samples, "pausewatch_gc_degenerated_total", &[]), 0.0);
+        // `Heap Max Capacity: 64M`; the last pause is `Pause Full ... 58M->1M(58M)`.
+        let mib = 1024.0 * 1024.0;
+        assert_eq!(
+            value(&samples, "pausewatch_heap_max_bytes", &[]),
+            64.0 * mib
+        );
+        assert_eq!(
+            value(&samples, "jvm_gc_max_data_size_bytes", &[]),
+            64.0 * mib
+        );
+        assert_eq!(value(&samples, "pausewatch_heap_after_gc_bytes", &[]), mib);
+        assert_eq!(
+            value(&samples, "pausewatch_heap_committed_bytes", &[]),
+            58.0 * mib
+        );
+        assert_eq!(value(&samples, "jvm_gc_live_data_size_bytes", &[]), mib);
+        // `Using Parallel`; the mxbeans snapshot's vm_version.
+        let jvm = value(
+            &samples,
+            "pausewatch_jvm_info",
+            &[("collector", "parallel")],
+        );
+        assert_eq!(jvm, 1.0);
+        let version = samples
+            .iter()
+            .find(|s| s.name == "pausewatch_jvm_info")
+            .and_then(|s| s.labels.get("jdk_version"))
+            .unwrap();
+        assert!(
+            version.starts_with("17.0.15+6-Debian-1deb12u1"),
+            "{version}"
+        );
+        // Lines and bytes as `wc` counts them.
+        let log = std::fs::read(fixture_path("gc.log")).unwrap();
+        let lines = log.iter().filter(|&&b| b == b'\n').count();
+        assert_eq!(
+            value(&samples, "pausewatch_log_lines_total", &[]),
+            lines as f64
+        );
+        assert_eq!(
+            value(&samples, "pausewatch_log_bytes_total", &[]),
+            log.len() as f64
+        );
+        for kind in [
+            "not_unified_logging",
+            "legacy_format",
+            "malformed_event",
+            "too_long",
+            "invalid_utf8",
+        ] {
+            assert_eq!(
+                value(
+                    &samples,
+                    "pausewatch_log_unparsed_lines_total",
+                    &[("kind", kind)]
+                ),
+                0.0
+            );
+        }
+        // Stream fields set by `fixture_stream`; processed at 01:45:20, now 01:46:30.
+        assert_eq!(
+            value(&samples, "pausewatch_log_last_event_age_seconds", &[]),
+            70.0
+        );
+        assert_eq!(value(&samples, "pausewatch_log_readable", &[]), 1.0);
+        assert_eq!(value(&samples, "pausewatch_log_files_followed", &[]), 1.0);
+        assert_eq!(value(&samples, "pausewatch_log_read_lag_bytes", &[]), 0.0);
+        assert_eq!(
+            value(
+                &samples,
+                "pausewatch_errors_total",
+                &[("kind", "truncated")]
+            ),
+            2.0
+        );
+        let agent = samples
+            .iter()
+            .find(|s| s.labels.get("kind").map(String::as_str) == Some("checkpoint_write"))
+            .unwrap();
+        assert_eq!(agent.name, "pausewatch_errors_total");
+        assert_eq!(agent.labels.len(), 1, "agent errors carry only kind");
+        assert_eq!(
+            value(&samples, "pausewatch_build_info", &[("version", "1.2.3")]),
+            1.0
+        );
+    }
+
+    #[test]
+    fn unknown_figures_are_omitted_and_an_empty_agent_still_renders() {
+        let stream = StreamState {
+            log: "/tmp/quoted \"gc\".log".to_string(),
+            ..StreamState::default()
+        };
+        let state = Arc::new(Mutex::new(AgentState {
+            streams: vec![stream],
+            ..AgentState::default()
+        }));
+        let text = render(&registry_with_clock(state, "0.0.0", a_minute_later));
+        let (samples, _) = parse_exposition(&text);
+        for absent in [
+            "pausewatch_heap_after_gc_bytes",
+            "pausewatch_heap_max_bytes",
+            "jvm_gc_live_data_size_bytes",
+            "pausewatch_log_last_event_age_seconds",
+            "jvm_gc_pause_seconds_count",
+        ] {
+            assert!(!samples.iter().any(|s| s.name == absent), "{absent}");
+        }
+        let info = samples
+            .iter()
+            .find(|s| s.name == "pausewatch_jvm_info")
+            .unwrap();
+        assert_eq!(info.labels["jdk_version"], "unknown");
+        assert_eq!(info.labels["collector"], "unknown");
+        assert_eq!(info.labels["log"], "/tmp/quoted \"gc\".log");
+        assert_eq!(value(&samples, "pausewatch_log_readable", &[]), 0.0);
+
+        let empty = render(&registry(
+            Arc::new(Mutex::new(AgentState::default())),
+            "0.0.0",
+        ));
+        let (samples, _) = parse_exposition(&empty);
+        assert_eq!(samples.len(), 1, "only build_info: {samples:?}");
+    }
+
+    #[test]
+    fn a_poisoned_lock_still_renders() {
+        let state = fixture_state();
+        let poisoner = state.clone();
+        let _ = std::thread::spawn(move || {
+            let _guard = poisoner.lock().unwrap();
+            panic!("tailer died holding the lock");
+        })
+        .join();
+        assert!(state.is_poisoned());
+        let (samples, _) =
+            parse_exposition(&render(&registry_with_clock(state, "1", a_minute_later)));
+        assert_eq!(sum_of(&samples, "jvm_gc_pause_seconds_count", &[]), 17.0);
+    }
+
+    #[test]
+    fn age_is_never_negative() {
+        assert_eq!(age_seconds(at(1, 46, 0), at(1, 45, 0)), 0.0);
+        assert_eq!(
+            age_seconds(at(1, 45, 0), at(1, 45, 1) + TimeDelta::milliseconds(500)),
+            1.5
+        );
+    }
+}

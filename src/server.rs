@@ -1,0 +1,395 @@
+//! The agent's HTTP endpoints: `/metrics` for Prometheus, `/healthz` for
+//! liveness probes and `/api/v1/minutes`, the exact per-minute pause series
+//! that dashboards and correlation tools line up with request latency.
+//!
+//! Handlers only read the shared state; the lock is held while one response
+//! is built, never across an await.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, MutexGuard, PoisonError};
+
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use prometheus_client::registry::Registry;
+use serde::{Deserialize, Serialize};
+
+use crate::metrics;
+use crate::state::{AgentState, SharedState};
+use crate::windows::Minute;
+
+#[derive(Clone)]
+struct App {
+    state: SharedState,
+    registry: Arc<Registry>,
+}
+
+impl App {
+    /// The state even if the tailer panicked while holding the lock: stale
+    /// figures are more use to an operator than a failing endpoint.
+    fn lock(&self) -> MutexGuard<'_, AgentState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Routes `/metrics`, `/healthz` and `/api/v1/minutes`; any other path is 404.
+pub fn router(state: SharedState, registry: Arc<Registry>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_handler))
+        .route("/healthz", get(healthz))
+        .route("/api/v1/minutes", get(minutes))
+        .with_state(App { state, registry })
+}
+
+/// Serves `router` on `listener` until the process ends.
+pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
+    serve_with_shutdown(listener, router, std::future::pending()).await
+}
+
+/// As [`serve`], but stops accepting connections when `shutdown` completes
+/// and returns once the requests in flight are answered.
+pub async fn serve_with_shutdown(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn metrics_handler(State(app): State<App>) -> Response {
+    let body = metrics::render(&app.registry);
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], body).into_response()
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Health {
+    status: String,
+    streams: usize,
+}
+
+async fn healthz(State(app): State<App>) -> Json<Health> {
+    let streams = app.lock().streams.len();
+    Json(Health {
+        status: "ok".to_string(),
+        streams,
+    })
+}
+
+/// `/api/v1/minutes` response.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MinutesResponse {
+    pub jvms: Vec<JvmMinutes>,
+}
+
+/// One log stream's minutes, oldest first, quiet minutes included as zeros.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct JvmMinutes {
+    pub log: String,
+    pub labels: BTreeMap<String, String>,
+    pub collector: String,
+    pub jdk_version: Option<String>,
+    pub minutes: Vec<Minute>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MinutesQuery {
+    since: Option<String>,
+}
+
+/// Parses `since`. A `+` of the offset arrives as a space when the client did
+/// not percent-encode it (`?since=2026-11-30T01:45:00+00:00`); put it back.
+fn parse_since(raw: &str) -> Result<DateTime<Utc>, chrono::ParseError> {
+    DateTime::parse_from_rfc3339(&raw.replace(' ', "+")).map(|t| t.with_timezone(&Utc))
+}
+
+async fn minutes(State(app): State<App>, Query(query): Query<MinutesQuery>) -> Response {
+    let since = match query.since.as_deref().map(parse_since).transpose() {
+        Ok(since) => since,
+        Err(error) => {
+            let message =
+                format!("since must be an RFC 3339 time such as 2026-11-30T01:45:00Z: {error}");
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(serde_json::json!({ "error": message })),
+            )
+                .into_response();
+        }
+    };
+    let response = {
+        let state = app.lock();
+        MinutesResponse {
+            jvms: state
+                .streams
+                .iter()
+                .map(|stream| JvmMinutes {
+                    log: stream.log.clone(),
+                    labels: stream.labels.clone(),
+                    collector: stream.jvm.collector.as_str().to_string(),
+                    jdk_version: stream.jvm.jdk_version.clone(),
+                    minutes: stream
+                        .jvm
+                        .minutes
+                        .contiguous()
+                        .into_iter()
+                        .filter(|minute| since.is_none_or(|since| minute.start >= since))
+                        .collect(),
+                })
+                .collect(),
+        }
+    };
+    Json(response).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::io::{Read, Write};
+    use std::net::SocketAddr;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use pausewatch_parsers::GcLogParser;
+
+    use super::*;
+    use crate::jvm::JvmState;
+    use crate::metrics::tests::{fixture_path, fixture_state};
+    use crate::state::StreamState;
+
+    /// Two pauses three minutes apart, so 01:46 and 01:47 are quiet minutes.
+    const GAPPY_LOG: &str = "\
+[2026-11-30T01:45:10.000+0000][1.000s][info][gc] Using G1
+[2026-11-30T01:45:14.664+0000][5.664s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 15M->14M(61M) 14.401ms
+[2026-11-30T01:48:01.000+0000][172.000s][info][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 30M->20M(61M) 2.000ms
+";
+
+    fn gappy_stream() -> StreamState {
+        let mut parser = GcLogParser::default();
+        let mut events = Vec::new();
+        parser.feed(GAPPY_LOG.as_bytes(), &mut events);
+        parser.finish(&mut events);
+        let mut jvm = JvmState::default();
+        for event in &events {
+            jvm.apply(event);
+        }
+        jvm.note_run(parser.run());
+        StreamState {
+            log: "/var/log/search/gc.log".to_string(),
+            jvm,
+            ..StreamState::default()
+        }
+    }
+
+    /// The fixture stream (jdk17-parallel-full) first, then the gappy one.
+    fn two_streams() -> SharedState {
+        let state = fixture_state();
+        state.lock().unwrap().streams.push(gappy_stream());
+        state
+    }
+
+    struct Reply {
+        status: u16,
+        headers: HashMap<String, String>,
+        body: String,
+    }
+
+    /// A plain HTTP/1.0 GET over loopback: the server closes the connection
+    /// after the response, so reading to the end yields exactly one reply.
+    async fn get(addr: SocketAddr, path: &str) -> Reply {
+        let request = format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n");
+        let raw = tokio::task::spawn_blocking(move || {
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            stream.write_all(request.as_bytes()).unwrap();
+            let mut raw = String::new();
+            stream.read_to_string(&mut raw).unwrap();
+            raw
+        })
+        .await
+        .unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").expect("response has a head");
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let headers = lines
+            .filter_map(|line| line.split_once(':'))
+            .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_string()))
+            .collect();
+        Reply {
+            status,
+            headers,
+            body: body.to_string(),
+        }
+    }
+
+    async fn start(
+        state: SharedState,
+    ) -> (SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let registry = Arc::new(metrics::registry(state.clone(), "test"));
+        let server = tokio::spawn(serve(listener, router(state, registry)));
+        (addr, server)
+    }
+
+    fn minutes_of(reply: &Reply) -> MinutesResponse {
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(reply.headers["content-type"], "application/json");
+        serde_json::from_str(&reply.body).unwrap()
+    }
+
+    #[tokio::test]
+    async fn serves_metrics_health_and_minutes() {
+        let (addr, server) = start(two_streams()).await;
+
+        let reply = get(addr, "/metrics").await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.headers["content-type"], metrics::CONTENT_TYPE);
+        assert!(reply.body.ends_with("# EOF\n"));
+        assert!(reply
+            .body
+            .contains("pausewatch_build_info{version=\"test\"} 1\n"));
+        assert!(reply.body.contains("jvm_gc_pause_seconds_count{log=\"/var/log/pricing/gc.log\",service=\"pricing\",gc=\"PS Scavenge\",action=\"end of minor GC\",cause=\"Allocation Failure\"} 4\n"));
+
+        let reply = get(addr, "/healthz").await;
+        assert_eq!(reply.status, 200);
+        let health: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+        assert_eq!(health, serde_json::json!({"status": "ok", "streams": 2}));
+
+        let response = minutes_of(&get(addr, "/api/v1/minutes").await);
+        assert_eq!(response.jvms.len(), 2);
+        let fixture = &response.jvms[0];
+        assert_eq!(fixture.log, "/var/log/pricing/gc.log");
+        assert_eq!(fixture.labels["service"], "pricing");
+        assert_eq!(fixture.collector, "parallel");
+        assert!(fixture
+            .jdk_version
+            .as_deref()
+            .unwrap()
+            .starts_with("17.0.15"));
+        // Every pause line of the log is stamped 2026-11-30T01:45.
+        assert_eq!(fixture.minutes.len(), 1);
+        assert_eq!(
+            fixture.minutes[0].start.to_rfc3339(),
+            "2026-11-30T01:45:00+00:00"
+        );
+        // ... and the minutes hold as many pauses as the JVM's own beans counted.
+        let mxbeans: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixture_path("mxbeans.json")).unwrap())
+                .unwrap();
+        let bean_total: u64 = mxbeans["collectors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["count"].as_u64().unwrap())
+            .sum();
+        let pauses: u64 = fixture.minutes.iter().map(|m| m.pause_count).sum();
+        assert_eq!(pauses, bean_total);
+        assert!((fixture.minutes[0].pause_max_seconds - 0.022499).abs() < 1e-9);
+
+        // Quiet minutes appear as zeros, oldest first.
+        let gappy = &response.jvms[1];
+        assert_eq!(gappy.collector, "g1");
+        assert!(gappy.labels.is_empty());
+        let counts: Vec<u64> = gappy.minutes.iter().map(|m| m.pause_count).collect();
+        assert_eq!(counts, [1, 0, 0, 1]);
+        let starts: Vec<String> = gappy
+            .minutes
+            .iter()
+            .map(|m| m.start.format("%H:%M").to_string())
+            .collect();
+        assert_eq!(starts, ["01:45", "01:46", "01:47", "01:48"]);
+
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn since_keeps_minutes_starting_at_or_after_it() {
+        let (addr, server) = start(two_streams()).await;
+        let starts = |response: &MinutesResponse| -> Vec<Vec<String>> {
+            response
+                .jvms
+                .iter()
+                .map(|jvm| {
+                    jvm.minutes
+                        .iter()
+                        .map(|m| m.start.format("%H:%M").to_string())
+                        .collect()
+                })
+                .collect()
+        };
+        let response = minutes_of(&get(addr, "/api/v1/minutes?since=2026-11-30T01:47:00Z").await);
+        assert_eq!(starts(&response), [vec![], vec!["01:47", "01:48"]]);
+        // Mid-minute: 01:46 started before it.
+        let response = minutes_of(&get(addr, "/api/v1/minutes?since=2026-11-30T01:46:30Z").await);
+        assert_eq!(starts(&response), [vec![], vec!["01:47", "01:48"]]);
+        // An offset, percent-encoded or with its `+` turned into a space.
+        for since in ["2026-11-30T02:46:00%2B01:00", "2026-11-30T02:46:00+01:00"] {
+            let response = minutes_of(&get(addr, &format!("/api/v1/minutes?since={since}")).await);
+            assert_eq!(
+                starts(&response),
+                [vec![], vec!["01:46", "01:47", "01:48"]],
+                "{since}"
+            );
+        }
+        let response = minutes_of(&get(addr, "/api/v1/minutes?since=2026-11-30T01:00:00Z").await);
+        assert_eq!(
+            starts(&response),
+            [vec!["01:45"], vec!["01:45", "01:46", "01:47", "01:48"]]
+        );
+
+        let reply = get(addr, "/api/v1/minutes?since=yesterday").await;
+        assert_eq!(reply.status, 400);
+        assert!(reply.body.contains("RFC 3339"), "{}", reply.body);
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn unknown_paths_are_404() {
+        let state = Arc::new(Mutex::new(AgentState::default()));
+        let (addr, server) = start(state).await;
+        for path in [
+            "/",
+            "/metrics/",
+            "/api/v1",
+            "/api/v1/minutes/x",
+            "/favicon.ico",
+        ] {
+            assert_eq!(get(addr, path).await.status, 404, "{path}");
+        }
+        let health = get(addr, "/healthz").await;
+        assert_eq!(health.body, r#"{"status":"ok","streams":0}"#);
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn graceful_shutdown_returns() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let state = Arc::new(Mutex::new(AgentState::default()));
+        let registry = Arc::new(metrics::registry(state.clone(), "test"));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve_with_shutdown(
+            listener,
+            router(state, registry),
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        stop.send(()).unwrap();
+        let result = tokio::time::timeout(Duration::from_secs(10), server).await;
+        assert!(result.expect("server stops").unwrap().is_ok());
+    }
+}

@@ -1,0 +1,568 @@
+//! Following one JVM's GC log through rotation as a single byte stream.
+//!
+//! HotSpot rotates by renaming `gc.log` to `gc.log.N` and opening a new
+//! `gc.log` (and archives an existing one at JVM start); logrotate users
+//! copy and truncate; people delete and recreate files. The follower keeps
+//! the file it reads open, so a renamed file is finished to its last byte
+//! before the next one is started, and it identifies files by device, inode
+//! and a fingerprint of their first KiB, never by name or first line: two
+//! JVM runs start their logs with the same line, and inodes are reused.
+
+use std::fs::{File, Metadata};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::StartAt;
+
+/// Bytes of a file's head that identify it.
+const HEAD_BYTES: usize = 1024;
+const READ_CHUNK: usize = 64 * 1024;
+
+/// FNV-1a: a small, stable hash for the head fingerprint (std's hasher is not
+/// guaranteed stable across releases, and checkpoints outlive binaries).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
+        (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Fingerprint of a file's first `len` bytes (up to 1 KiB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeadPrint {
+    pub len: u32,
+    pub hash: u64,
+}
+
+impl HeadPrint {
+    fn of(file: &File, file_len: u64) -> io::Result<HeadPrint> {
+        let len = (file_len as usize).min(HEAD_BYTES);
+        let mut buffer = vec![0u8; len];
+        file.read_exact_at(&mut buffer, 0)?;
+        Ok(HeadPrint {
+            len: len as u32,
+            hash: fnv1a(&buffer),
+        })
+    }
+
+    /// Whether `file` starts with the bytes this print was taken from.
+    fn matches(&self, file: &File, file_len: u64) -> io::Result<bool> {
+        if file_len < u64::from(self.len) {
+            return Ok(false);
+        }
+        let mut buffer = vec![0u8; self.len as usize];
+        file.read_exact_at(&mut buffer, 0)?;
+        Ok(fnv1a(&buffer) == self.hash)
+    }
+}
+
+/// Where reading stopped: which file (by identity) and at what offset. This is
+/// what a checkpoint stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Position {
+    pub dev: u64,
+    pub ino: u64,
+    pub head: HeadPrint,
+    pub offset: u64,
+}
+
+/// Something worth a log line and a metric.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Note {
+    Opened(PathBuf),
+    /// The live file was replaced (rotation, or delete and recreate).
+    Rotated,
+    /// The live file was truncated or rewritten in place (copytruncate).
+    Truncated,
+    /// After a truncation, the bytes not yet read were found in this copy.
+    RecoveredFromCopy(PathBuf),
+    /// The checkpointed file is gone; reading restarts from the live file.
+    CheckpointFileGone,
+    Unreadable(String),
+    /// The live path does not exist.
+    Missing,
+}
+
+#[derive(Debug, Default)]
+pub struct PollOutcome {
+    pub bytes_read: u64,
+    /// Bytes in the live file past the read position.
+    pub lag_bytes: u64,
+    pub files_known: u64,
+    pub readable: bool,
+    pub notes: Vec<Note>,
+}
+
+struct Current {
+    file: File,
+    position: Position,
+    /// Modification time at the last read, to find files rotated after it.
+    mtime: SystemTime,
+}
+
+/// Follows `live_path` and the rotated files beside it.
+pub struct Follower {
+    live_path: PathBuf,
+    start_at: StartAt,
+    current: Option<Current>,
+    /// Checkpointed position not yet matched to a file.
+    resume: Option<Position>,
+    unreadable: Option<String>,
+    missing: bool,
+}
+
+fn identity(meta: &Metadata) -> (u64, u64) {
+    (meta.dev(), meta.ino())
+}
+
+/// Compressed rotations are not read.
+fn is_compressed(name: &str) -> bool {
+    [".gz", ".bz2", ".xz", ".zst", ".zip"]
+        .iter()
+        .any(|suffix| name.ends_with(suffix))
+}
+
+impl Follower {
+    pub fn new(live_path: PathBuf, start_at: StartAt, checkpoint: Option<Position>) -> Follower {
+        Follower {
+            live_path,
+            start_at,
+            current: None,
+            resume: checkpoint,
+            unreadable: None,
+            missing: false,
+        }
+    }
+
+    pub fn live_path(&self) -> &Path {
+        &self.live_path
+    }
+
+    /// The position to checkpoint: the file being read and how far.
+    pub fn position(&self) -> Option<Position> {
+        self.current.as_ref().map(|c| c.position).or(self.resume)
+    }
+
+    /// The rotated siblings of the live file (`gc.log.0`, `gc.log.1`, ...).
+    fn siblings(&self) -> Vec<(PathBuf, Metadata)> {
+        let (Some(dir), Some(name)) = (self.live_path.parent(), self.live_path.file_name()) else {
+            return Vec::new();
+        };
+        let name = name.to_string_lossy();
+        let prefix_dot = format!("{name}.");
+        let prefix_dash = format!("{name}-");
+        let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        }) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| {
+                let file_name = entry.file_name().to_string_lossy().to_string();
+                (file_name.starts_with(&prefix_dot) || file_name.starts_with(&prefix_dash))
+                    && !is_compressed(&file_name)
+            })
+            .filter_map(|entry| {
+                let path = entry.path();
+                let meta = std::fs::metadata(&path).ok()?;
+                meta.is_file().then_some((path, meta))
+            })
+            .collect()
+    }
+
+    /// Reads everything new, in order, handing the bytes to `sink`.
+    pub fn poll(&mut self, sink: &mut dyn FnMut(&[u8])) -> PollOutcome {
+        let mut outcome = PollOutcome {
+            readable: true,
+            ..PollOutcome::default()
+        };
+        if let Some(resume) = self.resume.take() {
+            self.open_checkpointed(resume, &mut outcome);
+        }
+        // Before reading on: a truncated file must not be read from the old offset.
+        self.check_rewritten(sink, &mut outcome);
+        self.drain(sink, &mut outcome);
+        let live = match std::fs::metadata(&self.live_path) {
+            Ok(meta) if !meta.is_file() => {
+                let error = io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
+                self.note_unreadable(error, &mut outcome);
+                return outcome;
+            }
+            Ok(meta) => {
+                self.missing = false;
+                meta
+            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                // Between a rename and the new file, or deleted: keep what is open.
+                if !self.missing {
+                    self.missing = true;
+                    outcome.notes.push(Note::Missing);
+                }
+                outcome.files_known = u64::from(self.current.is_some());
+                return outcome;
+            }
+            Err(error) => {
+                self.note_unreadable(error, &mut outcome);
+                return outcome;
+            }
+        };
+        let same_file = self
+            .current
+            .as_ref()
+            .is_some_and(|c| (c.position.dev, c.position.ino) == identity(&live));
+        if self.current.is_some() && !same_file {
+            // Rotated or recreated: the writer has closed the old file, so one
+            // more drain gets its last bytes; then any files rotated since.
+            self.drain(sink, &mut outcome);
+            outcome.notes.push(Note::Rotated);
+            self.read_rotated_since(&live, sink, &mut outcome);
+            self.open_live(0, &mut outcome);
+            self.drain(sink, &mut outcome);
+        } else if self.current.is_none() {
+            let first_read = match self.start_at {
+                StartAt::Beginning => 0,
+                StartAt::End => live.len(),
+            };
+            self.open_live(first_read, &mut outcome);
+            self.drain(sink, &mut outcome);
+        }
+        if let Some(current) = &self.current {
+            if let Ok(meta) = std::fs::metadata(&self.live_path) {
+                if identity(&meta) == (current.position.dev, current.position.ino) {
+                    outcome.lag_bytes = meta.len().saturating_sub(current.position.offset);
+                }
+            }
+        }
+        outcome.files_known = 1 + self.siblings().len() as u64;
+        outcome.readable = self.unreadable.is_none();
+        outcome
+    }
+
+    fn note_unreadable(&mut self, error: io::Error, outcome: &mut PollOutcome) {
+        let message = format!("{}: {error}", self.live_path.display());
+        if self.unreadable.as_deref() != Some(message.as_str()) {
+            outcome.notes.push(Note::Unreadable(message.clone()));
+        }
+        self.unreadable = Some(message);
+        outcome.readable = false;
+    }
+
+    /// Finds the checkpointed file (live, or rotated while the agent was down).
+    fn open_checkpointed(&mut self, resume: Position, outcome: &mut PollOutcome) {
+        let mut candidates = vec![self.live_path.clone()];
+        candidates.extend(self.siblings().into_iter().map(|(path, _)| path));
+        for path in candidates {
+            let Ok(file) = File::open(&path) else {
+                continue;
+            };
+            let Ok(meta) = file.metadata() else { continue };
+            if identity(&meta) != (resume.dev, resume.ino) || meta.len() < resume.offset {
+                continue;
+            }
+            if !resume.head.matches(&file, meta.len()).unwrap_or(false) {
+                continue;
+            }
+            outcome.notes.push(Note::Opened(path));
+            self.current = Some(Current {
+                file,
+                position: resume,
+                mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            });
+            return;
+        }
+        outcome.notes.push(Note::CheckpointFileGone);
+        // Everything in the live file is newer than the checkpoint.
+        self.start_at = StartAt::Beginning;
+    }
+
+    fn open_live(&mut self, offset: u64, outcome: &mut PollOutcome) {
+        let file = match File::open(&self.live_path) {
+            Ok(file) => file,
+            Err(error) => {
+                self.current = None;
+                self.note_unreadable(error, outcome);
+                return;
+            }
+        };
+        self.unreadable = None;
+        let Ok(meta) = file.metadata() else { return };
+        let offset = if offset == 0 {
+            0
+        } else {
+            line_start_before(&file, offset)
+        };
+        let (dev, ino) = identity(&meta);
+        let head = HeadPrint::of(&file, meta.len()).unwrap_or(HeadPrint {
+            len: 0,
+            hash: fnv1a(&[]),
+        });
+        outcome.notes.push(Note::Opened(self.live_path.clone()));
+        self.current = Some(Current {
+            file,
+            position: Position {
+                dev,
+                ino,
+                head,
+                offset,
+            },
+            mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        });
+    }
+
+    /// Reads the current file from its position to its end.
+    fn drain(&mut self, sink: &mut dyn FnMut(&[u8]), outcome: &mut PollOutcome) {
+        let Some(current) = &mut self.current else {
+            return;
+        };
+        if let Err(error) = read_from(
+            &mut current.file,
+            &mut current.position.offset,
+            sink,
+            &mut outcome.bytes_read,
+        ) {
+            let message = format!("{}: {error}", self.live_path.display());
+            outcome.notes.push(Note::Unreadable(message));
+            outcome.readable = false;
+            return;
+        }
+        if let Ok(meta) = current.file.metadata() {
+            current.mtime = meta.modified().unwrap_or(current.mtime);
+            if current.position.head.len < HEAD_BYTES as u32
+                && meta.len() > u64::from(current.position.head.len)
+            {
+                if let Ok(head) = HeadPrint::of(&current.file, meta.len()) {
+                    current.position.head = head;
+                }
+            }
+        }
+    }
+
+    /// Same inode as before: was it truncated (copytruncate) or rewritten?
+    fn check_rewritten(&mut self, sink: &mut dyn FnMut(&[u8]), outcome: &mut PollOutcome) {
+        let Some(current) = &self.current else { return };
+        let Ok(meta) = current.file.metadata() else {
+            return;
+        };
+        let shrunk = meta.len() < current.position.offset;
+        let head_changed = !shrunk
+            && !current
+                .position
+                .head
+                .matches(&current.file, meta.len())
+                .unwrap_or(true);
+        if !shrunk && !head_changed {
+            return;
+        }
+        outcome.notes.push(Note::Truncated);
+        let old = current.position;
+        // logrotate's copy holds the bytes written before the truncation.
+        for (path, meta) in self.siblings() {
+            if meta.len() <= old.offset || identity(&meta) == (old.dev, old.ino) {
+                continue;
+            }
+            let Ok(mut copy) = File::open(&path) else {
+                continue;
+            };
+            if !old.head.matches(&copy, meta.len()).unwrap_or(false) {
+                continue;
+            }
+            let mut offset = old.offset;
+            if copy.seek(SeekFrom::Start(offset)).is_ok()
+                && read_from(&mut copy, &mut offset, sink, &mut outcome.bytes_read).is_ok()
+            {
+                outcome.notes.push(Note::RecoveredFromCopy(path));
+            }
+            break;
+        }
+        self.open_live(0, outcome);
+        self.drain(sink, outcome);
+    }
+
+    /// Files rotated after the one just finished and before the new live file,
+    /// when several rotations happened between two polls.
+    fn read_rotated_since(
+        &mut self,
+        live: &Metadata,
+        sink: &mut dyn FnMut(&[u8]),
+        outcome: &mut PollOutcome,
+    ) {
+        let Some(finished) = self.current.take() else {
+            return;
+        };
+        let finished_id = (finished.position.dev, finished.position.ino);
+        let mut newer: Vec<(PathBuf, Metadata)> = self
+            .siblings()
+            .into_iter()
+            .filter(|(_, meta)| {
+                identity(meta) != finished_id
+                    && identity(meta) != identity(live)
+                    && meta.modified().is_ok_and(|m| m > finished.mtime)
+            })
+            .collect();
+        newer.sort_by_key(|(_, meta)| meta.modified().ok());
+        for (path, _) in newer {
+            let Ok(mut file) = File::open(&path) else {
+                continue;
+            };
+            let mut offset = 0;
+            if read_from(&mut file, &mut offset, sink, &mut outcome.bytes_read).is_ok() {
+                outcome.notes.push(Note::Opened(path));
+            }
+        }
+    }
+}
+
+/// The offset just after the last newline before `offset`, so that starting
+/// "at the end" never begins in the middle of a line.
+fn line_start_before(file: &File, offset: u64) -> u64 {
+    let window = offset.min(64 * 1024);
+    let mut buffer = vec![0u8; window as usize];
+    if file.read_exact_at(&mut buffer, offset - window).is_err() {
+        return offset;
+    }
+    match memchr::memrchr(b'\n', &buffer) {
+        Some(index) => offset - window + index as u64 + 1,
+        None if window == offset => 0,
+        None => offset,
+    }
+}
+
+fn read_from(
+    file: &mut File,
+    offset: &mut u64,
+    sink: &mut dyn FnMut(&[u8]),
+    total: &mut u64,
+) -> io::Result<()> {
+    file.seek(SeekFrom::Start(*offset))?;
+    let mut buffer = vec![0u8; READ_CHUNK];
+    loop {
+        let read = match file.read(&mut buffer) {
+            Ok(0) => return Ok(()),
+            Ok(read) => read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(error) => return Err(error),
+        };
+        sink(&buffer[..read]);
+        *offset += read as u64;
+        *total += read as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn append(path: &Path, text: &str) {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+    }
+
+    fn poll_text(follower: &mut Follower) -> String {
+        let mut bytes = Vec::new();
+        follower.poll(&mut |chunk| bytes.extend_from_slice(chunk));
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn start_at_end_skips_history_but_not_a_started_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("gc.log");
+        append(&log, "old 1\nold 2\npart");
+        let mut follower = Follower::new(log.clone(), StartAt::End, None);
+        assert_eq!(poll_text(&mut follower), "part");
+        append(&log, "ial\nnew\n");
+        assert_eq!(poll_text(&mut follower), "ial\nnew\n");
+    }
+
+    #[test]
+    fn rename_rotation_finishes_the_old_file_then_reads_every_newer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("gc.log");
+        append(&log, "a1\n");
+        let mut follower = Follower::new(log.clone(), StartAt::Beginning, None);
+        assert_eq!(poll_text(&mut follower), "a1\n");
+        append(&log, "a2\n");
+        // Two rotations before the next poll: a -> .0, b -> .1, c live.
+        std::fs::rename(&log, dir.path().join("gc.log.0")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        append(&log, "b1\n");
+        std::fs::rename(&log, dir.path().join("gc.log.1")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        append(&log, "c1\n");
+        assert_eq!(poll_text(&mut follower), "a2\nb1\nc1\n");
+        append(&log, "c2\n");
+        assert_eq!(poll_text(&mut follower), "c2\n");
+    }
+
+    #[test]
+    fn copytruncate_recovers_unread_bytes_from_the_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("gc.log");
+        append(&log, "line 1\n");
+        let mut follower = Follower::new(log.clone(), StartAt::Beginning, None);
+        assert_eq!(poll_text(&mut follower), "line 1\n");
+        append(&log, "line 2\n");
+        std::fs::copy(&log, dir.path().join("gc.log.1")).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&log)
+            .unwrap();
+        append(&log, "line 3 after truncation, longer than before\n");
+        assert_eq!(
+            poll_text(&mut follower),
+            "line 2\nline 3 after truncation, longer than before\n"
+        );
+    }
+
+    #[test]
+    fn checkpoint_resumes_in_a_file_rotated_while_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("gc.log");
+        append(&log, "first run line 1\n");
+        let mut follower = Follower::new(log.clone(), StartAt::Beginning, None);
+        assert_eq!(poll_text(&mut follower), "first run line 1\n");
+        let checkpoint = follower.position();
+        drop(follower);
+        append(&log, "first run line 2\n");
+        std::fs::rename(&log, dir.path().join("gc.log.0")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        append(&log, "first run line 1\n");
+        let mut follower = Follower::new(log.clone(), StartAt::End, checkpoint);
+        assert_eq!(
+            poll_text(&mut follower),
+            "first run line 2\nfirst run line 1\n"
+        );
+    }
+
+    #[test]
+    fn missing_and_unreadable_files_are_reported_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("gc.log");
+        let mut follower = Follower::new(log.clone(), StartAt::Beginning, None);
+        let outcome = follower.poll(&mut |_| {});
+        assert_eq!(outcome.notes, vec![Note::Missing]);
+        // A directory where the log should be cannot be read, even by root.
+        std::fs::create_dir(&log).unwrap();
+        let outcome = follower.poll(&mut |_| {});
+        assert!(!outcome.readable);
+        assert!(
+            matches!(&outcome.notes[..], [Note::Unreadable(m)] if m.contains("not a regular file"))
+        );
+        assert!(follower.poll(&mut |_| {}).notes.is_empty(), "reported once");
+        std::fs::remove_dir(&log).unwrap();
+        append(&log, "x\n");
+        assert_eq!(poll_text(&mut follower), "x\n");
+    }
+}
