@@ -12,7 +12,7 @@ use std::fs::{File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +21,7 @@ use crate::config::StartAt;
 /// Bytes of a file's head that identify it.
 const HEAD_BYTES: usize = 1024;
 const READ_CHUNK: usize = 64 * 1024;
+const FILES_KNOWN_REFRESH: Duration = Duration::from_secs(5);
 
 /// FNV-1a: a small, stable hash for the head fingerprint (std's hasher is not
 /// guaranteed stable across releases, and checkpoints outlive binaries).
@@ -112,6 +113,8 @@ pub struct Follower {
     resume: Option<Position>,
     unreadable: Option<String>,
     missing: bool,
+    files_known: u64,
+    files_known_at: Option<Instant>,
 }
 
 fn identity(meta: &Metadata) -> (u64, u64) {
@@ -134,6 +137,8 @@ impl Follower {
             resume: checkpoint,
             unreadable: None,
             missing: false,
+            files_known: 0,
+            files_known_at: None,
         }
     }
 
@@ -233,13 +238,19 @@ impl Follower {
             self.drain(sink, &mut outcome);
         }
         if let Some(current) = &self.current {
-            if let Ok(meta) = std::fs::metadata(&self.live_path) {
-                if identity(&meta) == (current.position.dev, current.position.ino) {
-                    outcome.lag_bytes = meta.len().saturating_sub(current.position.offset);
-                }
+            if identity(&live) == (current.position.dev, current.position.ino) {
+                outcome.lag_bytes = live.len().saturating_sub(current.position.offset);
             }
         }
-        outcome.files_known = 1 + self.siblings().len() as u64;
+        // Listing the directory on every poll would dominate the agent's CPU
+        // at high write rates; the count only changes with rotations.
+        if self.files_known_at.is_none_or(|at| at.elapsed() >= FILES_KNOWN_REFRESH)
+            || outcome.notes.iter().any(|n| matches!(n, Note::Rotated | Note::Truncated | Note::Opened(_)))
+        {
+            self.files_known = 1 + self.siblings().len() as u64;
+            self.files_known_at = Some(Instant::now());
+        }
+        outcome.files_known = self.files_known;
         outcome.readable = self.unreadable.is_none();
         outcome
     }
