@@ -18,7 +18,9 @@
 mod envelope;
 mod events;
 mod grammar;
+mod lines;
 mod unified;
 
 pub use events::*;
+pub use lines::{LineSplitter, Piece};
 pub use unified::{line_time, GcLogParser, JvmRun, ParseStats, ParserOptions, UnparsedKind};

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::envelope::{self, Envelope};
 use crate::events::*;
 use crate::grammar;
+use crate::lines::{LineSplitter, Piece};
 
 /// At most this many collections are tracked as open at once; the oldest ids
 /// are dropped first. Keeps memory bounded on any input.
@@ -146,9 +147,7 @@ struct SafepointBegin {
 /// Streaming parser for one GC log stream (a file, or a rotated set in order).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GcLogParser {
-    options: ParserOptions,
-    partial: Vec<u8>,
-    skipping_long_line: bool,
+    lines: LineSplitter,
     run: JvmRun,
     open: BTreeMap<u64, OpenCollection>,
     /// A pause waits one line for its `User=… Sys=… Real=…` line.
@@ -309,9 +308,7 @@ impl GcLogParser {
             ..JvmRun::default()
         };
         GcLogParser {
-            options,
-            partial: Vec::new(),
-            skipping_long_line: false,
+            lines: LineSplitter::new(options.max_line_bytes),
             run,
             open: BTreeMap::new(),
             pending: None,
@@ -332,55 +329,35 @@ impl GcLogParser {
 
     /// Bytes of an unfinished last line held until its newline arrives.
     pub fn buffered_bytes(&self) -> usize {
-        self.partial.len()
+        self.lines.buffered()
     }
 
     /// Feeds bytes as they arrive; complete lines are parsed and their events
     /// appended to `out`. Chunk boundaries never change the result.
     pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<GcEvent>) {
         self.stats.bytes += bytes.len() as u64;
-        let mut rest = bytes;
-        while let Some(position) = memchr::memchr(b'\n', rest) {
-            let line = &rest[..position];
-            rest = &rest[position + 1..];
-            if self.skipping_long_line {
-                self.skipping_long_line = false;
-                continue;
-            }
-            if self.partial.is_empty() {
-                self.line(line, out);
-            } else {
-                let mut joined = std::mem::take(&mut self.partial);
-                joined.extend_from_slice(line);
-                self.line(&joined, out);
-                joined.clear();
-                self.partial = joined;
-            }
-        }
-        if rest.is_empty() || self.skipping_long_line {
-            return;
-        }
-        if self.partial.len() + rest.len() > self.options.max_line_bytes {
-            self.partial.clear();
-            self.partial
-                .shrink_to(self.options.max_line_bytes.min(4096));
-            self.skipping_long_line = true;
-            self.stats.lines += 1;
-            self.flush(out);
-            self.count_unparsed(UnparsedKind::TooLong);
-        } else {
-            self.partial.extend_from_slice(rest);
-        }
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.feed(bytes, |piece| self.piece(piece, out));
+        self.lines = lines;
     }
 
     /// Ends the stream: parses an unterminated last line and emits anything held back.
     pub fn finish(&mut self, out: &mut Vec<GcEvent>) {
-        if !self.partial.is_empty() {
-            let last = std::mem::take(&mut self.partial);
-            self.line(&last, out);
-        }
-        self.skipping_long_line = false;
+        let mut lines = std::mem::take(&mut self.lines);
+        lines.finish(|piece| self.piece(piece, out));
+        self.lines = lines;
         self.flush(out);
+    }
+
+    fn piece(&mut self, piece: Piece<'_>, out: &mut Vec<GcEvent>) {
+        match piece {
+            Piece::Line(line) => self.line(line, out),
+            Piece::TooLong => {
+                self.stats.lines += 1;
+                self.flush(out);
+                self.count_unparsed(UnparsedKind::TooLong);
+            }
+        }
     }
 
     /// Emits a pause still waiting for its CPU-times line. A tailing agent calls
@@ -402,11 +379,6 @@ impl GcLogParser {
 
     fn line(&mut self, raw: &[u8], out: &mut Vec<GcEvent>) {
         self.stats.lines += 1;
-        if raw.len() > self.options.max_line_bytes {
-            self.flush(out);
-            self.count_unparsed(UnparsedKind::TooLong);
-            return;
-        }
         // Trailing CR (CRLF files) and padding; ASCII only, cheaper than `trim_end`.
         let end = raw
             .iter()
