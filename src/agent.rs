@@ -15,11 +15,14 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use chrono::Utc;
 use notify::{RecursiveMode, Watcher};
-use pausewatch_parsers::{GcEvent, GcLogParser, ParserOptions};
+use pausewatch_parsers::{AccessLogParser, GcEvent, GcLogParser, ParserOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, GcLogSource, StartAt};
-use crate::state::{SharedState, StreamState};
+use crate::config::{AccessLogSource, Config, GcLogSource, LatencyHistogramSource, StartAt};
+use crate::correlate::{AttributionOptions, LatencySummary, RequestTiming};
+use crate::histogram_source::{fetch, parse_buckets, HistogramSourceConfig, MinuteAccumulator};
+use crate::latency::{CorrelationSettings, LatencyState};
+use crate::state::{AccessStreamState, SharedState, StreamState};
 use crate::tail::{Follower, Note, Position};
 
 const CHECKPOINT_FILE: &str = "state.json";
@@ -27,6 +30,9 @@ const CHECKPOINT_VERSION: u32 = 1;
 /// A pause waits for its CPU-times line; after this much quiet it is emitted without.
 const PENDING_FLUSH_AFTER: Duration = Duration::from_millis(200);
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
+/// After a file event, how long to wait for more before reading: bounds the
+/// agent's wake-ups to 50 a second on a busy log, well inside the delay budget.
+const COALESCE_EVENTS_FOR: Duration = Duration::from_millis(20);
 
 #[derive(Serialize, Deserialize)]
 struct StreamCheckpoint {
@@ -37,9 +43,39 @@ struct StreamCheckpoint {
 }
 
 #[derive(Serialize, Deserialize)]
+struct AccessCheckpoint {
+    log: String,
+    position: Option<Position>,
+    parser: AccessLogParser,
+    state: AccessStreamState,
+}
+
+#[derive(Serialize, Deserialize)]
 struct Checkpoint {
     version: u32,
     streams: Vec<StreamCheckpoint>,
+    #[serde(default)]
+    access: Vec<AccessCheckpoint>,
+}
+
+struct AccessRuntime {
+    follower: Follower,
+    parser: AccessLogParser,
+    /// Index into `AgentState::access_streams`.
+    slot: usize,
+    /// The configured `gc_log` link, if any.
+    link: Option<String>,
+    offset_seconds: f64,
+}
+
+/// A minute summarised by a histogram scraper thread, or its failure.
+enum ScrapeReport {
+    Minute {
+        link: Option<String>,
+        start: chrono::DateTime<Utc>,
+        latency: LatencySummary,
+    },
+    Failed(String),
 }
 
 struct StreamRuntime {
@@ -73,14 +109,14 @@ fn has_glob_chars(pattern: &str) -> bool {
     pattern.contains(['*', '?', '['])
 }
 
-/// Live paths of the streams a source names now.
-fn discover(source: &GcLogSource) -> BTreeSet<PathBuf> {
+/// Live paths of the streams a path or glob names now.
+fn discover(pattern: &str) -> BTreeSet<PathBuf> {
     let mut lives = BTreeSet::new();
-    if !has_glob_chars(&source.path) {
-        lives.insert(PathBuf::from(&source.path));
+    if !has_glob_chars(pattern) {
+        lives.insert(PathBuf::from(pattern));
         return lives;
     }
-    if let Ok(paths) = glob::glob(&source.path) {
+    if let Ok(paths) = glob::glob(pattern) {
         for path in paths.flatten() {
             let name = path
                 .file_name()
@@ -102,7 +138,11 @@ pub struct Agent {
     config: Config,
     shared: SharedState,
     streams: Vec<StreamRuntime>,
+    access: Vec<AccessRuntime>,
     restored: Vec<StreamCheckpoint>,
+    restored_access: Vec<AccessCheckpoint>,
+    settings: CorrelationSettings,
+    scrapes: Option<mpsc::Receiver<ScrapeReport>>,
     checkpoint_path: PathBuf,
     last_checkpoint: Instant,
     last_discovery: Option<Instant>,
@@ -121,11 +161,11 @@ impl Agent {
             )
         })?;
         let checkpoint_path = config.checkpoint_dir.join(CHECKPOINT_FILE);
-        let restored = match std::fs::read(&checkpoint_path) {
+        let (restored, restored_access) = match std::fs::read(&checkpoint_path) {
             Ok(bytes) => match serde_json::from_slice::<Checkpoint>(&bytes) {
                 Ok(checkpoint) if checkpoint.version == CHECKPOINT_VERSION => {
                     tracing::info!(path = %checkpoint_path.display(), streams = checkpoint.streams.len(), "resuming from checkpoint");
-                    checkpoint.streams
+                    (checkpoint.streams, checkpoint.access)
                 }
                 Ok(_) | Err(_) => {
                     let aside = checkpoint_path.with_extension("json.unreadable");
@@ -135,16 +175,30 @@ impl Agent {
                         .lock()
                         .expect("state lock")
                         .count_error("checkpoint_read");
-                    Vec::new()
+                    (Vec::new(), Vec::new())
                 }
             },
-            Err(_) => Vec::new(),
+            Err(_) => (Vec::new(), Vec::new()),
+        };
+        let correlation = &config.correlation;
+        let settings = CorrelationSettings {
+            attribution: AttributionOptions {
+                slo_seconds: correlation.slo.map(|d| d.as_secs_f64()),
+                affected_share: correlation.affected_share,
+            },
+            window_minutes: (correlation.window.as_secs() / 60).max(1) as usize,
+            min_minutes: correlation.min_minutes,
+            finalize_after_seconds: correlation.finalize_after.as_secs() as i64,
         };
         Ok(Agent {
             config,
             shared,
             streams: Vec::new(),
+            access: Vec::new(),
             restored,
+            restored_access,
+            settings,
+            scrapes: None,
             checkpoint_path,
             last_checkpoint: Instant::now(),
             last_discovery: None,
@@ -157,7 +211,7 @@ impl Agent {
     fn discover_streams(&mut self, watcher: Option<&mut notify::RecommendedWatcher>) {
         let mut new_dirs = Vec::new();
         for source in self.config.gc_log.clone() {
-            for live in discover(&source) {
+            for live in discover(&source.path) {
                 let log = live.display().to_string();
                 let known = self
                     .shared
@@ -170,6 +224,27 @@ impl Agent {
                     continue;
                 }
                 self.add_stream(&source, live.clone());
+                if let Some(dir) = live.parent() {
+                    if self.watched_dirs.insert(dir.to_path_buf()) {
+                        new_dirs.push(dir.to_path_buf());
+                    }
+                }
+            }
+        }
+        for source in self.config.access_log.clone() {
+            for live in discover(&source.path) {
+                let log = live.display().to_string();
+                if self
+                    .shared
+                    .lock()
+                    .expect("state lock")
+                    .access_streams
+                    .iter()
+                    .any(|s| s.log == log)
+                {
+                    continue;
+                }
+                self.add_access_stream(&source, live.clone());
                 if let Some(dir) = live.parent() {
                     if self.watched_dirs.insert(dir.to_path_buf()) {
                         new_dirs.push(dir.to_path_buf());
@@ -229,6 +304,146 @@ impl Agent {
         });
     }
 
+    fn add_access_stream(&mut self, source: &AccessLogSource, live: PathBuf) {
+        let log = live.display().to_string();
+        let restored = self
+            .restored_access
+            .iter()
+            .position(|c| c.log == log)
+            .map(|index| self.restored_access.swap_remove(index));
+        let (position, parser, state) = match restored {
+            Some(checkpoint) => (checkpoint.position, checkpoint.parser, checkpoint.state),
+            None => {
+                let parser =
+                    match AccessLogParser::new(source.format.clone(), source.max_line_bytes) {
+                        Ok(parser) => parser,
+                        Err(error) => {
+                            tracing::error!(log = %log, %error, "access log format rejected");
+                            return;
+                        }
+                    };
+                let state = AccessStreamState {
+                    log: log.clone(),
+                    readable: true,
+                    ..AccessStreamState::default()
+                };
+                (None, parser, state)
+            }
+        };
+        tracing::info!(log = %log, resumed = position.is_some(), "following access log");
+        let mut shared = self.shared.lock().expect("state lock");
+        shared.access_streams.push(state);
+        let slot = shared.access_streams.len() - 1;
+        drop(shared);
+        self.access.push(AccessRuntime {
+            follower: Follower::new(live, source.start_at, position),
+            parser,
+            slot,
+            link: source.gc_log.clone(),
+            offset_seconds: source.offset_seconds,
+        });
+    }
+
+    /// Starts one scraper thread per latency histogram source.
+    fn start_scrapers(&mut self) {
+        if self.config.latency_histogram.is_empty() {
+            return;
+        }
+        let (sender, receiver) = mpsc::channel();
+        for source in self.config.latency_histogram.clone() {
+            let sender = sender.clone();
+            std::thread::spawn(move || scrape_loop(source, sender));
+        }
+        self.scrapes = Some(receiver);
+    }
+
+    /// Minutes summarised by the scrapers since the last call.
+    fn take_scrapes(&mut self) {
+        let Some(receiver) = &self.scrapes else {
+            return;
+        };
+        let reports: Vec<ScrapeReport> = receiver.try_iter().collect();
+        let mut state = self.shared.lock().expect("state lock");
+        for report in reports {
+            match report {
+                ScrapeReport::Minute {
+                    link,
+                    start,
+                    latency,
+                } => {
+                    if let Some(slot) =
+                        target_slot(&state.streams, link.as_deref(), self.config.gc_log.len())
+                    {
+                        let stream = &mut state.streams[slot];
+                        stream
+                            .latency
+                            .get_or_insert_with(LatencyState::default)
+                            .add_histogram_minute(start, latency);
+                        self.dirty = true;
+                    }
+                }
+                ScrapeReport::Failed(error) => {
+                    tracing::warn!(%error, "latency histogram scrape failed");
+                    state.count_error("latency_histogram_scrape");
+                }
+            }
+        }
+    }
+
+    /// Reads every access log once and hands its requests to their GC stream.
+    fn poll_access(&mut self) {
+        let gc_sources = self.config.gc_log.len();
+        for runtime in &mut self.access {
+            let AccessRuntime {
+                follower,
+                parser,
+                slot,
+                link,
+                offset_seconds,
+            } = runtime;
+            let shared = &self.shared;
+            let offset = pausewatch_parsers::seconds_to_duration(*offset_seconds);
+            let mut requests = Vec::new();
+            let outcome = follower.poll(&mut |chunk| {
+                parser.feed(chunk, &mut requests);
+                hand_requests(
+                    shared,
+                    *slot,
+                    link.as_deref(),
+                    gc_sources,
+                    offset,
+                    &mut requests,
+                );
+            });
+            if outcome.bytes_read > 0 {
+                self.dirty = true;
+            }
+            let mut state = shared.lock().expect("state lock");
+            let access = &mut state.access_streams[*slot];
+            access.stats = parser.stats().clone();
+            access.read_lag_bytes = outcome.lag_bytes;
+            access.readable = outcome.readable;
+            for note in &outcome.notes {
+                if let Note::Unreadable(message) = note {
+                    tracing::error!(log = %access.log, error = %message, "access log unreadable");
+                    *access.errors.entry("unreadable".to_string()).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+
+    /// Attributes the minutes that are complete and refreshes the correlations.
+    fn finalize_latency(&mut self) {
+        let now = Utc::now();
+        let mut state = self.shared.lock().expect("state lock");
+        for stream in &mut state.streams {
+            let StreamState { latency, jvm, .. } = stream;
+            if let Some(latency) = latency {
+                latency.finalize(now, &self.settings, &jvm.minutes);
+            }
+        }
+    }
+
     /// Reads every stream once and applies what it found.
     pub fn poll_once(&mut self) {
         let now = Instant::now();
@@ -267,6 +482,9 @@ impl Agent {
                 report(stream, follower.live_path(), note);
             }
         }
+        self.poll_access();
+        self.take_scrapes();
+        self.finalize_latency();
     }
 
     /// Writes positions, parser states and aggregates in one atomic file.
@@ -282,7 +500,23 @@ impl Agent {
                 state: state.streams[runtime.slot].clone(),
             })
             .collect();
+        let mut access: Vec<AccessCheckpoint> = self
+            .access
+            .iter()
+            .map(|runtime| AccessCheckpoint {
+                log: state.access_streams[runtime.slot].log.clone(),
+                position: runtime.follower.position(),
+                parser: runtime.parser.clone(),
+                state: state.access_streams[runtime.slot].clone(),
+            })
+            .collect();
         drop(state);
+        access.extend(self.restored_access.iter().map(|c| AccessCheckpoint {
+            log: c.log.clone(),
+            position: c.position,
+            parser: c.parser.clone(),
+            state: c.state.clone(),
+        }));
         // Streams not seen this time keep their checkpoint for when they return.
         streams.extend(self.restored.iter().map(|c| StreamCheckpoint {
             log: c.log.clone(),
@@ -293,6 +527,7 @@ impl Agent {
         let bytes = serde_json::to_vec(&Checkpoint {
             version: CHECKPOINT_VERSION,
             streams,
+            access,
         })?;
         write_atomically(&self.checkpoint_path, &bytes)?;
         self.dirty = false;
@@ -308,6 +543,9 @@ impl Agent {
         let mut state = self.shared.lock().expect("state lock");
         for stream in &mut state.streams {
             stream.jvm.minutes.prune_before(oldest);
+            if let Some(latency) = &mut stream.latency {
+                latency.prune_before(oldest);
+            }
         }
     }
 
@@ -326,6 +564,7 @@ impl Agent {
                 }
             };
         self.discover_streams(watcher.as_mut());
+        self.start_scrapers();
         while !shutdown.load(Ordering::SeqCst) {
             self.poll_once();
             if self
@@ -347,6 +586,9 @@ impl Agent {
             // Woken by a file event, or the poll interval for file systems
             // where events do not arrive (NFS, some containers).
             if woken.recv_timeout(self.config.poll_interval).is_ok() {
+                // A busy log fires an event per write: gather them for a
+                // moment so that one poll reads many lines.
+                std::thread::sleep(COALESCE_EVENTS_FOR);
                 while woken.try_recv().is_ok() {}
             }
         }
@@ -367,9 +609,89 @@ fn apply(shared: &SharedState, slot: usize, parser: &GcLogParser, events: &mut V
             tracing::info!(log = %stream.log, "JVM restarted");
         }
         stream.jvm.apply(event);
+        if let Some(latency) = &mut stream.latency {
+            latency.add_event(event);
+        }
     }
     stream.last_event_processed_at = Some(Utc::now());
     events.clear();
+}
+
+/// The GC stream a latency source belongs to: the one whose live path the
+/// configuration names, or the first one when there is a single GC source.
+fn target_slot(streams: &[StreamState], link: Option<&str>, gc_sources: usize) -> Option<usize> {
+    match link {
+        Some(link) => streams.iter().position(|s| s.log == link),
+        None if gc_sources == 1 && !streams.is_empty() => Some(0),
+        None => None,
+    }
+}
+
+fn hand_requests(
+    shared: &SharedState,
+    access_slot: usize,
+    link: Option<&str>,
+    gc_sources: usize,
+    offset: chrono::Duration,
+    requests: &mut Vec<pausewatch_parsers::Request>,
+) {
+    if requests.is_empty() {
+        return;
+    }
+    let mut state = shared.lock().expect("state lock");
+    let target = target_slot(&state.streams, link, gc_sources);
+    match target {
+        Some(slot) => {
+            let log = state.streams[slot].log.clone();
+            let latency = state.streams[slot]
+                .latency
+                .get_or_insert_with(LatencyState::default);
+            for request in requests.iter() {
+                latency.add_request(RequestTiming {
+                    start: request.start + offset,
+                    duration_s: request.duration_s,
+                });
+            }
+            state.access_streams[access_slot].target = Some(log);
+        }
+        None => state.access_streams[access_slot].unattributed_requests += requests.len() as u64,
+    }
+    requests.clear();
+}
+
+/// Scrapes one histogram source every `interval`, forever, reporting each
+/// completed minute. Runs on its own thread: a slow application must not
+/// hold up the tailing.
+fn scrape_loop(source: LatencyHistogramSource, sender: mpsc::Sender<ScrapeReport>) {
+    let config = HistogramSourceConfig {
+        url: source.url.clone(),
+        metric: source.metric.clone(),
+        matchers: source.matchers.clone(),
+        timeout: source.interval.min(Duration::from_secs(5)),
+    };
+    let mut accumulator = MinuteAccumulator::new();
+    loop {
+        let scraped =
+            fetch(&config).and_then(|text| parse_buckets(&text, &config.metric, &config.matchers));
+        let reports: Vec<ScrapeReport> = match scraped {
+            Ok(buckets) => accumulator
+                .observe(Utc::now(), buckets)
+                .into_iter()
+                .map(|(start, latency)| ScrapeReport::Minute {
+                    link: source.gc_log.clone(),
+                    start,
+                    latency,
+                })
+                .collect(),
+            Err(error) => vec![ScrapeReport::Failed(format!("{}: {error}", source.url))],
+        };
+        for report in reports {
+            if sender.send(report).is_err() {
+                return;
+            }
+        }
+        std::thread::sleep(source.interval);
+    }
 }
 
 fn report(stream: &mut StreamState, live: &Path, note: &Note) {

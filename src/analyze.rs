@@ -8,11 +8,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
-use pausewatch_parsers::{line_time, GcEvent, GcLogParser, LogTime, ParserOptions, Pause};
+use pausewatch_parsers::{
+    line_time, AccessFormat, AccessLogParser, GcEvent, GcLogParser, LogTime, ParserOptions, Pause,
+};
 use serde::Serialize;
 
+use crate::access_source::{detect_preset, format_names};
+use crate::correlate::{
+    attribute, combine, correlate, per_minute, stop_of, Attribution, AttributionOptions,
+    CombinedMinute, Correlation, LatencySummary, RequestTiming, SlowRequest, StopIndex,
+};
 use crate::jvm::{EventCounters, JvmState};
-use crate::windows::Minute;
 
 /// Lines read from the head of each file to find its first timestamp.
 const ORDERING_PROBE_LINES: usize = 200;
@@ -53,7 +59,13 @@ pub struct Report {
     pub safepoints: SafepointSummary,
     /// The rarer events and heap flows (full GCs, evacuation failures, stalls, ...).
     pub markers: EventCounters,
-    pub minutes: Vec<Minute>,
+    pub minutes: Vec<CombinedMinute>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub correlation: Option<Correlation>,
     pub lines: u64,
     pub unparsed_lines: u64,
     pub unparsed_by_kind: BTreeMap<String, u64>,
@@ -61,7 +73,23 @@ pub struct Report {
     pub warnings: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<Pause>>,
+    /// With `--latency --events`: every slow request and the stops it overlapped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_requests: Option<Vec<SlowRequest>>,
 }
+
+/// The access log to line up with the GC log.
+pub struct LatencyInput {
+    pub path: PathBuf,
+    /// `None`: detect the preset from the first lines.
+    pub format: Option<AccessFormat>,
+    /// Added to every request time (clock skew between the two logs).
+    pub offset_seconds: f64,
+    pub attribution: AttributionOptions,
+}
+
+/// Minutes with requests needed before a correlation coefficient is given.
+const MIN_CORRELATION_MINUTES: usize = 10;
 
 /// Nearest-rank percentile of sorted values (exact, no interpolation).
 pub fn percentile(sorted: &[f64], quantile: f64) -> f64 {
@@ -139,12 +167,117 @@ pub fn parse_files(
 pub struct AnalyzeOptions {
     pub jvm_start: Option<DateTime<Utc>>,
     pub include_events: bool,
+    pub latency: Option<LatencyInput>,
 }
 
 pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
     let files = order_files(paths)?;
     let (events, parser) = parse_files(&files, options.jvm_start)?;
-    Ok(summarise(files, events, &parser, options.include_events))
+    let mut stops = StopIndex::default();
+    for event in &events {
+        if let Some(stop) = stop_of(event) {
+            stops.add(stop);
+        }
+    }
+    let has_stops_without_time = events
+        .iter()
+        .any(|e| matches!(e, GcEvent::Pause(_) | GcEvent::Safepoint(_)))
+        && stops.is_empty();
+    let mut report = summarise(files, events, &parser, options.include_events);
+    if let Some(input) = &options.latency {
+        let requests = read_requests(input)?;
+        if has_stops_without_time {
+            report.warnings.push(
+                "the GC log has no wall-clock time, so its stops cannot be lined up with requests; pass --jvm-start (attribution and correlation left out)"
+                    .to_string(),
+            );
+        }
+        add_latency(
+            &mut report,
+            &requests,
+            &stops,
+            input,
+            !has_stops_without_time,
+            options.include_events,
+        );
+    }
+    Ok(report)
+}
+
+/// Reads the access log into request timings, detecting the preset if needed.
+fn read_requests(input: &LatencyInput) -> Result<Vec<RequestTiming>> {
+    let bytes = std::fs::read(&input.path)
+        .with_context(|| format!("cannot read {}", input.path.display()))?;
+    let format = match &input.format {
+        Some(format) => format.clone(),
+        None => detect_preset(String::from_utf8_lossy(&bytes).lines()).with_context(|| {
+            format!(
+                "cannot tell the format of {}; pass --latency-format ({})",
+                input.path.display(),
+                format_names().join(", ")
+            )
+        })?,
+    };
+    let mut parser = AccessLogParser::new(format, 64 * 1024).map_err(anyhow::Error::msg)?;
+    let mut requests = Vec::new();
+    parser.feed(&bytes, &mut requests);
+    parser.finish(&mut requests);
+    if requests.is_empty() {
+        anyhow::bail!("no request could be read from {}", input.path.display());
+    }
+    let offset = pausewatch_parsers::seconds_to_duration(input.offset_seconds);
+    Ok(requests
+        .into_iter()
+        .map(|r| RequestTiming {
+            start: r.start + offset,
+            duration_s: r.duration_s,
+        })
+        .collect())
+}
+
+/// Adds the latency summary, attribution, correlation and per-minute latency.
+fn add_latency(
+    report: &mut Report,
+    requests: &[RequestTiming],
+    stops: &StopIndex,
+    input: &LatencyInput,
+    attribute_stops: bool,
+    include_events: bool,
+) {
+    let overall = attribute(requests, stops, &input.attribution);
+    report.latency = Some(overall.latency);
+    let mut by_minute = per_minute(requests, stops, &input.attribution);
+    if !attribute_stops {
+        for minute in by_minute.values_mut() {
+            minute.attribution = None;
+        }
+    }
+    let gc_minutes = std::mem::take(&mut report.minutes)
+        .into_iter()
+        .map(|m| m.gc)
+        .collect();
+    let mut minutes = combine(gc_minutes, &by_minute, true);
+    if attribute_stops {
+        for minute in &mut minutes {
+            minute.attribution.get_or_insert_with(Attribution::default);
+        }
+    }
+    let points: Vec<(f64, LatencySummary)> = minutes
+        .iter()
+        .filter_map(|m| {
+            m.latency
+                .filter(|l| l.count > 0)
+                .map(|l| (m.gc.pause_max_seconds, l))
+        })
+        .collect();
+    report.minutes = minutes;
+    if attribute_stops {
+        report.attribution = Some(overall.attribution);
+        report.correlation = Some(correlate(&points, MIN_CORRELATION_MINUTES));
+        if include_events {
+            report.slow_requests = Some(overall.slow);
+        }
+    }
 }
 
 fn summarise(
@@ -225,7 +358,19 @@ fn summarise(
         },
         by_name,
         safepoints,
-        minutes: jvm.minutes.contiguous(),
+        minutes: jvm
+            .minutes
+            .contiguous()
+            .into_iter()
+            .map(|gc| CombinedMinute {
+                gc,
+                latency: None,
+                attribution: None,
+            })
+            .collect(),
+        latency: None,
+        attribution: None,
+        correlation: None,
         markers: jvm.counters,
         lines: stats.lines,
         unparsed_lines: stats.unparsed_total(),
@@ -237,6 +382,7 @@ fn summarise(
         jvm_restarts: stats.restarts,
         warnings,
         events: include_events.then_some(pauses),
+        slow_requests: None,
     }
 }
 
@@ -299,21 +445,78 @@ pub fn render_text(report: &Report) -> String {
         "full GCs: {}   evacuation failures: {}   degenerated: {}   humongous: {}   System.gc(): {}   allocation stalls: {}",
         m.full_gcs, m.evacuation_failures, m.degenerated_gcs, m.humongous_allocations, m.explicit_gcs, m.allocation_stalls
     );
+    if let (Some(latency), Some(attribution)) = (&report.latency, &report.attribution) {
+        let _ = writeln!(
+            out,
+            "\nrequests: {}   p50 {} ms   p99 {} ms   p99.9 {} ms   max {} ms",
+            latency.count,
+            ms(latency.p50_seconds),
+            ms(latency.p99_seconds),
+            ms(latency.p999_seconds),
+            ms(latency.max_seconds)
+        );
+        let _ = writeln!(
+            out,
+            "slow (> {} ms): {}   stop-affected: {}   time over the SLO explained by stops: {:.1} %   p99.9 without stop-affected: {} ms",
+            ms(attribution.slo_seconds),
+            attribution.slow_requests,
+            attribution.slow_requests_stop_affected,
+            attribution.explained_share * 100.0,
+            ms(attribution.p999_without_stop_affected_seconds)
+        );
+    }
+    if let Some(correlation) = &report.correlation {
+        let coefficient = |r: Option<f64>| r.map_or("n/a".to_string(), |r| format!("{r:.2}"));
+        let _ = writeln!(
+            out,
+            "max pause vs p99.9 over {} minutes: Pearson {}   Spearman {}",
+            correlation.minutes,
+            coefficient(correlation.pearson_max_pause_p999),
+            coefficient(correlation.spearman_max_pause_p999)
+        );
+    }
     if !report.minutes.is_empty() {
         let _ = writeln!(
             out,
-            "\n{:<22} {:>7} {:>12} {:>10} {:>12}",
-            "minute (UTC)", "pauses", "total ms", "max ms", "stopped ms"
+            "\n{:<22} {:>7} {:>12} {:>10} {:>12} {:>10} {:>10} {:>6} {:>8}",
+            "minute (UTC)",
+            "pauses",
+            "total ms",
+            "max ms",
+            "stopped ms",
+            "requests",
+            "p99.9 ms",
+            "slow",
+            "affected"
         );
         for minute in &report.minutes {
+            let gc = &minute.gc;
+            let (requests, p999) = minute
+                .latency
+                .map_or(("-".to_string(), "-".to_string()), |l| {
+                    (l.count.to_string(), ms(l.p999_seconds))
+                });
+            let (slow, affected) =
+                minute
+                    .attribution
+                    .map_or(("-".to_string(), "-".to_string()), |a| {
+                        (
+                            a.slow_requests.to_string(),
+                            a.slow_requests_stop_affected.to_string(),
+                        )
+                    });
             let _ = writeln!(
                 out,
-                "{:<22} {:>7} {:>12} {:>10} {:>12}",
-                minute.start.format("%Y-%m-%d %H:%M"),
-                minute.pause_count,
-                ms(minute.pause_total_seconds),
-                ms(minute.pause_max_seconds),
-                ms(minute.safepoint_total_seconds)
+                "{:<22} {:>7} {:>12} {:>10} {:>12} {:>10} {:>10} {:>6} {:>8}",
+                gc.start.format("%Y-%m-%d %H:%M"),
+                gc.pause_count,
+                ms(gc.pause_total_seconds),
+                ms(gc.pause_max_seconds),
+                ms(gc.safepoint_total_seconds),
+                requests,
+                p999,
+                slow,
+                affected
             );
         }
     }

@@ -19,9 +19,15 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use pausewatch_parsers::AccessFormat;
 use serde::{Deserialize, Serialize, Serializer};
 use toml::de::{DeTable, DeValue};
 use toml::{Spanned, Value};
+
+use crate::access_source::{
+    build_format, parse_duration_unit, parse_signed_duration, parse_time_format,
+    parse_timestamp_meaning, AccessFields,
+};
 
 /// Default metrics address: loopback, so nothing is exposed until asked for.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
@@ -60,7 +66,7 @@ pub const RESERVED_LABELS: &[&str] = &[
 ];
 
 /// The agent's effective configuration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Config {
     /// Address of the Prometheus metrics endpoint.
     pub listen: SocketAddr,
@@ -77,6 +83,72 @@ pub struct Config {
     pub history: Duration,
     /// The GC logs to follow; each entry is one logical source.
     pub gc_log: Vec<GcLogSource>,
+    /// Access logs of the services those JVMs run.
+    pub access_log: Vec<AccessLogSource>,
+    /// Latency histograms scraped from the services, where there is no access log.
+    pub latency_histogram: Vec<LatencyHistogramSource>,
+    pub correlation: CorrelationConfig,
+}
+
+/// An access log to line up with a GC log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AccessLogSource {
+    /// A path or a glob, followed like a GC log (rotation, checkpoints).
+    pub path: String,
+    pub format: AccessFormat,
+    /// The GC stream (its live path) of the JVM serving these requests;
+    /// `None` when there is a single `[[gc_log]]` source.
+    pub gc_log: Option<String>,
+    pub start_at: StartAt,
+    /// Seconds added to every request time, for clock skew between the logs.
+    pub offset_seconds: f64,
+    pub max_line_bytes: usize,
+}
+
+/// A Prometheus histogram of request durations served by the application.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LatencyHistogramSource {
+    pub url: String,
+    /// Family name without `_bucket`, e.g. `http_server_requests_seconds`.
+    pub metric: String,
+    /// Label equality filters (`uri = "/price"`).
+    pub matchers: BTreeMap<String, String>,
+    #[serde(serialize_with = "serialize_duration")]
+    pub interval: Duration,
+    pub gc_log: Option<String>,
+}
+
+/// How requests are attributed to stops and correlated with pauses.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CorrelationConfig {
+    /// Requests slower than this are slow; `None`: each minute's p99.9.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_optional_duration"
+    )]
+    pub slo: Option<Duration>,
+    /// Share of a request's time stops must cover to make it stop-affected.
+    pub affected_share: f64,
+    /// Sliding window of the correlation coefficients.
+    #[serde(serialize_with = "serialize_duration")]
+    pub window: Duration,
+    /// Minutes with requests needed before a coefficient is given.
+    pub min_minutes: usize,
+    /// How long after a minute ends its requests are attributed.
+    #[serde(serialize_with = "serialize_duration")]
+    pub finalize_after: Duration,
+}
+
+impl Default for CorrelationConfig {
+    fn default() -> Self {
+        CorrelationConfig {
+            slo: None,
+            affected_share: 0.25,
+            window: Duration::from_secs(3600),
+            min_minutes: 10,
+            finalize_after: Duration::from_secs(15),
+        }
+    }
 }
 
 /// One GC log source: a file, or a glob whose matches form one rotated set.
@@ -116,6 +188,9 @@ impl Default for Config {
             checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
             history: DEFAULT_HISTORY,
             gc_log: Vec::new(),
+            access_log: Vec::new(),
+            latency_histogram: Vec::new(),
+            correlation: CorrelationConfig::default(),
         }
     }
 }
@@ -184,6 +259,48 @@ struct RawConfig {
     history: Option<Spanned<Value>>,
     #[serde(default)]
     gc_log: Vec<Spanned<RawSource>>,
+    #[serde(default)]
+    access_log: Vec<Spanned<RawAccessLog>>,
+    #[serde(default)]
+    latency_histogram: Vec<Spanned<RawHistogram>>,
+    correlation: Option<RawCorrelation>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an [[access_log]] table")]
+struct RawAccessLog {
+    path: Option<Spanned<Value>>,
+    format: Option<Spanned<Value>>,
+    gc_log: Option<Spanned<Value>>,
+    start_at: Option<Spanned<StartAt>>,
+    offset: Option<Spanned<Value>>,
+    max_line_bytes: Option<Spanned<Value>>,
+    time_field: Option<Spanned<Value>>,
+    duration_field: Option<Spanned<Value>>,
+    pattern: Option<Spanned<Value>>,
+    time_format: Option<Spanned<Value>>,
+    duration_unit: Option<Spanned<Value>>,
+    timestamp: Option<Spanned<Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a [[latency_histogram]] table")]
+struct RawHistogram {
+    url: Option<Spanned<Value>>,
+    metric: Option<Spanned<Value>>,
+    matchers: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    interval: Option<Spanned<Value>>,
+    gc_log: Option<Spanned<Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a [correlation] table")]
+struct RawCorrelation {
+    slo: Option<Spanned<Value>>,
+    affected_share: Option<Spanned<Value>>,
+    window: Option<Spanned<Value>>,
+    min_minutes: Option<Spanned<Value>>,
+    finalize_after: Option<Spanned<Value>>,
 }
 
 #[derive(Deserialize)]
@@ -455,6 +572,217 @@ impl Ctx<'_> {
             seen.insert(source.path.clone(), i);
             config.gc_log.push(source);
         }
+        for (i, raw_access) in raw.access_log.iter().enumerate() {
+            let access = self.access_source(i, raw_access, config.gc_log.len())?;
+            config.access_log.push(access);
+        }
+        for (i, raw_histogram) in raw.latency_histogram.iter().enumerate() {
+            let histogram = self.histogram_source(i, raw_histogram, config.gc_log.len())?;
+            config.latency_histogram.push(histogram);
+        }
+        if let Some(raw_correlation) = &raw.correlation {
+            config.correlation = self.correlation(raw_correlation)?;
+        }
+        Ok(config)
+    }
+
+    fn required_string(
+        &self,
+        table: Range<usize>,
+        value: &Option<Spanned<Value>>,
+        path: &[Seg],
+        what: &str,
+    ) -> Result<String, ConfigError> {
+        let Some(v) = value else {
+            return Err(self.err(
+                table,
+                path,
+                format!(
+                    "missing required key `{}` ({what})",
+                    render_path(&path[path.len() - 1..])
+                ),
+            ));
+        };
+        let text = self.string(v, path)?;
+        if text.trim().is_empty() {
+            return Err(self.err(v.span(), path, "must not be empty"));
+        }
+        Ok(text.to_string())
+    }
+
+    fn optional_string(
+        &self,
+        value: &Option<Spanned<Value>>,
+        path: &[Seg],
+    ) -> Result<Option<String>, ConfigError> {
+        value
+            .as_ref()
+            .map(|v| self.string(v, path).map(str::to_string))
+            .transpose()
+    }
+
+    /// A `gc_log` link; required when there is not exactly one GC source to default to.
+    fn gc_link(
+        &self,
+        table: Range<usize>,
+        value: &Option<Spanned<Value>>,
+        path: &[Seg],
+        gc_sources: usize,
+    ) -> Result<Option<String>, ConfigError> {
+        let link = self.optional_string(value, path)?;
+        if link.is_none() && gc_sources != 1 {
+            return Err(self.err(
+                table,
+                path,
+                format!("missing `gc_log`: with {gc_sources} [[gc_log]] sources, name the live GC log of this service's JVM"),
+            ));
+        }
+        Ok(link)
+    }
+
+    /// One value parsed by `parse`, its error placed on the value's line.
+    fn parsed<T>(
+        &self,
+        value: &Option<Spanned<Value>>,
+        path: &[Seg],
+        parse: fn(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, ConfigError> {
+        let Some(v) = value else { return Ok(None) };
+        let text = self.string(v, path)?;
+        parse(text.trim())
+            .map(Some)
+            .map_err(|message| self.err(v.span(), path, message))
+    }
+
+    fn access_source(
+        &self,
+        i: usize,
+        raw: &Spanned<RawAccessLog>,
+        gc_sources: usize,
+    ) -> Result<AccessLogSource, ConfigError> {
+        let at = |k: &str| vec![key("access_log"), Seg::Index(i), key(k)];
+        let r = raw.get_ref();
+        let path = self.required_string(raw.span(), &r.path, &at("path"), "a file path or glob")?;
+        let fields = AccessFields {
+            time_field: self.optional_string(&r.time_field, &at("time_field"))?,
+            duration_field: self.optional_string(&r.duration_field, &at("duration_field"))?,
+            pattern: self.optional_string(&r.pattern, &at("pattern"))?,
+            time_format: self.parsed(&r.time_format, &at("time_format"), parse_time_format)?,
+            duration_unit: self.parsed(
+                &r.duration_unit,
+                &at("duration_unit"),
+                parse_duration_unit,
+            )?,
+            timestamp: self.parsed(&r.timestamp, &at("timestamp"), parse_timestamp_meaning)?,
+        };
+        let name = self.required_string(
+            raw.span(),
+            &r.format,
+            &at("format"),
+            "nginx, apache, tomcat, envoy, envoy-json, json or regex",
+        )?;
+        let format_span = r.format.as_ref().map_or(raw.span(), |v| v.span());
+        let format = build_format(&name, &fields)
+            .map_err(|message| self.err(format_span, &at("format"), message))?;
+        Ok(AccessLogSource {
+            path,
+            format,
+            gc_log: self.gc_link(raw.span(), &r.gc_log, &at("gc_log"), gc_sources)?,
+            start_at: r
+                .start_at
+                .as_ref()
+                .map(|s| *s.get_ref())
+                .unwrap_or_default(),
+            offset_seconds: self
+                .parsed(&r.offset, &at("offset"), parse_signed_duration)?
+                .unwrap_or(0.0),
+            max_line_bytes: match &r.max_line_bytes {
+                None => DEFAULT_MAX_LINE_BYTES,
+                Some(v) => self.line_cap(v, &at("max_line_bytes"))?,
+            },
+        })
+    }
+
+    fn histogram_source(
+        &self,
+        i: usize,
+        raw: &Spanned<RawHistogram>,
+        gc_sources: usize,
+    ) -> Result<LatencyHistogramSource, ConfigError> {
+        let at = |k: &str| vec![key("latency_histogram"), Seg::Index(i), key(k)];
+        let r = raw.get_ref();
+        let url = self.required_string(
+            raw.span(),
+            &r.url,
+            &at("url"),
+            "the http:// address of the application's metrics",
+        )?;
+        if !url.starts_with("http://") {
+            let span = r.url.as_ref().map_or(raw.span(), |v| v.span());
+            return Err(self.err(span, &at("url"), format!("{url:?} is not an http:// URL")));
+        }
+        let interval = match &r.interval {
+            None => Duration::from_secs(15),
+            Some(v) => self.duration(v, &at("interval"))?,
+        };
+        Ok(LatencyHistogramSource {
+            url,
+            metric: self
+                .optional_string(&r.metric, &at("metric"))?
+                .unwrap_or_else(|| "http_server_requests_seconds".to_string()),
+            matchers: r
+                .matchers
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.get_ref().clone(), v.get_ref().clone()))
+                .collect(),
+            interval,
+            gc_log: self.gc_link(raw.span(), &r.gc_log, &at("gc_log"), gc_sources)?,
+        })
+    }
+
+    fn correlation(&self, raw: &RawCorrelation) -> Result<CorrelationConfig, ConfigError> {
+        let at = |k: &str| vec![key("correlation"), key(k)];
+        let mut config = CorrelationConfig::default();
+        if let Some(v) = &raw.slo {
+            config.slo = Some(self.duration(v, &at("slo"))?);
+        }
+        if let Some(v) = &raw.affected_share {
+            let share = match v.get_ref() {
+                Value::Float(f) => *f,
+                Value::Integer(n) => *n as f64,
+                _ => {
+                    return Err(self.type_err(v, &at("affected_share"), "a number between 0 and 1"))
+                }
+            };
+            if !(share > 0.0 && share <= 1.0) {
+                return Err(self.err(
+                    v.span(),
+                    &at("affected_share"),
+                    format!("{share} is not in (0, 1]"),
+                ));
+            }
+            config.affected_share = share;
+        }
+        if let Some(v) = &raw.window {
+            config.window = self.duration(v, &at("window"))?;
+        }
+        if let Some(v) = &raw.min_minutes {
+            let Value::Integer(n) = v.get_ref() else {
+                return Err(self.type_err(v, &at("min_minutes"), "an integer"));
+            };
+            if *n < 2 {
+                return Err(self.err(
+                    v.span(),
+                    &at("min_minutes"),
+                    "a correlation needs at least 2 minutes",
+                ));
+            }
+            config.min_minutes = *n as usize;
+        }
+        if let Some(v) = &raw.finalize_after {
+            config.finalize_after = self.duration(v, &at("finalize_after"))?;
+        }
         Ok(config)
     }
 
@@ -501,23 +829,7 @@ impl Ctx<'_> {
 
         let max_line_bytes = match &r.max_line_bytes {
             None => DEFAULT_MAX_LINE_BYTES,
-            Some(v) => {
-                let p = at("max_line_bytes");
-                let Value::Integer(n) = v.get_ref() else {
-                    return Err(self.type_err(v, &p, "an integer"));
-                };
-                let range = MIN_MAX_LINE_BYTES as i64..=MAX_MAX_LINE_BYTES as i64;
-                if !range.contains(n) {
-                    return Err(self.err(
-                        v.span(),
-                        &p,
-                        format!(
-                            "{n} is out of range {MIN_MAX_LINE_BYTES}..={MAX_MAX_LINE_BYTES} (16 MiB)"
-                        ),
-                    ));
-                }
-                *n as usize
-            }
+            Some(v) => self.line_cap(v, &at("max_line_bytes"))?,
         };
 
         Ok(GcLogSource {
@@ -531,6 +843,21 @@ impl Ctx<'_> {
             jvm_start,
             max_line_bytes,
         })
+    }
+
+    fn line_cap(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<usize, ConfigError> {
+        let Value::Integer(n) = v.get_ref() else {
+            return Err(self.type_err(v, path, "an integer"));
+        };
+        let range = MIN_MAX_LINE_BYTES as i64..=MAX_MAX_LINE_BYTES as i64;
+        if !range.contains(n) {
+            return Err(self.err(
+                v.span(),
+                path,
+                format!("{n} is out of range {MIN_MAX_LINE_BYTES}..={MAX_MAX_LINE_BYTES} (16 MiB)"),
+            ));
+        }
+        Ok(*n as usize)
     }
 
     fn type_err(&self, v: &Spanned<Value>, path: &[Seg], expected: &str) -> ConfigError {
@@ -622,6 +949,16 @@ fn one_line(message: String) -> String {
         message.split_whitespace().collect::<Vec<_>>().join(" ")
     } else {
         message
+    }
+}
+
+fn serialize_optional_duration<S: Serializer>(
+    d: &Option<Duration>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => serialize_duration(d, s),
+        None => s.serialize_none(),
     }
 }
 
@@ -1127,5 +1464,101 @@ mod tests {
         let c = load(&file);
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(c.unwrap().history, Duration::from_secs(48 * 3600));
+    }
+
+    #[test]
+    fn access_logs_histograms_and_correlation() {
+        let config = parse_ok(&[
+            "[[gc_log]]",
+            "path = \"/var/log/pricing/gc.log*\"",
+            "[[access_log]]",
+            "path = \"/var/log/nginx/pricing.log\"",
+            "format = \"nginx\"",
+            "offset = \"-20ms\"",
+            "[[access_log]]",
+            "path = \"/var/log/pricing/requests.jsonl\"",
+            "format = \"json\"",
+            "time_field = \"start\"",
+            "duration_field = \"duration_ms\"",
+            "duration_unit = \"ms\"",
+            "[[latency_histogram]]",
+            "url = \"http://127.0.0.1:8080/actuator/prometheus\"",
+            "matchers = { uri = \"/price\" }",
+            "[correlation]",
+            "slo = \"50ms\"",
+            "affected_share = 0.5",
+        ]);
+        assert_eq!(config.access_log[0].format, AccessFormat::Nginx);
+        assert_eq!(config.access_log[0].offset_seconds, -0.020);
+        assert_eq!(config.access_log[0].gc_log, None);
+        assert!(matches!(
+            config.access_log[1].format,
+            AccessFormat::Json { .. }
+        ));
+        assert_eq!(
+            config.latency_histogram[0].metric,
+            "http_server_requests_seconds"
+        );
+        assert_eq!(
+            config.latency_histogram[0].interval,
+            Duration::from_secs(15)
+        );
+        assert_eq!(config.correlation.slo, Some(Duration::from_millis(50)));
+        assert_eq!(config.correlation.affected_share, 0.5);
+    }
+
+    #[test]
+    fn access_log_errors_name_their_key() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = \"/a/gc.log\"",
+                "[[access_log]]",
+                "path = \"/a/x.log\"",
+                "format = \"json\"",
+            ],
+            5,
+            "access_log[0].format",
+        );
+        assert!(e.message.contains("time_field"), "{e}");
+        parse_err(
+            &[
+                "[[gc_log]]",
+                "path = \"/a/gc.log\"",
+                "[[access_log]]",
+                "path = \"/a/x.log\"",
+                "format = \"lighttpd\"",
+            ],
+            5,
+            "access_log[0].format",
+        );
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = \"/a/gc.log\"",
+                "[[gc_log]]",
+                "path = \"/b/gc.log\"",
+                "[[access_log]]",
+                "path = \"/a/x.log\"",
+                "format = \"nginx\"",
+            ],
+            5,
+            "access_log[0].gc_log",
+        );
+        assert!(e.message.contains("2 [[gc_log]] sources"), "{e}");
+        parse_err(
+            &["[correlation]", "affected_share = 1.5"],
+            2,
+            "correlation.affected_share",
+        );
+        parse_err(
+            &[
+                "[[latency_histogram]]",
+                "url = \"https://x\"",
+                "gc_log = \"/a/gc.log\"",
+            ],
+            2,
+            "latency_histogram[0].url",
+        );
     }
 }

@@ -2,10 +2,14 @@
 //! log bytes -> `pausewatch_parsers` events -> per-JVM state and minute
 //! windows -> reports, metrics and the JSON API.
 
+pub mod access_source;
 pub mod agent;
 pub mod analyze;
 pub mod config;
+pub mod correlate;
+pub mod histogram_source;
 pub mod jvm;
+pub mod latency;
 pub mod metrics;
 pub mod mxbean;
 pub mod replay;

@@ -7,12 +7,18 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand, ValueEnum};
+use pausewatch::access_source::{
+    build_format, parse_duration_unit, parse_signed_duration, parse_time_format,
+    parse_timestamp_meaning, AccessFields,
+};
 use pausewatch::agent::{demo_source, Agent};
-use pausewatch::analyze::{analyze, render_text, AnalyzeOptions};
+use pausewatch::analyze::{analyze, render_text, AnalyzeOptions, LatencyInput};
 use pausewatch::config::{self, Config};
+use pausewatch::correlate::AttributionOptions;
 use pausewatch::replay::{replay, ReplayOptions};
 use pausewatch::state::{AgentState, SharedState};
 use pausewatch::{metrics, server};
+use pausewatch_parsers::{DurationUnit, TimeFormat, TimestampMeaning};
 
 /// The recorded log the demo replays: JDK 17, G1, concurrent cycles and mixed collections.
 const DEMO_LOG: &str = concat!(
@@ -58,6 +64,8 @@ enum Command {
         /// Wall-clock JVM start (RFC 3339), for logs that carry uptime only.
         #[arg(long)]
         jvm_start: Option<DateTime<Utc>>,
+        #[command(flatten)]
+        latency: LatencyArgs,
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -77,6 +85,77 @@ enum Command {
     },
 }
 
+/// Lining the GC log up with a service's access log.
+#[derive(clap::Args)]
+struct LatencyArgs {
+    /// Access log of the service whose JVM wrote the GC log.
+    #[arg(long)]
+    latency: Option<PathBuf>,
+    /// nginx, apache, tomcat, tomcat9, envoy, envoy-json, json, regex, ...; detected when omitted.
+    #[arg(long, requires = "latency")]
+    latency_format: Option<String>,
+    /// Requests slower than this are slow (e.g. 50ms); default: the p99.9.
+    #[arg(long, requires = "latency", value_parser = humantime::parse_duration)]
+    slo: Option<std::time::Duration>,
+    /// Share of a request's time stops must cover to make it stop-affected.
+    #[arg(long, requires = "latency", default_value_t = 0.25)]
+    affected_share: f64,
+    /// Added to the access log's times, for clock skew (e.g. -20ms).
+    #[arg(long, requires = "latency", allow_hyphen_values = true)]
+    latency_offset: Option<String>,
+    /// json: the field holding the timestamp (dotted path for nested fields).
+    #[arg(long)]
+    time_field: Option<String>,
+    /// json: the field holding the duration.
+    #[arg(long)]
+    duration_field: Option<String>,
+    /// regex: named groups `duration` and `start`, `end` or `time`.
+    #[arg(long)]
+    pattern: Option<String>,
+    /// json, regex: rfc3339, epoch_seconds, epoch_millis, epoch_micros, clf.
+    #[arg(long, value_parser = parse_time_format)]
+    time_format: Option<TimeFormat>,
+    /// json, regex: s, ms, us, ns.
+    #[arg(long, value_parser = parse_duration_unit)]
+    duration_unit: Option<DurationUnit>,
+    /// json, regex: whether the timestamp is the request's start or end.
+    #[arg(long, value_parser = parse_timestamp_meaning)]
+    timestamp: Option<TimestampMeaning>,
+}
+
+impl LatencyArgs {
+    fn input(self) -> Result<Option<LatencyInput>> {
+        let Some(path) = self.latency else {
+            return Ok(None);
+        };
+        let fields = AccessFields {
+            time_field: self.time_field,
+            duration_field: self.duration_field,
+            pattern: self.pattern,
+            time_format: self.time_format,
+            duration_unit: self.duration_unit,
+            timestamp: self.timestamp,
+        };
+        let format = match self.latency_format {
+            Some(name) => Some(build_format(&name, &fields).map_err(anyhow::Error::msg)?),
+            None => None,
+        };
+        let offset_seconds = match self.latency_offset {
+            Some(text) => parse_signed_duration(&text).map_err(anyhow::Error::msg)?,
+            None => 0.0,
+        };
+        Ok(Some(LatencyInput {
+            path,
+            format,
+            offset_seconds,
+            attribution: AttributionOptions {
+                slo_seconds: self.slo.map(|d| d.as_secs_f64()),
+                affected_share: self.affected_share,
+            },
+        }))
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -84,11 +163,17 @@ fn main() -> ExitCode {
             format,
             events,
             jvm_start,
+            latency,
             files,
         } => {
+            let latency = match latency.input() {
+                Ok(latency) => latency,
+                Err(error) => return fail(error),
+            };
             let options = AnalyzeOptions {
                 jvm_start,
                 include_events: events,
+                latency,
             };
             match analyze(&files, &options) {
                 Ok(report) => {

@@ -22,8 +22,10 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 
+use crate::correlate::LatencyMinute;
 use crate::jvm::{SafepointSeries, PAUSE_BUCKETS};
-use crate::state::{AgentState, SharedState, StreamState};
+use crate::latency::LatencyState;
+use crate::state::{AccessStreamState, AgentState, SharedState, StreamState};
 use crate::windows::{Minute, MinuteWindows};
 
 /// The `Content-Type` of [`render`]'s output.
@@ -206,6 +208,8 @@ fn encode_state(
     encode_events(enc, streams)?;
     encode_heap(enc, streams)?;
     encode_health(enc, streams, state, now)?;
+    encode_latency(enc, streams)?;
+    encode_access(enc, state)?;
 
     let mut build = family(
         enc,
@@ -483,6 +487,153 @@ fn encode_heap(enc: &mut DescriptorEncoder, streams: &[Stream]) -> fmt::Result {
     Ok(())
 }
 
+/// Request latency and its attribution to stops, for streams with a latency source.
+fn encode_latency(enc: &mut DescriptorEncoder, streams: &[Stream]) -> fmt::Result {
+    let mut requests = family(
+        enc,
+        "pausewatch_request_duration_seconds",
+        "Request durations read from the service's access log (buckets as jvm_gc_pause_seconds).",
+        MetricType::Histogram,
+    )?;
+    for stream in streams {
+        let Some(latency) = &stream.state.latency else {
+            continue;
+        };
+        let histogram = &latency.histogram;
+        let buckets: Vec<(f64, u64)> = PAUSE_BUCKETS
+            .iter()
+            .enumerate()
+            .map(|(i, &bound)| (bound, histogram.buckets.get(i).copied().unwrap_or(0)))
+            .collect();
+        requests
+            .encode_family(&stream.labels)?
+            .encode_histogram::<NoLabelSet>(histogram.sum, histogram.count, &buckets, None)?;
+    }
+    type Count = fn(&LatencyState) -> u64;
+    let counts: [(&'static str, &str, Count); 3] = [
+        (
+            "pausewatch_requests_total",
+            "Requests read from the access log or counted by the latency histogram.",
+            |l| l.counters.requests,
+        ),
+        (
+            "pausewatch_slow_requests_total",
+            "Requests slower than the SLO (or their minute's p99.9 without one), in attributed minutes.",
+            |l| l.counters.slow_requests,
+        ),
+        (
+            "pausewatch_slow_requests_stop_affected_total",
+            "Slow requests of which GC pauses and safepoints covered at least the configured share.",
+            |l| l.counters.slow_requests_stop_affected,
+        ),
+    ];
+    for (name, help, value) in counts {
+        per_stream(enc, streams, name, help, |s| {
+            s.latency.as_ref().and_then(|l| counter(value(l)))
+        })?;
+    }
+    type Figure = fn(&LatencyMinute) -> Option<f64>;
+    let last_minute_figures: [(&'static str, &str, Figure); 4] = [
+        (
+            "pausewatch_request_latency_p99_seconds",
+            "p99 request latency of the last attributed minute.",
+            |m| Some(m.latency.p99_seconds),
+        ),
+        (
+            "pausewatch_request_latency_p999_seconds",
+            "p99.9 request latency of the last attributed minute.",
+            |m| Some(m.latency.p999_seconds),
+        ),
+        (
+            "pausewatch_request_latency_p999_without_stop_affected_seconds",
+            "p99.9 of the last attributed minute recomputed without stop-affected requests: the tail without pauses.",
+            |m| m.attribution.map(|a| a.p999_without_stop_affected_seconds),
+        ),
+        (
+            "pausewatch_slow_time_explained_by_stops_ratio",
+            "Share of the slow requests' time over the SLO that overlapping stops explain, last attributed minute.",
+            |m| m.attribution.map(|a| a.explained_share),
+        ),
+    ];
+    for (name, help, value) in last_minute_figures {
+        per_stream(enc, streams, name, help, |s| {
+            s.latency
+                .as_ref()?
+                .last_minute()
+                .and_then(value)
+                .map(ConstGauge::new)
+        })?;
+    }
+    let mut correlation = family(
+        enc,
+        "pausewatch_pause_latency_correlation",
+        "Correlation of each minute's max pause with its p99 or p99.9 over the sliding window (absent below the minimum of minutes).",
+        MetricType::Gauge,
+    )?;
+    for stream in streams {
+        let Some(latency) = &stream.state.latency else {
+            continue;
+        };
+        let c = &latency.correlation;
+        let coefficients = [
+            ("pearson", "0.99", c.pearson_max_pause_p99),
+            ("spearman", "0.99", c.spearman_max_pause_p99),
+            ("pearson", "0.999", c.pearson_max_pause_p999),
+            ("spearman", "0.999", c.spearman_max_pause_p999),
+        ];
+        for (method, quantile, value) in coefficients {
+            if let Some(value) = value {
+                let labels = (
+                    stream.labels.as_slice(),
+                    [("method", method), ("quantile", quantile)],
+                );
+                ConstGauge::new(value).encode(correlation.encode_family(&labels)?)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Health of the followed access logs.
+fn encode_access(enc: &mut DescriptorEncoder, state: &AgentState) -> fmt::Result {
+    type Count = fn(&AccessStreamState) -> u64;
+    let counts: [(&'static str, &str, Count); 3] = [
+        (
+            "pausewatch_access_log_lines_total",
+            "Lines read from the access log.",
+            |a| a.stats.lines,
+        ),
+        (
+            "pausewatch_access_log_malformed_lines_total",
+            "Access log lines that did not parse in the configured format.",
+            |a| a.stats.malformed + a.stats.too_long,
+        ),
+        (
+            "pausewatch_access_log_unattributed_requests_total",
+            "Requests read while no GC stream could take them (its log not found yet).",
+            |a| a.unattributed_requests,
+        ),
+    ];
+    for (name, help, value) in counts {
+        let mut metric = family(enc, name, help, MetricType::Counter)?;
+        for access in &state.access_streams {
+            ConstCounter::new(value(access))
+                .encode(metric.encode_family(&[("log", access.log.as_str())])?)?;
+        }
+    }
+    let mut readable = family(
+        enc,
+        "pausewatch_access_log_readable",
+        "1 when the access log could be read at the last attempt.",
+        MetricType::Gauge,
+    )?;
+    for access in &state.access_streams {
+        ConstGauge::new(i64::from(access.readable))
+            .encode(readable.encode_family(&[("log", access.log.as_str())])?)?;
+    }
+    Ok(())
+}
+
 fn encode_health(
     enc: &mut DescriptorEncoder,
     streams: &[Stream],
@@ -611,6 +762,7 @@ pub(crate) mod tests {
             last_event_processed_at: Some(at(1, 45, 20)),
             readable: true,
             errors: BTreeMap::from([("truncated".to_string(), 2)]),
+            latency: None,
         }
     }
 
@@ -858,6 +1010,22 @@ pub(crate) mod tests {
             ("pausewatch_log_readable", "gauge"),
             ("pausewatch_errors", "counter"),
             ("pausewatch_build_info", "gauge"),
+            ("pausewatch_request_duration_seconds", "histogram"),
+            ("pausewatch_requests", "counter"),
+            ("pausewatch_slow_requests", "counter"),
+            ("pausewatch_slow_requests_stop_affected", "counter"),
+            ("pausewatch_request_latency_p99_seconds", "gauge"),
+            ("pausewatch_request_latency_p999_seconds", "gauge"),
+            (
+                "pausewatch_request_latency_p999_without_stop_affected_seconds",
+                "gauge",
+            ),
+            ("pausewatch_slow_time_explained_by_stops_ratio", "gauge"),
+            ("pausewatch_pause_latency_correlation", "gauge"),
+            ("pausewatch_access_log_lines", "counter"),
+            ("pausewatch_access_log_malformed_lines", "counter"),
+            ("pausewatch_access_log_unattributed_requests", "counter"),
+            ("pausewatch_access_log_readable", "gauge"),
         ];
         for (family, kind) in expected {
             assert_eq!(
@@ -873,7 +1041,21 @@ pub(crate) mod tests {
         );
         // Every family has a series for this stream, and every stream series
         // carries `log` and the configured labels.
-        for (family, _) in expected {
+        // This fixture has no latency source: those families are declared, empty.
+        let latency_family = |family: &str| {
+            [
+                "pausewatch_request",
+                "pausewatch_slow",
+                "pausewatch_pause_latency",
+                "pausewatch_access_log",
+            ]
+            .iter()
+            .any(|prefix| family.starts_with(prefix))
+        };
+        for (family, _) in expected
+            .into_iter()
+            .filter(|(family, _)| !latency_family(family))
+        {
             assert!(
                 samples.iter().any(|s| s.name.starts_with(family)),
                 "{family} has no sample"

@@ -76,15 +76,15 @@ pub fn replay(source: &Path, destination: &Path, options: &ReplayOptions) -> Res
                 std::thread::sleep(wait);
             }
         }
-        let line = if options.retime {
-            let shift = *shift.get_or_insert_with(|| {
-                line_time(&line)
-                    .and_then(|t| t.wall)
-                    .map_or(chrono::Duration::zero(), |wall| Utc::now() - wall)
-            });
-            retimed(&line, shift)
-        } else {
-            line
+        if options.retime && shift.is_none() {
+            // The first line with a wall-clock time fixes the shift.
+            shift = line_time(&line)
+                .and_then(|t| t.wall)
+                .map(|wall| Utc::now() - wall);
+        }
+        let line = match shift {
+            Some(shift) => retimed(&line, shift),
+            None => line,
         };
         // One write per line, as HotSpot does.
         output.write_all(format!("{line}\n").as_bytes())?;

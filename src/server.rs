@@ -18,9 +18,9 @@ use chrono::{DateTime, Utc};
 use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 
+use crate::correlate::{combine, CombinedMinute};
 use crate::metrics;
 use crate::state::{AgentState, SharedState};
-use crate::windows::Minute;
 
 #[derive(Clone)]
 struct App {
@@ -94,7 +94,8 @@ pub struct JvmMinutes {
     pub labels: BTreeMap<String, String>,
     pub collector: String,
     pub jdk_version: Option<String>,
-    pub minutes: Vec<Minute>,
+    /// With a latency source, each minute also carries `latency` and `attribution`.
+    pub minutes: Vec<CombinedMinute>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -132,13 +133,17 @@ async fn minutes(State(app): State<App>, Query(query): Query<MinutesQuery>) -> R
                     labels: stream.labels.clone(),
                     collector: stream.jvm.collector.as_str().to_string(),
                     jdk_version: stream.jvm.jdk_version.clone(),
-                    minutes: stream
-                        .jvm
-                        .minutes
-                        .contiguous()
-                        .into_iter()
-                        .filter(|minute| since.is_none_or(|since| minute.start >= since))
-                        .collect(),
+                    minutes: match &stream.latency {
+                        Some(latency) => {
+                            combine(stream.jvm.minutes.contiguous(), &latency.minutes, true)
+                        }
+                        None => {
+                            combine(stream.jvm.minutes.contiguous(), &Default::default(), false)
+                        }
+                    }
+                    .into_iter()
+                    .filter(|minute| since.is_none_or(|since| minute.gc.start >= since))
+                    .collect(),
                 })
                 .collect(),
         }
@@ -283,7 +288,7 @@ mod tests {
         // Every pause line of the log is stamped 2026-11-30T01:45.
         assert_eq!(fixture.minutes.len(), 1);
         assert_eq!(
-            fixture.minutes[0].start.to_rfc3339(),
+            fixture.minutes[0].gc.start.to_rfc3339(),
             "2026-11-30T01:45:00+00:00"
         );
         // ... and the minutes hold as many pauses as the JVM's own beans counted.
@@ -296,20 +301,20 @@ mod tests {
             .iter()
             .map(|c| c["count"].as_u64().unwrap())
             .sum();
-        let pauses: u64 = fixture.minutes.iter().map(|m| m.pause_count).sum();
+        let pauses: u64 = fixture.minutes.iter().map(|m| m.gc.pause_count).sum();
         assert_eq!(pauses, bean_total);
-        assert!((fixture.minutes[0].pause_max_seconds - 0.022499).abs() < 1e-9);
+        assert!((fixture.minutes[0].gc.pause_max_seconds - 0.022499).abs() < 1e-9);
 
         // Quiet minutes appear as zeros, oldest first.
         let gappy = &response.jvms[1];
         assert_eq!(gappy.collector, "g1");
         assert!(gappy.labels.is_empty());
-        let counts: Vec<u64> = gappy.minutes.iter().map(|m| m.pause_count).collect();
+        let counts: Vec<u64> = gappy.minutes.iter().map(|m| m.gc.pause_count).collect();
         assert_eq!(counts, [1, 0, 0, 1]);
         let starts: Vec<String> = gappy
             .minutes
             .iter()
-            .map(|m| m.start.format("%H:%M").to_string())
+            .map(|m| m.gc.start.format("%H:%M").to_string())
             .collect();
         assert_eq!(starts, ["01:45", "01:46", "01:47", "01:48"]);
 
@@ -326,7 +331,7 @@ mod tests {
                 .map(|jvm| {
                     jvm.minutes
                         .iter()
-                        .map(|m| m.start.format("%H:%M").to_string())
+                        .map(|m| m.gc.start.format("%H:%M").to_string())
                         .collect()
                 })
                 .collect()

@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use pausewatch_parsers::ParseStats;
+use pausewatch_parsers::{AccessStats, ParseStats};
 use serde::{Deserialize, Serialize};
 
 use crate::jvm::JvmState;
+use crate::latency::LatencyState;
 
 /// One followed log stream: a JVM's `gc.log` and its rotated files.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -30,6 +31,9 @@ pub struct StreamState {
     pub readable: bool,
     /// Errors by kind (`unreadable`, `vanished`, `truncated`, ...).
     pub errors: BTreeMap<String, u64>,
+    /// Request latency of the service this JVM runs, when a latency source
+    /// is configured for it.
+    pub latency: Option<LatencyState>,
 }
 
 impl StreamState {
@@ -38,9 +42,24 @@ impl StreamState {
     }
 }
 
+/// One followed access log, feeding the latency state of a GC stream.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct AccessStreamState {
+    pub log: String,
+    /// The GC stream (its `log`) the requests are lined up with, once found.
+    pub target: Option<String>,
+    pub stats: AccessStats,
+    pub read_lag_bytes: u64,
+    pub readable: bool,
+    /// Requests read while no GC stream could take them.
+    pub unattributed_requests: u64,
+    pub errors: BTreeMap<String, u64>,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct AgentState {
     pub streams: Vec<StreamState>,
+    pub access_streams: Vec<AccessStreamState>,
     /// Errors not tied to one stream (`checkpoint_write`, `watch`, ...).
     pub errors: BTreeMap<String, u64>,
 }

@@ -9,7 +9,7 @@
 //! JVM runs start their logs with the same line, and inodes are reused.
 
 use std::fs::{File, Metadata};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -41,11 +41,11 @@ pub struct HeadPrint {
 impl HeadPrint {
     fn of(file: &File, file_len: u64) -> io::Result<HeadPrint> {
         let len = (file_len as usize).min(HEAD_BYTES);
-        let mut buffer = vec![0u8; len];
-        file.read_exact_at(&mut buffer, 0)?;
+        let mut buffer = [0u8; HEAD_BYTES];
+        file.read_exact_at(&mut buffer[..len], 0)?;
         Ok(HeadPrint {
             len: len as u32,
-            hash: fnv1a(&buffer),
+            hash: fnv1a(&buffer[..len]),
         })
     }
 
@@ -54,9 +54,10 @@ impl HeadPrint {
         if file_len < u64::from(self.len) {
             return Ok(false);
         }
-        let mut buffer = vec![0u8; self.len as usize];
-        file.read_exact_at(&mut buffer, 0)?;
-        Ok(fnv1a(&buffer) == self.hash)
+        let len = (self.len as usize).min(HEAD_BYTES);
+        let mut buffer = [0u8; HEAD_BYTES];
+        file.read_exact_at(&mut buffer[..len], 0)?;
+        Ok(fnv1a(&buffer[..len]) == self.hash)
     }
 }
 
@@ -244,8 +245,13 @@ impl Follower {
         }
         // Listing the directory on every poll would dominate the agent's CPU
         // at high write rates; the count only changes with rotations.
-        if self.files_known_at.is_none_or(|at| at.elapsed() >= FILES_KNOWN_REFRESH)
-            || outcome.notes.iter().any(|n| matches!(n, Note::Rotated | Note::Truncated | Note::Opened(_)))
+        if self
+            .files_known_at
+            .is_none_or(|at| at.elapsed() >= FILES_KNOWN_REFRESH)
+            || outcome
+                .notes
+                .iter()
+                .any(|n| matches!(n, Note::Rotated | Note::Truncated | Note::Opened(_)))
         {
             self.files_known = 1 + self.siblings().len() as u64;
             self.files_known_at = Some(Instant::now());
@@ -384,9 +390,7 @@ impl Follower {
                 continue;
             }
             let mut offset = old.offset;
-            if copy.seek(SeekFrom::Start(offset)).is_ok()
-                && read_from(&mut copy, &mut offset, sink, &mut outcome.bytes_read).is_ok()
-            {
+            if read_from(&mut copy, &mut offset, sink, &mut outcome.bytes_read).is_ok() {
                 outcome.notes.push(Note::RecoveredFromCopy(path));
             }
             break;
@@ -450,19 +454,24 @@ fn read_from(
     sink: &mut dyn FnMut(&[u8]),
     total: &mut u64,
 ) -> io::Result<()> {
-    file.seek(SeekFrom::Start(*offset))?;
-    let mut buffer = vec![0u8; READ_CHUNK];
-    loop {
-        let read = match file.read(&mut buffer) {
-            Ok(0) => return Ok(()),
-            Ok(read) => read,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(error) => return Err(error),
-        };
-        sink(&buffer[..read]);
-        *offset += read as u64;
-        *total += read as u64;
+    thread_local! {
+        /// One read buffer per thread, not one allocation per poll.
+        static BUFFER: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; READ_CHUNK]);
     }
+    BUFFER.with(|buffer| {
+        let mut buffer = buffer.borrow_mut();
+        loop {
+            let read = match file.read_at(&mut buffer, *offset) {
+                Ok(0) => return Ok(()),
+                Ok(read) => read,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error),
+            };
+            sink(&buffer[..read]);
+            *offset += read as u64;
+            *total += read as u64;
+        }
+    })
 }
 
 #[cfg(test)]

@@ -15,12 +15,17 @@
 //! assert_eq!(pause.cause.as_deref(), Some("G1 Evacuation Pause"));
 //! ```
 
+mod access;
 mod envelope;
 mod events;
 mod grammar;
 mod lines;
 mod unified;
 
+pub use access::{
+    parse_line, AccessFormat, AccessLogParser, AccessStats, DurationUnit, Request, TimeFormat,
+    TimestampMeaning,
+};
 pub use events::*;
 pub use lines::{LineSplitter, Piece};
 pub use unified::{line_time, GcLogParser, JvmRun, ParseStats, ParserOptions, UnparsedKind};

@@ -1,0 +1,526 @@
+//! How much of a service's tail latency do stops of the JVM explain?
+//!
+//! Stops are GC pauses and safepoints as intervals of wall-clock time.
+//! Requests are `[start, start + duration]`. A request is *stop-affected* when
+//! stops cover at least a configured share (25 %) of it. Per minute (by request
+//! completion) the correlator reports the latency distribution, how many slow
+//! requests were stop-affected, how much of the slow requests' time over the
+//! SLO the overlapping stops explain, and what the p99.9 would have been
+//! without the stop-affected requests; over a sliding window it reports the
+//! Pearson and Spearman correlation of each minute's maximum pause with its
+//! p99 and p99.9.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use chrono::{DateTime, TimeZone, Utc};
+use hdrhistogram::Histogram;
+use pausewatch_parsers::{GcEvent, LogTime};
+use serde::{Deserialize, Serialize};
+
+use crate::windows::Minute;
+
+/// Latencies are recorded in microseconds, from 1 µs to 1 hour, 3 significant digits.
+const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;
+
+fn micros(seconds: f64) -> u64 {
+    ((seconds * 1e6).round() as u64).clamp(1, HISTOGRAM_MAX_MICROS)
+}
+
+fn seconds_between(start: DateTime<Utc>, end: DateTime<Utc>) -> f64 {
+    (end - start).num_nanoseconds().unwrap_or(i64::MAX) as f64 / 1e9
+}
+
+fn after(start: DateTime<Utc>, seconds: f64) -> DateTime<Utc> {
+    start + pausewatch_parsers::seconds_to_duration(seconds)
+}
+
+/// One stop of the application threads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stop {
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    /// `Pause Young`, `Safepoint G1CollectForAllocation`, ...
+    pub name: String,
+}
+
+/// The stops an event describes, when it has wall-clock time.
+pub fn stop_of(event: &GcEvent) -> Option<Stop> {
+    let wall = |t: &LogTime| t.wall;
+    match event {
+        GcEvent::Pause(p) => Some(Stop {
+            start: wall(&p.start)?,
+            end: wall(&p.end)?,
+            name: p.name.clone(),
+        }),
+        GcEvent::Safepoint(s) => Some(Stop {
+            start: wall(&s.start)?,
+            end: wall(&s.end)?,
+            name: format!("Safepoint {}", s.operation.as_deref().unwrap_or("unknown")),
+        }),
+        _ => None,
+    }
+}
+
+/// Stops ordered by start; overlaps (a GC pause inside its safepoint) are
+/// counted once when measuring how much of a request they cover.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StopIndex {
+    stops: VecDeque<Stop>,
+    /// The longest stop, so a search by start can reach every overlapping one.
+    longest_s: f64,
+}
+
+impl StopIndex {
+    pub fn add(&mut self, stop: Stop) {
+        self.longest_s = self.longest_s.max(seconds_between(stop.start, stop.end));
+        let index = self.stops.partition_point(|s| s.start <= stop.start);
+        self.stops.insert(index, stop);
+    }
+
+    /// Stops overlapping `[start, end]`.
+    pub fn overlapping(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> impl Iterator<Item = &Stop> {
+        let earliest = start - pausewatch_parsers::seconds_to_duration(self.longest_s);
+        let first = self.stops.partition_point(|s| s.start < earliest);
+        self.stops
+            .range(first..)
+            .take_while(move |s| s.start < end)
+            .filter(move |s| s.end > start)
+    }
+
+    /// Seconds of `[start, end]` covered by the union of the stops.
+    pub fn covered_seconds(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> f64 {
+        let mut covered = 0.0;
+        let mut reached = start;
+        for stop in self.overlapping(start, end) {
+            let from = stop.start.max(reached);
+            let to = stop.end.min(end);
+            if to > from {
+                covered += seconds_between(from, to);
+                reached = to;
+            }
+        }
+        covered
+    }
+
+    pub fn prune_before(&mut self, time: DateTime<Utc>) {
+        let earliest = time - pausewatch_parsers::seconds_to_duration(self.longest_s);
+        while self.stops.front().is_some_and(|s| s.start < earliest) {
+            self.stops.pop_front();
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.stops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stops.is_empty()
+    }
+}
+
+/// A request as the access log gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RequestTiming {
+    pub start: DateTime<Utc>,
+    pub duration_s: f64,
+}
+
+impl RequestTiming {
+    pub fn end(&self) -> DateTime<Utc> {
+        after(self.start, self.duration_s)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub p50_seconds: f64,
+    pub p90_seconds: f64,
+    pub p99_seconds: f64,
+    pub p999_seconds: f64,
+    pub max_seconds: f64,
+}
+
+impl LatencySummary {
+    pub fn of(histogram: &Histogram<u64>) -> LatencySummary {
+        if histogram.is_empty() {
+            return LatencySummary::default();
+        }
+        let q = |quantile: f64| histogram.value_at_quantile(quantile) as f64 / 1e6;
+        LatencySummary {
+            count: histogram.len(),
+            p50_seconds: q(0.50),
+            p90_seconds: q(0.90),
+            p99_seconds: q(0.99),
+            p999_seconds: q(0.999),
+            max_seconds: histogram.max() as f64 / 1e6,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// The threshold that made a request slow: the SLO, or the p99.9 when none is set.
+    pub slo_seconds: f64,
+    pub slow_requests: u64,
+    pub slow_requests_stop_affected: u64,
+    /// Share of the slow requests' time over the SLO that overlapping stops explain.
+    pub explained_share: f64,
+    /// The p99.9 recomputed without the stop-affected requests.
+    pub p999_without_stop_affected_seconds: f64,
+}
+
+/// A slow request and the stops it overlapped: the request-level answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlowRequest {
+    pub start: DateTime<Utc>,
+    pub duration_seconds: f64,
+    pub stopped_seconds: f64,
+    pub stop_affected: bool,
+    pub stops: Vec<Stop>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AttributionOptions {
+    /// Requests slower than this are slow; `None`: the p99.9 of the set.
+    pub slo_seconds: Option<f64>,
+    /// Share of a request's duration stops must cover to make it stop-affected.
+    pub affected_share: f64,
+}
+
+impl Default for AttributionOptions {
+    fn default() -> Self {
+        AttributionOptions {
+            slo_seconds: None,
+            affected_share: 0.25,
+        }
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_MICROS, 3).expect("valid histogram bounds")
+}
+
+/// Everything the attribution says about one set of requests (a minute, or a whole run).
+pub struct Attributed {
+    pub latency: LatencySummary,
+    pub attribution: Attribution,
+    pub slow: Vec<SlowRequest>,
+}
+
+/// Attributes a set of requests to the stops.
+pub fn attribute(
+    requests: &[RequestTiming],
+    stops: &StopIndex,
+    options: &AttributionOptions,
+) -> Attributed {
+    let mut all = new_histogram();
+    for request in requests {
+        all.saturating_record(micros(request.duration_s));
+    }
+    let latency = LatencySummary::of(&all);
+    let threshold = options.slo_seconds.unwrap_or(latency.p999_seconds);
+    let mut unaffected = new_histogram();
+    let mut slow = Vec::new();
+    let mut affected_count = 0;
+    let (mut excess_total, mut excess_explained) = (0.0, 0.0);
+    for request in requests {
+        let end = request.end();
+        let stopped = stops.covered_seconds(request.start, end);
+        let affected =
+            request.duration_s > 0.0 && stopped >= options.affected_share * request.duration_s;
+        if !affected {
+            unaffected.saturating_record(micros(request.duration_s));
+        }
+        if request.duration_s > threshold {
+            let excess = request.duration_s - threshold;
+            excess_total += excess;
+            excess_explained += stopped.min(excess);
+            affected_count += u64::from(affected);
+            slow.push(SlowRequest {
+                start: request.start,
+                duration_seconds: request.duration_s,
+                stopped_seconds: stopped,
+                stop_affected: affected,
+                stops: stops.overlapping(request.start, end).cloned().collect(),
+            });
+        }
+    }
+    Attributed {
+        latency,
+        attribution: Attribution {
+            slo_seconds: threshold,
+            slow_requests: slow.len() as u64,
+            slow_requests_stop_affected: affected_count,
+            explained_share: if excess_total > 0.0 {
+                excess_explained / excess_total
+            } else {
+                0.0
+            },
+            p999_without_stop_affected_seconds: LatencySummary::of(&unaffected).p999_seconds,
+        },
+        slow,
+    }
+}
+
+/// One minute of latency next to the stops of the same minute.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyMinute {
+    pub start: DateTime<Utc>,
+    pub latency: LatencySummary,
+    /// Absent when latency comes from a histogram: no request to attribute.
+    pub attribution: Option<Attribution>,
+}
+
+/// A minute of GC figures with, when a latency source exists, the latency
+/// and attribution of the same minute: the row a dashboard lines up.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CombinedMinute {
+    #[serde(flatten)]
+    pub gc: Minute,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencySummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
+}
+
+/// Joins GC minutes and latency minutes by start. Minutes only one side has
+/// are kept; with `fill`, every minute gets a latency (zeros when quiet) so
+/// that the series has one shape.
+pub fn combine(
+    gc: Vec<Minute>,
+    latency: &BTreeMap<i64, LatencyMinute>,
+    fill: bool,
+) -> Vec<CombinedMinute> {
+    let mut minutes: BTreeMap<i64, CombinedMinute> = gc
+        .into_iter()
+        .map(|gc| {
+            (
+                gc.start.timestamp(),
+                CombinedMinute {
+                    gc,
+                    latency: None,
+                    attribution: None,
+                },
+            )
+        })
+        .collect();
+    for (key, latency_minute) in latency {
+        let entry = minutes.entry(*key).or_insert_with(|| CombinedMinute {
+            gc: Minute {
+                start: latency_minute.start,
+                ..Minute::default()
+            },
+            latency: None,
+            attribution: None,
+        });
+        entry.latency = Some(latency_minute.latency);
+        entry.attribution = latency_minute.attribution;
+    }
+    if fill {
+        for minute in minutes.values_mut() {
+            minute.latency.get_or_insert_with(LatencySummary::default);
+        }
+    }
+    minutes.into_values().collect()
+}
+
+/// Pearson and Spearman coefficients over the minutes that have requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Correlation {
+    pub minutes: u64,
+    pub pearson_max_pause_p99: Option<f64>,
+    pub spearman_max_pause_p99: Option<f64>,
+    pub pearson_max_pause_p999: Option<f64>,
+    pub spearman_max_pause_p999: Option<f64>,
+}
+
+pub fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
+    let n = x.len();
+    if n < 2 || n != y.len() {
+        return None;
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / n as f64;
+    let (mx, my) = (mean(x), mean(y));
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}
+
+/// Ranks with ties sharing their average rank.
+fn ranks(values: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut ranks = vec![0.0; values.len()];
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && values[order[j + 1]] == values[order[i]] {
+            j += 1;
+        }
+        let average = (i + j) as f64 / 2.0 + 1.0;
+        for &index in &order[i..=j] {
+            ranks[index] = average;
+        }
+        i = j + 1;
+    }
+    ranks
+}
+
+pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
+    pearson(&ranks(x), &ranks(y))
+}
+
+/// Correlation of per-minute max pause with p99 and p99.9, given minutes with
+/// requests and their max pause; `None` coefficients below `min_minutes`.
+pub fn correlate(points: &[(f64, LatencySummary)], min_minutes: usize) -> Correlation {
+    let minutes = points.len() as u64;
+    if points.len() < min_minutes {
+        return Correlation {
+            minutes,
+            ..Correlation::default()
+        };
+    }
+    let pauses: Vec<f64> = points.iter().map(|(pause, _)| *pause).collect();
+    let p99: Vec<f64> = points.iter().map(|(_, l)| l.p99_seconds).collect();
+    let p999: Vec<f64> = points.iter().map(|(_, l)| l.p999_seconds).collect();
+    Correlation {
+        minutes,
+        pearson_max_pause_p99: pearson(&pauses, &p99),
+        spearman_max_pause_p99: spearman(&pauses, &p99),
+        pearson_max_pause_p999: pearson(&pauses, &p999),
+        spearman_max_pause_p999: spearman(&pauses, &p999),
+    }
+}
+
+/// The minute (epoch seconds) a request completed in.
+pub fn completion_minute(request: &RequestTiming) -> i64 {
+    request.end().timestamp().div_euclid(60) * 60
+}
+
+pub fn minute_start(key: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(key, 0).single().unwrap_or_default()
+}
+
+/// Groups requests by completion minute and attributes each minute.
+pub fn per_minute(
+    requests: &[RequestTiming],
+    stops: &StopIndex,
+    options: &AttributionOptions,
+) -> BTreeMap<i64, LatencyMinute> {
+    let mut by_minute: BTreeMap<i64, Vec<RequestTiming>> = BTreeMap::new();
+    for request in requests {
+        by_minute
+            .entry(completion_minute(request))
+            .or_default()
+            .push(*request);
+    }
+    by_minute
+        .into_iter()
+        .map(|(key, minute_requests)| {
+            let attributed = attribute(&minute_requests, stops, options);
+            (
+                key,
+                LatencyMinute {
+                    start: minute_start(key),
+                    latency: attributed.latency,
+                    attribution: Some(attributed.attribution),
+                },
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: i64) -> DateTime<Utc> {
+        Utc.timestamp_millis_opt(1_800_000_000_000 + ms).unwrap()
+    }
+
+    fn stop(from_ms: i64, to_ms: i64) -> Stop {
+        Stop {
+            start: at(from_ms),
+            end: at(to_ms),
+            name: "Pause Young".to_string(),
+        }
+    }
+
+    #[test]
+    fn overlapping_stops_are_counted_once() {
+        let mut stops = StopIndex::default();
+        stops.add(stop(100, 200)); // a safepoint
+        stops.add(stop(110, 190)); // the pause inside it
+        stops.add(stop(500, 520));
+        assert!((stops.covered_seconds(at(0), at(1000)) - 0.120).abs() < 1e-9);
+        assert!((stops.covered_seconds(at(150), at(510)) - 0.060).abs() < 1e-9);
+        assert_eq!(stops.overlapping(at(150), at(510)).count(), 3);
+        stops.prune_before(at(400));
+        assert_eq!(stops.len(), 1);
+    }
+
+    #[test]
+    fn a_request_is_stop_affected_from_a_quarter_of_its_time() {
+        let mut stops = StopIndex::default();
+        stops.add(stop(1000, 1100));
+        let requests = [
+            // 100 ms stopped of 300 ms: affected, slow.
+            RequestTiming {
+                start: at(900),
+                duration_s: 0.300,
+            },
+            // 100 ms stopped of 500 ms: 20 %, not affected, but slow.
+            RequestTiming {
+                start: at(950),
+                duration_s: 0.500,
+            },
+            // Fast requests away from the stop.
+            RequestTiming {
+                start: at(2000),
+                duration_s: 0.010,
+            },
+            RequestTiming {
+                start: at(2100),
+                duration_s: 0.012,
+            },
+        ];
+        let options = AttributionOptions {
+            slo_seconds: Some(0.050),
+            affected_share: 0.25,
+        };
+        let result = attribute(&requests, &stops, &options);
+        assert_eq!(result.attribution.slow_requests, 2);
+        assert_eq!(result.attribution.slow_requests_stop_affected, 1);
+        // Excess over 50 ms: 250 + 450 = 700 ms; stops explain 100 + 100 ms.
+        assert!((result.attribution.explained_share - 200.0 / 700.0).abs() < 1e-9);
+        // Without the affected request the slowest left is the 500 ms one.
+        assert!((result.attribution.p999_without_stop_affected_seconds - 0.500).abs() < 0.001);
+        assert_eq!(result.slow[0].stops.len(), 1);
+    }
+
+    #[test]
+    fn pearson_and_spearman_on_hand_computed_series() {
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let y = [2.0, 4.0, 6.0, 8.0, 10.0];
+        assert!((pearson(&x, &y).unwrap() - 1.0).abs() < 1e-12);
+        // Monotonic but not linear: Spearman 1, Pearson below 1.
+        let z = [1.0, 8.0, 27.0, 64.0, 125.0];
+        assert!((spearman(&x, &z).unwrap() - 1.0).abs() < 1e-12);
+        assert!(pearson(&x, &z).unwrap() < 0.99);
+        // x = 1..4, y = 1,3,2,4: r = 0.8 (by hand: sxy = 4, sxx = syy = 5).
+        assert!(
+            (pearson(&[1.0, 2.0, 3.0, 4.0], &[1.0, 3.0, 2.0, 4.0]).unwrap() - 0.8).abs() < 1e-12
+        );
+        assert_eq!(ranks(&[10.0, 20.0, 10.0]), vec![1.5, 3.0, 1.5]);
+        assert_eq!(pearson(&[1.0, 1.0], &[1.0, 2.0]), None);
+    }
+}

@@ -1,0 +1,155 @@
+//! The agent's live view of one service's request latency next to its JVM's
+//! stops. Requests wait in their completion minute until the minute is over
+//! and both logs have had time to catch up; the minute is then attributed
+//! once, and its summary kept for the API, the metrics and the correlation.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use pausewatch_parsers::GcEvent;
+use serde::{Deserialize, Serialize};
+
+use crate::correlate::{
+    attribute, completion_minute, correlate, minute_start, stop_of, AttributionOptions,
+    Correlation, LatencyMinute, LatencySummary, RequestTiming, StopIndex,
+};
+use crate::jvm::Histogram;
+use crate::windows::MinuteWindows;
+
+/// How the agent attributes and correlates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CorrelationSettings {
+    pub attribution: AttributionOptions,
+    /// Minutes in the sliding correlation window.
+    pub window_minutes: usize,
+    /// Fewer minutes with requests than this: no coefficient.
+    pub min_minutes: usize,
+    /// How long after a minute ends its requests are attributed (late log lines).
+    pub finalize_after_seconds: i64,
+}
+
+impl Default for CorrelationSettings {
+    fn default() -> Self {
+        CorrelationSettings {
+            attribution: AttributionOptions::default(),
+            window_minutes: 60,
+            min_minutes: 10,
+            finalize_after_seconds: 15,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LatencyCounters {
+    pub requests: u64,
+    pub slow_requests: u64,
+    pub slow_requests_stop_affected: u64,
+    /// Requests whose minute was already attributed when they arrived.
+    pub late_requests: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LatencyState {
+    pub stops: StopIndex,
+    pending: BTreeMap<i64, Vec<RequestTiming>>,
+    /// Attributed minutes, oldest first.
+    pub minutes: BTreeMap<i64, LatencyMinute>,
+    /// Every request's duration, as it arrives.
+    pub histogram: Histogram,
+    pub counters: LatencyCounters,
+    pub correlation: Correlation,
+    /// The newest minute attributed: requests completing in or before it are late.
+    finalized_through: Option<i64>,
+}
+
+impl LatencyState {
+    /// Records a GC pause or safepoint as a stop.
+    pub fn add_event(&mut self, event: &GcEvent) {
+        if let Some(stop) = stop_of(event) {
+            self.stops.add(stop);
+        }
+    }
+
+    pub fn add_request(&mut self, request: RequestTiming) {
+        self.counters.requests += 1;
+        self.histogram.observe(request.duration_s);
+        let minute = completion_minute(&request);
+        if self.finalized_through.is_some_and(|done| minute <= done) {
+            self.counters.late_requests += 1;
+            return;
+        }
+        self.pending.entry(minute).or_default().push(request);
+    }
+
+    /// A minute summarised from a latency histogram (no requests to attribute).
+    pub fn add_histogram_minute(&mut self, start: DateTime<Utc>, latency: LatencySummary) {
+        self.counters.requests += latency.count;
+        self.minutes.insert(
+            start.timestamp(),
+            LatencyMinute {
+                start,
+                latency,
+                attribution: None,
+            },
+        );
+    }
+
+    /// Attributes every pending minute that ended `finalize_after_seconds`
+    /// before `now`, then recomputes the correlation over the window.
+    pub fn finalize(
+        &mut self,
+        now: DateTime<Utc>,
+        settings: &CorrelationSettings,
+        pauses: &MinuteWindows,
+    ) {
+        let cutoff = now.timestamp() - settings.finalize_after_seconds - 60;
+        let ready: Vec<i64> = self
+            .pending
+            .range(..=cutoff)
+            .map(|(minute, _)| *minute)
+            .collect();
+        for minute in ready {
+            let requests = self.pending.remove(&minute).unwrap_or_default();
+            let attributed = attribute(&requests, &self.stops, &settings.attribution);
+            self.counters.slow_requests += attributed.attribution.slow_requests;
+            self.counters.slow_requests_stop_affected +=
+                attributed.attribution.slow_requests_stop_affected;
+            self.minutes.insert(
+                minute,
+                LatencyMinute {
+                    start: minute_start(minute),
+                    latency: attributed.latency,
+                    attribution: Some(attributed.attribution),
+                },
+            );
+            self.finalized_through = Some(
+                self.finalized_through
+                    .map_or(minute, |done| done.max(minute)),
+            );
+        }
+        let points: Vec<(f64, LatencySummary)> = self
+            .minutes
+            .values()
+            .rev()
+            .take(settings.window_minutes)
+            .filter(|m| m.latency.count > 0)
+            .map(|m| {
+                let max_pause = pauses.get(m.start).map_or(0.0, |p| p.pause_max_seconds);
+                (max_pause, m.latency)
+            })
+            .collect();
+        self.correlation = correlate(&points, settings.min_minutes);
+        // Stops older than the oldest request still waiting are no longer needed.
+        let oldest_needed = self.pending.keys().next().copied().unwrap_or(cutoff) - 60 * 10;
+        self.stops.prune_before(minute_start(oldest_needed));
+    }
+
+    /// The newest attributed minute.
+    pub fn last_minute(&self) -> Option<&LatencyMinute> {
+        self.minutes.values().next_back()
+    }
+
+    pub fn prune_before(&mut self, oldest_kept: DateTime<Utc>) {
+        self.minutes = self.minutes.split_off(&oldest_kept.timestamp());
+    }
+}
