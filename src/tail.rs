@@ -293,9 +293,47 @@ impl Follower {
             });
             return;
         }
+        // copytruncate while the agent was down: the checkpointed inode is
+        // still the live file but truncated or rewritten, and its bytes are in
+        // a copy with a new inode. Resume in the copy at the checkpointed
+        // offset; `poll` then finishes the copy and reads the live file from 0.
+        if let Some((path, file, meta)) = self.copy_of(&resume) {
+            outcome.notes.push(Note::RecoveredFromCopy(path));
+            let (dev, ino) = identity(&meta);
+            self.current = Some(Current {
+                file,
+                position: Position { dev, ino, ..resume },
+                mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            });
+            return;
+        }
         outcome.notes.push(Note::CheckpointFileGone);
         // Everything in the live file is newer than the checkpoint.
         self.start_at = StartAt::Beginning;
+    }
+
+    /// A rotated copy of the checkpointed file, when the live file still has
+    /// the checkpointed identity but no longer its bytes (copytruncate).
+    fn copy_of(&self, resume: &Position) -> Option<(PathBuf, File, Metadata)> {
+        let live = File::open(&self.live_path).ok()?;
+        let live_meta = live.metadata().ok()?;
+        let rewritten = identity(&live_meta) == (resume.dev, resume.ino)
+            && (live_meta.len() < resume.offset
+                || !resume.head.matches(&live, live_meta.len()).unwrap_or(true));
+        if !rewritten {
+            return None;
+        }
+        self.siblings().into_iter().find_map(|(path, meta)| {
+            if meta.len() < resume.offset {
+                return None;
+            }
+            let file = File::open(&path).ok()?;
+            resume
+                .head
+                .matches(&file, meta.len())
+                .unwrap_or(false)
+                .then_some((path, file, meta))
+        })
     }
 
     fn open_live(&mut self, offset: u64, outcome: &mut PollOutcome) {

@@ -9,8 +9,10 @@
 # Environment (defaults in brackets):
 #   RATE [200]              requests per second
 #   HEAP ["-Xmx256m -Xmn40m"] heap flags
-#   FREEZE_MS [300]         length of each freeze
-#   FREEZE_AT [S/3 2S/3]    freeze times in seconds after the first intended start
+#   FREEZE_MS [75]          length of each freeze: above a 50 ms SLO, below the
+#                           full-GC pauses, so that GC is what makes the p99.9
+#   FREEZE_AT [0.3S 0.58S]  freeze times in seconds after the first intended start
+#                           (between the full GCs of the default workload)
 #   ATTEMPTS [3]            re-record (up to this many runs in all) while a freeze
 #                           overlaps or is near a GC pause
 #   JAVA, JAVAC [from PATH] OpenJDK 17
@@ -47,8 +49,8 @@ SECS="${2:-30}"
 COLLECTOR="${3:--XX:+UseParallelGC}"
 RATE="${RATE:-200}"
 HEAP="${HEAP:--Xmx256m -Xmn40m}"
-FREEZE_MS="${FREEZE_MS:-300}"
-FREEZE_AT="${FREEZE_AT:-$(awk -v s="$SECS" 'BEGIN { printf "%.3f %.3f", s / 3, 2 * s / 3 }')}"
+FREEZE_MS="${FREEZE_MS:-75}"
+FREEZE_AT="${FREEZE_AT:-$(awk -v s="$SECS" 'BEGIN { printf "%.3f %.3f", 0.3 * s, 0.58 * s }')}"
 ATTEMPTS="${ATTEMPTS:-3}"
 JAVA="${JAVA:-$(command -v java)}"
 JAVAC="${JAVAC:-$(command -v javac)}"
