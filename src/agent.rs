@@ -18,6 +18,7 @@ use notify::{RecursiveMode, Watcher};
 use pausewatch_parsers::{AccessLogParser, GcEvent, GcLogParser, ParserOptions};
 use serde::{Deserialize, Serialize};
 
+use crate::alerts::{sender_loop, AlertEngine, Notification};
 use crate::config::{AccessLogSource, Config, GcLogSource, LatencyHistogramSource, StartAt};
 use crate::correlate::{AttributionOptions, LatencySummary, RequestTiming};
 use crate::histogram_source::{fetch, parse_buckets, HistogramSourceConfig, MinuteAccumulator};
@@ -148,6 +149,9 @@ pub struct Agent {
     last_discovery: Option<Instant>,
     dirty: bool,
     watched_dirs: BTreeSet<PathBuf>,
+    engine: AlertEngine,
+    last_evaluation: Instant,
+    notifications: Option<mpsc::Sender<Notification>>,
 }
 
 impl Agent {
@@ -204,6 +208,9 @@ impl Agent {
             last_discovery: None,
             dirty: false,
             watched_dirs: BTreeSet::new(),
+            engine: AlertEngine::default(),
+            last_evaluation: Instant::now(),
+            notifications: None,
         })
     }
 
@@ -444,6 +451,35 @@ impl Agent {
         }
     }
 
+    /// Starts the thread that delivers alerts to Alertmanager and the webhook.
+    fn start_sender(&mut self) {
+        let (sender, receiver) = mpsc::channel();
+        let alerts = &self.config.alerts;
+        let (alertmanager, webhook) = (alerts.alertmanager_url.clone(), alerts.webhook_url.clone());
+        let counters = self.shared.lock().expect("state lock").deliveries.clone();
+        std::thread::spawn(move || sender_loop(alertmanager, webhook, receiver, counters));
+        self.notifications = Some(sender);
+    }
+
+    /// Evaluates the alert rules when the interval has passed.
+    fn evaluate_alerts(&mut self) {
+        if self.last_evaluation.elapsed() < self.config.alerts.evaluation_interval {
+            return;
+        }
+        self.last_evaluation = Instant::now();
+        let mut state = self.shared.lock().expect("state lock");
+        let notifications = self
+            .engine
+            .evaluate(&self.config.alerts, &state, Utc::now());
+        state.alerts = self.engine.alerts();
+        drop(state);
+        if let Some(sender) = &self.notifications {
+            for notification in notifications {
+                let _ = sender.send(notification);
+            }
+        }
+    }
+
     /// Reads every stream once and applies what it found.
     pub fn poll_once(&mut self) {
         let now = Instant::now();
@@ -485,6 +521,7 @@ impl Agent {
         self.poll_access();
         self.take_scrapes();
         self.finalize_latency();
+        self.evaluate_alerts();
     }
 
     /// Writes positions, parser states and aggregates in one atomic file.
@@ -565,6 +602,7 @@ impl Agent {
             };
         self.discover_streams(watcher.as_mut());
         self.start_scrapers();
+        self.start_sender();
         while !shutdown.load(Ordering::SeqCst) {
             self.poll_once();
             if self

@@ -28,6 +28,7 @@ use crate::access_source::{
     build_format, parse_duration_unit, parse_signed_duration, parse_time_format,
     parse_timestamp_meaning, AccessFields,
 };
+use crate::alerts::{AlertsConfig, RegressionStatistic, RuleKind, RuleSettings, Thresholds};
 
 /// Default metrics address: loopback, so nothing is exposed until asked for.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
@@ -88,6 +89,9 @@ pub struct Config {
     /// Latency histograms scraped from the services, where there is no access log.
     pub latency_histogram: Vec<LatencyHistogramSource>,
     pub correlation: CorrelationConfig,
+    /// Not printed with the effective config: rules read back only from their tables.
+    #[serde(skip)]
+    pub alerts: AlertsConfig,
 }
 
 /// An access log to line up with a GC log.
@@ -191,6 +195,7 @@ impl Default for Config {
             access_log: Vec::new(),
             latency_histogram: Vec::new(),
             correlation: CorrelationConfig::default(),
+            alerts: AlertsConfig::default(),
         }
     }
 }
@@ -264,6 +269,7 @@ struct RawConfig {
     #[serde(default)]
     latency_histogram: Vec<Spanned<RawHistogram>>,
     correlation: Option<RawCorrelation>,
+    alerts: Option<BTreeMap<Spanned<String>, Spanned<Value>>>,
 }
 
 #[derive(Deserialize)]
@@ -583,7 +589,224 @@ impl Ctx<'_> {
         if let Some(raw_correlation) = &raw.correlation {
             config.correlation = self.correlation(raw_correlation)?;
         }
+        if let Some(slo) = config.correlation.slo {
+            config.alerts.thresholds.tail_slo = slo;
+        }
+        if let Some(raw_alerts) = &raw.alerts {
+            self.alerts(raw_alerts, &mut config.alerts)?;
+        }
         Ok(config)
+    }
+
+    /// The line of a nested key, found in the document's span tree (inner
+    /// keys of a table read as a plain value have no span of their own).
+    fn span_of(&self, path: &[Seg], fallback: Range<usize>) -> Range<usize> {
+        let (doc, _) = DeTable::parse_recoverable(self.text);
+        let root = Spanned::new(doc.span(), DeValue::Table(doc.into_inner()));
+        let mut entries = Vec::new();
+        flatten(&root, &mut Vec::new(), &mut entries);
+        let wanted = render_path(path);
+        entries
+            .iter()
+            .find(|e| render_path(&e.path) == wanted)
+            .and_then(|e| e.key_span.clone())
+            .unwrap_or(fallback)
+    }
+
+    fn alerts(
+        &self,
+        raw: &BTreeMap<Spanned<String>, Spanned<Value>>,
+        alerts: &mut AlertsConfig,
+    ) -> Result<(), ConfigError> {
+        for (name, value) in raw {
+            let path = [key("alerts"), Seg::Key(name.get_ref().clone())];
+            match name.get_ref().as_str() {
+                "alertmanager_url" | "webhook_url" => {
+                    let url = self.string(value, &path)?.trim().to_string();
+                    if !url.starts_with("http://") && !url.starts_with("https://") {
+                        return Err(self.err(
+                            value.span(),
+                            &path,
+                            format!("{url:?} is not an http:// URL"),
+                        ));
+                    }
+                    if name.get_ref() == "alertmanager_url" {
+                        alerts.alertmanager_url = Some(url);
+                    } else {
+                        alerts.webhook_url = Some(url);
+                    }
+                }
+                "evaluation_interval" => {
+                    alerts.evaluation_interval = self.positive_duration_at(value, &path)?
+                }
+                "resend_interval" => {
+                    alerts.resend_interval = self.positive_duration_at(value, &path)?
+                }
+                "labels" => alerts.labels = self.label_table(value, &path)?,
+                rule_name => {
+                    let Some(kind) = RuleKind::from_config_name(rule_name) else {
+                        let known: Vec<&str> =
+                            RuleKind::ALL.iter().map(|k| k.config_name()).collect();
+                        return Err(self.err(
+                            name.span(),
+                            &path,
+                            format!(
+                                "unknown key; expected alertmanager_url, webhook_url, evaluation_interval, resend_interval, labels or a rule: {}",
+                                known.join(", ")
+                            ),
+                        ));
+                    };
+                    let Value::Table(table) = value.get_ref() else {
+                        return Err(self.type_err(value, &path, "a table of rule settings"));
+                    };
+                    let settings = alerts
+                        .rules
+                        .iter_mut()
+                        .find(|r| r.kind == kind)
+                        .expect("every rule has settings");
+                    self.rule(
+                        kind,
+                        table,
+                        &path,
+                        name.span(),
+                        settings,
+                        &mut alerts.thresholds,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn rule(
+        &self,
+        kind: RuleKind,
+        table: &toml::Table,
+        rule_path: &[Seg],
+        rule_span: Range<usize>,
+        settings: &mut RuleSettings,
+        thresholds: &mut Thresholds,
+    ) -> Result<(), ConfigError> {
+        for (name, value) in table {
+            let mut path = rule_path.to_vec();
+            path.push(Seg::Key(name.clone()));
+            let span = self.span_of(&path, rule_span.clone());
+            let spanned = Spanned::new(span.clone(), value.clone());
+            let duration = || self.duration(&spanned, &path);
+            let number = || match value {
+                Value::Float(f) => Ok(*f),
+                Value::Integer(n) => Ok(*n as f64),
+                _ => Err(self.type_err(&spanned, &path, "a number")),
+            };
+            let share = || {
+                let share = number()?;
+                if share > 0.0 && share <= 1.0 {
+                    Ok(share)
+                } else {
+                    Err(self.err(span.clone(), &path, format!("{share} is not in (0, 1]")))
+                }
+            };
+            let unknown = || {
+                self.err(
+                    span.clone(),
+                    &path,
+                    format!(
+                        "unknown key for rule {} ({})",
+                        kind.config_name(),
+                        kind.alertname()
+                    ),
+                )
+            };
+            match (name.as_str(), kind) {
+                ("enabled", _) => {
+                    settings.enabled = value
+                        .as_bool()
+                        .ok_or_else(|| self.type_err(&spanned, &path, "true or false"))?
+                }
+                ("for", _) => settings.for_duration = duration()?,
+                ("labels", _) => settings.labels = self.label_table(&spanned, &path)?,
+                ("annotations", _) => {
+                    let Value::Table(annotations) = value else {
+                        return Err(self.type_err(&spanned, &path, "a table of strings"));
+                    };
+                    settings.annotations = annotations
+                        .iter()
+                        .map(|(k, v)| {
+                            (
+                                k.clone(),
+                                v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                            )
+                        })
+                        .collect();
+                }
+                ("max_pause", RuleKind::PauseBudget) => thresholds.max_pause = duration()?,
+                ("window", RuleKind::PauseRegression) => thresholds.regression_window = duration()?,
+                ("ratio", RuleKind::PauseRegression) => thresholds.regression_ratio = number()?,
+                ("statistic", RuleKind::PauseRegression) => {
+                    thresholds.regression_statistic = match value.as_str() {
+                        Some("p99") => RegressionStatistic::P99,
+                        Some("max") => RegressionStatistic::Max,
+                        _ => return Err(self.err(span, &path, "expected \"p99\" or \"max\"")),
+                    }
+                }
+                ("trailing", RuleKind::PauseRegression) => {
+                    thresholds.regression_trailing = duration()?
+                }
+                ("baseline", RuleKind::PauseRegression) => {
+                    thresholds.regression_pinned = Some(duration()?)
+                }
+                ("min_pause", RuleKind::PauseRegression) => {
+                    thresholds.regression_min_pause = duration()?
+                }
+                ("threshold", RuleKind::GcOverhead) => thresholds.overhead_ratio = share()?,
+                ("window", RuleKind::GcOverhead) => thresholds.overhead_window = duration()?,
+                ("share", RuleKind::HeapPressure) => thresholds.heap_share = share()?,
+                ("slo", RuleKind::GcDrivenTail) => thresholds.tail_slo = duration()?,
+                ("share", RuleKind::GcDrivenTail) => thresholds.tail_affected_share = share()?,
+                ("max", RuleKind::TimeToSafepoint) => {
+                    thresholds.max_time_to_safepoint = duration()?
+                }
+                ("after", RuleKind::StaleLog) => thresholds.stale_after = duration()?,
+                _ => return Err(unknown()),
+            }
+        }
+        Ok(())
+    }
+
+    fn positive_duration_at(
+        &self,
+        v: &Spanned<Value>,
+        path: &[Seg],
+    ) -> Result<Duration, ConfigError> {
+        let d = self.duration(v, path)?;
+        if d.is_zero() {
+            return Err(self.err(v.span(), path, "must be greater than zero"));
+        }
+        Ok(d)
+    }
+
+    fn label_table(
+        &self,
+        v: &Spanned<Value>,
+        path: &[Seg],
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
+        let Value::Table(table) = v.get_ref() else {
+            return Err(self.type_err(v, path, "a table of labels"));
+        };
+        let mut labels = BTreeMap::new();
+        for (name, value) in table {
+            let mut label_path = path.to_vec();
+            label_path.push(Seg::Key(name.clone()));
+            let span = self.span_of(&label_path, v.span());
+            if let Some(problem) = alert_label_problem(name) {
+                return Err(self.err(span, &label_path, problem));
+            }
+            let Some(text) = value.as_str() else {
+                return Err(self.err(span, &label_path, "a label value must be a string"));
+            };
+            labels.insert(name.clone(), text.to_string());
+        }
+        Ok(labels)
     }
 
     fn required_string(
@@ -920,6 +1143,23 @@ impl Ctx<'_> {
     }
 }
 
+/// Why `name` cannot label an alert: it must be a valid Prometheus label name,
+/// and `alertname` and `log` are the agent's.
+fn alert_label_problem(name: &str) -> Option<String> {
+    if name == "alertname" || name == "log" {
+        return Some(format!(
+            "label name {name:?} is set by pausewatch itself; choose another name"
+        ));
+    }
+    let mut chars = name.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    (!valid || name.starts_with("__"))
+        .then(|| format!("{name:?} is not a valid Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)"))
+}
+
 /// Why `name` cannot be a source label, if it cannot.
 fn label_name_problem(name: &str) -> Option<String> {
     let mut chars = name.chars();
@@ -963,7 +1203,7 @@ fn serialize_optional_duration<S: Serializer>(
 }
 
 /// Durations are written as humantime text so a printed config reads back.
-fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(&humantime::format_duration(*d))
 }
 

@@ -56,6 +56,42 @@ impl Histogram {
         self.sum += value;
     }
 
+    pub fn merge(&mut self, other: &Histogram) {
+        if self.buckets.len() != PAUSE_BUCKETS.len() {
+            self.buckets = vec![0; PAUSE_BUCKETS.len()];
+        }
+        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            *mine += theirs;
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+    }
+
+    /// The `q` quantile as Prometheus's `histogram_quantile` estimates it:
+    /// linear inside the bucket, the highest finite bound for `+Inf`.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = q * self.count as f64;
+        let mut below = 0u64;
+        let mut lower = 0.0;
+        for (i, &bound) in PAUSE_BUCKETS.iter().enumerate() {
+            let in_bucket = self.buckets.get(i).copied().unwrap_or(0);
+            if (below + in_bucket) as f64 >= rank && in_bucket > 0 {
+                if bound.is_infinite() {
+                    return Some(lower);
+                }
+                return Some(lower + (bound - lower) * (rank - below as f64) / in_bucket as f64);
+            }
+            below += in_bucket;
+            if bound.is_finite() {
+                lower = bound;
+            }
+        }
+        Some(lower)
+    }
+
     /// `(upper bound, cumulative count)` pairs, as the exposition format wants.
     pub fn cumulative(&self) -> Vec<(f64, u64)> {
         let mut total = 0;
@@ -323,6 +359,23 @@ impl JvmState {
 mod tests {
     use super::*;
     use pausewatch_parsers::GcLogParser;
+
+    #[test]
+    fn quantiles_interpolate_inside_buckets_like_prometheus() {
+        let mut histogram = Histogram::default();
+        // 90 pauses of 3 ms (bucket 2-5 ms), 10 of 30 ms (bucket 20-50 ms).
+        for _ in 0..90 {
+            histogram.observe(0.003);
+        }
+        for _ in 0..10 {
+            histogram.observe(0.030);
+        }
+        // p50: rank 50 of the 90 in (2 ms, 5 ms]: 2 + 3 * 50/90 ms.
+        assert!((histogram.quantile(0.5).unwrap() - (0.002 + 0.003 * 50.0 / 90.0)).abs() < 1e-12);
+        // p99: rank 99, 9th of the 10 in (20 ms, 50 ms]: 20 + 30 * 9/10 ms.
+        assert!((histogram.quantile(0.99).unwrap() - 0.047).abs() < 1e-12);
+        assert_eq!(Histogram::default().quantile(0.99), None);
+    }
 
     /// Lines from tests/fixtures/jvm/jdk17-parallel-steady/gc.log.
     const PARALLEL: &str = "\

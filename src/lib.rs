@@ -4,6 +4,7 @@
 
 pub mod access_source;
 pub mod agent;
+pub mod alerts;
 pub mod analyze;
 pub mod config;
 pub mod correlate;

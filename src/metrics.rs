@@ -210,6 +210,7 @@ fn encode_state(
     encode_health(enc, streams, state, now)?;
     encode_latency(enc, streams)?;
     encode_access(enc, state)?;
+    encode_alerts(enc, state)?;
 
     let mut build = family(
         enc,
@@ -589,6 +590,48 @@ fn encode_latency(enc: &mut DescriptorEncoder, streams: &[Stream]) -> fmt::Resul
                 );
                 ConstGauge::new(value).encode(correlation.encode_family(&labels)?)?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Alert states (like Prometheus's `ALERTS`) and deliveries.
+fn encode_alerts(enc: &mut DescriptorEncoder, state: &AgentState) -> fmt::Result {
+    let mut alerts = family(
+        enc,
+        "pausewatch_alerts",
+        "Alerts of the agent's own rules: 1 per alert in its state (pending, firing, or resolved at the last evaluation).",
+        MetricType::Gauge,
+    )?;
+    for alert in &state.alerts {
+        let mut labels: Vec<(&str, &str)> = alert
+            .labels
+            .iter()
+            .filter(|(k, _)| k.as_str() != "state")
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        labels.push(("state", alert.state.as_str()));
+        ConstGauge::new(1).encode(alerts.encode_family(&labels)?)?;
+    }
+    let deliveries = state
+        .deliveries
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let mut delivered = family(
+        enc,
+        "pausewatch_alert_deliveries_total",
+        "Alert deliveries to Alertmanager and the webhook, by result (failed attempts are retried with backoff).",
+        MetricType::Counter,
+    )?;
+    for (result, counts) in [
+        ("success", &deliveries.delivered),
+        ("failure", &deliveries.failed),
+        ("dropped", &deliveries.dropped),
+    ] {
+        for (sink, count) in counts {
+            ConstCounter::new(*count)
+                .encode(delivered.encode_family(&[("sink", sink.as_str()), ("result", result)])?)?;
         }
     }
     Ok(())
@@ -1026,6 +1069,8 @@ pub(crate) mod tests {
             ("pausewatch_access_log_malformed_lines", "counter"),
             ("pausewatch_access_log_unattributed_requests", "counter"),
             ("pausewatch_access_log_readable", "gauge"),
+            ("pausewatch_alerts", "gauge"),
+            ("pausewatch_alert_deliveries", "counter"),
         ];
         for (family, kind) in expected {
             assert_eq!(
@@ -1041,13 +1086,14 @@ pub(crate) mod tests {
         );
         // Every family has a series for this stream, and every stream series
         // carries `log` and the configured labels.
-        // This fixture has no latency source: those families are declared, empty.
+        // This fixture has no latency source and no alert: those families are declared, empty.
         let latency_family = |family: &str| {
             [
                 "pausewatch_request",
                 "pausewatch_slow",
                 "pausewatch_pause_latency",
                 "pausewatch_access_log",
+                "pausewatch_alert",
             ]
             .iter()
             .any(|prefix| family.starts_with(prefix))

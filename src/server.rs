@@ -42,6 +42,7 @@ pub fn router(state: SharedState, registry: Arc<Registry>) -> Router {
         .route("/metrics", get(metrics_handler))
         .route("/healthz", get(healthz))
         .route("/api/v1/minutes", get(minutes))
+        .route("/api/v1/alerts", get(alerts))
         .with_state(App { state, registry })
 }
 
@@ -149,6 +150,13 @@ async fn minutes(State(app): State<App>, Query(query): Query<MinutesQuery>) -> R
         }
     };
     Json(response).into_response()
+}
+
+/// Pending and firing alerts of the agent's own rules, and those resolved at
+/// the last evaluation.
+async fn alerts(State(app): State<App>) -> Response {
+    let alerts = app.lock().alerts.clone();
+    Json(serde_json::json!({ "alerts": alerts })).into_response()
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::{AccessStats, ParseStats};
 use serde::{Deserialize, Serialize};
 
+use crate::alerts::{Alert, DeliveryCounters};
 use crate::jvm::JvmState;
 use crate::latency::LatencyState;
 
@@ -60,6 +61,10 @@ pub struct AccessStreamState {
 pub struct AgentState {
     pub streams: Vec<StreamState>,
     pub access_streams: Vec<AccessStreamState>,
+    /// Pending and firing alerts, and those resolved at the last evaluation.
+    pub alerts: Vec<Alert>,
+    /// Alert deliveries by sink, updated by the sender thread.
+    pub deliveries: Arc<Mutex<DeliveryCounters>>,
     /// Errors not tied to one stream (`checkpoint_write`, `watch`, ...).
     pub errors: BTreeMap<String, u64>,
 }

@@ -9,6 +9,8 @@ use chrono::{DateTime, TimeZone, Utc};
 use pausewatch_parsers::{GcEvent, LogTime};
 use serde::{Deserialize, Serialize};
 
+use crate::jvm::Histogram;
+
 /// One wall-clock minute. Events belong to the minute in which they ended.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Minute {
@@ -16,6 +18,9 @@ pub struct Minute {
     pub pause_count: u64,
     pub pause_total_seconds: f64,
     pub pause_max_seconds: f64,
+    /// Pauses by duration (the `jvm_gc_pause_seconds` buckets), for quantiles over windows.
+    #[serde(default)]
+    pub pause_histogram: Histogram,
     pub safepoint_count: u64,
     pub safepoint_total_seconds: f64,
     pub safepoint_max_seconds: f64,
@@ -77,6 +82,7 @@ impl MinuteWindows {
                     minute.pause_count += 1;
                     minute.pause_total_seconds += p.duration_s;
                     minute.pause_max_seconds = minute.pause_max_seconds.max(p.duration_s);
+                    minute.pause_histogram.observe(p.duration_s);
                     minute.full_gcs += u64::from(p.full);
                     minute.evacuation_failures += u64::from(p.evacuation_failure);
                     minute.degenerated_gcs += u64::from(p.degenerated);
