@@ -85,6 +85,38 @@ struct StreamRuntime {
     /// Index into `AgentState::streams`.
     slot: usize,
     last_data: Instant,
+    /// Last look in /proc for the JVM's start, for an uptime-only log.
+    last_clock_probe: Option<Instant>,
+    /// Whether the configuration gives the JVM start (then /proc is not asked).
+    configured_start: bool,
+}
+
+/// How often /proc is searched for the start of a JVM whose log has uptime only.
+const CLOCK_PROBE_INTERVAL: Duration = Duration::from_secs(2);
+
+impl StreamRuntime {
+    /// For a log without wall-clock time and no configured start, anchors the
+    /// parser to the start of the JVM writing it, found in /proc. Returns
+    /// whether it did.
+    fn probe_jvm_start(&mut self) -> bool {
+        if self.configured_start
+            || self.parser.run().anchor.is_some()
+            || self
+                .last_clock_probe
+                .is_some_and(|t| t.elapsed() < CLOCK_PROBE_INTERVAL)
+            || !self.follower.live_path().exists()
+        {
+            return false;
+        }
+        self.last_clock_probe = Some(Instant::now());
+        match crate::procfs::jvm_start_for_log(self.follower.live_path()) {
+            Some(start) => {
+                self.parser.anchor_jvm_start(start);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 /// The file a rotated name belongs to: `gc.log.3` and `gc.log.00` belong to
@@ -297,18 +329,46 @@ impl Agent {
         };
         // Labels follow the configuration, not the checkpoint.
         state.labels = source.labels.clone();
+        // A latency source will line its requests up with this JVM's stops:
+        // record stops from the first event on.
+        if self.is_latency_target(&log) && state.latency.is_none() {
+            state.latency = Some(LatencyState::default());
+        }
         state.readable = true;
         tracing::info!(log = %log, resumed = position.is_some(), "following");
         let mut shared = self.shared.lock().expect("state lock");
         shared.streams.push(state);
         let slot = shared.streams.len() - 1;
         drop(shared);
-        self.streams.push(StreamRuntime {
+        let runtime = StreamRuntime {
             follower: Follower::new(live, source.start_at, position),
             parser,
             slot,
             last_data: Instant::now(),
-        });
+            last_clock_probe: None,
+            configured_start: source.jvm_start.is_some(),
+        };
+        self.streams.push(runtime);
+    }
+
+    /// Whether an access log or latency histogram source names this GC stream.
+    fn is_latency_target(&self, log: &str) -> bool {
+        let single_source = self.config.gc_log.len() == 1;
+        let links = self
+            .config
+            .access_log
+            .iter()
+            .map(|a| a.gc_log.as_deref())
+            .chain(
+                self.config
+                    .latency_histogram
+                    .iter()
+                    .map(|h| h.gc_log.as_deref()),
+            );
+        links.into_iter().any(|link| match link {
+            Some(link) => link == log,
+            None => single_source,
+        })
     }
 
     fn add_access_stream(&mut self, source: &AccessLogSource, live: PathBuf) {
@@ -484,11 +544,20 @@ impl Agent {
     pub fn poll_once(&mut self) {
         let now = Instant::now();
         for runtime in &mut self.streams {
+            // Before reading: an uptime-only log is placed in time from its first line.
+            let unplaced = self.shared.lock().expect("state lock").streams[runtime.slot]
+                .jvm
+                .minutes
+                .unplaced_events;
+            if (runtime.parser.stats().lines == 0 || unplaced > 0) && runtime.probe_jvm_start() {
+                tracing::info!(log = %runtime.follower.live_path().display(), "uptime-only log anchored to its JVM's start from /proc");
+            }
             let StreamRuntime {
                 follower,
                 parser,
                 slot,
                 last_data,
+                ..
             } = runtime;
             let shared = &self.shared;
             let mut events = Vec::new();

@@ -13,6 +13,7 @@ pub mod jvm;
 pub mod latency;
 pub mod metrics;
 pub mod mxbean;
+pub mod procfs;
 pub mod replay;
 pub mod server;
 pub mod state;

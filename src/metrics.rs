@@ -713,6 +713,13 @@ fn encode_health(
     per_stream(
         enc,
         streams,
+        "pausewatch_log_events_without_wall_clock_total",
+        "Events that could not be placed in wall-clock time (uptime-only log without a JVM start): not in minutes, alerts or correlation.",
+        |s| counter(s.jvm.minutes.unplaced_events),
+    )?;
+    per_stream(
+        enc,
+        streams,
         "pausewatch_log_files_followed",
         "Files of the log stream currently followed (live file and rotated ones).",
         |s| gauge(s.files_followed),
@@ -1070,6 +1077,7 @@ pub(crate) mod tests {
             ("pausewatch_access_log_unattributed_requests", "counter"),
             ("pausewatch_access_log_readable", "gauge"),
             ("pausewatch_alerts", "gauge"),
+            ("pausewatch_log_events_without_wall_clock", "counter"),
             ("pausewatch_alert_deliveries", "counter"),
         ];
         for (family, kind) in expected {

@@ -11,7 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::sample;
 use serde_json::Value;
+
+mod common;
 
 /// `[start, end]` in epoch microseconds.
 type Interval = (f64, f64);
@@ -279,19 +282,9 @@ fn recorded_run_attributes_gc_slowed_requests_and_not_freezes() {
     );
 }
 
-fn java_available() -> bool {
-    ["java", "javac"].iter().all(|tool| {
-        Command::new(tool)
-            .arg("-version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
 #[test]
 fn live_run_with_sigstop_freezes() {
-    if !java_available() {
-        eprintln!("*** SKIPPED live_run_with_sigstop_freezes: java/javac not installed ***");
+    if !common::java_or_skip("live_run_with_sigstop_freezes") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -307,4 +300,61 @@ fn live_run_with_sigstop_freezes() {
     if !check(&out) {
         eprintln!("note: in this run the freezes, not GC, made the p99.9; the drop of the tail was not checked");
     }
+}
+
+#[test]
+fn agent_attributes_the_followed_access_log() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/latency/jdk17-parallel");
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["gc.log", "access.jsonl"] {
+        std::fs::copy(fixture.join(file), dir.path().join(file)).unwrap();
+    }
+    let port = common::free_port();
+    let agent = common::Agent::start(
+        dir.path(),
+        port,
+        &format!(
+            r#"listen = "127.0.0.1:{port}"
+checkpoint_dir = "{dir}/checkpoint"
+poll_interval = "100ms"
+[[gc_log]]
+path = "{dir}/gc.log"
+start_at = "beginning"
+labels = {{ service = "checkout" }}
+[[access_log]]
+path = "{dir}/access.jsonl"
+format = "json"
+time_field = "start"
+duration_field = "duration_ms"
+duration_unit = "ms"
+start_at = "beginning"
+[correlation]
+slo = "50ms"
+finalize_after = "1s"
+"#,
+            dir = dir.path().display()
+        ),
+    );
+    let truth = truth(&fixture);
+    let expected = expected(&truth.requests, &truth);
+    // The recorded minutes are long over: they are attributed at the first loop
+    // after the files are read.
+    let metrics = agent.metrics_when(std::time::Duration::from_secs(30), |m| {
+        sample(m, "pausewatch_slow_requests_total") == Some(expected.slow as f64)
+    });
+    assert_eq!(
+        sample(&metrics, "pausewatch_requests_total"),
+        Some(expected.requests as f64)
+    );
+    assert_eq!(
+        sample(&metrics, "pausewatch_slow_requests_stop_affected_total"),
+        Some(expected.gc_slowed as f64),
+        "against the JVM's own GC notifications"
+    );
+    assert_eq!(
+        sample(&metrics, "pausewatch_request_duration_seconds_count"),
+        Some(expected.requests as f64)
+    );
+    assert!(metrics.contains("pausewatch_request_latency_p999_seconds{"));
 }

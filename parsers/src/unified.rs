@@ -318,6 +318,12 @@ impl GcLogParser {
         }
     }
 
+    /// Anchors an uptime-only run to the wall clock, unless a line carrying
+    /// both clocks already did.
+    pub fn anchor_jvm_start(&mut self, jvm_start: DateTime<Utc>) {
+        self.run.anchor.get_or_insert(jvm_start);
+    }
+
     pub fn stats(&self) -> &ParseStats {
         &self.stats
     }
