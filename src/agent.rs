@@ -755,7 +755,10 @@ fn hand_requests(
                 .get_or_insert_with(LatencyState::default);
             for request in requests.iter() {
                 latency.add_request(RequestTiming {
-                    start: request.start + offset,
+                    start: request
+                        .start
+                        .checked_add_signed(offset)
+                        .unwrap_or(request.start),
                     duration_s: request.duration_s,
                 });
             }

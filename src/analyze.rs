@@ -229,7 +229,7 @@ fn read_requests(input: &LatencyInput) -> Result<Vec<RequestTiming>> {
     Ok(requests
         .into_iter()
         .map(|r| RequestTiming {
-            start: r.start + offset,
+            start: r.start.checked_add_signed(offset).unwrap_or(r.start),
             duration_s: r.duration_s,
         })
         .collect())

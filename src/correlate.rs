@@ -30,8 +30,18 @@ fn seconds_between(start: DateTime<Utc>, end: DateTime<Utc>) -> f64 {
     (end - start).num_nanoseconds().unwrap_or(i64::MAX) as f64 / 1e9
 }
 
+/// `start` moved `seconds` earlier, saturating (a garbage duration must not panic).
+fn before(start: DateTime<Utc>, seconds: f64) -> DateTime<Utc> {
+    start
+        .checked_sub_signed(pausewatch_parsers::seconds_to_duration(seconds))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
+/// `start` moved `seconds` later, saturating.
 fn after(start: DateTime<Utc>, seconds: f64) -> DateTime<Utc> {
-    start + pausewatch_parsers::seconds_to_duration(seconds)
+    start
+        .checked_add_signed(pausewatch_parsers::seconds_to_duration(seconds))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
 /// One stop of the application threads.
@@ -83,7 +93,7 @@ impl StopIndex {
         start: DateTime<Utc>,
         end: DateTime<Utc>,
     ) -> impl Iterator<Item = &Stop> {
-        let earliest = start - pausewatch_parsers::seconds_to_duration(self.longest_s);
+        let earliest = before(start, self.longest_s);
         let first = self.stops.partition_point(|s| s.start < earliest);
         self.stops
             .range(first..)
@@ -107,7 +117,7 @@ impl StopIndex {
     }
 
     pub fn prune_before(&mut self, time: DateTime<Utc>) {
-        let earliest = time - pausewatch_parsers::seconds_to_duration(self.longest_s);
+        let earliest = before(time, self.longest_s);
         while self.stops.front().is_some_and(|s| s.start < earliest) {
             self.stops.pop_front();
         }

@@ -20,7 +20,9 @@ impl LogTime {
     pub fn earlier_by(&self, seconds: f64) -> LogTime {
         LogTime {
             uptime_s: self.uptime_s.map(|u| u - seconds),
-            wall: self.wall.map(|w| w - seconds_to_duration(seconds)),
+            wall: self
+                .wall
+                .and_then(|w| w.checked_sub_signed(seconds_to_duration(seconds))),
         }
     }
 }

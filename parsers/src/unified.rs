@@ -18,6 +18,10 @@ use crate::lines::{LineSplitter, Piece};
 /// are dropped first. Keeps memory bounded on any input.
 const MAX_OPEN_COLLECTIONS: usize = 128;
 
+/// At most this many pool lines are kept per collection (HotSpot writes two
+/// to five); more means a garbled log, and memory must stay bounded.
+const MAX_POOLS_PER_COLLECTION: usize = 16;
+
 /// A drop in uptime larger than this (seconds) means a new JVM run.
 const RESTART_UPTIME_DROP_S: f64 = 1.0;
 
@@ -483,7 +487,7 @@ impl GcLogParser {
         match (wall, uptime_s) {
             (Some(wall), Some(uptime)) => {
                 if self.run.anchor.is_none() {
-                    self.run.anchor = Some(wall - seconds_to_duration(uptime));
+                    self.run.anchor = wall.checked_sub_signed(seconds_to_duration(uptime));
                 }
                 LogTime {
                     uptime_s,
@@ -492,7 +496,10 @@ impl GcLogParser {
             }
             (None, Some(uptime)) => LogTime {
                 uptime_s,
-                wall: self.run.anchor.map(|a| a + seconds_to_duration(uptime)),
+                wall: self
+                    .run
+                    .anchor
+                    .and_then(|a| a.checked_add_signed(seconds_to_duration(uptime))),
             },
             (wall, None) => LogTime {
                 uptime_s: None,
@@ -508,6 +515,13 @@ impl GcLogParser {
                 self.run.collector = Collector::ZGenerational
             }
             _ => {}
+        }
+    }
+
+    fn add_pool(&mut self, id: u64, pool: PoolTransition) {
+        let pools = &mut self.open_collection(id).pools;
+        if pools.len() < MAX_POOLS_PER_COLLECTION {
+            pools.push(pool);
         }
     }
 
@@ -725,24 +739,30 @@ impl GcLogParser {
                     .filter(|(rest, _)| rest.is_empty() || rest.starts_with(' '));
                 if let Some((_, transition)) = parsed {
                     self.infer_collector(Some(collector));
-                    self.open_collection(id).pools.push(PoolTransition {
-                        name: label.to_string(),
-                        before_bytes: transition.before_bytes,
-                        after_bytes: transition.after_bytes,
-                        capacity_bytes: transition.capacity_bytes,
-                    });
+                    self.add_pool(
+                        id,
+                        PoolTransition {
+                            name: label.to_string(),
+                            before_bytes: transition.before_bytes,
+                            after_bytes: transition.after_bytes,
+                            capacity_bytes: transition.capacity_bytes,
+                        },
+                    );
                     return Understood::Yes;
                 }
             } else if let Some(region) = label.strip_suffix(" regions") {
                 if let Ok(("", (before, after, capacity))) = grammar::region_transition(value) {
                     self.infer_collector(Some(Collector::G1));
                     if let Some(region_bytes) = self.run.region_bytes {
-                        self.open_collection(id).pools.push(PoolTransition {
-                            name: format!("{region} regions"),
-                            before_bytes: before * region_bytes,
-                            after_bytes: after * region_bytes,
-                            capacity_bytes: capacity.map(|c| c * region_bytes),
-                        });
+                        self.add_pool(
+                            id,
+                            PoolTransition {
+                                name: format!("{region} regions"),
+                                before_bytes: before.saturating_mul(region_bytes),
+                                after_bytes: after.saturating_mul(region_bytes),
+                                capacity_bytes: capacity.map(|c| c.saturating_mul(region_bytes)),
+                            },
+                        );
                     }
                     return Understood::Yes;
                 }

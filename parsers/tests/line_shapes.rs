@@ -465,3 +465,28 @@ fn g1_regions_become_bytes_with_the_preamble_region_size() {
     assert_eq!(p[0].pools[1].after_bytes, 5 << 20);
     assert_eq!(p[0].pools[0].capacity_bytes, Some(5 << 20));
 }
+
+/// Inputs the fuzz target found (fuzz/README.md): they once panicked or grew the state.
+#[test]
+fn fuzz_findings_neither_panic_nor_grow() {
+    let (events, _) = parse(
+        "[8210000000000000ms][0ms] Safepoint \"\", Total: 1 ns\n[9000000000.0s] Safepoint \"\", Total: 1 ns\n",
+    );
+    assert_eq!(events.len(), 2);
+    let (_, stats) = parse("Heap Region Size: 1T\nGC(1)en regions: 99999999->0(1)\n");
+    assert_eq!(stats.lines, 2);
+    let mut parser = GcLogParser::default();
+    let mut events = Vec::new();
+    for _ in 0..10_000 {
+        parser.feed(b"GC(1) PSYoungGen: 9T->9T(9T)\n", &mut events);
+    }
+    parser.feed(
+        b"GC(1) Pause Young (Allocation Failure) 1M->1M(2M) 1.0ms\n",
+        &mut events,
+    );
+    parser.finish(&mut events);
+    let GcEvent::Pause(pause) = &events[0] else {
+        panic!()
+    };
+    assert!(pause.pools.len() <= 16, "{} pools kept", pause.pools.len());
+}
