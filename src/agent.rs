@@ -762,7 +762,10 @@ fn hand_requests(
                     duration_s: request.duration_s,
                 });
             }
-            state.access_streams[access_slot].target = Some(log);
+            let labels = state.streams[slot].labels.clone();
+            let access = &mut state.access_streams[access_slot];
+            access.target = Some(log);
+            access.labels = labels;
         }
         None => state.access_streams[access_slot].unattributed_requests += requests.len() as u64,
     }

@@ -657,11 +657,20 @@ fn encode_access(enc: &mut DescriptorEncoder, state: &AgentState) -> fmt::Result
             |a| a.unattributed_requests,
         ),
     ];
+    // The access log's own path, and the labels of the GC stream it feeds.
+    let label_sets: Vec<Vec<(&str, &str)>> = state
+        .access_streams
+        .iter()
+        .map(|access| {
+            let mut labels = vec![("log", access.log.as_str())];
+            labels.extend(access.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            labels
+        })
+        .collect();
     for (name, help, value) in counts {
         let mut metric = family(enc, name, help, MetricType::Counter)?;
-        for access in &state.access_streams {
-            ConstCounter::new(value(access))
-                .encode(metric.encode_family(&[("log", access.log.as_str())])?)?;
+        for (access, labels) in state.access_streams.iter().zip(&label_sets) {
+            ConstCounter::new(value(access)).encode(metric.encode_family(labels)?)?;
         }
     }
     let mut readable = family(
@@ -670,9 +679,8 @@ fn encode_access(enc: &mut DescriptorEncoder, state: &AgentState) -> fmt::Result
         "1 when the access log could be read at the last attempt.",
         MetricType::Gauge,
     )?;
-    for access in &state.access_streams {
-        ConstGauge::new(i64::from(access.readable))
-            .encode(readable.encode_family(&[("log", access.log.as_str())])?)?;
+    for (access, labels) in state.access_streams.iter().zip(&label_sets) {
+        ConstGauge::new(i64::from(access.readable)).encode(readable.encode_family(labels)?)?;
     }
     Ok(())
 }

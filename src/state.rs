@@ -49,6 +49,10 @@ pub struct AccessStreamState {
     pub log: String,
     /// The GC stream (its `log`) the requests are lined up with, once found.
     pub target: Option<String>,
+    /// That GC stream's configured labels, so the access log's series carry
+    /// the same `service`.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
     pub stats: AccessStats,
     pub read_lag_bytes: u64,
     pub readable: bool,

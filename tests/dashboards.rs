@@ -1,0 +1,929 @@
+//! Every query in the Grafana dashboards is run against a real Prometheus that
+//! scraped the agent in this test, and must return data.
+//!
+//! Two agents (two `instance`s of the service `checkout`) follow the same
+//! recorded Java service: `tests/fixtures/latency/jdk17-parallel/gc.log`
+//! written live by `pausewatch replay --speed 8 --retime`, and its access log
+//! rewritten here with the same shift, so that pauses and requests line up as
+//! they did in the JVM and the requests' minute is attributed within the test.
+//! Prometheus scrapes both agents every second and loads
+//! `dashboards/prometheus/pausewatch-rules.yml` when it exists. Then every
+//! `expr` of every panel of every dashboard under `dashboards/grafana` (found
+//! by walking the JSON, whatever its layout) is run through
+//! `/api/v1/query` with the Grafana variables substituted, and must return at
+//! least one sample with a finite value. The only exceptions are listed in
+//! [`ALLOWED_EMPTY`], each with its reason.
+//!
+//! Needs `/usr/bin/prometheus` (Debian's `prometheus` package, which CI
+//! installs) or `prometheus` on `PATH`; without it the test prints `SKIPPED`
+//! and returns. The structural checks of the dashboards run without it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use serde_json::Value;
+
+/// A recorded Java service that paused: GC log and access log of the same run.
+const FIXTURE: &str = "tests/fixtures/latency/jdk17-parallel";
+const SERVICE: &str = "checkout";
+/// Agents scraped by Prometheus: more than one, so that the per-service
+/// medians of the canary panels have something to be the median of.
+const AGENTS: usize = 2;
+/// The whole test, including the wait for a minute to be attributed.
+const TEST_BUDGET: Duration = Duration::from_secs(90);
+/// The replay starts between these seconds of a wall-clock minute, so that the
+/// minute it starts in holds the first full GC and its slow requests (the log's
+/// first 10 s) and ends, and is attributed, within the budget.
+const START_WINDOW_SECONDS: (f64, f64) = (15.0, 50.0);
+/// `finalize_after` given to the agents: a minute is attributed this long after it ends.
+const FINALIZE_AFTER_SECONDS: i64 = 1;
+/// HotSpot's `time` decoration, as `pausewatch replay --retime` writes it.
+const GC_TIME_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.3f%z";
+
+/// The Grafana variables and what they become here: every instance of the
+/// service the agents report, and the intervals Grafana would compute for a
+/// short range with a 1 s scrape interval.
+const VARIABLES: [(&str, &str); 6] = [
+    ("service", SERVICE),
+    ("instance", ".+"),
+    ("__rate_interval", "1m"),
+    ("__interval", "15s"),
+    ("__range", "5m"),
+    ("datasource", "prometheus"),
+];
+
+/// ALLOWED-EMPTY queries: an expression containing the first string may return
+/// no sample, for the reason given. Every other query must return data.
+const ALLOWED_EMPTY: [(&str, &str); 2] = [
+    (
+        "ALERTS{",
+        "ALLOWED EMPTY: ALERTS exists only while a rule fires, and nothing has to fire here",
+    ),
+    (
+        "pausewatch_alerts{",
+        "ALLOWED EMPTY: the agent does not export pausewatch_alerts yet (being built)",
+    ),
+];
+
+/// An expression containing this is a fleet-wide median of a service: it
+/// filters by service but deliberately not by instance.
+const FLEET_MEDIAN: &str = "quantile by (service) (0.5,";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join(FIXTURE).join(name)
+}
+
+// ---------------------------------------------------------------- dashboards
+
+/// Every `*.json` file under `dashboards/grafana`, parsed.
+fn dashboards() -> Vec<(PathBuf, Value)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|entry| entry.expect("directory entry").path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|ext| ext == "json") {
+                out.push(path);
+            }
+        }
+    }
+    let mut paths = Vec::new();
+    walk(&root().join("dashboards/grafana"), &mut paths);
+    assert!(
+        !paths.is_empty(),
+        "no dashboard JSON under dashboards/grafana"
+    );
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let json = serde_json::from_str(&text)
+                .unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
+            (path, json)
+        })
+        .collect()
+}
+
+/// One PromQL expression of a dashboard, with where it was found.
+struct Query {
+    dashboard: String,
+    panel: String,
+    ref_id: String,
+    expr: String,
+}
+
+impl Query {
+    fn name(&self) -> String {
+        format!("{} / {} / {}", self.dashboard, self.panel, self.ref_id)
+    }
+}
+
+/// Every `"expr"` string anywhere in the dashboard, with the title of the
+/// innermost titled object around it (the panel) and the target's `refId`.
+fn collect_exprs(value: &Value, panel: &str, ref_id: &str, file: &str, out: &mut Vec<Query>) {
+    match value {
+        Value::Object(map) => {
+            let panel = map.get("title").and_then(Value::as_str).unwrap_or(panel);
+            let ref_id = map.get("refId").and_then(Value::as_str).unwrap_or(ref_id);
+            for (key, child) in map {
+                match (key.as_str(), child) {
+                    ("expr", Value::String(expr)) => out.push(Query {
+                        dashboard: file.to_string(),
+                        panel: panel.to_string(),
+                        ref_id: ref_id.to_string(),
+                        expr: expr.clone(),
+                    }),
+                    _ => collect_exprs(child, panel, ref_id, file, out),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                collect_exprs(item, panel, ref_id, file, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn dashboard_queries() -> Vec<Query> {
+    let mut out = Vec::new();
+    for (path, json) in dashboards() {
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        let before = out.len();
+        collect_exprs(&json, "(dashboard)", "-", &file, &mut out);
+        assert!(out.len() > before, "{file}: no expr in any panel");
+    }
+    out
+}
+
+/// Grafana's variable forms `$name`, `${name}` and `${name:format}` replaced
+/// by [`VARIABLES`]; an unknown variable is an error. A `$` not followed by a
+/// name (a regex anchor) stays.
+fn substitute(expr: &str) -> Result<String, String> {
+    let values: BTreeMap<&str, &str> = VARIABLES.into_iter().collect();
+    let mut out = String::with_capacity(expr.len());
+    let mut rest = expr;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (name, consumed) = if let Some(braced) = after.strip_prefix('{') {
+            let close = braced
+                .find('}')
+                .ok_or_else(|| format!("unclosed ${{ in {expr:?}"))?;
+            let inner = &braced[..close];
+            (inner.split(':').next().unwrap_or(inner), close + 2)
+        } else {
+            let len = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            (&after[..len], len)
+        };
+        if name.is_empty() {
+            out.push('$');
+            rest = after;
+            continue;
+        }
+        let value = values
+            .get(name)
+            .ok_or_else(|| format!("unknown Grafana variable ${name} in {expr:?}"))?;
+        out.push_str(value);
+        rest = &after[consumed..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn allowed_empty(expr: &str) -> Option<&'static str> {
+    ALLOWED_EMPTY
+        .iter()
+        .find(|(marker, _)| expr.contains(marker))
+        .map(|(_, reason)| *reason)
+}
+
+/// `(variable, selector, label)` of every `label_values(selector, label)` variable.
+fn label_values_variables() -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for (path, json) in dashboards() {
+        let variables = json["templating"]["list"].as_array().cloned();
+        for variable in variables.unwrap_or_default() {
+            if variable["type"] != "query" {
+                continue;
+            }
+            let name = variable["name"].as_str().unwrap_or("?").to_string();
+            let query = variable["query"]["query"]
+                .as_str()
+                .or_else(|| variable["query"].as_str())
+                .or_else(|| variable["definition"].as_str())
+                .unwrap_or_else(|| panic!("{}: variable {name} has no query", path.display()));
+            let args = query
+                .trim()
+                .strip_prefix("label_values(")
+                .and_then(|q| q.strip_suffix(')'))
+                .unwrap_or_else(|| panic!("{name}: not a label_values() query: {query}"));
+            let (selector, label) = args
+                .rsplit_once(',')
+                .unwrap_or_else(|| panic!("{name}: label_values without a metric: {query}"));
+            out.push((name, selector.trim().to_string(), label.trim().to_string()));
+        }
+    }
+    out
+}
+
+/// Every panel, rows' nested panels included.
+fn all_panels(dashboard: &Value) -> Vec<&Value> {
+    fn walk<'a>(panels: &'a Value, out: &mut Vec<&'a Value>) {
+        for panel in panels.as_array().into_iter().flatten() {
+            out.push(panel);
+            walk(&panel["panels"], out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&dashboard["panels"], &mut out);
+    out
+}
+
+/// Every Prometheus datasource reference, wherever it is.
+fn prometheus_datasources<'a>(value: &'a Value, out: &mut Vec<&'a Value>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(ds) = map.get("datasource") {
+                if ds["type"] == "prometheus" || ds.is_string() {
+                    out.push(ds);
+                }
+            }
+            for child in map.values() {
+                prometheus_datasources(child, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| prometheus_datasources(i, out)),
+        _ => {}
+    }
+}
+
+/// What Grafana needs to import and provision the dashboards, and the filters
+/// every query must apply. Needs no Prometheus.
+#[test]
+fn dashboards_are_provisionable_and_filtered() {
+    let mut uids = BTreeSet::new();
+    for (path, json) in dashboards() {
+        let file = path.display().to_string();
+        assert!(json.get("__inputs").is_none(), "{file}: has __inputs");
+        assert!(
+            json["schemaVersion"].as_u64().is_some_and(|v| v >= 36),
+            "{file}: schemaVersion {}",
+            json["schemaVersion"]
+        );
+        let uid = json["uid"].as_str().unwrap_or_default();
+        assert!(!uid.is_empty(), "{file}: no uid");
+        assert!(uids.insert(uid.to_string()), "{file}: uid {uid} used twice");
+        assert!(json["title"].as_str().is_some_and(|t| !t.is_empty()));
+
+        let variables = json["templating"]["list"].as_array().expect("templating");
+        let variable = |name: &str| {
+            variables
+                .iter()
+                .find(|v| v["name"] == name)
+                .unwrap_or_else(|| panic!("{file}: no variable {name}"))
+        };
+        let datasource = variable("datasource");
+        assert_eq!(datasource["type"], "datasource", "{file}: {datasource}");
+        assert_eq!(datasource["query"], "prometheus", "{file}: {datasource}");
+        for name in ["service", "instance"] {
+            assert_eq!(variable(name)["type"], "query", "{file}: {name}");
+        }
+
+        let mut references = Vec::new();
+        prometheus_datasources(&json, &mut references);
+        assert!(!references.is_empty());
+        for ds in references {
+            assert_eq!(
+                ds["uid"], "${datasource}",
+                "{file}: a datasource not taken from the variable: {ds}"
+            );
+        }
+
+        let mut ids = BTreeSet::new();
+        for panel in all_panels(&json) {
+            let title = panel["title"].as_str().unwrap_or("?");
+            let id = panel["id"].as_u64().expect("panel id");
+            assert!(ids.insert(id), "{file}: panel id {id} used twice");
+            if panel["type"] == "row" {
+                continue;
+            }
+            assert!(
+                panel["description"].as_str().is_some_and(|d| d.len() > 20),
+                "{file}: panel {title:?} has no description"
+            );
+            let targets = panel["targets"].as_array().expect("targets");
+            assert!(!targets.is_empty(), "{file}: panel {title:?} has no target");
+            for target in targets {
+                assert!(
+                    target["expr"].as_str().is_some_and(|e| !e.is_empty()),
+                    "{file}: panel {title:?}: a target without expr: {target}"
+                );
+            }
+        }
+    }
+
+    for query in dashboard_queries() {
+        let expr = &query.expr;
+        assert!(
+            expr.contains("service=~\"$service\""),
+            "{}: not filtered by service: {expr}",
+            query.name()
+        );
+        assert!(
+            expr.contains("instance=~\"$instance\"") || expr.contains(FLEET_MEDIAN),
+            "{}: not filtered by instance: {expr}",
+            query.name()
+        );
+        substitute(expr).unwrap_or_else(|e| panic!("{}: {e}", query.name()));
+    }
+
+    let provisioning = root().join("dashboards/grafana/provisioning");
+    let read = |name: &str| {
+        std::fs::read_to_string(provisioning.join(name))
+            .unwrap_or_else(|e| panic!("provisioning/{name}: {e}"))
+    };
+    let providers = read("dashboards.yml");
+    for needle in ["apiVersion: 1", "providers:", "type: file", "path:"] {
+        assert!(providers.contains(needle), "dashboards.yml lacks {needle}");
+    }
+    let datasources = read("datasources.yml");
+    for needle in [
+        "apiVersion: 1",
+        "type: prometheus",
+        "uid: prometheus",
+        "url: http://localhost:9090",
+    ] {
+        assert!(
+            datasources.contains(needle),
+            "datasources.yml lacks {needle}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------- processes
+
+/// `/usr/bin/prometheus`, else the first `prometheus` on `PATH`.
+fn prometheus_binary() -> Option<PathBuf> {
+    let debian = PathBuf::from("/usr/bin/prometheus");
+    if debian.is_file() {
+        return Some(debian);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("prometheus"))
+        .find(|candidate| candidate.is_file())
+}
+
+/// `n` distinct free loopback ports (all held while they are picked).
+fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// The children of the test, killed when it ends; on a failure their stderr
+/// and the agents' latency series are printed first.
+struct Children {
+    running: Vec<(String, Child, PathBuf)>,
+    agent_ports: Vec<u16>,
+}
+
+impl Children {
+    fn spawn(&mut self, name: &str, command: &mut Command, dir: &Path) {
+        let stderr_path = dir.join(format!("{name}.stderr"));
+        let stderr = File::create(&stderr_path).expect("create a stderr file");
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        self.running.push((name.to_string(), child, stderr_path));
+    }
+
+    fn exited(&mut self, name: &str) -> Option<ExitStatus> {
+        let (_, child, _) = self
+            .running
+            .iter_mut()
+            .find(|(n, _, _)| n == name)
+            .expect("known child");
+        child.try_wait().expect("try_wait")
+    }
+
+    /// Panics if an agent or Prometheus has died.
+    fn assert_alive(&mut self) {
+        let names: Vec<String> = self
+            .running
+            .iter()
+            .map(|(n, _, _)| n.clone())
+            .filter(|n| n != "replay")
+            .collect();
+        for name in names {
+            if let Some(status) = self.exited(&name) {
+                panic!("{name} exited early: {status}");
+            }
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        let failed = std::thread::panicking();
+        if failed {
+            for port in &self.agent_ports {
+                match http_get(*port, "/metrics") {
+                    Ok((status, body)) => {
+                        eprintln!(
+                            "----- agent :{port} /metrics (HTTP {status}), main series -----"
+                        );
+                        for line in body.lines().filter(|line| {
+                            [
+                                "pausewatch_log_lines_total",
+                                "pausewatch_gc_pause_max_seconds",
+                                "pausewatch_request",
+                                "pausewatch_slow_",
+                                "pausewatch_access_log_lines_total",
+                                "pausewatch_errors_total",
+                            ]
+                            .iter()
+                            .any(|name| line.starts_with(name))
+                        }) {
+                            eprintln!("{line}");
+                        }
+                    }
+                    Err(error) => eprintln!("----- agent :{port} /metrics unavailable: {error}"),
+                }
+            }
+        }
+        for (_, child, _) in &mut self.running {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if !failed {
+            return;
+        }
+        for (name, _, stderr_path) in &self.running {
+            let text = std::fs::read_to_string(stderr_path).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(40)..];
+            eprintln!(
+                "----- {name} stderr (last {} of {} lines) -----",
+                tail.len(),
+                lines.len()
+            );
+            for line in tail {
+                eprintln!("{line}");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- HTTP
+
+/// One HTTP/1.0 GET: the server closes the connection after the response.
+fn http_get(port: u16, target: &str) -> Result<(u16, String), String> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .and_then(|()| stream.set_write_timeout(Some(Duration::from_secs(10))))
+        .map_err(|e| e.to_string())?;
+    let request = format!("GET {target} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("send to {addr}: {e}"))?;
+    let mut raw = Vec::new();
+    stream
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("read from {addr}: {e}"))?;
+    let raw = String::from_utf8(raw).map_err(|e| format!("non-UTF-8 reply: {e}"))?;
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("no header end in reply: {raw:?}"))?;
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("no status in {head:?}"))?;
+    Ok((status, body.to_string()))
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// GET a Prometheus API path and return its `data`, or why not.
+fn api(prom_port: u16, target: &str) -> Result<Value, String> {
+    let (status, body) = http_get(prom_port, target)?;
+    let json: Value =
+        serde_json::from_str(&body).map_err(|e| format!("{target}: bad JSON ({e}): {body}"))?;
+    if status != 200 || json["status"] != "success" {
+        return Err(format!("HTTP {status}: {body}"));
+    }
+    Ok(json["data"].clone())
+}
+
+/// An instant query's result vector.
+fn query(prom_port: u16, promql: &str) -> Result<Vec<Value>, String> {
+    let data = api(
+        prom_port,
+        &format!("/api/v1/query?query={}", url_encode(promql)),
+    )?;
+    if data["resultType"] != "vector" {
+        return Err(format!("not a vector: {data}"));
+    }
+    Ok(data["result"].as_array().cloned().unwrap_or_default())
+}
+
+/// A sample's value (`"69"`, `"NaN"`, `"+Inf"`).
+fn sample_value(sample: &Value) -> f64 {
+    sample["value"][1]
+        .as_str()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// The number of samples of `promql`, 0 on any error.
+fn count(prom_port: u16, promql: &str) -> usize {
+    query(prom_port, promql).map_or(0, |r| r.len())
+}
+
+// ---------------------------------------------------------------- time
+
+/// Seconds since the start of the wall-clock minute of `at`.
+fn second_of_minute(at: DateTime<Utc>) -> f64 {
+    at.timestamp().rem_euclid(60) as f64 + f64::from(at.timestamp_subsec_millis()) / 1000.0
+}
+
+/// The time decoration of a GC log line (`[2026-11-30T02:21:19.737+0000]...`).
+fn gc_line_time(line: &str) -> Option<DateTime<Utc>> {
+    let decoration = line.strip_prefix('[')?.split(']').next()?;
+    DateTime::parse_from_str(decoration, GC_TIME_FORMAT)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// The fixture's access log with every request start moved by `shift`.
+fn shifted_access_log(shift: TimeDelta) -> String {
+    let text = std::fs::read_to_string(fixture("access.jsonl")).expect("read access.jsonl");
+    let mut out = String::with_capacity(text.len() + 1024);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut request: Value = serde_json::from_str(line).expect("access.jsonl line is JSON");
+        let start = request["start"].as_str().expect("start");
+        let start = DateTime::parse_from_rfc3339(start).expect("RFC 3339 start");
+        let moved =
+            (start.with_timezone(&Utc) + shift).to_rfc3339_opts(SecondsFormat::Micros, true);
+        request["start"] = Value::String(moved);
+        out.push_str(&request.to_string());
+        out.push('\n');
+    }
+    out
+}
+
+/// Polls `ready` every 200 ms until it holds; panics with `what` at `deadline`.
+fn wait_until(
+    children: &mut Children,
+    deadline: Instant,
+    what: &str,
+    mut ready: impl FnMut(&mut Children) -> bool,
+) {
+    loop {
+        children.assert_alive();
+        if ready(children) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out (test budget {TEST_BUDGET:?}) waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+// ---------------------------------------------------------------- the test
+
+#[test]
+fn every_dashboard_query_returns_data() {
+    let Some(prometheus) = prometheus_binary() else {
+        eprintln!(
+            "\n\n*** SKIPPED: prometheus not installed *** (no /usr/bin/prometheus, none on \
+             PATH; `apt-get install prometheus` to run tests/dashboards.rs)\n\n"
+        );
+        return;
+    };
+    let started = Instant::now();
+    let deadline = started + TEST_BUDGET;
+    let queries = dashboard_queries();
+    let variables = label_values_variables();
+
+    let source = fixture("gc.log");
+    let log_text = std::fs::read_to_string(&source).expect("read the fixture GC log");
+    let log_lines = log_text.bytes().filter(|&b| b == b'\n').count() as f64;
+    let first_time = log_text
+        .lines()
+        .find_map(gc_line_time)
+        .expect("the fixture log has a time decoration");
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().to_path_buf();
+    let ports = free_ports(AGENTS + 1);
+    let (agent_ports, prom_port) = (ports[..AGENTS].to_vec(), ports[AGENTS]);
+    let gc_log = dir.join("gc.log");
+    let access_log = dir.join("access.jsonl");
+    File::create(&gc_log).expect("create the GC log");
+    File::create(&access_log).expect("create the access log");
+
+    // Paths as JSON strings: valid TOML basic strings, whatever they hold.
+    let toml_string = |path: &Path| serde_json::to_string(&path.display().to_string()).unwrap();
+    let mut children = Children {
+        running: Vec::new(),
+        agent_ports: agent_ports.clone(),
+    };
+    for (i, port) in agent_ports.iter().enumerate() {
+        let config = [
+            format!("listen = \"127.0.0.1:{port}\""),
+            format!(
+                "checkpoint_dir = {}",
+                toml_string(&dir.join(format!("checkpoint-{i}")))
+            ),
+            "poll_interval = \"100ms\"".to_string(),
+            String::new(),
+            "[[gc_log]]".to_string(),
+            format!("path = {}", toml_string(&gc_log)),
+            "start_at = \"beginning\"".to_string(),
+            format!("labels = {{ service = \"{SERVICE}\" }}"),
+            String::new(),
+            "[[access_log]]".to_string(),
+            format!("path = {}", toml_string(&access_log)),
+            "format = \"json\"".to_string(),
+            "time_field = \"start\"".to_string(),
+            "duration_field = \"duration_ms\"".to_string(),
+            "duration_unit = \"ms\"".to_string(),
+            "start_at = \"beginning\"".to_string(),
+            String::new(),
+            "[correlation]".to_string(),
+            "slo = \"50ms\"".to_string(),
+            format!("finalize_after = \"{FINALIZE_AFTER_SECONDS}s\""),
+        ];
+        let path = dir.join(format!("pausewatch-{i}.toml"));
+        std::fs::write(&path, config.join("\n") + "\n").unwrap();
+        children.spawn(
+            &format!("agent-{i}"),
+            Command::new(env!("CARGO_BIN_EXE_pausewatch"))
+                .args(["run", "--config"])
+                .arg(&path),
+            &dir,
+        );
+    }
+
+    let rules = root().join("dashboards/prometheus/pausewatch-rules.yml");
+    let targets: Vec<String> = agent_ports
+        .iter()
+        .map(|p| format!("'127.0.0.1:{p}'"))
+        .collect();
+    let mut prom_yaml = vec![
+        "global:".to_string(),
+        "  scrape_interval: 1s".to_string(),
+        "  scrape_timeout: 1s".to_string(),
+        "  evaluation_interval: 1s".to_string(),
+    ];
+    if rules.is_file() {
+        prom_yaml.push("rule_files:".to_string());
+        prom_yaml.push(format!("  - {}", toml_string(&rules)));
+    }
+    prom_yaml.extend([
+        "scrape_configs:".to_string(),
+        "  - job_name: pausewatch".to_string(),
+        "    static_configs:".to_string(),
+        format!("      - targets: [{}]", targets.join(", ")),
+    ]);
+    let prom_config = dir.join("prometheus.yml");
+    std::fs::write(&prom_config, prom_yaml.join("\n") + "\n").unwrap();
+    children.spawn(
+        "prometheus",
+        Command::new(&prometheus)
+            .arg(format!("--config.file={}", prom_config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}")),
+        &dir,
+    );
+
+    for port in &agent_ports {
+        wait_until(
+            &mut children,
+            deadline,
+            "the agents serving /metrics",
+            |_| matches!(http_get(*port, "/metrics"), Ok((200, body)) if body.ends_with("# EOF\n")),
+        );
+    }
+    wait_until(&mut children, deadline, "prometheus /-/ready", |_| {
+        matches!(http_get(prom_port, "/-/ready"), Ok((200, _)))
+    });
+    if rules.is_file() {
+        let groups = api(prom_port, "/api/v1/rules").expect("rules API");
+        let groups = groups["groups"].as_array().map_or(0, Vec::len);
+        eprintln!("loaded {} ({groups} rule groups)", rules.display());
+    } else {
+        eprintln!("{} does not exist: no rules loaded", rules.display());
+    }
+    // A scrape of the empty logs by both agents, so that every counter is seen growing.
+    let empty =
+        format!("pausewatch_log_lines_total{{job=\"pausewatch\",service=\"{SERVICE}\"}} == 0");
+    wait_until(
+        &mut children,
+        deadline,
+        "a first scrape of every agent",
+        |_| count(prom_port, &empty) == AGENTS,
+    );
+
+    // Start the replay where its first minute holds a full GC and slow
+    // requests and ends soon enough.
+    let second = second_of_minute(Utc::now());
+    let (from, to) = START_WINDOW_SECONDS;
+    if !(from..=to).contains(&second) {
+        let wait = Duration::from_secs_f64((from - second).rem_euclid(60.0));
+        eprintln!("at :{second:.1}, waiting {wait:.1?} to start the replay at :{from}");
+        let until = Instant::now() + wait;
+        wait_until(&mut children, deadline, "the replay's start", |_| {
+            Instant::now() >= until
+        });
+    }
+    children.spawn(
+        "replay",
+        Command::new(env!("CARGO_BIN_EXE_pausewatch"))
+            .arg("replay")
+            .arg(&source)
+            .arg(&gc_log)
+            .args(["--speed", "8", "--retime"]),
+        &dir,
+    );
+
+    // The replay's shift, read back from its first line: the access log gets
+    // exactly the same one, so that requests overlap the pauses they did.
+    let mut shift = None;
+    wait_until(&mut children, deadline, "the replay's first line", |_| {
+        let text = std::fs::read_to_string(&gc_log).unwrap_or_default();
+        shift = text
+            .lines()
+            .next()
+            .filter(|_| text.contains('\n'))
+            .and_then(gc_line_time)
+            .map(|now| now - first_time);
+        shift.is_some()
+    });
+    let shift = shift.unwrap();
+    let replay_start = first_time + shift;
+    OpenOptions::new()
+        .append(true)
+        .open(&access_log)
+        .and_then(|mut f| f.write_all(shifted_access_log(shift).as_bytes()))
+        .expect("write the access log");
+    let minute_end = (replay_start.timestamp().div_euclid(60) + 1) * 60;
+    eprintln!(
+        "replay started at {replay_start} (:{:.1}); its first minute is attributed at about {}",
+        second_of_minute(replay_start),
+        DateTime::from_timestamp(minute_end + FINALIZE_AFTER_SECONDS, 0).unwrap()
+    );
+
+    // Until Prometheus holds the attributed minute of both agents and the whole log.
+    let lines = format!(
+        "pausewatch_log_lines_total{{job=\"pausewatch\",service=\"{SERVICE}\"}} == {log_lines}"
+    );
+    let attributed = format!(
+        "pausewatch_request_latency_p999_without_stop_affected_seconds{{service=\"{SERVICE}\"}}"
+    );
+    let slow = format!("increase(pausewatch_slow_requests_total{{service=\"{SERVICE}\"}}[1m]) > 0");
+    wait_until(
+        &mut children,
+        deadline,
+        "Prometheus to hold both agents' attributed minute",
+        |children| {
+            let replayed = match children.exited("replay") {
+                Some(status) => {
+                    assert!(status.success(), "pausewatch replay failed: {status}");
+                    true
+                }
+                None => false,
+            };
+            replayed
+                && count(prom_port, &lines) == AGENTS
+                && count(prom_port, &attributed) == AGENTS
+                && count(prom_port, &slow) == AGENTS
+        },
+    );
+    eprintln!(
+        "data ready after {:.1} s; running {} dashboard queries and {} variable queries\n",
+        started.elapsed().as_secs_f64(),
+        queries.len(),
+        variables.len()
+    );
+
+    let mut failures = Vec::new();
+    for q in &queries {
+        let promql = substitute(&q.expr).unwrap_or_else(|e| panic!("{}: {e}", q.name()));
+        let allowed = allowed_empty(&q.expr);
+        match query(prom_port, &promql) {
+            Err(error) => {
+                eprintln!(
+                    "[FAIL] error    {}\n       {promql}\n       {error}",
+                    q.name()
+                );
+                failures.push(format!("{}: {error}", q.name()));
+            }
+            Ok(result) => {
+                let finite = result
+                    .iter()
+                    .filter(|s| sample_value(s).is_finite())
+                    .count();
+                let values: Vec<String> = result
+                    .iter()
+                    .take(3)
+                    .map(|s| format!("{:.4}", sample_value(s)))
+                    .collect();
+                let verdict = match (finite, allowed) {
+                    (0, Some(_)) => "[ok, allowed empty]",
+                    (0, None) => "[FAIL]",
+                    _ => "[ok]",
+                };
+                eprintln!(
+                    "{verdict} {} series ({finite} finite) {}\n       {promql}\n       values {values:?}",
+                    result.len(),
+                    q.name()
+                );
+                if let (0, Some(reason)) = (finite, allowed) {
+                    eprintln!("       {reason}");
+                }
+                if finite == 0 && allowed.is_none() {
+                    failures.push(format!(
+                        "{}: {} series, none finite: {promql}",
+                        q.name(),
+                        result.len()
+                    ));
+                }
+            }
+        }
+    }
+    for (name, selector, label) in &variables {
+        let selector = substitute(selector).unwrap_or_else(|e| panic!("${name}: {e}"));
+        let promql = format!("group by ({label}) ({selector})");
+        let values: Vec<String> = query(prom_port, &promql)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|s| s["metric"][label.as_str()].as_str().map(str::to_string))
+            .collect();
+        let verdict = if values.is_empty() { "[FAIL]" } else { "[ok]" };
+        eprintln!("{verdict} variable ${name}: label_values({selector}, {label}) = {values:?}");
+        if values.is_empty() {
+            failures.push(format!("variable ${name}: no {label} values of {selector}"));
+        }
+    }
+
+    let elapsed = started.elapsed();
+    eprintln!(
+        "\ndashboards.rs: {} queries, {} failed, {:.1} s",
+        queries.len() + variables.len(),
+        failures.len(),
+        elapsed.as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} dashboard queries returned no data:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(elapsed <= TEST_BUDGET, "took {elapsed:?}");
+}
