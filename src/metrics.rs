@@ -23,7 +23,7 @@ use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::correlate::LatencyMinute;
-use crate::jvm::{SafepointSeries, PAUSE_BUCKETS};
+use crate::jvm::{Histogram, SafepointSeries, PAUSE_BUCKETS};
 use crate::latency::LatencyState;
 use crate::state::{AccessStreamState, AgentState, SharedState, StreamState};
 use crate::windows::{Minute, MinuteWindows};
@@ -222,6 +222,17 @@ fn encode_state(
     Ok(())
 }
 
+/// One histogram series. prometheus-client accumulates the buckets itself:
+/// it gets the per-bucket counts, not `Histogram::cumulative()`.
+fn encode_histogram(mut metric: MetricEncoder<'_>, histogram: &Histogram) -> fmt::Result {
+    let buckets: Vec<(f64, u64)> = PAUSE_BUCKETS
+        .iter()
+        .enumerate()
+        .map(|(i, &bound)| (bound, histogram.buckets.get(i).copied().unwrap_or(0)))
+        .collect();
+    metric.encode_histogram::<NoLabelSet>(histogram.sum, histogram.count, &buckets, None)
+}
+
 fn encode_pauses(
     enc: &mut DescriptorEncoder,
     streams: &[Stream],
@@ -243,17 +254,7 @@ fn encode_pauses(
                     ("cause", series.cause.as_str()),
                 ],
             );
-            let histogram = &series.histogram;
-            // prometheus-client accumulates the buckets itself: hand it the
-            // per-bucket counts, not `Histogram::cumulative()`.
-            let buckets: Vec<(f64, u64)> = PAUSE_BUCKETS
-                .iter()
-                .enumerate()
-                .map(|(i, &bound)| (bound, histogram.buckets.get(i).copied().unwrap_or(0)))
-                .collect();
-            pauses
-                .encode_family(&labels)?
-                .encode_histogram::<NoLabelSet>(histogram.sum, histogram.count, &buckets, None)?;
+            encode_histogram(pauses.encode_family(&labels)?, &series.histogram)?;
         }
     }
 
@@ -500,15 +501,7 @@ fn encode_latency(enc: &mut DescriptorEncoder, streams: &[Stream]) -> fmt::Resul
         let Some(latency) = &stream.state.latency else {
             continue;
         };
-        let histogram = &latency.histogram;
-        let buckets: Vec<(f64, u64)> = PAUSE_BUCKETS
-            .iter()
-            .enumerate()
-            .map(|(i, &bound)| (bound, histogram.buckets.get(i).copied().unwrap_or(0)))
-            .collect();
-        requests
-            .encode_family(&stream.labels)?
-            .encode_histogram::<NoLabelSet>(histogram.sum, histogram.count, &buckets, None)?;
+        encode_histogram(requests.encode_family(&stream.labels)?, &latency.histogram)?;
     }
     type Count = fn(&LatencyState) -> u64;
     let counts: [(&'static str, &str, Count); 3] = [

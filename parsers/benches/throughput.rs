@@ -30,6 +30,17 @@ fn bench_log() -> (PathBuf, Vec<u8>) {
     (fixtures, bytes)
 }
 
+/// Parses the whole log in 64 KiB reads, as `analyze` does.
+fn parse_all(bytes: &[u8]) -> usize {
+    let mut parser = GcLogParser::default();
+    let mut events = Vec::new();
+    for chunk in bytes.chunks(64 * 1024) {
+        parser.feed(chunk, &mut events);
+    }
+    parser.finish(&mut events);
+    events.len()
+}
+
 fn parse(c: &mut Criterion) {
     let (path, bytes) = bench_log();
     let lines = memchr::memchr_iter(b'\n', &bytes).count() as u64;
@@ -42,29 +53,9 @@ fn parse(c: &mut Criterion) {
     let mut group = c.benchmark_group("parse");
     group.sample_size(10);
     group.throughput(Throughput::Bytes(bytes.len() as u64));
-    group.bench_function("bytes", |b| {
-        b.iter(|| {
-            let mut parser = GcLogParser::default();
-            let mut events = Vec::new();
-            for chunk in bytes.chunks(64 * 1024) {
-                parser.feed(chunk, &mut events);
-            }
-            parser.finish(&mut events);
-            events.len()
-        })
-    });
+    group.bench_function("bytes", |b| b.iter(|| parse_all(&bytes)));
     group.throughput(Throughput::Elements(lines));
-    group.bench_function("lines", |b| {
-        b.iter(|| {
-            let mut parser = GcLogParser::default();
-            let mut events = Vec::new();
-            for chunk in bytes.chunks(64 * 1024) {
-                parser.feed(chunk, &mut events);
-            }
-            parser.finish(&mut events);
-            events.len()
-        })
-    });
+    group.bench_function("lines", |b| b.iter(|| parse_all(&bytes)));
     group.finish();
 }
 
