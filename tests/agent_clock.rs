@@ -41,15 +41,7 @@ fn uptime_only_log_is_placed_by_the_running_jvms_start() {
         .unwrap();
     assert!(status.success());
     let finished = Utc::now();
-    let snapshot: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("mxbeans.json")).unwrap())
-            .unwrap();
-    let jvm_pauses: u64 = snapshot["collectors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["count"].as_u64().unwrap())
-        .sum();
+    let jvm_pauses = common::MxBeans::read(&dir.path().join("mxbeans.json")).total_count();
     let metrics = agent.metrics_when(Duration::from_secs(10), |m| {
         sum(m, "jvm_gc_pause_seconds_count", &[]) == jvm_pauses as f64
     });

@@ -12,50 +12,22 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use common::{
+    gc_log_files as log_set, http_get_ok, jvm_fixture as fixture, MxBeans, PAUSEWATCH as BIN,
+};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_pausewatch");
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/jvm")
-        .join(name)
-}
+mod common;
 
 // ---------------------------------------------------------------------------
-// Metrics: a raw HTTP/1.0 client and an OpenMetrics text reader.
-
-fn http_get(port: u16, path: &str) -> std::io::Result<String> {
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = TcpStream::connect_timeout(&address, Duration::from_secs(2))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n"
-    )?;
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response)?;
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let Some((head, body)) = response.split_once("\r\n\r\n") else {
-        return Err(std::io::Error::other(format!(
-            "no header end in: {response:?}"
-        )));
-    };
-    let status = head.lines().next().unwrap_or_default();
-    if !status.contains(" 200 ") {
-        return Err(std::io::Error::other(format!("GET {path}: {status}")));
-    }
-    Ok(body.to_string())
-}
+// Metrics: an OpenMetrics text reader (the HTTP client is common::http_get_ok).
 
 #[derive(Debug, Clone, PartialEq)]
 struct Sample {
@@ -184,21 +156,7 @@ impl Metrics {
 
 /// `collectors[].name -> (count, time_ms)` of a `mxbeans.json`.
 fn mxbeans(path: &Path) -> BTreeMap<String, (u64, u64)> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    let json: Value = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("bad JSON in {}: {e}\n{text}", path.display()));
-    json["collectors"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no collectors in {}", path.display()))
-        .iter()
-        .map(|c| {
-            (
-                c["name"].as_str().unwrap().to_string(),
-                (c["count"].as_u64().unwrap(), c["time_ms"].as_u64().unwrap()),
-            )
-        })
-        .collect()
+    MxBeans::read(path).by_name()
 }
 
 fn add_beans(
@@ -289,11 +247,6 @@ struct Harness {
     last_metrics: Option<String>,
 }
 
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().unwrap().port()
-}
-
 impl Harness {
     /// A directory and an agent config following `sources` from their beginning.
     fn new(name: &'static str, sources: &dyn Fn(&Path) -> Vec<PathBuf>) -> Harness {
@@ -301,7 +254,7 @@ impl Harness {
             .prefix(&format!("pausewatch-{name}-"))
             .tempdir()
             .unwrap();
-        let port = free_port();
+        let port = common::free_port();
         let config = dir.path().join("pausewatch.toml");
         let mut text = format!(
             "listen = '127.0.0.1:{port}'\ncheckpoint_dir = '{}'\npoll_interval = '100ms'\ncheckpoint_interval = '200ms'\n",
@@ -343,9 +296,7 @@ impl Harness {
             .join(format!("agent-{}.stderr", self.agent_runs));
         self.agent_runs += 1;
         let stderr = File::create(&stderr_path).unwrap();
-        let child = Command::new(BIN)
-            .args(["run", "--config"])
-            .arg(&self.config)
+        let child = common::run_command(&self.config)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(stderr.try_clone().unwrap())
@@ -359,7 +310,7 @@ impl Harness {
             if let Some(status) = self.agent.as_mut().unwrap().try_wait().unwrap() {
                 panic!("the agent exited before serving: {status}");
             }
-            if http_get(self.port, "/healthz").is_ok() {
+            if http_get_ok(self.port, "/healthz").is_ok() {
                 return;
             }
             assert!(
@@ -426,7 +377,7 @@ impl Harness {
     }
 
     fn scrape(&mut self) -> Metrics {
-        let text = http_get(self.port, "/metrics")
+        let text = http_get_ok(self.port, "/metrics")
             .unwrap_or_else(|e| panic!("GET /metrics on port {}: {e}", self.port));
         let metrics = Metrics::parse(&text);
         self.last_metrics = Some(text);
@@ -526,21 +477,6 @@ fn identity(path: &Path) -> (u64, u64) {
     (meta.dev(), meta.ino())
 }
 
-/// `gc.log` and its rotated siblings (`gc.log.*`), sorted by name.
-fn log_set(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_string_lossy();
-            name == "gc.log" || name.starts_with("gc.log.")
-        })
-        .collect();
-    files.sort();
-    files
-}
-
 fn total_size(files: &[PathBuf]) -> u64 {
     files
         .iter()
@@ -564,43 +500,11 @@ fn total_lines(files: &[PathBuf]) -> u64 {
 // ---------------------------------------------------------------------------
 // The Java workload.
 
-/// Whether `java` and `javac` run.
-fn have_jdk() -> bool {
-    static HAVE: OnceLock<bool> = OnceLock::new();
-    *HAVE.get_or_init(|| {
-        ["java", "javac"].iter().all(|tool| {
-            Command::new(tool)
-                .arg("-version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        })
-    })
-}
-
-/// Compiles `GcWorkload.java` with `javac --release 17` into `dir/classes`.
+/// Compiles the workloads (tests/workload/*.java) into `dir/classes`.
 fn compile_workload(dir: &Path) -> PathBuf {
     let out = dir.join("classes");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workload/GcWorkload.java");
-    let output = Command::new("javac")
-        .args(["--release", "17", "-d"])
-        .arg(&out)
-        .arg(&source)
-        .output()
-        .expect("run javac");
-    assert!(
-        output.status.success(),
-        "javac failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::compile_workloads(&out);
     out
-}
-
-fn skip(test: &str) {
-    eprintln!(
-        "\n*** SKIPPED: {test}: `java` and `javac` (JDK 17+) are needed on PATH to run a real JVM ***\n"
-    );
 }
 
 /// `java ... GcWorkload steady SECONDS MXBEANS` in `dir`, logging to `dir/gc.log`.
@@ -641,9 +545,8 @@ fn workload_command(
 /// end with exactly the JVM's own counts: nothing lost, nothing counted twice.
 #[test]
 fn real_jvm_rotating_log_survives_agent_sigkill() {
-    const TEST: &str = "real_jvm_rotating_log_survives_agent_sigkill";
-    if !have_jdk() {
-        return skip(TEST);
+    if !common::java_or_skip("real_jvm_rotating_log_survives_agent_sigkill") {
+        return;
     }
     let mut h = Harness::new("sigkill", &|dir| vec![dir.join("gc.log")]);
     let dir = h.path().to_path_buf();
@@ -772,9 +675,8 @@ fn real_jvm_rotating_log_survives_agent_sigkill() {
 /// rename, reads the new file and counts both runs and one restart.
 #[test]
 fn jvm_restart_archives_the_old_log_and_is_counted() {
-    const TEST: &str = "jvm_restart_archives_the_old_log_and_is_counted";
-    if !have_jdk() {
-        return skip(TEST);
+    if !common::java_or_skip("jvm_restart_archives_the_old_log_and_is_counted") {
+        return;
     }
     let mut h = Harness::new("restart", &|dir| vec![dir.join("gc.log")]);
     let dir = h.path().to_path_buf();
@@ -958,11 +860,7 @@ fn copytruncate_and_delete_recreate_lose_nothing() {
     let part4 = part("part-4.log", cuts[3]..cuts[4]);
     h.spawn(
         "replay-4",
-        Command::new(BIN)
-            .arg("replay")
-            .arg(&part4)
-            .arg(&live)
-            .args(["--lines-per-second", "400"]),
+        &mut common::replay_command(&part4, &live, &["--lines-per-second", "400"]),
     );
     h.wait_for("replay-4", Duration::from_secs(20));
 
@@ -971,11 +869,7 @@ fn copytruncate_and_delete_recreate_lose_nothing() {
     let part5 = part("part-5.log", cuts[4]..cuts[5]);
     h.spawn(
         "replay-5",
-        Command::new(BIN)
-            .arg("replay")
-            .arg(&part5)
-            .arg(&live)
-            .args(["--lines-per-second", "400"]),
+        &mut common::replay_command(&part5, &live, &["--lines-per-second", "400"]),
     );
     h.wait_for("replay-5", Duration::from_secs(20));
     h.log("all written");
@@ -1157,11 +1051,11 @@ fn unreadable_file_next_to_a_good_one() {
     h.start_agent();
     h.spawn(
         "replay",
-        Command::new(BIN)
-            .arg("replay")
-            .arg(source.join("gc.log"))
-            .arg(&good)
-            .args(["--lines-per-second", "400"]),
+        &mut common::replay_command(
+            &source.join("gc.log"),
+            &good,
+            &["--lines-per-second", "400"],
+        ),
     );
     h.wait_for("replay", Duration::from_secs(20));
 

@@ -3,16 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::{jvm_fixture as fixture, MxBeans};
 use serde_json::Value;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/jvm")
-        .join(name)
-}
+mod common;
 
 fn analyze(args: &[&str], files: &[PathBuf]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_pausewatch"))
+    let output = Command::new(common::PAUSEWATCH)
         .arg("analyze")
         .args(args)
         .args(files)
@@ -26,16 +23,7 @@ fn analyze(args: &[&str], files: &[PathBuf]) -> (i32, String, String) {
 }
 
 fn bean_count(dir: &Path, bean: &str) -> u64 {
-    let snapshot: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("mxbeans.json")).unwrap()).unwrap();
-    snapshot["collectors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == bean)
-        .unwrap()["count"]
-        .as_u64()
-        .unwrap()
+    MxBeans::read(&dir.join("mxbeans.json")).bean(bean).count
 }
 
 #[test]
@@ -85,22 +73,12 @@ fn json_report_has_the_documented_fields_and_the_jvms_counts() {
 #[test]
 fn rotated_set_in_any_order_gives_the_same_report() {
     let dir = fixture("jdk17-g1-rotation");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("gc.log")
-        })
-        .collect();
+    let mut files = common::gc_log_files(&dir);
     assert!(
         files.len() >= 3,
         "rotation fixture has {} files",
         files.len()
     );
-    files.sort();
     let (_, forward, _) = analyze(&["--format", "json"], &files);
     files.reverse();
     let (_, backward, _) = analyze(&["--format", "json"], &files);

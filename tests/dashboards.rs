@@ -20,14 +20,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
+use common::{root, sample_value, toml_string, Children, Prometheus};
 use serde_json::Value;
+
+mod common;
 
 /// A recorded Java service that paused: GC log and access log of the same run.
 const FIXTURE: &str = "tests/fixtures/latency/jdk17-parallel";
@@ -75,9 +76,15 @@ const ALLOWED_EMPTY: [(&str, &str); 2] = [
 /// filters by service but deliberately not by instance.
 const FLEET_MEDIAN: &str = "quantile by (service) (0.5,";
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+/// The agents' latency series, printed when the test fails.
+const MAIN_SERIES: [&str; 6] = [
+    "pausewatch_log_lines_total",
+    "pausewatch_gc_pause_max_seconds",
+    "pausewatch_request",
+    "pausewatch_slow_",
+    "pausewatch_access_log_lines_total",
+    "pausewatch_errors_total",
+];
 
 fn fixture(name: &str) -> PathBuf {
     root().join(FIXTURE).join(name)
@@ -379,206 +386,6 @@ fn dashboards_are_provisionable_and_filtered() {
     }
 }
 
-// ---------------------------------------------------------------- processes
-
-/// `/usr/bin/prometheus`, else the first `prometheus` on `PATH`.
-fn prometheus_binary() -> Option<PathBuf> {
-    let debian = PathBuf::from("/usr/bin/prometheus");
-    if debian.is_file() {
-        return Some(debian);
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join("prometheus"))
-        .find(|candidate| candidate.is_file())
-}
-
-/// `n` distinct free loopback ports (all held while they are picked).
-fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
-
-/// The children of the test, killed when it ends; on a failure their stderr
-/// and the agents' latency series are printed first.
-struct Children {
-    running: Vec<(String, Child, PathBuf)>,
-    agent_ports: Vec<u16>,
-}
-
-impl Children {
-    fn spawn(&mut self, name: &str, command: &mut Command, dir: &Path) {
-        let stderr_path = dir.join(format!("{name}.stderr"));
-        let stderr = File::create(&stderr_path).expect("create a stderr file");
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        self.running.push((name.to_string(), child, stderr_path));
-    }
-
-    fn exited(&mut self, name: &str) -> Option<ExitStatus> {
-        let (_, child, _) = self
-            .running
-            .iter_mut()
-            .find(|(n, _, _)| n == name)
-            .expect("known child");
-        child.try_wait().expect("try_wait")
-    }
-
-    /// Panics if an agent or Prometheus has died.
-    fn assert_alive(&mut self) {
-        let names: Vec<String> = self
-            .running
-            .iter()
-            .map(|(n, _, _)| n.clone())
-            .filter(|n| n != "replay")
-            .collect();
-        for name in names {
-            if let Some(status) = self.exited(&name) {
-                panic!("{name} exited early: {status}");
-            }
-        }
-    }
-}
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        let failed = std::thread::panicking();
-        if failed {
-            for port in &self.agent_ports {
-                match http_get(*port, "/metrics") {
-                    Ok((status, body)) => {
-                        eprintln!(
-                            "----- agent :{port} /metrics (HTTP {status}), main series -----"
-                        );
-                        for line in body.lines().filter(|line| {
-                            [
-                                "pausewatch_log_lines_total",
-                                "pausewatch_gc_pause_max_seconds",
-                                "pausewatch_request",
-                                "pausewatch_slow_",
-                                "pausewatch_access_log_lines_total",
-                                "pausewatch_errors_total",
-                            ]
-                            .iter()
-                            .any(|name| line.starts_with(name))
-                        }) {
-                            eprintln!("{line}");
-                        }
-                    }
-                    Err(error) => eprintln!("----- agent :{port} /metrics unavailable: {error}"),
-                }
-            }
-        }
-        for (_, child, _) in &mut self.running {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        if !failed {
-            return;
-        }
-        for (name, _, stderr_path) in &self.running {
-            let text = std::fs::read_to_string(stderr_path).unwrap_or_default();
-            let lines: Vec<&str> = text.lines().collect();
-            let tail = &lines[lines.len().saturating_sub(40)..];
-            eprintln!(
-                "----- {name} stderr (last {} of {} lines) -----",
-                tail.len(),
-                lines.len()
-            );
-            for line in tail {
-                eprintln!("{line}");
-            }
-        }
-    }
-}
-
-// ---------------------------------------------------------------- HTTP
-
-/// One HTTP/1.0 GET: the server closes the connection after the response.
-fn http_get(port: u16, target: &str) -> Result<(u16, String), String> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
-        .map_err(|e| format!("connect {addr}: {e}"))?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .and_then(|()| stream.set_write_timeout(Some(Duration::from_secs(10))))
-        .map_err(|e| e.to_string())?;
-    let request = format!("GET {target} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
-    stream
-        .write_all(request.as_bytes())
-        .map_err(|e| format!("send to {addr}: {e}"))?;
-    let mut raw = Vec::new();
-    stream
-        .read_to_end(&mut raw)
-        .map_err(|e| format!("read from {addr}: {e}"))?;
-    let raw = String::from_utf8(raw).map_err(|e| format!("non-UTF-8 reply: {e}"))?;
-    let (head, body) = raw
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("no header end in reply: {raw:?}"))?;
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| format!("no status in {head:?}"))?;
-    Ok((status, body.to_string()))
-}
-
-/// Percent-encodes everything but RFC 3986's unreserved characters.
-fn url_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// GET a Prometheus API path and return its `data`, or why not.
-fn api(prom_port: u16, target: &str) -> Result<Value, String> {
-    let (status, body) = http_get(prom_port, target)?;
-    let json: Value =
-        serde_json::from_str(&body).map_err(|e| format!("{target}: bad JSON ({e}): {body}"))?;
-    if status != 200 || json["status"] != "success" {
-        return Err(format!("HTTP {status}: {body}"));
-    }
-    Ok(json["data"].clone())
-}
-
-/// An instant query's result vector.
-fn query(prom_port: u16, promql: &str) -> Result<Vec<Value>, String> {
-    let data = api(
-        prom_port,
-        &format!("/api/v1/query?query={}", url_encode(promql)),
-    )?;
-    if data["resultType"] != "vector" {
-        return Err(format!("not a vector: {data}"));
-    }
-    Ok(data["result"].as_array().cloned().unwrap_or_default())
-}
-
-/// A sample's value (`"69"`, `"NaN"`, `"+Inf"`).
-fn sample_value(sample: &Value) -> f64 {
-    sample["value"][1]
-        .as_str()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(f64::NAN)
-}
-
-/// The number of samples of `promql`, 0 on any error.
-fn count(prom_port: u16, promql: &str) -> usize {
-    query(prom_port, promql).map_or(0, |r| r.len())
-}
-
 // ---------------------------------------------------------------- time
 
 /// Seconds since the start of the wall-clock minute of `at`.
@@ -611,35 +418,11 @@ fn shifted_access_log(shift: TimeDelta) -> String {
     out
 }
 
-/// Polls `ready` every 200 ms until it holds; panics with `what` at `deadline`.
-fn wait_until(
-    children: &mut Children,
-    deadline: Instant,
-    what: &str,
-    mut ready: impl FnMut(&mut Children) -> bool,
-) {
-    loop {
-        children.assert_alive();
-        if ready(children) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out (test budget {TEST_BUDGET:?}) waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 // ---------------------------------------------------------------- the test
 
 #[test]
 fn every_dashboard_query_returns_data() {
-    let Some(prometheus) = prometheus_binary() else {
-        eprintln!(
-            "\n\n*** SKIPPED: prometheus not installed *** (no /usr/bin/prometheus, none on \
-             PATH; `apt-get install prometheus` to run tests/dashboards.rs)\n\n"
-        );
+    let Some(prometheus) = common::prometheus_or_skip("tests/dashboards.rs") else {
         return;
     };
     let started = Instant::now();
@@ -657,19 +440,15 @@ fn every_dashboard_query_returns_data() {
 
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().to_path_buf();
-    let ports = free_ports(AGENTS + 1);
+    let ports = common::free_ports(AGENTS + 1);
     let (agent_ports, prom_port) = (ports[..AGENTS].to_vec(), ports[AGENTS]);
     let gc_log = dir.join("gc.log");
     let access_log = dir.join("access.jsonl");
     File::create(&gc_log).expect("create the GC log");
     File::create(&access_log).expect("create the access log");
 
-    // Paths as JSON strings: valid TOML basic strings, whatever they hold.
-    let toml_string = |path: &Path| serde_json::to_string(&path.display().to_string()).unwrap();
-    let mut children = Children {
-        running: Vec::new(),
-        agent_ports: agent_ports.clone(),
-    };
+    let mut children = Children::new(&dir);
+    children.dump_on_failure(&agent_ports, &MAIN_SERIES);
     for (i, port) in agent_ports.iter().enumerate() {
         let config = [
             format!("listen = \"127.0.0.1:{port}\""),
@@ -698,63 +477,27 @@ fn every_dashboard_query_returns_data() {
         ];
         let path = dir.join(format!("pausewatch-{i}.toml"));
         std::fs::write(&path, config.join("\n") + "\n").unwrap();
-        children.spawn(
-            &format!("agent-{i}"),
-            Command::new(env!("CARGO_BIN_EXE_pausewatch"))
-                .args(["run", "--config"])
-                .arg(&path),
-            &dir,
-        );
+        children.spawn_service(&format!("agent-{i}"), &mut common::run_command(&path));
     }
 
     let rules = root().join("dashboards/prometheus/pausewatch-rules.yml");
-    let targets: Vec<String> = agent_ports
-        .iter()
-        .map(|p| format!("'127.0.0.1:{p}'"))
-        .collect();
-    let mut prom_yaml = vec![
-        "global:".to_string(),
-        "  scrape_interval: 1s".to_string(),
-        "  scrape_timeout: 1s".to_string(),
-        "  evaluation_interval: 1s".to_string(),
-    ];
-    if rules.is_file() {
-        prom_yaml.push("rule_files:".to_string());
-        prom_yaml.push(format!("  - {}", toml_string(&rules)));
-    }
-    prom_yaml.extend([
-        "scrape_configs:".to_string(),
-        "  - job_name: pausewatch".to_string(),
-        "    static_configs:".to_string(),
-        format!("      - targets: [{}]", targets.join(", ")),
-    ]);
-    let prom_config = dir.join("prometheus.yml");
-    std::fs::write(&prom_config, prom_yaml.join("\n") + "\n").unwrap();
-    children.spawn(
-        "prometheus",
-        Command::new(&prometheus)
-            .arg(format!("--config.file={}", prom_config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prom_port}")),
-        &dir,
+    let rule_files: Vec<PathBuf> = rules.is_file().then(|| rules.clone()).into_iter().collect();
+    let prom = Prometheus::start(
+        &mut children,
+        &prometheus,
+        prom_port,
+        &agent_ports,
+        &rule_files,
     );
 
     for port in &agent_ports {
-        wait_until(
-            &mut children,
-            deadline,
-            "the agents serving /metrics",
-            |_| matches!(http_get(*port, "/metrics"), Ok((200, body)) if body.ends_with("# EOF\n")),
-        );
+        children.wait_until(deadline, "the agents serving /metrics", |_| {
+            common::serves_metrics(*port)
+        });
     }
-    wait_until(&mut children, deadline, "prometheus /-/ready", |_| {
-        matches!(http_get(prom_port, "/-/ready"), Ok((200, _)))
-    });
+    prom.wait_ready(&mut children, deadline);
     if rules.is_file() {
-        let groups = api(prom_port, "/api/v1/rules").expect("rules API");
+        let groups = prom.api("/api/v1/rules").expect("rules API");
         let groups = groups["groups"].as_array().map_or(0, Vec::len);
         eprintln!("loaded {} ({groups} rule groups)", rules.display());
     } else {
@@ -763,12 +506,9 @@ fn every_dashboard_query_returns_data() {
     // A scrape of the empty logs by both agents, so that every counter is seen growing.
     let empty =
         format!("pausewatch_log_lines_total{{job=\"pausewatch\",service=\"{SERVICE}\"}} == 0");
-    wait_until(
-        &mut children,
-        deadline,
-        "a first scrape of every agent",
-        |_| count(prom_port, &empty) == AGENTS,
-    );
+    children.wait_until(deadline, "a first scrape of every agent", |_| {
+        prom.count(&empty) == AGENTS
+    });
 
     // Start the replay where its first minute holds a full GC and slow
     // requests and ends soon enough.
@@ -778,24 +518,17 @@ fn every_dashboard_query_returns_data() {
         let wait = Duration::from_secs_f64((from - second).rem_euclid(60.0));
         eprintln!("at :{second:.1}, waiting {wait:.1?} to start the replay at :{from}");
         let until = Instant::now() + wait;
-        wait_until(&mut children, deadline, "the replay's start", |_| {
-            Instant::now() >= until
-        });
+        children.wait_until(deadline, "the replay's start", |_| Instant::now() >= until);
     }
-    children.spawn(
+    children.spawn_job(
         "replay",
-        Command::new(env!("CARGO_BIN_EXE_pausewatch"))
-            .arg("replay")
-            .arg(&source)
-            .arg(&gc_log)
-            .args(["--speed", "8", "--retime"]),
-        &dir,
+        &mut common::replay_command(&source, &gc_log, &["--speed", "8", "--retime"]),
     );
 
     // The replay's shift, read back from its first line: the access log gets
     // exactly the same one, so that requests overlap the pauses they did.
     let mut shift = None;
-    wait_until(&mut children, deadline, "the replay's first line", |_| {
+    children.wait_until(deadline, "the replay's first line", |_| {
         let text = std::fs::read_to_string(&gc_log).unwrap_or_default();
         shift = text
             .lines()
@@ -827,8 +560,7 @@ fn every_dashboard_query_returns_data() {
         "pausewatch_request_latency_p999_without_stop_affected_seconds{{service=\"{SERVICE}\"}}"
     );
     let slow = format!("increase(pausewatch_slow_requests_total{{service=\"{SERVICE}\"}}[1m]) > 0");
-    wait_until(
-        &mut children,
+    children.wait_until(
         deadline,
         "Prometheus to hold both agents' attributed minute",
         |children| {
@@ -840,9 +572,9 @@ fn every_dashboard_query_returns_data() {
                 None => false,
             };
             replayed
-                && count(prom_port, &lines) == AGENTS
-                && count(prom_port, &attributed) == AGENTS
-                && count(prom_port, &slow) == AGENTS
+                && prom.count(&lines) == AGENTS
+                && prom.count(&attributed) == AGENTS
+                && prom.count(&slow) == AGENTS
         },
     );
     eprintln!(
@@ -856,7 +588,7 @@ fn every_dashboard_query_returns_data() {
     for q in &queries {
         let promql = substitute(&q.expr).unwrap_or_else(|e| panic!("{}: {e}", q.name()));
         let allowed = allowed_empty(&q.expr);
-        match query(prom_port, &promql) {
+        match prom.query(&promql) {
             Err(error) => {
                 eprintln!(
                     "[FAIL] error    {}\n       {promql}\n       {error}",
@@ -900,7 +632,8 @@ fn every_dashboard_query_returns_data() {
     for (name, selector, label) in &variables {
         let selector = substitute(selector).unwrap_or_else(|e| panic!("${name}: {e}"));
         let promql = format!("group by ({label}) ({selector})");
-        let values: Vec<String> = query(prom_port, &promql)
+        let values: Vec<String> = prom
+            .query(&promql)
             .unwrap_or_default()
             .iter()
             .filter_map(|s| s["metric"][label.as_str()].as_str().map(str::to_string))

@@ -3,25 +3,14 @@
 //! (tests/fixtures/jvm, made by tests/fixtures/generate.sh).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use common::{gc_log_files, MxBeans};
 use pausewatch::analyze::{order_files, parse_files};
 use pausewatch::mxbean::{bean_name, jdk_major};
 use pausewatch_parsers::GcEvent;
-use serde::Deserialize;
 
-#[derive(Deserialize)]
-struct Bean {
-    name: String,
-    count: u64,
-    time_ms: u64,
-}
-
-#[derive(Deserialize)]
-struct Snapshot {
-    java_version: String,
-    collectors: Vec<Bean>,
-}
+mod common;
 
 /// Beans that count cycles, not pauses: their counts are not compared.
 fn counts_pauses(bean: &str) -> bool {
@@ -29,7 +18,7 @@ fn counts_pauses(bean: &str) -> bool {
 }
 
 fn fixture_dirs() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/jvm");
+    let root = common::root().join("tests/fixtures/jvm");
     let mut dirs: Vec<_> = std::fs::read_dir(&root)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -37,19 +26,6 @@ fn fixture_dirs() -> Vec<PathBuf> {
         .collect();
     dirs.sort();
     dirs
-}
-
-fn logs_in(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("gc.log")
-        })
-        .collect()
 }
 
 #[test]
@@ -63,10 +39,8 @@ fn pause_counts_and_times_match_the_jvms_mxbeans() {
     let mut failures = Vec::new();
     for dir in &dirs {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        let snapshot: Snapshot =
-            serde_json::from_str(&std::fs::read_to_string(dir.join("mxbeans.json")).unwrap())
-                .unwrap();
-        let files = order_files(&logs_in(dir)).unwrap();
+        let snapshot = MxBeans::read(&dir.join("mxbeans.json"));
+        let files = order_files(&gc_log_files(dir)).unwrap();
         let (events, parser) = parse_files(&files, None).unwrap();
         let major = jdk_major(&snapshot.java_version);
         let mut by_bean: BTreeMap<&str, (u64, f64)> = BTreeMap::new();

@@ -7,12 +7,14 @@
 # fixture workload for 90 s with -Xlog:gc*=debug,safepoint (tens of MB).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=../../tests/workload/java-env.sh
+source "$ROOT/tests/workload/java-env.sh"
 LOG="${1:-$ROOT/target/bench/gc-large.log}"
 if [[ ! -s "$LOG" ]]; then
     mkdir -p "$(dirname "$LOG")"
     CLASSES="$(mktemp -d)"
     trap 'rm -rf "$CLASSES"' EXIT
-    javac --release 17 -d "$CLASSES" "$ROOT/tests/workload/GcWorkload.java"
+    compile_workloads "$CLASSES"
     java -XX:+UseG1GC -Xmx256m "-Xlog:gc*=debug,safepoint:file=$LOG:time,uptime,level,tags:filecount=0" \
         -cp "$CLASSES" GcWorkload concurrent 90 /dev/null
 fi

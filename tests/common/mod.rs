@@ -1,18 +1,186 @@
-//! Helpers shared by the integration tests that run the agent as a process.
+//! Helpers shared by the integration tests: the fixtures and the JVM's MXBean
+//! snapshots, plain HTTP, the agent and a real Prometheus as child processes,
+//! and the Java workloads.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
+use std::fs::File;
 use std::io::{Read, Write};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::Value;
+
+// ---------------------------------------------------------------- fixtures
+
+/// The repository's root.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `tests/fixtures/jvm/NAME`: logs a real JVM wrote, with its `mxbeans.json`.
+pub fn jvm_fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures/jvm").join(name)
+}
+
+/// `gc.log` and its rotated siblings (`gc.log.*`) in `dir`, sorted by name.
+pub fn gc_log_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy();
+            name == "gc.log" || name.starts_with("gc.log.")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// One `GarbageCollectorMXBean` of an `mxbeans.json`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Bean {
+    pub name: String,
+    pub count: u64,
+    pub time_ms: u64,
+}
+
+/// The `mxbeans.json` a workload writes as its last act
+/// (tests/workload/MxBeanSnapshot.java); other fields are not read.
+#[derive(Debug, Clone, Deserialize)]
+pub struct MxBeans {
+    pub java_version: String,
+    pub collectors: Vec<Bean>,
+}
+
+impl MxBeans {
+    pub fn read(path: &Path) -> MxBeans {
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("bad mxbeans JSON in {}: {e}\n{text}", path.display()))
+    }
+
+    /// The bean called `name`; panics if there is none.
+    pub fn bean(&self, name: &str) -> &Bean {
+        self.collectors
+            .iter()
+            .find(|bean| bean.name == name)
+            .unwrap_or_else(|| panic!("no bean {name} in mxbeans.json"))
+    }
+
+    /// `name -> (count, time_ms)` of every bean.
+    pub fn by_name(&self) -> BTreeMap<String, (u64, u64)> {
+        self.collectors
+            .iter()
+            .map(|bean| (bean.name.clone(), (bean.count, bean.time_ms)))
+            .collect()
+    }
+
+    /// The collections of all beans together.
+    pub fn total_count(&self) -> u64 {
+        self.collectors.iter().map(|bean| bean.count).sum()
+    }
+}
+
+// ---------------------------------------------------------------- HTTP
 
 /// A port free on 127.0.0.1 right now.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    free_ports(1)[0]
+}
+
+/// `n` distinct free loopback ports (all held while they are picked).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
+        .collect();
+    listeners
+        .iter()
+        .map(|listener| listener.local_addr().unwrap().port())
+        .collect()
+}
+
+/// One HTTP/1.0 GET on 127.0.0.1 (the server closes the connection after the
+/// response): the status and the body, or why not.
+pub fn http_get(port: u16, target: &str) -> Result<(u16, String), String> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .and_then(|()| stream.set_write_timeout(Some(Duration::from_secs(10))))
+        .map_err(|e| e.to_string())?;
+    let request = format!("GET {target} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("send to {addr}: {e}"))?;
+    let mut raw = Vec::new();
+    stream
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("read from {addr}: {e}"))?;
+    let raw = String::from_utf8(raw).map_err(|e| format!("non-UTF-8 reply: {e}"))?;
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("no header end in reply: {raw:?}"))?;
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("no status in {head:?}"))?;
+    Ok((status, body.to_string()))
+}
+
+/// [`http_get`] that wants a 200: its body, or why not.
+pub fn http_get_ok(port: u16, target: &str) -> Result<String, String> {
+    match http_get(port, target)? {
+        (200, body) => Ok(body),
+        (status, _) => Err(format!("GET {target}: HTTP {status}")),
+    }
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+pub fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- the agent
+
+/// The `pausewatch` binary under test.
+pub const PAUSEWATCH: &str = env!("CARGO_BIN_EXE_pausewatch");
+
+/// `pausewatch run --config CONFIG`.
+pub fn run_command(config: &Path) -> Command {
+    let mut command = Command::new(PAUSEWATCH);
+    command.args(["run", "--config"]).arg(config);
+    command
+}
+
+/// `pausewatch replay SOURCE TARGET OPTIONS...`.
+pub fn replay_command(source: &Path, target: &Path, options: &[&str]) -> Command {
+    let mut command = Command::new(PAUSEWATCH);
+    command.arg("replay").arg(source).arg(target).args(options);
+    command
+}
+
+/// A path as a TOML basic string (a JSON string is one, whatever it holds).
+pub fn toml_string(path: &Path) -> String {
+    serde_json::to_string(&path.display().to_string()).unwrap()
+}
+
+/// Whether the agent on `port` serves a complete OpenMetrics `/metrics`.
+pub fn serves_metrics(port: u16) -> bool {
+    matches!(http_get(port, "/metrics"), Ok((200, body)) if body.ends_with("# EOF\n"))
 }
 
 /// `pausewatch run --config FILE` as a child process, killed when dropped.
@@ -26,26 +194,13 @@ impl Agent {
     pub fn start(dir: &Path, port: u16, config: &str) -> Agent {
         let path = dir.join("pausewatch.toml");
         std::fs::write(&path, config).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_pausewatch"))
-            .args(["run", "--config"])
-            .arg(&path)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let child = run_command(&path).stderr(Stdio::null()).spawn().unwrap();
         Agent { port, child }
     }
 
-    /// GET `path` over HTTP/1.0; the body, or `None` while the agent is not up.
+    /// GET `path`; the body, or `None` while the agent is not up.
     pub fn get(&self, path: &str) -> Option<String> {
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        stream
-            .write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
-            .ok()?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).ok()?;
-        response
-            .split_once("\r\n\r\n")
-            .map(|(_, body)| body.to_string())
+        http_get(self.port, path).ok().map(|(_, body)| body)
     }
 
     /// Scrapes `/metrics` until `ready` holds, or fails after `timeout`.
@@ -91,6 +246,304 @@ pub fn sum(metrics: &str, name: &str, contains: &[&str]) -> f64 {
         .sum()
 }
 
+// ---------------------------------------------------------------- child processes
+
+/// Lines of each child's stderr printed when a test fails.
+const STDERR_TAIL: usize = 80;
+
+struct Running {
+    name: String,
+    child: Child,
+    stderr: PathBuf,
+    /// Must run until the test ends (an agent, Prometheus), unlike a job (a replay).
+    service: bool,
+}
+
+/// The processes a test starts, each with its stderr in `DIR/NAME.stderr`,
+/// killed when dropped. When the test fails, the main series of the agents
+/// (see [`Children::dump_on_failure`]) and the last lines of every child's
+/// stderr are printed first.
+pub struct Children {
+    dir: PathBuf,
+    running: Vec<Running>,
+    agent_ports: Vec<u16>,
+    series: Vec<&'static str>,
+}
+
+impl Children {
+    pub fn new(dir: &Path) -> Children {
+        Children {
+            dir: dir.to_path_buf(),
+            running: Vec::new(),
+            agent_ports: Vec::new(),
+            series: Vec::new(),
+        }
+    }
+
+    /// On a failure, print the lines of `/metrics` of the agents on `ports`
+    /// that start with one of `series`.
+    pub fn dump_on_failure(&mut self, ports: &[u16], series: &[&'static str]) {
+        self.agent_ports = ports.to_vec();
+        self.series = series.to_vec();
+    }
+
+    /// Starts a process that must keep running until the test ends.
+    pub fn spawn_service(&mut self, name: &str, command: &mut Command) {
+        self.spawn(name, command, true);
+    }
+
+    /// Starts a process that ends by itself (see [`Children::exited`]).
+    pub fn spawn_job(&mut self, name: &str, command: &mut Command) {
+        self.spawn(name, command, false);
+    }
+
+    fn spawn(&mut self, name: &str, command: &mut Command, service: bool) {
+        let stderr = self.dir.join(format!("{name}.stderr"));
+        let file = File::create(&stderr).expect("create a stderr file");
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        self.running.push(Running {
+            name: name.to_string(),
+            child,
+            stderr,
+            service,
+        });
+    }
+
+    /// The exit status of `name` if it has exited; panics if it is not known.
+    pub fn exited(&mut self, name: &str) -> Option<ExitStatus> {
+        let running = self
+            .running
+            .iter_mut()
+            .find(|r| r.name == name)
+            .unwrap_or_else(|| panic!("no child {name}"));
+        running.child.try_wait().expect("try_wait")
+    }
+
+    /// Panics if a service (an agent, Prometheus) has died.
+    pub fn assert_alive(&mut self) {
+        for running in self.running.iter_mut().filter(|r| r.service) {
+            if let Some(status) = running.child.try_wait().expect("try_wait") {
+                panic!("{} exited early: {status}", running.name);
+            }
+        }
+    }
+
+    /// Polls `ready` every 100 ms until it holds; panics with `what` at
+    /// `deadline`, and at once when a service has died.
+    pub fn wait_until(
+        &mut self,
+        deadline: Instant,
+        what: &str,
+        mut ready: impl FnMut(&mut Children) -> bool,
+    ) {
+        let started = Instant::now();
+        loop {
+            self.assert_alive();
+            if ready(self) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {:?} waiting for {what}",
+                started.elapsed()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        let failed = std::thread::panicking();
+        if failed {
+            // What the agents serve now, before they are stopped.
+            for port in &self.agent_ports {
+                match http_get(*port, "/metrics") {
+                    Ok((status, body)) => {
+                        eprintln!(
+                            "----- agent :{port} /metrics (HTTP {status}), main series -----"
+                        );
+                        for line in body
+                            .lines()
+                            .filter(|line| self.series.iter().any(|name| line.starts_with(name)))
+                        {
+                            eprintln!("{line}");
+                        }
+                    }
+                    Err(error) => eprintln!("----- agent :{port} /metrics unavailable: {error}"),
+                }
+            }
+        }
+        for running in &mut self.running {
+            let _ = running.child.kill();
+            let _ = running.child.wait();
+        }
+        if !failed {
+            return;
+        }
+        for running in &self.running {
+            let text = std::fs::read_to_string(&running.stderr).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(STDERR_TAIL)..];
+            eprintln!(
+                "----- {} stderr (last {} of {} lines) -----",
+                running.name,
+                tail.len(),
+                lines.len()
+            );
+            for line in tail {
+                eprintln!("{line}");
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- Prometheus
+
+/// `/usr/bin/prometheus` (Debian's package, which CI installs), else the first
+/// `prometheus` on `PATH`; without one, prints a loud SKIPPED line for
+/// `test_file` and gives `None`.
+pub fn prometheus_or_skip(test_file: &str) -> Option<PathBuf> {
+    let debian = PathBuf::from("/usr/bin/prometheus");
+    let found = if debian.is_file() {
+        Some(debian)
+    } else {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("prometheus"))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    if found.is_none() {
+        eprintln!(
+            "\n\n*** SKIPPED: prometheus not installed *** (no /usr/bin/prometheus, none on \
+             PATH; `apt-get install prometheus` to run {test_file})\n\n"
+        );
+    }
+    found
+}
+
+/// A real Prometheus, the service `prometheus` of a [`Children`]: one job
+/// `pausewatch` scraping agents every second, and its HTTP API.
+pub struct Prometheus {
+    pub port: u16,
+}
+
+impl Prometheus {
+    /// Writes `prometheus.yml` into the children's directory (scrapes and rule
+    /// evaluations every second, the job `pausewatch` scraping the agents on
+    /// `targets`, and `rule_files`) and starts `binary` listening on `port`,
+    /// its TSDB in `tsdb/`.
+    pub fn start(
+        children: &mut Children,
+        binary: &Path,
+        port: u16,
+        targets: &[u16],
+        rule_files: &[PathBuf],
+    ) -> Prometheus {
+        let mut yaml = vec![
+            "global:".to_string(),
+            "  scrape_interval: 1s".to_string(),
+            "  scrape_timeout: 1s".to_string(),
+            "  evaluation_interval: 1s".to_string(),
+        ];
+        if !rule_files.is_empty() {
+            yaml.push("rule_files:".to_string());
+            yaml.extend(rule_files.iter().map(|f| format!("  - {}", toml_string(f))));
+        }
+        let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
+        yaml.extend([
+            "scrape_configs:".to_string(),
+            "  - job_name: pausewatch".to_string(),
+            "    static_configs:".to_string(),
+            format!("      - targets: [{}]", targets.join(", ")),
+        ]);
+        let config = children.dir.join("prometheus.yml");
+        std::fs::write(&config, yaml.join("\n") + "\n").unwrap();
+        let tsdb = children.dir.join("tsdb");
+        children.spawn_service(
+            "prometheus",
+            Command::new(binary)
+                .arg(format!("--config.file={}", config.display()))
+                .arg(format!("--storage.tsdb.path={}", tsdb.display()))
+                .arg(format!("--web.listen-address=127.0.0.1:{port}")),
+        );
+        Prometheus { port }
+    }
+
+    /// Waits until `/-/ready` answers 200.
+    pub fn wait_ready(&self, children: &mut Children, deadline: Instant) {
+        children.wait_until(deadline, "prometheus /-/ready", |_| {
+            matches!(http_get(self.port, "/-/ready"), Ok((200, _)))
+        });
+    }
+
+    /// GET an API path: its `data`, or why not.
+    pub fn api(&self, target: &str) -> Result<Value, String> {
+        self.data(target).map_err(|e| format!("{target}: {e}"))
+    }
+
+    fn data(&self, target: &str) -> Result<Value, String> {
+        let (status, body) = http_get(self.port, target)?;
+        let json: Value =
+            serde_json::from_str(&body).map_err(|e| format!("bad JSON ({e}): {body}"))?;
+        if status != 200 || json["status"] != "success" {
+            return Err(format!("HTTP {status}: {body}"));
+        }
+        Ok(json["data"].clone())
+    }
+
+    /// An instant query's result vector, or why not.
+    pub fn query(&self, promql: &str) -> Result<Vec<Value>, String> {
+        let data = self
+            .data(&format!("/api/v1/query?query={}", url_encode(promql)))
+            .map_err(|e| format!("{promql}: {e}"))?;
+        if data["resultType"] != "vector" {
+            return Err(format!("{promql}: not a vector: {data}"));
+        }
+        Ok(data["result"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// The value of a query that yields at most one sample (`sum(...)` of
+    /// nothing yields none).
+    pub fn query_one(&self, promql: &str) -> Result<Option<f64>, String> {
+        let result = self.query(promql)?;
+        match result.as_slice() {
+            [] => Ok(None),
+            [sample] => Ok(Some(sample_value(sample))),
+            _ => Err(format!("{promql}: expected one sample, got {result:?}")),
+        }
+    }
+
+    /// The value of a query that must yield exactly one sample.
+    pub fn value(&self, promql: &str) -> f64 {
+        self.query_one(promql)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|| panic!("{promql}: no sample"))
+    }
+
+    /// The number of samples of a query, 0 on any error.
+    pub fn count(&self, promql: &str) -> usize {
+        self.query(promql).map_or(0, |result| result.len())
+    }
+}
+
+/// A query sample's value (`"69"`, `"NaN"`, `"+Inf"`).
+pub fn sample_value(sample: &Value) -> f64 {
+    let text = sample["value"][1]
+        .as_str()
+        .unwrap_or_else(|| panic!("no value in {sample}"));
+    text.parse()
+        .unwrap_or_else(|e| panic!("bad value {text:?} in {sample}: {e}"))
+}
+
+// ---------------------------------------------------------------- Java
+
 /// Whether `java` and `javac` run; prints a loud SKIPPED line when they do not.
 pub fn java_or_skip(test: &str) -> bool {
     let available = ["java", "javac"].iter().all(|tool| {
@@ -100,24 +553,32 @@ pub fn java_or_skip(test: &str) -> bool {
             .is_ok_and(|o| o.status.success())
     });
     if !available {
-        eprintln!("*** SKIPPED {test}: java/javac not installed ***");
+        eprintln!(
+            "\n*** SKIPPED: {test}: `java` and `javac` (JDK 17+) are needed on PATH to run a real JVM ***\n"
+        );
     }
     available
 }
 
-/// Compiles the Java workloads in tests/workload into `dir`.
+/// Compiles the Java workloads (every tests/workload/*.java, together: they
+/// share MxBeanSnapshot.java) with `javac --release 17` into `dir`.
 pub fn compile_workloads(dir: &Path) {
-    let sources: Vec<_> =
-        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workload"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "java"))
-            .collect();
-    let status = Command::new("javac")
+    let workload = root().join("tests/workload");
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&workload)
+        .unwrap_or_else(|e| panic!("{}: {e}", workload.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "java"))
+        .collect();
+    sources.sort();
+    let output = Command::new("javac")
         .args(["--release", "17", "-d"])
         .arg(dir)
         .args(&sources)
-        .status()
-        .unwrap();
-    assert!(status.success(), "javac failed");
+        .output()
+        .expect("run javac");
+    assert!(
+        output.status.success(),
+        "javac failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }

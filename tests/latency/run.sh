@@ -15,7 +15,7 @@
 #                           (between the full GCs of the default workload)
 #   ATTEMPTS [3]            re-record (up to this many runs in all) while a freeze
 #                           overlaps or is near a GC pause
-#   JAVA, JAVAC [from PATH] OpenJDK 17
+#   JAVA, JAVAC [from PATH] OpenJDK 17 (tests/workload/*.java are compiled together)
 #
 # OUT_DIR gets:
 #   gc.log            -Xlog:gc*,safepoint:file=gc.log:time,uptime,level,tags:filecount=0
@@ -38,7 +38,8 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-SRC="$ROOT/tests/workload/RequestWorkload.java"
+# shellcheck source=../workload/java-env.sh
+source "$ROOT/tests/workload/java-env.sh"
 
 if [[ $# -lt 1 || $# -gt 3 ]]; then
     sed -n '6,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
@@ -53,9 +54,8 @@ FREEZE_MS="${FREEZE_MS:-75}"
 FREEZE_AT="${FREEZE_AT:-$(awk -v s="$SECS" 'BEGIN { printf "%.3f %.3f", 0.3 * s, 0.58 * s }')}"
 ATTEMPTS="${ATTEMPTS:-3}"
 JAVA="${JAVA:-$(command -v java)}"
-JAVAC="${JAVAC:-$(command -v javac)}"
 
-"$JAVA" -version 2>&1 | grep 'version "17' >/dev/null || { echo "JAVA=$JAVA is not JDK 17" >&2; exit 1; }
+require_jdk JAVA 17
 [[ -n "${EPOCHREALTIME:-}" ]] || { echo "needs bash >= 5 (EPOCHREALTIME)" >&2; exit 1; }
 
 mkdir -p "$OUT"
@@ -71,7 +71,7 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir "$WORK/classes"
-"$JAVAC" --release 17 -d "$WORK/classes" "$SRC"
+compile_workloads "$WORK/classes"
 
 now_us() { local t="${EPOCHREALTIME/[.,]/}"; echo "$((10#$t))"; }
 
@@ -100,15 +100,7 @@ record() {
                "-Xlog:gc*,safepoint:file=gc.log:time,uptime,level,tags:filecount=0"
                -cp "$WORK/classes" RequestWorkload "$SECS" "$RATE"
                access.jsonl gc-events.jsonl mxbeans.json access.nginx.log)
-    local a line=""
-    for a in "${cmd[@]}"; do
-        if [[ "$a" =~ ^[A-Za-z0-9_./:=,+@%-]+$ ]]; then
-            line+="${line:+ }$a"
-        else
-            line+="${line:+ }'${a//\'/\'\\\'\'}'"
-        fi
-    done
-    printf '%s\n' "$line" > "$OUT/command.txt"
+    quote_command "${cmd[@]}" > "$OUT/command.txt"
 
     (cd "$OUT" && exec "${cmd[@]}") > "$WORK/stdout" 2>&1 &
     PID=$!

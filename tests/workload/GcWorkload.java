@@ -15,15 +15,13 @@
 // As its very last action the program snapshots the GarbageCollectorMXBeans and
 // the RuntimeMXBean into a JSON file and calls Runtime.halt(0), so that no GC can
 // run between the snapshot and the exit. If a GC completes while the JSON is
-// being written, the snapshot is retaken (see snapshotAndHalt).
+// being written, the snapshot is retaken (see MxBeanSnapshot.java).
 //
-// Compile with: javac --release 17 -d OUT GcWorkload.java
+// Compile with the other workload files: javac --release 17 -d OUT tests/workload/*.java
 
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.RuntimeMXBean;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
@@ -119,7 +117,7 @@ public final class GcWorkload {
         live = null;
         blackhole = null;
         Thread.sleep(Long.getLong("wl.quiesceMs", 500L));
-        snapshotAndHalt(out);
+        MxBeanSnapshot.writeAndHalt(out, gcBeans, runtimeBean, scenario, "", null);
     }
 
     static void configure(String s) {
@@ -366,86 +364,5 @@ public final class GcWorkload {
                 return;
             }
         }
-    }
-
-    // ------------------------------------------------------------------ snapshot
-
-    static void snapshotAndHalt(Path out) {
-        int n = gcBeans.length;
-        long[] counts = new long[n];
-        long[] times = new long[n];
-        for (int attempt = 0; attempt < 10; attempt++) {
-            for (int i = 0; i < n; i++) {
-                counts[i] = gcBeans[i].getCollectionCount();
-                times[i] = gcBeans[i].getCollectionTime();
-            }
-            StringBuilder sb = new StringBuilder(1024);
-            sb.append("{\n");
-            sb.append("  \"java_version\": ").append(str(System.getProperty("java.version"))).append(",\n");
-            sb.append("  \"vm_version\": ").append(str(System.getProperty("java.vm.version"))).append(",\n");
-            sb.append("  \"vm_name\": ").append(str(System.getProperty("java.vm.name"))).append(",\n");
-            sb.append("  \"scenario\": ").append(str(scenario)).append(",\n");
-            sb.append("  \"jvm_args\": [");
-            List<String> jvmArgs = runtimeBean.getInputArguments();
-            for (int i = 0; i < jvmArgs.size(); i++) {
-                sb.append(i == 0 ? "" : ", ").append(str(jvmArgs.get(i)));
-            }
-            sb.append("],\n");
-            sb.append("  \"start_time_ms\": ").append(runtimeBean.getStartTime()).append(",\n");
-            sb.append("  \"uptime_ms\": ").append(runtimeBean.getUptime()).append(",\n");
-            sb.append("  \"snapshot_attempts\": ").append(attempt + 1).append(",\n");
-            sb.append("  \"collectors\": [");
-            for (int i = 0; i < n; i++) {
-                sb.append(i == 0 ? "\n" : ",\n");
-                sb.append("    {\"name\": ").append(str(gcBeans[i].getName()))
-                  .append(", \"count\": ").append(counts[i])
-                  .append(", \"time_ms\": ").append(times[i]).append('}');
-            }
-            sb.append("\n  ]\n}\n");
-            try {
-                Files.write(out, sb.toString().getBytes(StandardCharsets.UTF_8));
-            } catch (Exception e) {
-                e.printStackTrace();
-                Runtime.getRuntime().halt(3);
-            }
-            // Re-check without allocating: if a collection finished meanwhile, redo.
-            boolean same = true;
-            for (int i = 0; i < n; i++) {
-                if (gcBeans[i].getCollectionCount() != counts[i]) {
-                    same = false;
-                }
-            }
-            if (same) {
-                Runtime.getRuntime().halt(0);
-            }
-        }
-        Runtime.getRuntime().halt(0);
-    }
-
-    static String str(String s) {
-        if (s == null) {
-            return "null";
-        }
-        StringBuilder b = new StringBuilder(s.length() + 2);
-        b.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char ch = s.charAt(i);
-            switch (ch) {
-                case '"': b.append("\\\""); break;
-                case '\\': b.append("\\\\"); break;
-                case '\n': b.append("\\n"); break;
-                case '\r': b.append("\\r"); break;
-                case '\t': b.append("\\t"); break;
-                case '\b': b.append("\\b"); break;
-                case '\f': b.append("\\f"); break;
-                default:
-                    if (ch < 0x20) {
-                        b.append(String.format("\\u%04x", (int) ch));
-                    } else {
-                        b.append(ch);
-                    }
-            }
-        }
-        return b.append('"').toString();
     }
 }

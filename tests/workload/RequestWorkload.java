@@ -39,7 +39,9 @@
 //       RuntimeMXBean.getUptime() and the GC log's `uptime` decorator count from an
 //       earlier origin (~15-25 ms before) -- do not mix the two.
 //   <mxbean-json-out> GarbageCollectorMXBean / RuntimeMXBean snapshot taken as the
-//       very last action before Runtime.halt(0) (as in GcWorkload).
+//       very last action before Runtime.halt(0) (MxBeanSnapshot.java, as in GcWorkload),
+//       with the fields below added: requests, requests_scheduled, rate_per_second,
+//       t0_ms, drained_ms, clock_drift_us, and per collector its notifications.
 //
 // Wall-clock times are derived from System.nanoTime() and one Instant.now() read at
 // start-up (so that they are monotonic and consistent with the latencies); the
@@ -57,7 +59,7 @@
 // -Dwl.respKB=96 (response buffer per request), -Dwl.cpuUs=300 (CPU per request),
 // -Dwl.quiesceMs=300 (idle time before the final snapshot).
 //
-// Compile with: javac --release 17 -d OUT RequestWorkload.java
+// Compile with the other workload files: javac --release 17 -d OUT tests/workload/*.java
 
 import com.sun.management.GarbageCollectionNotificationInfo;
 import com.sun.management.GcInfo;
@@ -468,9 +470,9 @@ public final class RequestWorkload {
         GarbageCollectionNotificationInfo info = GarbageCollectionNotificationInfo.from((CompositeData) n.getUserData());
         GcInfo gi = info.getGcInfo();
         StringBuilder sb = new StringBuilder(200);
-        sb.append("{\"gc\":").append(str(info.getGcName()))
-          .append(",\"action\":").append(str(info.getGcAction()))
-          .append(",\"cause\":").append(str(info.getGcCause()))
+        sb.append("{\"gc\":").append(MxBeanSnapshot.str(info.getGcName()))
+          .append(",\"action\":").append(MxBeanSnapshot.str(info.getGcAction()))
+          .append(",\"cause\":").append(MxBeanSnapshot.str(info.getGcCause()))
           .append(",\"id\":").append(gi.getId())
           .append(",\"start_uptime_ms\":").append(gi.getStartTime())
           .append(",\"end_uptime_ms\":").append(gi.getEndTime())
@@ -496,7 +498,6 @@ public final class RequestWorkload {
     static void snapshotAndHalt(Path out, long total, long drainedNanos) {
         int n = gcBeans.length;
         long[] counts = new long[n];
-        long[] times = new long[n];
         // Wait (up to ~3 s) until every collection has been notified, then close the file.
         long[] notifiedCopy = new long[n];
         for (int wait = 0; wait < 60; wait++) {
@@ -532,85 +533,13 @@ public final class RequestWorkload {
         System.out.printf("RequestWorkload: done requests=%d/%d max_latency=%.3fms gc_notifications=%s clock_drift=%dus%n",
                 completed.get(), total, maxLatencyUs.get() / 1000.0, java.util.Arrays.toString(notifiedCopy), driftUs);
         System.out.flush();
-        for (int attempt = 0; attempt < 10; attempt++) {
-            for (int i = 0; i < n; i++) {
-                counts[i] = gcBeans[i].getCollectionCount();
-                times[i] = gcBeans[i].getCollectionTime();
-            }
-            StringBuilder sb = new StringBuilder(1024);
-            sb.append("{\n");
-            sb.append("  \"java_version\": ").append(str(System.getProperty("java.version"))).append(",\n");
-            sb.append("  \"vm_version\": ").append(str(System.getProperty("java.vm.version"))).append(",\n");
-            sb.append("  \"vm_name\": ").append(str(System.getProperty("java.vm.name"))).append(",\n");
-            sb.append("  \"scenario\": \"requests\",\n");
-            sb.append("  \"jvm_args\": [");
-            List<String> jvmArgs = runtimeBean.getInputArguments();
-            for (int i = 0; i < jvmArgs.size(); i++) {
-                sb.append(i == 0 ? "" : ", ").append(str(jvmArgs.get(i)));
-            }
-            sb.append("],\n");
-            sb.append("  \"start_time_ms\": ").append(runtimeBean.getStartTime()).append(",\n");
-            sb.append("  \"uptime_ms\": ").append(runtimeBean.getUptime()).append(",\n");
-            sb.append("  \"snapshot_attempts\": ").append(attempt + 1).append(",\n");
-            sb.append("  \"requests\": ").append(completed.get()).append(",\n");
-            sb.append("  \"requests_scheduled\": ").append(total).append(",\n");
-            sb.append("  \"rate_per_second\": ").append(ratePerSec).append(",\n");
-            sb.append("  \"t0_ms\": ").append(wallUs(t0Nanos) / 1000L).append(",\n");
-            sb.append("  \"drained_ms\": ").append(wallUs(drainedNanos) / 1000L).append(",\n");
-            sb.append("  \"clock_drift_us\": ").append(driftUs).append(",\n");
-            sb.append("  \"collectors\": [");
-            for (int i = 0; i < n; i++) {
-                sb.append(i == 0 ? "\n" : ",\n");
-                sb.append("    {\"name\": ").append(str(gcBeans[i].getName()))
-                  .append(", \"count\": ").append(counts[i])
-                  .append(", \"time_ms\": ").append(times[i])
-                  .append(", \"notifications\": ").append(notifiedCopy[i]).append('}');
-            }
-            sb.append("\n  ]\n}\n");
-            try {
-                Files.write(out, sb.toString().getBytes(StandardCharsets.UTF_8));
-            } catch (Exception e) {
-                e.printStackTrace();
-                Runtime.getRuntime().halt(3);
-            }
-            // Re-check without allocating: if a collection finished meanwhile, redo.
-            boolean same = true;
-            for (int i = 0; i < n; i++) {
-                if (gcBeans[i].getCollectionCount() != counts[i]) {
-                    same = false;
-                }
-            }
-            if (same) {
-                Runtime.getRuntime().halt(0);
-            }
-        }
-        Runtime.getRuntime().halt(0);
-    }
-
-    static String str(String s) {
-        if (s == null) {
-            return "null";
-        }
-        StringBuilder b = new StringBuilder(s.length() + 2);
-        b.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char ch = s.charAt(i);
-            switch (ch) {
-                case '"': b.append("\\\""); break;
-                case '\\': b.append("\\\\"); break;
-                case '\n': b.append("\\n"); break;
-                case '\r': b.append("\\r"); break;
-                case '\t': b.append("\\t"); break;
-                case '\b': b.append("\\b"); break;
-                case '\f': b.append("\\f"); break;
-                default:
-                    if (ch < 0x20) {
-                        b.append(String.format("\\u%04x", (int) ch));
-                    } else {
-                        b.append(ch);
-                    }
-            }
-        }
-        return b.append('"').toString();
+        String extra = MxBeanSnapshot.field("requests", completed.get())
+                + MxBeanSnapshot.field("requests_scheduled", total)
+                + MxBeanSnapshot.field("rate_per_second", ratePerSec)
+                + MxBeanSnapshot.field("t0_ms", wallUs(t0Nanos) / 1000L)
+                + MxBeanSnapshot.field("drained_ms", wallUs(drainedNanos) / 1000L)
+                + MxBeanSnapshot.field("clock_drift_us", driftUs);
+        MxBeanSnapshot.writeAndHalt(out, gcBeans, runtimeBean, "requests", extra,
+                i -> MxBeanSnapshot.member("notifications", notifiedCopy[i]));
     }
 }
