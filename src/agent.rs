@@ -18,7 +18,7 @@ use notify::{RecursiveMode, Watcher};
 use pausewatch_parsers::{AccessLogParser, GcEvent, GcLogParser, ParserOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::alerts::{sender_loop, AlertEngine, Notification};
+use crate::alerts::{sender_loop, AlertEngine, Notification, Sink};
 use crate::config::{AccessLogSource, Config, GcLogSource, LatencyHistogramSource, StartAt};
 use crate::correlate::{AttributionOptions, LatencySummary, RequestTiming};
 use crate::histogram_source::{fetch, parse_buckets, HistogramSourceConfig, MinuteAccumulator};
@@ -183,7 +183,8 @@ pub struct Agent {
     watched_dirs: BTreeSet<PathBuf>,
     engine: AlertEngine,
     last_evaluation: Instant,
-    notifications: Option<mpsc::Sender<Notification>>,
+    /// One channel per sink's delivery thread.
+    notifications: Vec<mpsc::Sender<Notification>>,
 }
 
 impl Agent {
@@ -242,7 +243,7 @@ impl Agent {
             watched_dirs: BTreeSet::new(),
             engine: AlertEngine::default(),
             last_evaluation: Instant::now(),
-            notifications: None,
+            notifications: Vec::new(),
         })
     }
 
@@ -511,14 +512,22 @@ impl Agent {
         }
     }
 
-    /// Starts the thread that delivers alerts to Alertmanager and the webhook.
-    fn start_sender(&mut self) {
-        let (sender, receiver) = mpsc::channel();
+    /// Starts one delivery thread per configured sink.
+    fn start_senders(&mut self) {
         let alerts = &self.config.alerts;
-        let (alertmanager, webhook) = (alerts.alertmanager_url.clone(), alerts.webhook_url.clone());
+        let sinks = alerts
+            .alertmanager_url
+            .clone()
+            .map(Sink::Alertmanager)
+            .into_iter()
+            .chain(alerts.webhook_url.clone().map(Sink::Webhook));
         let counters = self.shared.lock().expect("state lock").deliveries.clone();
-        std::thread::spawn(move || sender_loop(alertmanager, webhook, receiver, counters));
-        self.notifications = Some(sender);
+        for sink in sinks {
+            let (sender, receiver) = mpsc::channel();
+            let counters = counters.clone();
+            std::thread::spawn(move || sender_loop(sink, receiver, counters));
+            self.notifications.push(sender);
+        }
     }
 
     /// Evaluates the alert rules when the interval has passed.
@@ -533,9 +542,20 @@ impl Agent {
             .evaluate(&self.config.alerts, &state, Utc::now());
         state.alerts = self.engine.alerts();
         drop(state);
-        if let Some(sender) = &self.notifications {
-            for notification in notifications {
-                let _ = sender.send(notification);
+        for notification in notifications {
+            // The log is a sink too: transitions only, not Alertmanager's re-sends.
+            let alert = &notification.alert;
+            if !notification.repeat {
+                tracing::warn!(
+                    alertname = %alert.alertname,
+                    state = alert.state.as_str(),
+                    log = alert.labels.get("log").map(String::as_str).unwrap_or(""),
+                    summary = alert.annotations.get("summary").map(String::as_str).unwrap_or(""),
+                    "alert"
+                );
+            }
+            for sender in &self.notifications {
+                let _ = sender.send(notification.clone());
             }
         }
     }
@@ -671,7 +691,7 @@ impl Agent {
             };
         self.discover_streams(watcher.as_mut());
         self.start_scrapers();
-        self.start_sender();
+        self.start_senders();
         while !shutdown.load(Ordering::SeqCst) {
             self.poll_once();
             if self

@@ -389,7 +389,16 @@ pub fn evaluate(
             "allocation stalls",
         ),
         RuleKind::GcDrivenTail => {
-            let Some(latency) = stream.latency.as_ref().and_then(|l| l.last_minute()) else {
+            // The newest attributed minute, if it is the last complete one or,
+            // while that one waits for late requests (`finalize_after`), the
+            // one before: an older minute says nothing about now.
+            let recent = last - TimeDelta::minutes(1);
+            let Some(latency) = stream
+                .latency
+                .as_ref()
+                .and_then(|l| l.last_minute())
+                .filter(|m| m.start >= recent)
+            else {
                 return inactive(0.0);
             };
             let Some(attribution) = latency.attribution else {
@@ -648,10 +657,45 @@ fn post_json(url: &str, body: &serde_json::Value) -> Result<(), String> {
     }
 }
 
-/// A queued delivery to one sink.
+/// Where alerts go, besides the agent's log.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sink {
+    /// Alertmanager's base URL; alerts are posted to `/api/v2/alerts`.
+    Alertmanager(String),
+    Webhook(String),
+}
+
+impl Sink {
+    fn name(&self) -> &'static str {
+        match self {
+            Sink::Alertmanager(_) => "alertmanager",
+            Sink::Webhook(_) => "webhook",
+        }
+    }
+
+    /// Alertmanager wants every re-send to keep the alert alive; a webhook
+    /// only the transitions.
+    fn wants(&self, notification: &Notification) -> bool {
+        matches!(self, Sink::Alertmanager(_)) || !notification.repeat
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Sink::Alertmanager(base) => format!("{}/api/v2/alerts", base.trim_end_matches('/')),
+            Sink::Webhook(url) => url.clone(),
+        }
+    }
+
+    fn body(&self, alert: &Alert) -> serde_json::Value {
+        match self {
+            Sink::Alertmanager(_) => alertmanager_body(std::slice::from_ref(alert)),
+            Sink::Webhook(_) => serde_json::to_value(alert).unwrap_or_default(),
+        }
+    }
+}
+
+/// A queued delivery.
 struct Pending {
-    sink: &'static str,
-    url: String,
     body: serde_json::Value,
     attempts: u32,
 }
@@ -659,62 +703,47 @@ struct Pending {
 const MAX_QUEUED_DELIVERIES: usize = 1000;
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
-/// Runs on its own thread: delivers notifications in order, retrying a failed
-/// one with exponential backoff (1 s to 60 s) until it succeeds, so a sink
-/// that is down gets everything once it is back. The queue is bounded; past
-/// that the oldest deliveries are dropped and counted.
+/// Runs on its own thread, one per sink (so a sink that is down holds up no
+/// other): delivers notifications in order, retrying a failed one with
+/// exponential backoff (2 s to 60 s) until it succeeds, so a sink that was
+/// down gets everything once it is back. The queue is bounded; past that the
+/// oldest deliveries are dropped and counted.
 pub fn sender_loop(
-    alertmanager_url: Option<String>,
-    webhook_url: Option<String>,
+    sink: Sink,
     notifications: mpsc::Receiver<Notification>,
     counters: std::sync::Arc<std::sync::Mutex<DeliveryCounters>>,
 ) {
+    let url = sink.url();
     let mut queue: VecDeque<Pending> = VecDeque::new();
-    let count = |map: fn(&mut DeliveryCounters) -> &mut BTreeMap<String, u64>, sink: &str| {
+    // When the failed delivery at the front is due again. A deadline, not a
+    // timeout: notifications arriving meanwhile (re-sends every
+    // `resend_interval`) must not restart the backoff.
+    let mut retry_at: Option<std::time::Instant> = None;
+    let count = |map: fn(&mut DeliveryCounters) -> &mut BTreeMap<String, u64>| {
         let mut counters = counters
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *map(&mut counters).entry(sink.to_string()).or_insert(0) += 1;
+        *map(&mut counters)
+            .entry(sink.name().to_string())
+            .or_insert(0) += 1;
     };
     loop {
-        let wait = match queue.front() {
-            Some(pending) if pending.attempts > 0 => {
-                Duration::from_secs(1u64 << pending.attempts.min(6)).min(MAX_BACKOFF)
-            }
-            Some(_) => Duration::ZERO,
-            None => Duration::from_secs(3600),
+        let wait = match (queue.front(), retry_at) {
+            (Some(_), Some(at)) => at.saturating_duration_since(std::time::Instant::now()),
+            (Some(_), None) => Duration::ZERO,
+            (None, _) => Duration::from_secs(3600),
         };
         match notifications.recv_timeout(wait) {
             Ok(notification) => {
-                let alert = &notification.alert;
-                tracing::warn!(
-                    alertname = %alert.alertname,
-                    state = alert.state.as_str(),
-                    log = alert.labels.get("log").map(String::as_str).unwrap_or(""),
-                    summary = alert.annotations.get("summary").map(String::as_str).unwrap_or(""),
-                    repeat = notification.repeat,
-                    "alert"
-                );
-                if let Some(url) = &alertmanager_url {
+                if sink.wants(&notification) {
                     queue.push_back(Pending {
-                        sink: "alertmanager",
-                        url: format!("{}/api/v2/alerts", url.trim_end_matches('/')),
-                        body: alertmanager_body(std::slice::from_ref(alert)),
-                        attempts: 0,
-                    });
-                }
-                if let (Some(url), false) = (&webhook_url, notification.repeat) {
-                    queue.push_back(Pending {
-                        sink: "webhook",
-                        url: url.clone(),
-                        body: serde_json::to_value(alert).unwrap_or_default(),
+                        body: sink.body(&notification.alert),
                         attempts: 0,
                     });
                 }
                 while queue.len() > MAX_QUEUED_DELIVERIES {
-                    if let Some(dropped) = queue.pop_front() {
-                        count(|c| &mut c.dropped, dropped.sink);
-                    }
+                    queue.pop_front();
+                    count(|c| &mut c.dropped);
                 }
                 continue;
             }
@@ -723,15 +752,19 @@ pub fn sender_loop(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         while let Some(pending) = queue.front_mut() {
-            match post_json(&pending.url, &pending.body) {
+            match post_json(&url, &pending.body) {
                 Ok(()) => {
-                    count(|c| &mut c.delivered, pending.sink);
+                    count(|c| &mut c.delivered);
                     queue.pop_front();
+                    retry_at = None;
                 }
                 Err(error) => {
                     pending.attempts += 1;
-                    count(|c| &mut c.failed, pending.sink);
-                    tracing::warn!(sink = pending.sink, %error, attempts = pending.attempts, "alert delivery failed; will retry");
+                    let backoff =
+                        Duration::from_secs(1u64 << pending.attempts.min(6)).min(MAX_BACKOFF);
+                    retry_at = Some(std::time::Instant::now() + backoff);
+                    count(|c| &mut c.failed);
+                    tracing::warn!(sink = sink.name(), %error, attempts = pending.attempts, "alert delivery failed; will retry");
                     break;
                 }
             }

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, TimeZone, Utc};
-use pausewatch_parsers::{GcEvent, LogTime};
+use pausewatch_parsers::{GcEvent, LogTime, StallKind};
 use serde::{Deserialize, Serialize};
 
 use crate::jvm::Histogram;
@@ -98,12 +98,14 @@ impl MinuteWindows {
                         .max(s.reaching_s.unwrap_or(0.0));
                 }
             }
-            GcEvent::Stall(s) => {
+            GcEvent::Stall(s) if s.kind == StallKind::Allocation => {
                 if let Some(minute) = self.minute_at(&s.end) {
                     minute.allocation_stalls += 1;
                     minute.allocation_stall_seconds += s.duration_s;
                 }
             }
+            // Relocation stalls are not allocation stalls (JvmState counts them apart).
+            GcEvent::Stall(_) => {}
             GcEvent::Cycle(c) => {
                 if let Some(minute) = self.minute_at(&c.end) {
                     minute.concurrent_cycle_seconds += c.duration_s.unwrap_or(0.0);

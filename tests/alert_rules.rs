@@ -1,0 +1,1369 @@
+//! The alert rules on real GC logs: every rule fires on a log that shows its
+//! condition and stays quiet on a healthy one; the lifecycle of the engine
+//! (pending for `for`, firing once, Alertmanager re-sends, resolved once);
+//! and the `[alerts]` configuration tables.
+//!
+//! Streams are built the way the agent builds them: the fixture's log goes
+//! through the parser (`analyze::parse_files`), every event into
+//! `JvmState::apply`, the parser's JVM run into `note_run`. Logs decorated with
+//! uptime only are placed on the wall clock with the JVM start time the
+//! workload recorded (`mxbeans.json`, `RuntimeMXBean.getStartTime()`).
+//!
+//! Each rule is evaluated with `now` one minute after the minute of interest,
+//! so that the minute is the last complete one. The expected values were read
+//! by hand from the logs; the line (or the grep that counts them) is quoted
+//! next to each assertion.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use pausewatch::alerts::{
+    evaluate, AlertEngine, AlertState, AlertsConfig, Finding, Notification, RegressionStatistic,
+    RuleKind, Thresholds,
+};
+use pausewatch::correlate::{AttributionOptions, RequestTiming};
+use pausewatch::jvm::JvmState;
+use pausewatch::latency::{CorrelationSettings, LatencyState};
+use pausewatch::state::{AgentState, StreamState};
+use pausewatch_parsers::{GcEvent, LogTime};
+
+// ---------------------------------------------------------------------------
+// Streams from the fixtures.
+
+fn fixture_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn at(text: &str) -> DateTime<Utc> {
+    text.parse()
+        .unwrap_or_else(|e| panic!("bad time {text:?}: {e}"))
+}
+
+/// `RuntimeMXBean.getStartTime()` of the fixture's JVM, for logs that carry
+/// uptime only; `None` when the log has wall-clock decorations of its own.
+fn jvm_start(dir: &Path) -> Option<DateTime<Utc>> {
+    let log = std::fs::read_to_string(dir.join("gc.log")).expect("fixture gc.log");
+    let first = log.lines().next().unwrap_or_default();
+    if pausewatch_parsers::line_time(first).is_some_and(|t| t.wall.is_some()) {
+        return None;
+    }
+    let text = std::fs::read_to_string(dir.join("mxbeans.json")).expect("fixture mxbeans.json");
+    let mxbeans: serde_json::Value = serde_json::from_str(&text).expect("mxbeans.json is JSON");
+    let millis = mxbeans["start_time_ms"].as_i64().expect("start_time_ms");
+    Some(DateTime::from_timestamp_millis(millis).expect("valid start time"))
+}
+
+/// A fixture's log parsed as the agent parses it.
+struct Log {
+    events: Vec<GcEvent>,
+    parser: pausewatch_parsers::GcLogParser,
+}
+
+fn parse(name: &str) -> Log {
+    let dir = fixture_dir(name);
+    let (events, parser) = pausewatch::analyze::parse_files(&[dir.join("gc.log")], jvm_start(&dir))
+        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    assert!(!events.is_empty(), "{name}: no events");
+    Log { events, parser }
+}
+
+fn shift(time: &mut LogTime, by: TimeDelta) {
+    if let Some(wall) = &mut time.wall {
+        *wall += by;
+    }
+}
+
+/// The same events at another wall-clock time (uptimes untouched): a real
+/// log standing for what the JVM did a day or some hours earlier.
+fn shifted(events: &[GcEvent], by: TimeDelta) -> Vec<GcEvent> {
+    events
+        .iter()
+        .cloned()
+        .map(|mut event| {
+            match &mut event {
+                GcEvent::Pause(p) => {
+                    shift(&mut p.start, by);
+                    shift(&mut p.end, by);
+                }
+                GcEvent::Safepoint(s) => {
+                    shift(&mut s.start, by);
+                    shift(&mut s.end, by);
+                }
+                GcEvent::ConcurrentPhase(c) => shift(&mut c.end, by),
+                GcEvent::Cycle(c) => shift(&mut c.end, by),
+                GcEvent::Stall(s) => shift(&mut s.end, by),
+                GcEvent::JvmRestart(r) => shift(&mut r.time, by),
+            }
+            event
+        })
+        .collect()
+}
+
+/// A followed stream made of fixture logs, each moved by its shift; the last
+/// one is the live log. The stream is readable and its last event was
+/// processed when it was written (as the agent would have, following it live).
+fn stream_of(parts: &[(&str, TimeDelta)]) -> StreamState {
+    let mut jvm = JvmState::default();
+    let mut log_path = String::new();
+    for (name, by) in parts {
+        let log = parse(name);
+        jvm.note_run(log.parser.run());
+        for event in shifted(&log.events, *by) {
+            jvm.apply(&event);
+        }
+        log_path = fixture_dir(name).join("gc.log").display().to_string();
+    }
+    StreamState {
+        log: log_path,
+        last_event_processed_at: jvm.last_event,
+        readable: true,
+        jvm,
+        ..StreamState::default()
+    }
+}
+
+fn stream(name: &str) -> StreamState {
+    stream_of(&[(name, TimeDelta::zero())])
+}
+
+/// Moves a fixture whose events are in `from`'s minute into `to`'s minute.
+fn moved(from: &str, to: &str) -> TimeDelta {
+    at(to) - at(from)
+}
+
+fn assert_close(actual: f64, expected: f64, tolerance: f64, what: &str) {
+    assert!(
+        (actual - expected).abs() <= tolerance,
+        "{what}: {actual} is not {expected} ± {tolerance}"
+    );
+}
+
+fn check(kind: RuleKind, thresholds: &Thresholds, stream: &StreamState, now: &str) -> Finding {
+    evaluate(kind, thresholds, stream, at(now))
+}
+
+fn fires(finding: &Finding, value: f64, tolerance: f64, summary_part: &str) {
+    assert!(finding.active, "should fire: {finding:?}");
+    assert_close(finding.value, value, tolerance, "value");
+    assert!(
+        finding.summary.contains(summary_part),
+        "summary {:?} lacks {summary_part:?}",
+        finding.summary
+    );
+}
+
+fn quiet(finding: &Finding) {
+    assert!(!finding.active, "should stay quiet: {finding:?}");
+}
+
+/// The healthy JVM: G1, 25 pauses, the longest 11.835 ms, no full GC, no
+/// evacuation failure, live data 55M of 128M. Its events end in 01:44.
+const HEALTHY: &str = "jvm/jdk17-g1-steady";
+const HEALTHY_NOW: &str = "2026-11-30T01:45:00Z";
+
+/// The latency fixture: Parallel GC, 5 full GCs of 76-104 ms, all in 02:21.
+const LONG_PAUSES: &str = "latency/jdk17-parallel";
+const LONG_PAUSES_NOW: &str = "2026-11-30T02:22:00Z";
+
+// ---------------------------------------------------------------------------
+// PauseBudgetExceeded
+
+#[test]
+fn pause_budget_fires_on_the_longest_pause_of_the_minute() {
+    let stream = stream(LONG_PAUSES);
+    let finding = check(
+        RuleKind::PauseBudget,
+        &Thresholds::default(),
+        &stream,
+        LONG_PAUSES_NOW,
+    );
+    // [2026-11-30T02:21:27.332+0000][7.599s][info][gc] GC(16) Pause Full (Ergonomics) 218M->180M(243M) 104.303ms
+    fires(
+        &finding,
+        0.104303,
+        1e-9,
+        "longest GC pause 104.3 ms in the minute from 02:21 UTC, budget 50.0 ms",
+    );
+    // The minute after holds no pause at all.
+    quiet(&check(
+        RuleKind::PauseBudget,
+        &Thresholds::default(),
+        &stream,
+        "2026-11-30T02:23:00Z",
+    ));
+}
+
+#[test]
+fn pause_budget_is_quiet_on_a_healthy_log() {
+    let finding = check(
+        RuleKind::PauseBudget,
+        &Thresholds::default(),
+        &stream(HEALTHY),
+        HEALTHY_NOW,
+    );
+    quiet(&finding);
+    // [3.050s][info][gc] GC(13) Pause Young (Mixed) (G1 Evacuation Pause) 69M->60M(128M) 11.835ms,
+    // the longest of the log.
+    assert_close(finding.value, 0.011835, 1e-9, "longest pause");
+}
+
+// ---------------------------------------------------------------------------
+// PauseRegression: history is built from real logs moved in time.
+
+/// p99 of the latency fixture as `histogram_quantile` estimates it from the
+/// pause buckets: 57 of its 59 pauses are <= 100 ms, 2 are in (100 ms, 200 ms]
+/// (104.303 and 103.694 ms); rank 0.99 * 59 = 58.41, so
+/// 0.1 + 0.1 * (58.41 - 57) / 2.
+const LONG_PAUSES_P99: f64 = 0.1705;
+/// jdk17-parallel-steady, events in 01:45. Its p99 is 48.5 ms: 15 pauses,
+/// 3 <= 2 ms, 5 in (2, 5], 4 in (5, 10], 3 in (20, 50] ms (24.989, 28.119,
+/// 33.553); rank 0.99 * 15 = 14.85, so 0.02 + 0.03 * (14.85 - 12) / 3.
+const PARALLEL_STEADY: &str = "jvm/jdk17-parallel-steady";
+
+#[test]
+fn pause_regression_against_the_same_window_a_day_earlier() {
+    // Yesterday the same service ran healthy (jdk17-parallel-steady, moved to
+    // 02:21 a day earlier); today it has the latency fixture's full GCs.
+    let stream = stream_of(&[
+        (
+            PARALLEL_STEADY,
+            moved("2026-11-30T01:45:00Z", "2026-11-29T02:21:00Z"),
+        ),
+        (LONG_PAUSES, TimeDelta::zero()),
+    ]);
+    let finding = check(
+        RuleKind::PauseRegression,
+        &Thresholds::default(),
+        &stream,
+        LONG_PAUSES_NOW,
+    );
+    fires(
+        &finding,
+        LONG_PAUSES_P99,
+        1e-9,
+        "p99 pause over the last 15m is 170.5 ms, baseline 48.5 ms (the same window a day earlier)",
+    );
+
+    // The day-old window wins over the trailing hours: with the same long
+    // pauses a day earlier it is no regression, although the hours before
+    // the window were calm.
+    let stream = stream_of(&[
+        (
+            LONG_PAUSES,
+            moved("2026-11-30T02:21:00Z", "2026-11-29T02:21:00Z"),
+        ),
+        (
+            PARALLEL_STEADY,
+            moved("2026-11-30T01:45:00Z", "2026-11-30T01:21:00Z"),
+        ),
+        (LONG_PAUSES, TimeDelta::zero()),
+    ]);
+    let finding = check(
+        RuleKind::PauseRegression,
+        &Thresholds::default(),
+        &stream,
+        LONG_PAUSES_NOW,
+    );
+    quiet(&finding);
+    assert!(
+        finding
+            .summary
+            .contains("baseline 170.5 ms (the same window a day earlier)"),
+        "{finding:?}"
+    );
+}
+
+#[test]
+fn pause_regression_against_the_trailing_hours_without_day_old_data() {
+    // No data a day ago; an hour before the 15-minute window the JVM ran
+    // healthy (jdk17-parallel-steady moved to 01:21).
+    let stream = stream_of(&[
+        (
+            PARALLEL_STEADY,
+            moved("2026-11-30T01:45:00Z", "2026-11-30T01:21:00Z"),
+        ),
+        (LONG_PAUSES, TimeDelta::zero()),
+    ]);
+    let finding = check(
+        RuleKind::PauseRegression,
+        &Thresholds::default(),
+        &stream,
+        LONG_PAUSES_NOW,
+    );
+    fires(
+        &finding,
+        LONG_PAUSES_P99,
+        1e-9,
+        "baseline 48.5 ms (the trailing hours)",
+    );
+
+    // Beyond the trailing 3 hours it is no baseline: nothing to compare with.
+    let stream = stream_of(&[
+        (
+            PARALLEL_STEADY,
+            moved("2026-11-30T01:45:00Z", "2026-11-29T22:21:00Z"),
+        ),
+        (LONG_PAUSES, TimeDelta::zero()),
+    ]);
+    quiet(&check(
+        RuleKind::PauseRegression,
+        &Thresholds::default(),
+        &stream,
+        LONG_PAUSES_NOW,
+    ));
+}
+
+#[test]
+fn pause_regression_against_a_pinned_baseline() {
+    // The day-old data says regression (see above), but a pinned baseline
+    // overrides it: 170.5 ms is not 1.5 x 120 ms.
+    let history = stream_of(&[
+        (
+            PARALLEL_STEADY,
+            moved("2026-11-30T01:45:00Z", "2026-11-29T02:21:00Z"),
+        ),
+        (LONG_PAUSES, TimeDelta::zero()),
+    ]);
+    let mut thresholds = Thresholds {
+        regression_pinned: Some(Duration::from_millis(120)),
+        ..Thresholds::default()
+    };
+    let finding = check(
+        RuleKind::PauseRegression,
+        &thresholds,
+        &history,
+        LONG_PAUSES_NOW,
+    );
+    quiet(&finding);
+    assert!(
+        finding.summary.contains("baseline 120.0 ms (pinned)"),
+        "{finding:?}"
+    );
+
+    // Pinned at 100 ms, 170.5 ms is a regression, even with no history at all.
+    thresholds.regression_pinned = Some(Duration::from_millis(100));
+    fires(
+        &check(
+            RuleKind::PauseRegression,
+            &thresholds,
+            &stream(LONG_PAUSES),
+            LONG_PAUSES_NOW,
+        ),
+        LONG_PAUSES_P99,
+        1e-9,
+        "baseline 100.0 ms (pinned)",
+    );
+
+    // The max statistic compares the longest pause itself (104.303 ms).
+    thresholds.regression_pinned = Some(Duration::from_millis(60));
+    thresholds.regression_statistic = RegressionStatistic::Max;
+    fires(
+        &check(
+            RuleKind::PauseRegression,
+            &thresholds,
+            &stream(LONG_PAUSES),
+            LONG_PAUSES_NOW,
+        ),
+        0.104303,
+        1e-9,
+        "max pause over the last 15m is 104.3 ms, baseline 60.0 ms (pinned)",
+    );
+}
+
+#[test]
+fn pause_regression_below_the_min_pause_floor_does_not_matter() {
+    // Shenandoah: yesterday jdk17-shenandoah-steady (43 pauses <= 0.5 ms and
+    // one of 1.068 ms: p99 = 0.001 + 0.001 * (43.56 - 43) / 1 = 1.56 ms);
+    // today jdk17-shenandoah-degenerated (68 pauses <= 0.5 ms, 3 in
+    // (2, 5] ms, the degenerated GC of 8.807 ms: p99 = 0.005 + 0.005 *
+    // (71.28 - 71) / 1 = 6.4 ms). Four times the baseline, but under 10 ms.
+    let stream = stream_of(&[
+        (
+            "jvm/jdk17-shenandoah-steady",
+            moved("2026-11-30T01:45:00Z", "2026-11-29T01:45:00Z"),
+        ),
+        ("jvm/jdk17-shenandoah-degenerated", TimeDelta::zero()),
+    ]);
+    let now = "2026-11-30T01:46:00Z";
+    let finding = check(
+        RuleKind::PauseRegression,
+        &Thresholds::default(),
+        &stream,
+        now,
+    );
+    quiet(&finding);
+    assert_close(finding.value, 0.0064, 1e-9, "recent p99");
+    assert!(finding.summary.contains("baseline 1.6 ms"), "{finding:?}");
+
+    // With the floor at 5 ms the same data is a regression.
+    let thresholds = Thresholds {
+        regression_min_pause: Duration::from_millis(5),
+        ..Thresholds::default()
+    };
+    fires(
+        &check(RuleKind::PauseRegression, &thresholds, &stream, now),
+        0.0064,
+        1e-9,
+        "p99 pause over the last 15m is 6.4 ms, baseline 1.6 ms (the same window a day earlier)",
+    );
+}
+
+#[test]
+fn pause_regression_is_quiet_on_a_healthy_log_like_the_day_before() {
+    // The healthy JVM today and the same healthy run a day earlier. Its p99
+    // (24 pauses <= 10 ms, one of 11.835 ms: 0.01 + 0.01 * 0.75 = 17.5 ms) is
+    // above the 10 ms floor, so only the ratio keeps the rule quiet.
+    let stream = stream_of(&[
+        (
+            HEALTHY,
+            moved("2026-11-30T01:44:00Z", "2026-11-29T01:44:00Z"),
+        ),
+        (HEALTHY, TimeDelta::zero()),
+    ]);
+    let finding = check(
+        RuleKind::PauseRegression,
+        &Thresholds::default(),
+        &stream,
+        HEALTHY_NOW,
+    );
+    quiet(&finding);
+    assert_close(finding.value, 0.0175, 1e-9, "recent p99");
+    assert!(
+        finding
+            .summary
+            .contains("baseline 17.5 ms (the same window a day earlier)"),
+        "{finding:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// GcOverheadHigh
+
+/// No fixture can reach the default (10 % of 5 minutes, 30 s of pauses):
+/// the JVMs ran for about 30 s. One minute and 1 % are used instead.
+fn overhead_thresholds() -> Thresholds {
+    Thresholds {
+        overhead_window: Duration::from_secs(60),
+        overhead_ratio: 0.01,
+        ..Thresholds::default()
+    }
+}
+
+#[test]
+fn gc_overhead_fires_when_pauses_take_a_share_of_the_window() {
+    // The 59 `[gc] GC(n) Pause ...` lines of the latency fixture add up to
+    // 803.423 ms (awk over their last field), in the minute from 02:21.
+    let finding = check(
+        RuleKind::GcOverhead,
+        &overhead_thresholds(),
+        &stream(LONG_PAUSES),
+        LONG_PAUSES_NOW,
+    );
+    fires(
+        &finding,
+        0.803423 / 60.0,
+        1e-9,
+        "GC pauses took 1.3 % of wall time over the last 1m",
+    );
+    // With the default 5-minute window the same pauses are 0.27 %.
+    let finding = check(
+        RuleKind::GcOverhead,
+        &Thresholds::default(),
+        &stream(LONG_PAUSES),
+        LONG_PAUSES_NOW,
+    );
+    quiet(&finding);
+    assert_close(finding.value, 0.803423 / 300.0, 1e-9, "default window");
+}
+
+#[test]
+fn gc_overhead_is_quiet_on_a_healthy_log() {
+    // 25 pauses, 111.733 ms in all: 0.19 % of the minute.
+    let finding = check(
+        RuleKind::GcOverhead,
+        &overhead_thresholds(),
+        &stream(HEALTHY),
+        HEALTHY_NOW,
+    );
+    quiet(&finding);
+    assert_close(finding.value, 0.111733 / 60.0, 1e-9, "overhead");
+}
+
+// ---------------------------------------------------------------------------
+// HeapPressure
+
+#[test]
+fn heap_pressure_fires_when_live_data_fills_the_heap() {
+    // JDK 25, generational ZGC under allocation stalls:
+    // [...][0.005s][info][gc,init] Max Capacity: 128M
+    // [2026-11-30T01:46:59.784+0000][3.299s][info][gc] GC(37) Major Collection (Allocation Rate) 120M(94%)->120M(94%) 0.030s
+    let finding = check(
+        RuleKind::HeapPressure,
+        &Thresholds::default(),
+        &stream("jvm/jdk25-zgc-stall"),
+        "2026-11-30T01:47:00Z",
+    );
+    fires(
+        &finding,
+        120.0 / 128.0,
+        1e-9,
+        "live data after GC is 94 % of the max heap (120 of 128 MiB)",
+    );
+}
+
+#[test]
+fn heap_pressure_is_quiet_on_a_healthy_log() {
+    // The same collector running steady:
+    // [4.919s][info][gc] GC(9) Major Collection (Proactive) 76M(59%)->52M(41%) 0.011s
+    let finding = check(
+        RuleKind::HeapPressure,
+        &Thresholds::default(),
+        &stream("jvm/jdk25-zgc-steady"),
+        "2026-11-30T01:47:00Z",
+    );
+    quiet(&finding);
+    assert_close(finding.value, 52.0 / 128.0, 1e-9, "live share");
+    // And the healthy G1 JVM: GC(22) Pause Young (Mixed) ... 60M->55M(128M).
+    let finding = check(
+        RuleKind::HeapPressure,
+        &Thresholds::default(),
+        &stream(HEALTHY),
+        HEALTHY_NOW,
+    );
+    quiet(&finding);
+    assert_close(finding.value, 55.0 / 128.0, 1e-9, "live share");
+}
+
+// ---------------------------------------------------------------------------
+// The counting rules: FullGc, EvacuationFailure, DegeneratedGc, AllocationStall.
+
+#[test]
+fn full_gc_fires_on_full_collections_in_the_minute() {
+    // grep -cE '\]\[gc +\] GC\([0-9]+\) Pause Full' jdk17-parallel-full/gc.log: 13,
+    // from 01:45:14.711 to 01:45:15.106.
+    let finding = check(
+        RuleKind::FullGc,
+        &Thresholds::default(),
+        &stream("jvm/jdk17-parallel-full"),
+        "2026-11-30T01:46:00Z",
+    );
+    fires(
+        &finding,
+        13.0,
+        0.0,
+        "13 full GCs in the minute from 01:45 UTC",
+    );
+}
+
+#[test]
+fn full_gc_is_quiet_on_a_healthy_log() {
+    let finding = check(
+        RuleKind::FullGc,
+        &Thresholds::default(),
+        &stream(HEALTHY),
+        HEALTHY_NOW,
+    );
+    quiet(&finding);
+    assert_eq!(finding.value, 0.0);
+}
+
+#[test]
+fn evacuation_failure_fires_on_to_space_exhaustion() {
+    // grep -c 'To-space exhausted' jdk17-g1-evacfail/gc.log: 28; the log has
+    // uptime only, the JVM started at 01:44:44.703 and ran 5.6 s.
+    let finding = check(
+        RuleKind::EvacuationFailure,
+        &Thresholds::default(),
+        &stream("jvm/jdk17-g1-evacfail"),
+        "2026-11-30T01:45:00Z",
+    );
+    fires(
+        &finding,
+        28.0,
+        0.0,
+        "28 evacuation failures in the minute from 01:44 UTC",
+    );
+}
+
+#[test]
+fn evacuation_failure_is_quiet_on_a_healthy_log() {
+    let finding = check(
+        RuleKind::EvacuationFailure,
+        &Thresholds::default(),
+        &stream(HEALTHY),
+        HEALTHY_NOW,
+    );
+    quiet(&finding);
+    assert_eq!(finding.value, 0.0);
+}
+
+#[test]
+fn degenerated_gc_fires_on_degenerated_cycles() {
+    // [2026-11-30T01:45:42.358+0000] GC(7) Pause Degenerated GC (Outside of Cycle) 121M->80M(128M) 8.807ms
+    // [2026-11-30T01:45:43.350+0000] GC(10) Pause Degenerated GC (Mark) 121M->94M(128M) 4.491ms
+    // [2026-11-30T01:45:43.357+0000] GC(12) Pause Degenerated GC (Mark) 121M->95M(128M) 3.307ms
+    // [2026-11-30T01:45:43.364+0000] GC(14) Pause Degenerated GC (Mark) 121M->95M(128M) 3.637ms
+    let finding = check(
+        RuleKind::DegeneratedGc,
+        &Thresholds::default(),
+        &stream("jvm/jdk17-shenandoah-degenerated"),
+        "2026-11-30T01:46:00Z",
+    );
+    fires(
+        &finding,
+        4.0,
+        0.0,
+        "4 degenerated GCs in the minute from 01:45 UTC",
+    );
+}
+
+#[test]
+fn degenerated_gc_is_quiet_on_a_healthy_log() {
+    // Shenandoah running steady (uptime only, started 01:45:34.333).
+    let finding = check(
+        RuleKind::DegeneratedGc,
+        &Thresholds::default(),
+        &stream("jvm/jdk17-shenandoah-steady"),
+        "2026-11-30T01:46:00Z",
+    );
+    quiet(&finding);
+    assert_eq!(finding.value, 0.0);
+}
+
+#[test]
+fn allocation_stall_fires_on_allocation_stalls_only() {
+    // grep -c '\] Allocation Stall (' jdk17-zgc-stall/gc.log: 32, e.g.
+    // [2026-11-30T01:45:56.022+0000][0.291s][info][gc] Allocation Stall (worker-0) 30.272ms
+    // The log also has 4 `Relocation Stall (worker-N)` lines: those are not
+    // allocation stalls (JvmState counts them apart, as relocation_stalls).
+    let stream = stream("jvm/jdk17-zgc-stall");
+    assert_eq!(stream.jvm.counters.allocation_stalls, 32);
+    assert_eq!(stream.jvm.counters.relocation_stalls, 4);
+    let finding = check(
+        RuleKind::AllocationStall,
+        &Thresholds::default(),
+        &stream,
+        "2026-11-30T01:46:00Z",
+    );
+    fires(
+        &finding,
+        32.0,
+        0.0,
+        "32 allocation stalls in the minute from 01:45 UTC",
+    );
+}
+
+#[test]
+fn allocation_stall_is_quiet_on_a_healthy_log() {
+    // ZGC running steady (uptime only, started 01:45:49.998).
+    let finding = check(
+        RuleKind::AllocationStall,
+        &Thresholds::default(),
+        &stream("jvm/jdk17-zgc-steady"),
+        "2026-11-30T01:46:00Z",
+    );
+    quiet(&finding);
+    assert_eq!(finding.value, 0.0);
+}
+
+// ---------------------------------------------------------------------------
+// GcDrivenTail: the service's access log next to its JVM's stops.
+
+/// The requests of the latency fixture's access.jsonl (6000, all completing
+/// in 02:21).
+fn requests() -> Vec<RequestTiming> {
+    let path = fixture_dir(LONG_PAUSES).join("access.jsonl");
+    std::fs::read_to_string(&path)
+        .expect("access.jsonl")
+        .lines()
+        .map(|line| {
+            let request: serde_json::Value = serde_json::from_str(line).expect("JSON line");
+            RequestTiming {
+                start: at(request["start"].as_str().expect("start")),
+                duration_s: request["duration_ms"].as_f64().expect("duration_ms") / 1000.0,
+            }
+        })
+        .collect()
+}
+
+/// Adds a latency state fed with `requests` and every GC event of the
+/// stream's logs, finalized 15 s after the minute ended with the 50 ms SLO.
+fn with_latency(
+    mut stream: StreamState,
+    parts: &[(&str, TimeDelta)],
+    requests: &[RequestTiming],
+    now: &str,
+) -> StreamState {
+    let mut latency = LatencyState::default();
+    for (name, by) in parts {
+        for event in shifted(&parse(name).events, *by) {
+            latency.add_event(&event);
+        }
+    }
+    for request in requests {
+        latency.add_request(*request);
+    }
+    let settings = CorrelationSettings {
+        attribution: AttributionOptions {
+            slo_seconds: Some(0.050),
+            affected_share: 0.25,
+        },
+        ..CorrelationSettings::default()
+    };
+    latency.finalize(at(now), &settings, &stream.jvm.minutes);
+    stream.latency = Some(latency);
+    stream
+}
+
+/// 15 s after 02:21 ended: the minute is attributed.
+const TAIL_NOW: &str = "2026-11-30T02:22:15Z";
+
+#[test]
+fn gc_driven_tail_fires_when_slow_requests_were_stopped_by_gc() {
+    let parts = [(LONG_PAUSES, TimeDelta::zero())];
+    let stream = with_latency(stream_of(&parts), &parts, &requests(), TAIL_NOW);
+    let minute = stream.latency.as_ref().unwrap().last_minute().unwrap();
+    let attribution = minute.attribution.expect("attributed");
+    // 60 requests are slower than 50 ms; 48 of them spent a quarter of their
+    // time or more in the full GCs and safepoints (the other 12 are the
+    // workload's two injected freezes, freezes.json).
+    assert_eq!(
+        (
+            attribution.slow_requests,
+            attribution.slow_requests_stop_affected
+        ),
+        (60, 48)
+    );
+    let finding = check(
+        RuleKind::GcDrivenTail,
+        &Thresholds::default(),
+        &stream,
+        TAIL_NOW,
+    );
+    // p99.9 of the 6000 durations: the 5994th smallest, 92.814 ms
+    // (sort -g of duration_ms), as an HdrHistogram with 3 significant digits
+    // reports it (within 0.1 ms).
+    fires(
+        &finding,
+        0.092814,
+        0.0001,
+        "above the 50.0 ms SLO, 80 % of slow requests were stopped by GC or safepoints",
+    );
+}
+
+#[test]
+fn gc_driven_tail_does_not_outlive_its_minute() {
+    // The service received no request after 02:21 (the workload ended). At
+    // 02:25 the last complete minute is 02:24, three minutes after the slow
+    // one: nothing in the recent minutes says the tail is GC-driven, and the
+    // alert must be able to resolve, like PauseBudgetExceeded does after a
+    // quiet minute.
+    let parts = [(LONG_PAUSES, TimeDelta::zero())];
+    let stream = with_latency(stream_of(&parts), &parts, &requests(), TAIL_NOW);
+    for now in ["2026-11-30T02:25:00Z", "2026-11-30T03:21:00Z"] {
+        quiet(&check(
+            RuleKind::GcDrivenTail,
+            &Thresholds::default(),
+            &stream,
+            now,
+        ));
+    }
+}
+
+#[test]
+fn gc_driven_tail_is_quiet_on_a_healthy_log() {
+    // The same traffic next to the healthy JVM's stops (jdk17-g1-steady moved
+    // from 01:44 onto the requests' minute): the tail is still over the SLO,
+    // but the short young pauses explain almost none of it.
+    let parts = [(
+        HEALTHY,
+        moved("2026-11-30T01:44:00Z", "2026-11-30T02:21:00Z"),
+    )];
+    let service = with_latency(stream_of(&parts), &parts, &requests(), TAIL_NOW);
+    let attribution = service
+        .latency
+        .as_ref()
+        .unwrap()
+        .last_minute()
+        .unwrap()
+        .attribution
+        .expect("attributed");
+    assert_eq!(attribution.slow_requests, 60);
+    assert!(
+        attribution.slow_requests_stop_affected * 2 <= attribution.slow_requests,
+        "{attribution:?}"
+    );
+    let finding = check(
+        RuleKind::GcDrivenTail,
+        &Thresholds::default(),
+        &service,
+        TAIL_NOW,
+    );
+    quiet(&finding);
+    assert_close(finding.value, 0.092814, 0.0001, "p99.9");
+
+    // And the healthy JVM without a latency source says nothing.
+    quiet(&check(
+        RuleKind::GcDrivenTail,
+        &Thresholds::default(),
+        &stream(HEALTHY),
+        HEALTHY_NOW,
+    ));
+}
+
+// ---------------------------------------------------------------------------
+// LongTimeToSafepoint
+
+/// No fixture comes near the 100 ms default: these 5-30 s runs reach
+/// safepoints within 5 ms. 2 ms is used instead.
+fn ttsp_thresholds() -> Thresholds {
+    Thresholds {
+        max_time_to_safepoint: Duration::from_millis(2),
+        ..Thresholds::default()
+    }
+}
+
+#[test]
+fn time_to_safepoint_fires_on_a_slow_safepoint() {
+    // [2026-11-30T02:21:20.057+0000][0.324s][info][safepoint] Safepoint "ParallelGCFailedAllocation", ...,
+    //   Reaching safepoint: 4269302 ns, ... (the largest `Reaching safepoint` of the log)
+    let finding = check(
+        RuleKind::TimeToSafepoint,
+        &ttsp_thresholds(),
+        &stream(LONG_PAUSES),
+        LONG_PAUSES_NOW,
+    );
+    fires(
+        &finding,
+        0.004269302,
+        1e-12,
+        "time to safepoint reached 4.3 ms in the minute from 02:21 UTC",
+    );
+    quiet(&check(
+        RuleKind::TimeToSafepoint,
+        &Thresholds::default(),
+        &stream(LONG_PAUSES),
+        LONG_PAUSES_NOW,
+    ));
+}
+
+#[test]
+fn time_to_safepoint_is_quiet_on_a_healthy_log() {
+    // The healthy JVM's largest `Reaching safepoint` is 5088 ns.
+    let finding = check(
+        RuleKind::TimeToSafepoint,
+        &ttsp_thresholds(),
+        &stream(HEALTHY),
+        HEALTHY_NOW,
+    );
+    quiet(&finding);
+    assert_close(finding.value, 0.000005088, 1e-12, "ttsp");
+}
+
+// ---------------------------------------------------------------------------
+// StaleGcLog
+
+#[test]
+fn stale_log_fires_after_silence_and_when_unreadable() {
+    // The healthy log's last event ends at 01:44:23.391 (GC(22) and its
+    // safepoint at 5.018 s uptime, the JVM started at 01:44:18.373); the
+    // agent processed it then.
+    let mut stream = stream(HEALTHY);
+    let last = stream.last_event_processed_at.expect("processed");
+    assert_eq!(last, at("2026-11-30T01:44:23.391Z"));
+
+    // 10 minutes 1 second of silence: stale (the default is 10 minutes).
+    let finding = evaluate(
+        RuleKind::StaleLog,
+        &Thresholds::default(),
+        &stream,
+        last + TimeDelta::seconds(601),
+    );
+    fires(&finding, 601.0, 1e-9, "no GC event for 10m 1s");
+
+    // Readable but never written to since the agent started: nothing to say.
+    stream.last_event_processed_at = None;
+    quiet(&evaluate(
+        RuleKind::StaleLog,
+        &Thresholds::default(),
+        &stream,
+        last + TimeDelta::hours(1),
+    ));
+
+    // Unreadable: stale at once, with or without events before.
+    stream.readable = false;
+    let finding = evaluate(
+        RuleKind::StaleLog,
+        &Thresholds::default(),
+        &stream,
+        last + TimeDelta::seconds(1),
+    );
+    assert!(finding.active, "{finding:?}");
+    assert_eq!(finding.summary, "the GC log cannot be read");
+    stream.last_event_processed_at = Some(last);
+    assert!(
+        evaluate(
+            RuleKind::StaleLog,
+            &Thresholds::default(),
+            &stream,
+            last + TimeDelta::seconds(1)
+        )
+        .active
+    );
+}
+
+#[test]
+fn stale_log_is_quiet_while_events_are_recent() {
+    let stream = stream(HEALTHY);
+    let last = stream.last_event_processed_at.unwrap();
+    let finding = evaluate(
+        RuleKind::StaleLog,
+        &Thresholds::default(),
+        &stream,
+        last + TimeDelta::seconds(599),
+    );
+    quiet(&finding);
+    assert_close(finding.value, 599.0, 1e-9, "silence");
+    // A shorter `after` turns the same silence stale.
+    let thresholds = Thresholds {
+        stale_after: Duration::from_secs(300),
+        ..Thresholds::default()
+    };
+    assert!(
+        evaluate(
+            RuleKind::StaleLog,
+            &thresholds,
+            &stream,
+            last + TimeDelta::seconds(599)
+        )
+        .active
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Lifecycle through the engine.
+
+/// The default configuration with only `kind` enabled.
+fn only(kind: RuleKind) -> AlertsConfig {
+    let mut config = AlertsConfig::default();
+    for rule in &mut config.rules {
+        rule.enabled = rule.kind == kind;
+    }
+    config
+}
+
+fn rule_mut(config: &mut AlertsConfig, kind: RuleKind) -> &mut pausewatch::alerts::RuleSettings {
+    config
+        .rules
+        .iter_mut()
+        .find(|r| r.kind == kind)
+        .expect("rule settings")
+}
+
+fn agent_state(stream: StreamState) -> AgentState {
+    AgentState {
+        streams: vec![stream],
+        ..AgentState::default()
+    }
+}
+
+fn states(engine: &AlertEngine) -> Vec<(String, AlertState)> {
+    engine
+        .alerts()
+        .into_iter()
+        .map(|a| (a.alertname, a.state))
+        .collect()
+}
+
+fn kinds(notifications: &[Notification]) -> Vec<(AlertState, bool)> {
+    notifications
+        .iter()
+        .map(|n| (n.alert.state, n.repeat))
+        .collect()
+}
+
+#[test]
+fn heap_pressure_stays_pending_for_five_minutes_then_fires_once() {
+    // HeapPressure's default `for` is 5 minutes; the condition (120M live
+    // of 128M) holds at every evaluation.
+    let config = only(RuleKind::HeapPressure);
+    assert_eq!(
+        rule_mut(&mut config.clone(), RuleKind::HeapPressure).for_duration,
+        Duration::from_secs(300)
+    );
+    let state = agent_state(stream("jvm/jdk25-zgc-stall"));
+    let mut engine = AlertEngine::default();
+    let t0 = at("2026-11-30T01:47:00Z");
+    for minutes in 0..5 {
+        let now = t0 + TimeDelta::minutes(minutes);
+        let sent = engine.evaluate(&config, &state, now);
+        assert!(sent.is_empty(), "at +{minutes} min: {sent:?}");
+        let alerts = engine.alerts();
+        assert_eq!(alerts.len(), 1);
+        assert_eq!(alerts[0].state, AlertState::Pending, "at +{minutes} min");
+        assert_eq!(alerts[0].active_since, t0);
+        assert_eq!(alerts[0].fired_at, None);
+    }
+    let fire_at = t0 + TimeDelta::minutes(5);
+    let sent = engine.evaluate(&config, &state, fire_at);
+    assert_eq!(kinds(&sent), [(AlertState::Firing, false)]);
+    let alert = &sent[0].alert;
+    assert_eq!(alert.alertname, "HeapPressure");
+    assert_eq!(alert.fired_at, Some(fire_at));
+    assert_eq!(alert.active_since, t0);
+    assert_close(alert.value, 120.0 / 128.0, 1e-9, "value");
+    // Within the default 60 s resend interval: nothing more.
+    assert!(engine
+        .evaluate(&config, &state, fire_at + TimeDelta::seconds(30))
+        .is_empty());
+    assert_eq!(
+        states(&engine),
+        [("HeapPressure".to_string(), AlertState::Firing)]
+    );
+}
+
+#[test]
+fn firing_alert_is_sent_once_re_sent_for_alertmanager_and_resolved_once() {
+    let mut config = only(RuleKind::PauseBudget);
+    config.resend_interval = Duration::from_secs(30);
+    config.labels = BTreeMap::from([("team".to_string(), "payments".to_string())]);
+    let rule = rule_mut(&mut config, RuleKind::PauseBudget);
+    rule.labels = BTreeMap::from([("severity".to_string(), "page".to_string())]);
+    rule.annotations = BTreeMap::from([(
+        "runbook".to_string(),
+        "https://runbooks.example/gc".to_string(),
+    )]);
+    let mut stream = stream(LONG_PAUSES);
+    stream.labels = BTreeMap::from([("service".to_string(), "pricing".to_string())]);
+    let log = stream.log.clone();
+    let state = agent_state(stream);
+    let mut engine = AlertEngine::default();
+
+    // Every 10 s from 02:22:00, while 02:21 (the minute of the long pauses)
+    // is the last complete minute, then into 02:23.
+    let mut sent_at: Vec<(String, Vec<(AlertState, bool)>)> = Vec::new();
+    let mut first = None;
+    for step in 0..=7 {
+        let now = at(LONG_PAUSES_NOW) + TimeDelta::seconds(10 * step);
+        let sent = engine.evaluate(&config, &state, now);
+        if first.is_none() && !sent.is_empty() {
+            first = Some(sent[0].clone());
+        }
+        sent_at.push((now.format("%H:%M:%S").to_string(), kinds(&sent)));
+        if step == 6 {
+            // Resolved is shown once, at the evaluation that resolved it.
+            assert_eq!(
+                states(&engine),
+                [("PauseBudgetExceeded".to_string(), AlertState::Resolved)]
+            );
+        }
+    }
+    let expected: Vec<(String, Vec<(AlertState, bool)>)> = [
+        ("02:22:00", vec![(AlertState::Firing, false)]),
+        ("02:22:10", vec![]),
+        ("02:22:20", vec![]),
+        ("02:22:30", vec![(AlertState::Firing, true)]),
+        ("02:22:40", vec![]),
+        ("02:22:50", vec![]),
+        ("02:23:00", vec![(AlertState::Resolved, false)]),
+        ("02:23:10", vec![]),
+    ]
+    .into_iter()
+    .map(|(t, k)| (t.to_string(), k))
+    .collect();
+    assert_eq!(sent_at, expected);
+    // ... and then it is gone.
+    assert!(engine.alerts().is_empty(), "{:?}", engine.alerts());
+
+    let alert = first.expect("fired").alert;
+    let labels: Vec<(&str, &str)> = alert
+        .labels
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            ("alertname", "PauseBudgetExceeded"),
+            ("log", log.as_str()),
+            ("service", "pricing"),
+            ("severity", "page"),
+            ("team", "payments"),
+        ]
+    );
+    assert_eq!(
+        alert.annotations.get("summary").map(String::as_str),
+        Some("longest GC pause 104.3 ms in the minute from 02:21 UTC, budget 50.0 ms")
+    );
+    assert_eq!(
+        alert.annotations.get("runbook").map(String::as_str),
+        Some("https://runbooks.example/gc")
+    );
+    assert_close(alert.value, 0.104303, 1e-9, "value");
+}
+
+#[test]
+fn resolved_alert_carries_its_times_and_default_severity() {
+    let config = only(RuleKind::PauseBudget);
+    let state = agent_state(stream(LONG_PAUSES));
+    let mut engine = AlertEngine::default();
+    let fired = engine.evaluate(&config, &state, at(LONG_PAUSES_NOW));
+    assert_eq!(kinds(&fired), [(AlertState::Firing, false)]);
+    assert_eq!(
+        fired[0].alert.labels.get("severity").map(String::as_str),
+        Some("warning")
+    );
+    let resolved_at = at("2026-11-30T02:23:00Z");
+    let resolved = engine.evaluate(&config, &state, resolved_at);
+    assert_eq!(kinds(&resolved), [(AlertState::Resolved, false)]);
+    assert_eq!(resolved[0].alert.resolved_at, Some(resolved_at));
+    assert_eq!(resolved[0].alert.fired_at, Some(at(LONG_PAUSES_NOW)));
+    assert!(engine
+        .evaluate(&config, &state, resolved_at + TimeDelta::minutes(1))
+        .is_empty());
+    assert!(engine.alerts().is_empty());
+}
+
+#[test]
+fn pending_alert_that_clears_is_forgotten_without_a_notification() {
+    // With `for = 2m` the minute of long pauses is over before the alert fires.
+    let mut config = only(RuleKind::PauseBudget);
+    rule_mut(&mut config, RuleKind::PauseBudget).for_duration = Duration::from_secs(120);
+    let state = agent_state(stream(LONG_PAUSES));
+    let mut engine = AlertEngine::default();
+    for now in ["2026-11-30T02:22:00Z", "2026-11-30T02:22:30Z"] {
+        assert!(engine.evaluate(&config, &state, at(now)).is_empty());
+        assert_eq!(
+            states(&engine),
+            [("PauseBudgetExceeded".to_string(), AlertState::Pending)]
+        );
+    }
+    for now in ["2026-11-30T02:23:00Z", "2026-11-30T02:23:30Z"] {
+        let sent = engine.evaluate(&config, &state, at(now));
+        assert!(sent.is_empty(), "at {now}: {sent:?}");
+        assert!(
+            engine.alerts().is_empty(),
+            "at {now}: {:?}",
+            engine.alerts()
+        );
+    }
+}
+
+#[test]
+fn healthy_log_raises_no_alert_with_the_default_rules() {
+    // Every rule, default thresholds, the healthy JVM's minute.
+    let state = agent_state(stream(HEALTHY));
+    let mut engine = AlertEngine::default();
+    let sent = engine.evaluate(&AlertsConfig::default(), &state, at(HEALTHY_NOW));
+    assert!(sent.is_empty(), "{sent:?}");
+    assert!(engine.alerts().is_empty(), "{:?}", engine.alerts());
+}
+
+// ---------------------------------------------------------------------------
+// The `[alerts]` configuration.
+
+const CONFIG_FILE: &str = "/etc/pausewatch.toml";
+
+fn parse_config(text: &str) -> Result<pausewatch::config::Config, pausewatch::config::ConfigError> {
+    pausewatch::config::parse(text, Path::new(CONFIG_FILE))
+}
+
+#[test]
+fn alerts_tables_set_thresholds_for_labels_and_annotations() {
+    let text = r#"
+[[gc_log]]
+path = "/var/log/app/gc.log"
+
+[alerts]
+alertmanager_url = "http://127.0.0.1:9093"
+webhook_url = "http://127.0.0.1:8080/hook"
+evaluation_interval = "15s"
+resend_interval = "2m"
+labels = { team = "payments", env = "prod" }
+
+[alerts.pause_budget]
+max_pause = "200ms"
+for = "1m"
+labels = { severity = "page" }
+annotations = { runbook = "https://runbooks.example/gc" }
+
+[alerts.pause_regression]
+window = "30m"
+ratio = 2
+statistic = "max"
+trailing = "6h"
+baseline = "40ms"
+min_pause = "20ms"
+
+[alerts.gc_overhead]
+threshold = 0.05
+window = "10m"
+
+[alerts.heap_pressure]
+share = 0.8
+for = "10m"
+
+[alerts.gc_driven_tail]
+slo = "100ms"
+share = 0.6
+
+[alerts.time_to_safepoint]
+max = "50ms"
+
+[alerts.stale_log]
+after = "5m"
+
+[alerts.full_gc]
+enabled = false
+"#;
+    let config = parse_config(text).unwrap_or_else(|e| panic!("{e}"));
+    let alerts = &config.alerts;
+    assert_eq!(
+        alerts.alertmanager_url.as_deref(),
+        Some("http://127.0.0.1:9093")
+    );
+    assert_eq!(
+        alerts.webhook_url.as_deref(),
+        Some("http://127.0.0.1:8080/hook")
+    );
+    assert_eq!(alerts.evaluation_interval, Duration::from_secs(15));
+    assert_eq!(alerts.resend_interval, Duration::from_secs(120));
+    assert_eq!(
+        alerts.labels,
+        BTreeMap::from([
+            ("env".to_string(), "prod".to_string()),
+            ("team".to_string(), "payments".to_string()),
+        ])
+    );
+    let expected = Thresholds {
+        max_pause: Duration::from_millis(200),
+        regression_window: Duration::from_secs(1800),
+        regression_ratio: 2.0,
+        regression_statistic: RegressionStatistic::Max,
+        regression_trailing: Duration::from_secs(6 * 3600),
+        regression_pinned: Some(Duration::from_millis(40)),
+        regression_min_pause: Duration::from_millis(20),
+        overhead_ratio: 0.05,
+        overhead_window: Duration::from_secs(600),
+        heap_share: 0.8,
+        tail_slo: Duration::from_millis(100),
+        tail_affected_share: 0.6,
+        max_time_to_safepoint: Duration::from_millis(50),
+        stale_after: Duration::from_secs(300),
+    };
+    assert_eq!(alerts.thresholds, expected);
+
+    let rule = |kind: RuleKind| {
+        alerts
+            .rules
+            .iter()
+            .find(|r| r.kind == kind)
+            .unwrap_or_else(|| panic!("no settings for {kind:?}"))
+    };
+    let budget = rule(RuleKind::PauseBudget);
+    assert!(budget.enabled);
+    assert_eq!(budget.for_duration, Duration::from_secs(60));
+    assert_eq!(
+        budget.labels,
+        BTreeMap::from([("severity".to_string(), "page".to_string())])
+    );
+    assert_eq!(
+        budget.annotations,
+        BTreeMap::from([(
+            "runbook".to_string(),
+            "https://runbooks.example/gc".to_string()
+        )])
+    );
+    assert_eq!(
+        rule(RuleKind::HeapPressure).for_duration,
+        Duration::from_secs(600)
+    );
+    assert!(!rule(RuleKind::FullGc).enabled);
+    // Untouched rules keep their defaults.
+    let stale = rule(RuleKind::StaleLog);
+    assert!(stale.enabled);
+    assert_eq!(stale.for_duration, Duration::ZERO);
+    assert!(stale.labels.is_empty() && stale.annotations.is_empty());
+    assert_eq!(alerts.rules.len(), RuleKind::ALL.len());
+}
+
+#[test]
+fn no_alerts_table_means_the_defaults() {
+    let config = parse_config("[[gc_log]]\npath = \"/var/log/app/gc.log\"\n").unwrap();
+    assert_eq!(config.alerts, AlertsConfig::default());
+    assert!(config.alerts.rules.iter().all(|r| r.enabled));
+    // The correlation SLO is the GcDrivenTail SLO unless the rule sets its own.
+    let config = parse_config("[correlation]\nslo = \"80ms\"\n").unwrap();
+    assert_eq!(config.alerts.thresholds.tail_slo, Duration::from_millis(80));
+}
+
+fn config_error(text: &str) -> pausewatch::config::ConfigError {
+    parse_config(text).expect_err("config should be rejected")
+}
+
+#[test]
+fn unknown_rule_is_an_error_naming_its_line_and_key() {
+    let text = "\
+[alerts]
+evaluation_interval = \"30s\"
+
+[alerts.pause_budgett]
+max_pause = \"100ms\"
+";
+    let error = config_error(text);
+    assert_eq!(error.line, Some(4), "{error}");
+    assert_eq!(
+        error.key.as_deref(),
+        Some("alerts.pause_budgett"),
+        "{error}"
+    );
+    assert!(error.message.contains("pause_budget"), "{error}");
+    let shown = error.to_string();
+    assert!(
+        shown.starts_with("/etc/pausewatch.toml:4: key alerts.pause_budgett: unknown key"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn unknown_key_inside_a_rule_is_an_error_naming_its_line_and_key() {
+    let text = "\
+[alerts]
+evaluation_interval = \"30s\"
+
+[alerts.pause_budget]
+for = \"1m\"
+max_pauses = \"100ms\"
+";
+    let error = config_error(text);
+    assert_eq!(error.line, Some(6), "{error}");
+    assert_eq!(
+        error.key.as_deref(),
+        Some("alerts.pause_budget.max_pauses"),
+        "{error}"
+    );
+    assert!(
+        error.message.contains("unknown key for rule pause_budget"),
+        "{error}"
+    );
+
+    // Another rule's parameter is unknown here too.
+    let text = "\
+[alerts.heap_pressure]
+for = \"1m\"
+
+[alerts.time_to_safepoint]
+share = 0.5
+";
+    let error = config_error(text);
+    assert_eq!(error.line, Some(5), "{error}");
+    assert_eq!(
+        error.key.as_deref(),
+        Some("alerts.time_to_safepoint.share"),
+        "{error}"
+    );
+}
