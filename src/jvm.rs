@@ -203,6 +203,8 @@ impl JvmState {
             GcEvent::JvmRestart(_) => {
                 self.counters.jvm_restarts += 1;
                 self.previous_heap_after = None;
+                // The new JVM's heap says nothing of the old one's live data.
+                self.heap = HeapGauges::default();
             }
         }
     }
