@@ -36,8 +36,9 @@ const SERVICE: &str = "checkout";
 /// Agents scraped by Prometheus: more than one, so that the per-service
 /// medians of the canary panels have something to be the median of.
 const AGENTS: usize = 2;
-/// The whole test, including the wait for a minute to be attributed.
-const TEST_BUDGET: Duration = Duration::from_secs(90);
+/// The whole test, including the wait for a minute to be attributed: about
+/// 80 s at worst here, with room for a slower CI machine.
+const TEST_BUDGET: Duration = Duration::from_secs(150);
 /// The replay starts between these seconds of a wall-clock minute, so that the
 /// minute it starts in holds the first full GC and its slow requests (the log's
 /// first 10 s) and ends, and is attributed, within the budget.
