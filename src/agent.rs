@@ -354,7 +354,8 @@ impl Agent {
 
     /// Whether an access log or latency histogram source names this GC stream.
     fn is_latency_target(&self, log: &str) -> bool {
-        let single_source = self.config.gc_log.len() == 1;
+        let slot = self.streams.len();
+        let gc_sources = self.config.gc_log.len();
         let links = self
             .config
             .access_log
@@ -366,10 +367,9 @@ impl Agent {
                     .iter()
                     .map(|h| h.gc_log.as_deref()),
             );
-        links.into_iter().any(|link| match link {
-            Some(link) => link == log,
-            None => single_source,
-        })
+        links
+            .into_iter()
+            .any(|link| links_to(link, log, slot, gc_sources))
     }
 
     fn add_access_stream(&mut self, source: &AccessLogSource, live: PathBuf) {
@@ -744,14 +744,22 @@ fn apply(shared: &SharedState, slot: usize, parser: &GcLogParser, events: &mut V
     events.clear();
 }
 
-/// The GC stream a latency source belongs to: the one whose live path the
-/// configuration names, or the first one when there is a single GC source.
-fn target_slot(streams: &[StreamState], link: Option<&str>, gc_sources: usize) -> Option<usize> {
+/// Whether a latency source linked by `link` belongs to the GC stream `log`,
+/// the `slot`-th discovered: the stream whose live path the configuration
+/// names, or the first one when there is a single GC source.
+fn links_to(link: Option<&str>, log: &str, slot: usize, gc_sources: usize) -> bool {
     match link {
-        Some(link) => streams.iter().position(|s| s.log == link),
-        None if gc_sources == 1 && !streams.is_empty() => Some(0),
-        None => None,
+        Some(link) => link == log,
+        None => gc_sources == 1 && slot == 0,
     }
+}
+
+/// The GC stream a latency source belongs to.
+fn target_slot(streams: &[StreamState], link: Option<&str>, gc_sources: usize) -> Option<usize> {
+    streams
+        .iter()
+        .enumerate()
+        .position(|(slot, s)| links_to(link, &s.log, slot, gc_sources))
 }
 
 fn hand_requests(

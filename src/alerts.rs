@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::jvm::Histogram;
 use crate::state::{AgentState, StreamState};
-use crate::windows::Minute;
+use crate::windows::last_complete_minute;
 
 /// The rules pausewatch knows, with the alert name each fires as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -226,26 +226,6 @@ fn ms(seconds: f64) -> String {
     format!("{:.1} ms", seconds * 1000.0)
 }
 
-/// The last complete wall-clock minute before `now`.
-pub fn last_complete_minute(now: DateTime<Utc>) -> DateTime<Utc> {
-    let start_of_this = now.timestamp().div_euclid(60) * 60;
-    DateTime::from_timestamp(start_of_this - 60, 0).unwrap_or(now)
-}
-
-/// Complete minutes in `[now - window, now)`, oldest first, quiet ones absent.
-fn minutes_in(
-    stream: &StreamState,
-    end: DateTime<Utc>,
-    window: Duration,
-) -> impl Iterator<Item = &Minute> {
-    let from = end - TimeDelta::from_std(window).unwrap_or_default();
-    stream
-        .jvm
-        .minutes
-        .iter()
-        .filter(move |m| m.start >= from && m.start < end)
-}
-
 fn window_statistic(
     stream: &StreamState,
     end: DateTime<Utc>,
@@ -254,7 +234,7 @@ fn window_statistic(
 ) -> Option<f64> {
     let mut merged = Histogram::default();
     let mut max: Option<f64> = None;
-    for minute in minutes_in(stream, end, window) {
+    for minute in stream.jvm.minutes.window_ending(end, window) {
         merged.merge(&minute.pause_histogram);
         if minute.pause_count > 0 {
             max = Some(max.unwrap_or(0.0).max(minute.pause_max_seconds));
@@ -340,12 +320,8 @@ pub fn evaluate(
             }
         }
         RuleKind::GcOverhead => {
-            let end = last + TimeDelta::minutes(1);
             let window = thresholds.overhead_window;
-            let paused: f64 = minutes_in(stream, end, window)
-                .map(|m| m.pause_total_seconds)
-                .sum();
-            let ratio = paused / seconds(window).max(1.0);
+            let ratio = stream.jvm.minutes.paused_share(now, window);
             Finding {
                 active: ratio > thresholds.overhead_ratio,
                 value: ratio,

@@ -12,12 +12,12 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use hdrhistogram::Histogram;
 use pausewatch_parsers::{GcEvent, LogTime};
 use serde::{Deserialize, Serialize};
 
-use crate::windows::Minute;
+use crate::windows::{minute_of, minute_start, Minute};
 
 /// Latencies are recorded in microseconds, from 1 µs to 1 hour, 3 significant digits.
 const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;
@@ -413,11 +413,7 @@ pub fn correlate(points: &[(f64, LatencySummary)], min_minutes: usize) -> Correl
 
 /// The minute (epoch seconds) a request completed in.
 pub fn completion_minute(request: &RequestTiming) -> i64 {
-    request.end().timestamp().div_euclid(60) * 60
-}
-
-pub fn minute_start(key: i64) -> DateTime<Utc> {
-    Utc.timestamp_opt(key, 0).single().unwrap_or_default()
+    minute_of(request.end())
 }
 
 /// Groups requests by completion minute and attributes each minute.
@@ -454,7 +450,7 @@ mod tests {
     use super::*;
 
     fn at(ms: i64) -> DateTime<Utc> {
-        Utc.timestamp_millis_opt(1_800_000_000_000 + ms).unwrap()
+        chrono::TimeZone::timestamp_millis_opt(&Utc, 1_800_000_000_000 + ms).unwrap()
     }
 
     fn stop(from_ms: i64, to_ms: i64) -> Stop {

@@ -34,7 +34,8 @@ use chrono::{DateTime, Utc};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::correlate::{minute_start, LatencySummary};
+use crate::correlate::LatencySummary;
+use crate::windows::minute_start;
 
 /// Where and what to scrape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -91,19 +91,6 @@ impl Histogram {
         }
         Some(lower)
     }
-
-    /// `(upper bound, cumulative count)` pairs, as the exposition format wants.
-    pub fn cumulative(&self) -> Vec<(f64, u64)> {
-        let mut total = 0;
-        PAUSE_BUCKETS
-            .iter()
-            .enumerate()
-            .map(|(i, &bound)| {
-                total += self.buckets.get(i).copied().unwrap_or(0);
-                (bound, total)
-            })
-            .collect()
-    }
 }
 
 /// One `jvm_gc_pause_seconds` series: Micrometer's `gc`, `action`, `cause`.

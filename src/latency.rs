@@ -10,11 +10,11 @@ use pausewatch_parsers::GcEvent;
 use serde::{Deserialize, Serialize};
 
 use crate::correlate::{
-    attribute, completion_minute, correlate, minute_start, stop_of, AttributionOptions,
-    Correlation, LatencyMinute, LatencySummary, RequestTiming, StopIndex,
+    attribute, completion_minute, correlate, stop_of, AttributionOptions, Correlation,
+    LatencyMinute, LatencySummary, RequestTiming, StopIndex,
 };
 use crate::jvm::Histogram;
-use crate::windows::MinuteWindows;
+use crate::windows::{minute_start, MinuteWindows};
 
 /// How the agent attributes and correlates.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -12,8 +12,9 @@
 
 use std::fmt;
 use std::sync::PoisonError;
+use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use pausewatch_parsers::UnparsedKind;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet};
@@ -26,7 +27,6 @@ use crate::correlate::LatencyMinute;
 use crate::jvm::{Histogram, SafepointSeries, PAUSE_BUCKETS};
 use crate::latency::LatencyState;
 use crate::state::{AccessStreamState, AgentState, SharedState, StreamState};
-use crate::windows::{Minute, MinuteWindows};
 
 /// The `Content-Type` of [`render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -86,28 +86,6 @@ pub fn render(registry: &Registry) -> String {
     prometheus_client::encoding::text::encode(&mut out, registry)
         .expect("encoding into a String does not fail");
     out
-}
-
-/// Start of the last complete wall-clock minute: the one before the minute `now` is in.
-pub fn last_complete_minute(now: DateTime<Utc>) -> DateTime<Utc> {
-    let start = now.timestamp().div_euclid(60) * 60 - 60;
-    DateTime::from_timestamp(start, 0).unwrap_or(now)
-}
-
-/// The last complete minute's figures, if anything happened in it.
-pub fn last_minute(windows: &MinuteWindows, now: DateTime<Utc>) -> Option<&Minute> {
-    windows.get(last_complete_minute(now))
-}
-
-/// Fraction of wall time spent in GC pauses over the last `minutes` complete
-/// minutes. Pauses count in the minute they ended in, as everywhere else.
-pub fn pause_overhead_ratio(windows: &MinuteWindows, now: DateTime<Utc>, minutes: u32) -> f64 {
-    let last = last_complete_minute(now);
-    // A fold from +0.0, not `sum()`, whose empty sum is -0.0 and would be exposed as such.
-    let paused = (0..minutes)
-        .filter_map(|back| windows.get(last - TimeDelta::minutes(i64::from(back))))
-        .fold(0.0, |total, minute| total + minute.pause_total_seconds);
-    paused / (f64::from(minutes) * 60.0)
 }
 
 /// Reads the shared state on each scrape.
@@ -223,7 +201,7 @@ fn encode_state(
 }
 
 /// One histogram series. prometheus-client accumulates the buckets itself:
-/// it gets the per-bucket counts, not `Histogram::cumulative()`.
+/// it gets the per-bucket counts, not cumulative ones.
 fn encode_histogram(mut metric: MetricEncoder<'_>, histogram: &Histogram) -> fmt::Result {
     let buckets: Vec<(f64, u64)> = PAUSE_BUCKETS
         .iter()
@@ -263,14 +241,21 @@ fn encode_pauses(
         streams,
         "pausewatch_gc_pause_max_seconds",
         "Exact longest GC pause that ended in the last complete wall-clock minute, 0 if none (not Micrometer's decaying max).",
-        |s| gauge(last_minute(&s.jvm.minutes, now).map_or(0.0, |m| m.pause_max_seconds)),
+        |s| gauge(s.jvm.minutes.last_complete(now).map_or(0.0, |m| m.pause_max_seconds)),
     )?;
     per_stream(
         enc,
         streams,
         "pausewatch_gc_pauses_last_minute",
         "GC pauses that ended in the last complete wall-clock minute.",
-        |s| gauge(last_minute(&s.jvm.minutes, now).map_or(0, |m| m.pause_count)),
+        |s| {
+            gauge(
+                s.jvm
+                    .minutes
+                    .last_complete(now)
+                    .map_or(0, |m| m.pause_count),
+            )
+        },
     )?;
 
     let mut overhead = family(
@@ -281,7 +266,11 @@ fn encode_pauses(
     )?;
     for stream in streams {
         for (window, minutes) in OVERHEAD_WINDOWS {
-            let ratio = pause_overhead_ratio(&stream.state.jvm.minutes, now, minutes);
+            let ratio = stream
+                .state
+                .jvm
+                .minutes
+                .paused_share(now, Duration::from_secs(60 * u64::from(minutes)));
             let labels = (stream.labels.as_slice(), [("window", window)]);
             ConstGauge::new(ratio).encode(overhead.encode_family(&labels)?)?;
         }
@@ -340,7 +329,12 @@ fn encode_safepoints(
         "pausewatch_safepoint_time_to_safepoint_max_seconds",
         "Longest time to safepoint in the last complete wall-clock minute, 0 if none.",
         |s| {
-            gauge(last_minute(&s.jvm.minutes, now).map_or(0.0, |m| m.time_to_safepoint_max_seconds))
+            gauge(
+                s.jvm
+                    .minutes
+                    .last_complete(now)
+                    .map_or(0.0, |m| m.time_to_safepoint_max_seconds),
+            )
         },
     )
 }
@@ -1241,20 +1235,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn last_complete_minute_is_the_one_before_now() {
-        assert_eq!(last_complete_minute(at(1, 46, 0)), at(1, 45, 0));
-        assert_eq!(last_complete_minute(at(1, 46, 59)), at(1, 45, 0));
-        assert_eq!(last_complete_minute(at(1, 47, 0)), at(1, 46, 0));
-        assert_eq!(
-            last_complete_minute(at(0, 0, 30)),
-            Utc.with_ymd_and_hms(2026, 11, 29, 23, 59, 0).unwrap()
-        );
-        // Sub-second precision does not move the minute.
-        let almost = at(1, 45, 59) + TimeDelta::milliseconds(999);
-        assert_eq!(last_complete_minute(almost), at(1, 44, 0));
-    }
-
-    #[test]
     fn last_minute_gauges_read_the_minute_before_now() {
         // In 01:46 the last complete minute is 01:45, which holds all 17
         // pauses; the longest is GC(2) `Pause Full (Ergonomics) ... 22.499ms`
@@ -1505,7 +1485,10 @@ pub(crate) mod tests {
     fn age_is_never_negative() {
         assert_eq!(age_seconds(at(1, 46, 0), at(1, 45, 0)), 0.0);
         assert_eq!(
-            age_seconds(at(1, 45, 0), at(1, 45, 1) + TimeDelta::milliseconds(500)),
+            age_seconds(
+                at(1, 45, 0),
+                at(1, 45, 1) + chrono::TimeDelta::milliseconds(500)
+            ),
             1.5
         );
     }

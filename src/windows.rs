@@ -4,8 +4,9 @@
 //! correlation, metrics and alerts line up with request latency.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use pausewatch_parsers::{GcEvent, LogTime, StallKind};
 use serde::{Deserialize, Serialize};
 
@@ -42,9 +43,25 @@ pub struct Minute {
     pub promoted_bytes: u64,
 }
 
-/// The minute (seconds since the epoch, floored) a time falls in.
+/// The minute (seconds since the epoch, floored) a wall-clock time falls in.
+pub fn minute_of(time: DateTime<Utc>) -> i64 {
+    time.timestamp().div_euclid(60) * 60
+}
+
+/// The minute a log time falls in, if it has wall-clock time.
 pub fn minute_key(time: &LogTime) -> Option<i64> {
-    time.wall.map(|w| w.timestamp().div_euclid(60) * 60)
+    time.wall.map(minute_of)
+}
+
+/// The start of the minute keyed `key`.
+pub fn minute_start(key: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(key, 0).single().unwrap_or_default()
+}
+
+/// The last complete wall-clock minute before `now`: the one gauges and
+/// alerts report, since the current one is still filling.
+pub fn last_complete_minute(now: DateTime<Utc>) -> DateTime<Utc> {
+    minute_start(minute_of(now) - 60)
 }
 
 /// Per-minute aggregation keyed by minute start (seconds since the epoch).
@@ -57,7 +74,7 @@ pub struct MinuteWindows {
 
 fn empty_minute(key: i64) -> Minute {
     Minute {
-        start: Utc.timestamp_opt(key, 0).single().unwrap_or_default(),
+        start: minute_start(key),
         ..Minute::default()
     }
 }
@@ -126,6 +143,43 @@ impl MinuteWindows {
         self.minutes.get(&start.timestamp())
     }
 
+    /// The last complete minute before `now`, if anything happened in it.
+    pub fn last_complete(&self, now: DateTime<Utc>) -> Option<&Minute> {
+        self.get(last_complete_minute(now))
+    }
+
+    /// Complete minutes starting in the `window` that ends with the last
+    /// complete minute, oldest first, quiet ones absent.
+    pub fn last_window(
+        &self,
+        now: DateTime<Utc>,
+        window: Duration,
+    ) -> impl Iterator<Item = &Minute> {
+        self.window_ending(last_complete_minute(now) + TimeDelta::minutes(1), window)
+    }
+
+    /// Minutes starting in `[end - window, end)`, oldest first, quiet ones absent.
+    pub fn window_ending(
+        &self,
+        end: DateTime<Utc>,
+        window: Duration,
+    ) -> impl Iterator<Item = &Minute> {
+        let from = end - TimeDelta::from_std(window).unwrap_or_default();
+        self.minutes
+            .range(from.timestamp()..end.timestamp().max(from.timestamp()))
+            .map(|(_, minute)| minute)
+    }
+
+    /// Fraction of wall time spent in pauses over that window. Pauses count
+    /// in the minute they ended in, as everywhere else.
+    pub fn paused_share(&self, now: DateTime<Utc>, window: Duration) -> f64 {
+        // A fold from +0.0, not `sum()`, whose empty sum is -0.0 and would be exposed as such.
+        let paused = self
+            .last_window(now, window)
+            .fold(0.0, |total, minute| total + minute.pause_total_seconds);
+        paused / window.as_secs_f64().max(1.0)
+    }
+
     /// Minutes that saw events, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = &Minute> {
         self.minutes.values()
@@ -149,5 +203,28 @@ impl MinuteWindows {
                     .unwrap_or_else(|| empty_minute(key))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 30, h, m, s).unwrap()
+    }
+
+    #[test]
+    fn last_complete_minute_is_the_one_before_now() {
+        assert_eq!(last_complete_minute(at(1, 46, 0)), at(1, 45, 0));
+        assert_eq!(last_complete_minute(at(1, 46, 59)), at(1, 45, 0));
+        assert_eq!(last_complete_minute(at(1, 47, 0)), at(1, 46, 0));
+        assert_eq!(
+            last_complete_minute(at(0, 0, 30)),
+            Utc.with_ymd_and_hms(2026, 11, 29, 23, 59, 0).unwrap()
+        );
+        // Sub-second precision does not move the minute.
+        let almost = at(1, 45, 59) + TimeDelta::milliseconds(999);
+        assert_eq!(last_complete_minute(almost), at(1, 44, 0));
     }
 }
