@@ -24,11 +24,14 @@ use serde::{Deserialize, Serialize, Serializer};
 use toml::de::{DeTable, DeValue};
 use toml::{Spanned, Value};
 
-use crate::access_source::{
+use crate::follow::StartAt;
+use crate::model::alerts::{
+    serialize_duration, AlertsConfig, RegressionStatistic, RuleKind, RuleSettings, Thresholds,
+};
+use crate::sources::access_format::{
     build_format, parse_duration_unit, parse_signed_duration, parse_time_format,
     parse_timestamp_meaning, AccessFields,
 };
-use crate::alerts::{AlertsConfig, RegressionStatistic, RuleKind, RuleSettings, Thresholds};
 
 /// Default metrics address: loopback, so nothing is exposed until asked for.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
@@ -170,17 +173,6 @@ pub struct GcLogSource {
     pub jvm_start: Option<DateTime<Utc>>,
     /// Longest line accepted, in bytes; bounds memory on a corrupt or binary file.
     pub max_line_bytes: usize,
-}
-
-/// Where to begin reading a file that has no checkpoint yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StartAt {
-    /// Read the whole file: replays history, useful for a first import.
-    Beginning,
-    /// Skip what is already there: a fresh agent reports only new pauses.
-    #[default]
-    End,
 }
 
 impl Default for Config {
@@ -1200,11 +1192,6 @@ fn serialize_optional_duration<S: Serializer>(
         Some(d) => serialize_duration(d, s),
         None => s.serialize_none(),
     }
-}
-
-/// Durations are written as humantime text so a printed config reads back.
-pub(crate) fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(&humantime::format_duration(*d))
 }
 
 #[cfg(test)]

@@ -1,21 +1,18 @@
-//! pausewatch: GC and pause telemetry for JVM services. Data flows one way:
-//! log bytes -> `pausewatch_parsers` events -> per-JVM state and minute
-//! windows -> reports, metrics and the JSON API.
+//! pausewatch: GC and pause telemetry for JVM services.
+//!
+//! Data flows one way: [`sources`] read logs and endpoints (through
+//! [`follow`] for files) and hand what they parse to the [`model`] in the
+//! agent's [`store`]; [`export`] and [`server`] publish snapshots of it and
+//! [`alerts`] evaluates rules over them. `ARCHITECTURE.md` draws the picture.
 
-pub mod access_source;
 pub mod agent;
 pub mod alerts;
-pub mod analyze;
+pub mod checkpoint;
+pub mod commands;
 pub mod config;
-pub mod correlate;
-pub mod histogram_source;
-pub mod jvm;
-pub mod latency;
+pub mod follow;
 pub mod metrics;
-pub mod mxbean;
-pub mod procfs;
-pub mod replay;
+pub mod model;
 pub mod server;
-pub mod state;
-pub mod tail;
-pub mod windows;
+pub mod sources;
+pub mod store;

@@ -1,30 +1,24 @@
+//! The `pausewatch` command line: parses the arguments and hands each
+//! subcommand to its module.
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand, ValueEnum};
-use pausewatch::access_source::{
+use pausewatch::commands::analyze::{analyze, render_text, AnalyzeOptions, LatencyInput};
+use pausewatch::commands::demo::demo_config;
+use pausewatch::commands::replay::{replay, ReplayOptions};
+use pausewatch::commands::run::run;
+use pausewatch::config::{self, Config};
+use pausewatch::model::correlate::AttributionOptions;
+use pausewatch::sources::access_format::{
     build_format, parse_duration_unit, parse_signed_duration, parse_time_format,
     parse_timestamp_meaning, AccessFields,
 };
-use pausewatch::agent::{demo_source, Agent};
-use pausewatch::analyze::{analyze, render_text, AnalyzeOptions, LatencyInput};
-use pausewatch::config::{self, Config};
-use pausewatch::correlate::AttributionOptions;
-use pausewatch::replay::{replay, ReplayOptions};
-use pausewatch::state::{AgentState, SharedState};
-use pausewatch::{metrics, server};
 use pausewatch_parsers::{DurationUnit, TimeFormat, TimestampMeaning};
-
-/// The recorded log the demo replays: JDK 17, G1, concurrent cycles and mixed collections.
-const DEMO_LOG: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/jvm/jdk17-g1-concurrent/gc.log"
-);
 
 #[derive(Parser)]
 #[command(
@@ -244,70 +238,4 @@ fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-}
-
-/// A temporary directory with a real log being replayed into it at its own pace.
-fn demo_config() -> Result<Config> {
-    let dir = std::env::temp_dir().join(format!("pausewatch-demo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let log = dir.join("gc.log");
-    let _ = std::fs::remove_file(&log);
-    std::fs::File::create(&log)?;
-    let writer_log = log.clone();
-    std::thread::spawn(move || {
-        let options = ReplayOptions {
-            speed: 1.0,
-            lines_per_second: None,
-            retime: true,
-        };
-        if let Err(error) = replay(PathBuf::from(DEMO_LOG).as_path(), &writer_log, &options) {
-            tracing::error!(error = %format!("{error:#}"), "demo replay failed");
-        }
-    });
-    tracing::info!(log = %log.display(), "demo: replaying {DEMO_LOG}");
-    Ok(Config {
-        checkpoint_dir: dir.join("checkpoint"),
-        gc_log: vec![demo_source(&log, Utc::now())],
-        ..Config::default()
-    })
-}
-
-fn run(config: Config) -> Result<()> {
-    let shared: SharedState = Arc::new(Mutex::new(AgentState::default()));
-    let registry = Arc::new(metrics::registry(shared.clone(), env!("CARGO_PKG_VERSION")));
-    let router = server::router(shared.clone(), registry);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()?;
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind(config.listen))
-        .with_context(|| format!("cannot listen on {}", config.listen))?;
-    tracing::info!(listen = %config.listen, sources = config.gc_log.len(), "pausewatch agent started");
-    runtime.spawn(async move {
-        if let Err(error) = server::serve(listener, router).await {
-            tracing::error!(%error, "HTTP server stopped");
-        }
-    });
-    let shutdown = Arc::new(AtomicBool::new(false));
-    let signal_flag = shutdown.clone();
-    runtime.spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut terminate), Ok(mut interrupt)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return;
-        };
-        tokio::select! {
-            _ = terminate.recv() => {}
-            _ = interrupt.recv() => {}
-        }
-        signal_flag.store(true, Ordering::SeqCst);
-    });
-    let agent = Agent::new(config, shared)?;
-    let result = agent.run(shutdown);
-    tracing::info!("pausewatch agent stopped");
-    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
-    result
 }

@@ -23,10 +23,11 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::correlate::LatencyMinute;
-use crate::jvm::{Histogram, SafepointSeries, PAUSE_BUCKETS};
-use crate::latency::LatencyState;
-use crate::state::{AccessStreamState, AgentState, SharedState, StreamState};
+use crate::model::correlate::LatencyMinute;
+use crate::model::histogram::{Histogram, PAUSE_BUCKETS};
+use crate::model::jvm::SafepointSeries;
+use crate::model::latency::LatencyState;
+use crate::store::{AccessStreamState, AgentState, SharedStore, StreamState};
 
 /// The `Content-Type` of [`render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -58,20 +59,20 @@ static SECONDS: Unit = Unit::Seconds;
 static BYTES: Unit = Unit::Bytes;
 
 /// A registry whose only content is a collector over `state`.
-pub fn registry(state: SharedState, build_version: &'static str) -> Registry {
-    registry_with_clock(state, build_version, Utc::now)
+pub fn registry(store: SharedStore, build_version: &'static str) -> Registry {
+    registry_with_clock(store, build_version, Utc::now)
 }
 
 /// As [`registry`], with the clock that decides which minute is the last
 /// complete one; tests pass a fixed one.
 pub fn registry_with_clock(
-    state: SharedState,
+    store: SharedStore,
     build_version: &'static str,
     clock: fn() -> DateTime<Utc>,
 ) -> Registry {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(StateCollector {
-        state,
+        store,
         build_version,
         clock,
     }));
@@ -88,10 +89,10 @@ pub fn render(registry: &Registry) -> String {
     out
 }
 
-/// Reads the shared state on each scrape.
+/// Reads a snapshot of the store on each scrape.
 #[derive(Debug)]
 struct StateCollector {
-    state: SharedState,
+    store: SharedStore,
     build_version: &'static str,
     clock: fn() -> DateTime<Utc>,
 }
@@ -99,9 +100,7 @@ struct StateCollector {
 impl Collector for StateCollector {
     fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
         let now = (self.clock)();
-        // A tailer that panicked mid-update leaves figures that are still
-        // better to expose than a failing scrape.
-        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = self.store.snapshot();
         encode_state(&state, self.build_version, now, encoder)
     }
 }
@@ -171,7 +170,7 @@ fn encode_state(
 ) -> fmt::Result {
     let streams: Vec<Stream> = state
         .streams
-        .iter()
+        .values()
         .map(|s| {
             let mut labels = vec![("log", s.log.as_str())];
             labels.extend(s.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
@@ -590,7 +589,7 @@ fn encode_alerts(enc: &mut DescriptorEncoder, state: &AgentState) -> fmt::Result
         "Alerts of the agent's own rules: 1 per alert in its state (pending, firing, or resolved at the last evaluation).",
         MetricType::Gauge,
     )?;
-    for alert in &state.alerts {
+    for alert in state.alerts.iter() {
         let mut labels: Vec<(&str, &str)> = alert
             .labels
             .iter()
@@ -647,7 +646,7 @@ fn encode_access(enc: &mut DescriptorEncoder, state: &AgentState) -> fmt::Result
     // The access log's own path, and the labels of the GC stream it feeds.
     let label_sets: Vec<Vec<(&str, &str)>> = state
         .access_streams
-        .iter()
+        .values()
         .map(|access| {
             let mut labels = vec![("log", access.log.as_str())];
             labels.extend(access.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
@@ -656,7 +655,7 @@ fn encode_access(enc: &mut DescriptorEncoder, state: &AgentState) -> fmt::Result
         .collect();
     for (name, help, value) in counts {
         let mut metric = family(enc, name, help, MetricType::Counter)?;
-        for (access, labels) in state.access_streams.iter().zip(&label_sets) {
+        for (access, labels) in state.access_streams.values().zip(&label_sets) {
             ConstCounter::new(value(access)).encode(metric.encode_family(labels)?)?;
         }
     }
@@ -666,7 +665,7 @@ fn encode_access(enc: &mut DescriptorEncoder, state: &AgentState) -> fmt::Result
         "1 when the access log could be read at the last attempt.",
         MetricType::Gauge,
     )?;
-    for (access, labels) in state.access_streams.iter().zip(&label_sets) {
+    for (access, labels) in state.access_streams.values().zip(&label_sets) {
         ConstGauge::new(i64::from(access.readable)).encode(readable.encode_family(labels)?)?;
     }
     Ok(())
@@ -771,12 +770,13 @@ fn age_seconds(at: DateTime<Utc>, now: DateTime<Utc>) -> f64 {
 pub(crate) mod tests {
     use std::collections::{BTreeMap, HashMap, HashSet};
     use std::path::PathBuf;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
     use chrono::TimeZone;
 
     use super::*;
-    use crate::jvm::JvmState;
+    use crate::model::jvm::JvmState;
+    use crate::store::Store;
 
     /// The fixture every test reads: Parallel GC, 4 young and 13 full
     /// pauses, all ending in the minute 2026-11-30T01:45Z.
@@ -791,12 +791,10 @@ pub(crate) mod tests {
     /// A stream as the tailer would leave it after reading the whole fixture log.
     pub(crate) fn fixture_stream() -> StreamState {
         let (events, parser) =
-            crate::analyze::parse_files(&[fixture_path("gc.log")], None).expect("fixture parses");
+            crate::commands::analyze::parse_files(&[fixture_path("gc.log")], None)
+                .expect("fixture parses");
         let mut jvm = JvmState::default();
-        for event in &events {
-            jvm.apply(event);
-        }
-        jvm.note_run(parser.run());
+        jvm.ingest(parser.run(), &events, None);
         StreamState {
             log: "/var/log/pricing/gc.log".to_string(),
             labels: BTreeMap::from([("service".to_string(), "pricing".to_string())]),
@@ -811,13 +809,10 @@ pub(crate) mod tests {
         }
     }
 
-    pub(crate) fn fixture_state() -> SharedState {
-        let mut state = AgentState {
-            streams: vec![fixture_stream()],
-            ..AgentState::default()
-        };
+    pub(crate) fn fixture_state() -> SharedStore {
+        let mut state = AgentState::from_streams([fixture_stream()]);
         state.count_error("checkpoint_write");
-        Arc::new(Mutex::new(state))
+        Arc::new(Store::new(state))
     }
 
     fn at(hour: u32, minute: u32, second: u32) -> DateTime<Utc> {
@@ -1434,10 +1429,7 @@ pub(crate) mod tests {
             log: "/tmp/quoted \"gc\".log".to_string(),
             ..StreamState::default()
         };
-        let state = Arc::new(Mutex::new(AgentState {
-            streams: vec![stream],
-            ..AgentState::default()
-        }));
+        let state = Arc::new(Store::new(AgentState::from_streams([stream])));
         let text = render(&registry_with_clock(state, "0.0.0", a_minute_later));
         let (samples, _) = parse_exposition(&text);
         for absent in [
@@ -1458,10 +1450,7 @@ pub(crate) mod tests {
         assert_eq!(info.labels["log"], "/tmp/quoted \"gc\".log");
         assert_eq!(value(&samples, "pausewatch_log_readable", &[]), 0.0);
 
-        let empty = render(&registry(
-            Arc::new(Mutex::new(AgentState::default())),
-            "0.0.0",
-        ));
+        let empty = render(&registry(Arc::new(Store::default()), "0.0.0"));
         let (samples, _) = parse_exposition(&empty);
         assert_eq!(samples.len(), 1, "only build_info: {samples:?}");
     }
@@ -1471,7 +1460,7 @@ pub(crate) mod tests {
         let state = fixture_state();
         let poisoner = state.clone();
         let _ = std::thread::spawn(move || {
-            let _guard = poisoner.lock().unwrap();
+            let _guard = poisoner.write();
             panic!("tailer died holding the lock");
         })
         .join();

@@ -2,12 +2,12 @@
 //! liveness probes and `/api/v1/minutes`, the exact per-minute pause series
 //! that dashboards and correlation tools line up with request latency.
 //!
-//! Handlers only read the shared state; the lock is held while one response
-//! is built, never across an await.
+//! Handlers read a snapshot of the store and build their response without
+//! holding its lock.
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::{Arc, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
@@ -18,32 +18,24 @@ use chrono::{DateTime, Utc};
 use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 
-use crate::correlate::{combine, CombinedMinute};
 use crate::metrics;
-use crate::state::{AgentState, SharedState};
+use crate::model::correlate::{combine, CombinedMinute};
+use crate::store::SharedStore;
 
 #[derive(Clone)]
 struct App {
-    state: SharedState,
+    store: SharedStore,
     registry: Arc<Registry>,
 }
 
-impl App {
-    /// The state even if the tailer panicked while holding the lock: stale
-    /// figures are more use to an operator than a failing endpoint.
-    fn lock(&self) -> MutexGuard<'_, AgentState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// Routes `/metrics`, `/healthz` and `/api/v1/minutes`; any other path is 404.
-pub fn router(state: SharedState, registry: Arc<Registry>) -> Router {
+pub fn router(store: SharedStore, registry: Arc<Registry>) -> Router {
     Router::new()
         .route("/metrics", get(metrics_handler))
         .route("/healthz", get(healthz))
         .route("/api/v1/minutes", get(minutes))
         .route("/api/v1/alerts", get(alerts))
-        .with_state(App { state, registry })
+        .with_state(App { store, registry })
 }
 
 /// Serves `router` on `listener` until the process ends.
@@ -75,7 +67,7 @@ struct Health {
 }
 
 async fn healthz(State(app): State<App>) -> Json<Health> {
-    let streams = app.lock().streams.len();
+    let streams = app.store.snapshot().streams.len();
     Json(Health {
         status: "ok".to_string(),
         streams,
@@ -124,11 +116,11 @@ async fn minutes(State(app): State<App>, Query(query): Query<MinutesQuery>) -> R
         }
     };
     let response = {
-        let state = app.lock();
+        let state = app.store.snapshot();
         MinutesResponse {
             jvms: state
                 .streams
-                .iter()
+                .values()
                 .map(|stream| JvmMinutes {
                     log: stream.log.clone(),
                     labels: stream.labels.clone(),
@@ -155,7 +147,7 @@ async fn minutes(State(app): State<App>, Query(query): Query<MinutesQuery>) -> R
 /// Pending and firing alerts of the agent's own rules, and those resolved at
 /// the last evaluation.
 async fn alerts(State(app): State<App>) -> Response {
-    let alerts = app.lock().alerts.clone();
+    let alerts = app.store.snapshot().alerts;
     Json(serde_json::json!({ "alerts": alerts })).into_response()
 }
 
@@ -164,15 +156,14 @@ mod tests {
     use std::collections::HashMap;
     use std::io::{Read, Write};
     use std::net::SocketAddr;
-    use std::sync::Mutex;
     use std::time::Duration;
 
     use pausewatch_parsers::GcLogParser;
 
     use super::*;
-    use crate::jvm::JvmState;
     use crate::metrics::tests::{fixture_path, fixture_state};
-    use crate::state::StreamState;
+    use crate::model::jvm::JvmState;
+    use crate::store::{Store, StreamId, StreamState};
 
     /// Two pauses three minutes apart, so 01:46 and 01:47 are quiet minutes.
     const GAPPY_LOG: &str = "\
@@ -187,10 +178,7 @@ mod tests {
         parser.feed(GAPPY_LOG.as_bytes(), &mut events);
         parser.finish(&mut events);
         let mut jvm = JvmState::default();
-        for event in &events {
-            jvm.apply(event);
-        }
-        jvm.note_run(parser.run());
+        jvm.ingest(parser.run(), &events, None);
         StreamState {
             log: "/var/log/search/gc.log".to_string(),
             jvm,
@@ -199,9 +187,12 @@ mod tests {
     }
 
     /// The fixture stream (jdk17-parallel-full) first, then the gappy one.
-    fn two_streams() -> SharedState {
+    fn two_streams() -> SharedStore {
         let state = fixture_state();
-        state.lock().unwrap().streams.push(gappy_stream());
+        state
+            .write()
+            .streams
+            .insert(StreamId(2), Arc::new(gappy_stream()));
         state
     }
 
@@ -249,7 +240,7 @@ mod tests {
     }
 
     async fn start(
-        state: SharedState,
+        state: SharedStore,
     ) -> (SocketAddr, tokio::task::JoinHandle<std::io::Result<()>>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -372,7 +363,7 @@ mod tests {
 
     #[tokio::test]
     async fn unknown_paths_are_404() {
-        let state = Arc::new(Mutex::new(AgentState::default()));
+        let state = Arc::new(Store::default());
         let (addr, server) = start(state).await;
         for path in [
             "/",
@@ -391,7 +382,7 @@ mod tests {
     #[tokio::test]
     async fn graceful_shutdown_returns() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let state = Arc::new(Mutex::new(AgentState::default()));
+        let state = Arc::new(Store::default());
         let registry = Arc::new(metrics::registry(state.clone(), "test"));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(serve_with_shutdown(

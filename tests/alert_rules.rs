@@ -19,14 +19,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use pausewatch::alerts::{
-    evaluate, AlertEngine, AlertState, AlertsConfig, Finding, Notification, RegressionStatistic,
-    RuleKind, Thresholds,
+use pausewatch::alerts::{evaluate, AlertEngine, Finding};
+use pausewatch::model::alerts::{
+    AlertState, AlertsConfig, Notification, RegressionStatistic, RuleKind, RuleSettings, Thresholds,
 };
-use pausewatch::correlate::{AttributionOptions, RequestTiming};
-use pausewatch::jvm::JvmState;
-use pausewatch::latency::{CorrelationSettings, LatencyState};
-use pausewatch::state::{AgentState, StreamState};
+use pausewatch::model::correlate::{AttributionOptions, RequestTiming};
+use pausewatch::model::jvm::JvmState;
+use pausewatch::model::latency::{CorrelationSettings, LatencyState};
+use pausewatch::store::{AgentState, StreamState};
 use pausewatch_parsers::{GcEvent, LogTime};
 
 // ---------------------------------------------------------------------------
@@ -65,8 +65,9 @@ struct Log {
 
 fn parse(name: &str) -> Log {
     let dir = fixture_dir(name);
-    let (events, parser) = pausewatch::analyze::parse_files(&[dir.join("gc.log")], jvm_start(&dir))
-        .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    let (events, parser) =
+        pausewatch::commands::analyze::parse_files(&[dir.join("gc.log")], jvm_start(&dir))
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
     assert!(!events.is_empty(), "{name}: no events");
     Log { events, parser }
 }
@@ -111,10 +112,7 @@ fn stream_of(parts: &[(&str, TimeDelta)]) -> StreamState {
     let mut log_path = String::new();
     for (name, by) in parts {
         let log = parse(name);
-        jvm.note_run(log.parser.run());
-        for event in shifted(&log.events, *by) {
-            jvm.apply(&event);
-        }
+        jvm.ingest(log.parser.run(), &shifted(&log.events, *by), None);
         log_path = fixture_dir(name).join("gc.log").display().to_string();
     }
     StreamState {
@@ -933,7 +931,7 @@ fn only(kind: RuleKind) -> AlertsConfig {
     config
 }
 
-fn rule_mut(config: &mut AlertsConfig, kind: RuleKind) -> &mut pausewatch::alerts::RuleSettings {
+fn rule_mut(config: &mut AlertsConfig, kind: RuleKind) -> &mut RuleSettings {
     config
         .rules
         .iter_mut()
@@ -942,10 +940,7 @@ fn rule_mut(config: &mut AlertsConfig, kind: RuleKind) -> &mut pausewatch::alert
 }
 
 fn agent_state(stream: StreamState) -> AgentState {
-    AgentState {
-        streams: vec![stream],
-        ..AgentState::default()
-    }
+    AgentState::from_streams([stream])
 }
 
 fn states(engine: &AlertEngine) -> Vec<(String, AlertState)> {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pausewatch::analyze::parse_files;
+use pausewatch::commands::analyze::parse_files;
 use pausewatch_parsers::{Collector, GcEvent};
 
 fn corpus_root() -> Option<PathBuf> {

@@ -12,8 +12,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeZone, Utc};
-use pausewatch::correlate::LatencySummary;
-use pausewatch::histogram_source::{
+use pausewatch::model::correlate::LatencySummary;
+use pausewatch::sources::latency_histogram::{
     fetch, parse_buckets, HistogramSourceConfig, MinuteAccumulator,
 };
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use common::{gc_log_files, MxBeans};
-use pausewatch::analyze::{order_files, parse_files};
-use pausewatch::mxbean::{bean_name, jdk_major};
+use pausewatch::commands::analyze::{order_files, parse_files};
+use pausewatch::model::mxbean::{bean_name, jdk_major};
 use pausewatch_parsers::GcEvent;
 
 mod common;

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pausewatch::alerts::RuleKind;
+use pausewatch::model::alerts::RuleKind;
 
 const RULES: &str = "dashboards/prometheus/pausewatch-rules.yml";
 const TESTS: &str = "dashboards/prometheus/pausewatch-rules.test.yml";

@@ -9,7 +9,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use chrono::Utc;
-use pausewatch::alerts::{sender_loop, Alert, AlertState, DeliveryCounters, Notification, Sink};
+use pausewatch::alerts::sinks::{sender_loop, Sink};
+use pausewatch::model::alerts::{Alert, AlertState, DeliveryCounters, Notification};
 use serde_json::Value;
 
 /// Accepts HTTP requests; answers 503 to the first `failures`, then 200.

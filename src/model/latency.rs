@@ -9,12 +9,12 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::GcEvent;
 use serde::{Deserialize, Serialize};
 
-use crate::correlate::{
+use crate::model::correlate::{
     attribute, completion_minute, correlate, stop_of, AttributionOptions, Correlation,
     LatencyMinute, LatencySummary, RequestTiming, StopIndex,
 };
-use crate::jvm::Histogram;
-use crate::windows::{minute_start, MinuteWindows};
+use crate::model::histogram::Histogram;
+use crate::model::minutes::{minute_start, MinuteWindows};
 
 /// How the agent attributes and correlates.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -13,12 +13,12 @@ use pausewatch_parsers::{
 };
 use serde::Serialize;
 
-use crate::access_source::{detect_preset, format_names};
-use crate::correlate::{
+use crate::model::correlate::{
     attribute, combine, correlate, per_minute, stop_of, Attribution, AttributionOptions,
     CombinedMinute, Correlation, LatencySummary, RequestTiming, SlowRequest, StopIndex,
 };
-use crate::jvm::{EventCounters, JvmState};
+use crate::model::jvm::{EventCounters, JvmState};
+use crate::sources::access_format::{detect_preset, format_names};
 
 /// Lines read from the head of each file to find its first timestamp.
 const ORDERING_PROBE_LINES: usize = 200;
@@ -287,7 +287,7 @@ fn summarise(
     include_events: bool,
 ) -> Report {
     let mut jvm = JvmState::default();
-    jvm.note_run(parser.run());
+    jvm.ingest(parser.run(), &events, None);
     let mut durations = Vec::new();
     let mut by_name: BTreeMap<String, NameSummary> = BTreeMap::new();
     let mut safepoints = SafepointSummary {
@@ -297,7 +297,6 @@ fn summarise(
     };
     let mut pauses = Vec::new();
     for event in events {
-        jvm.apply(&event);
         match event {
             GcEvent::Pause(pause) => {
                 durations.push(pause.duration_s);

@@ -16,7 +16,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::StartAt;
+use siblings::is_rotation_of;
+
+mod discover;
+mod siblings;
+
+pub use discover::{discover, has_glob_chars};
+pub use siblings::live_path_of;
 
 /// Bytes of a file's head that identify it.
 const HEAD_BYTES: usize = 1024;
@@ -71,6 +77,17 @@ pub struct Position {
     pub offset: u64,
 }
 
+/// Where to begin reading a file that has no checkpoint yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StartAt {
+    /// Read the whole file: replays history, useful for a first import.
+    Beginning,
+    /// Skip what is already there: a fresh agent reports only new pauses.
+    #[default]
+    End,
+}
+
 /// Something worth a log line and a metric.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Note {
@@ -122,13 +139,6 @@ fn identity(meta: &Metadata) -> (u64, u64) {
     (meta.dev(), meta.ino())
 }
 
-/// Compressed rotations are not read.
-fn is_compressed(name: &str) -> bool {
-    [".gz", ".bz2", ".xz", ".zst", ".zip"]
-        .iter()
-        .any(|suffix| name.ends_with(suffix))
-}
-
 impl Follower {
     pub fn new(live_path: PathBuf, start_at: StartAt, checkpoint: Option<Position>) -> Follower {
         Follower {
@@ -158,8 +168,6 @@ impl Follower {
             return Vec::new();
         };
         let name = name.to_string_lossy();
-        let prefix_dot = format!("{name}.");
-        let prefix_dash = format!("{name}-");
         let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() {
             Path::new(".")
         } else {
@@ -169,11 +177,7 @@ impl Follower {
         };
         entries
             .filter_map(|entry| entry.ok())
-            .filter(|entry| {
-                let file_name = entry.file_name().to_string_lossy().to_string();
-                (file_name.starts_with(&prefix_dot) || file_name.starts_with(&prefix_dash))
-                    && !is_compressed(&file_name)
-            })
+            .filter(|entry| is_rotation_of(&name, &entry.file_name().to_string_lossy()))
             .filter_map(|entry| {
                 let path = entry.path();
                 let meta = std::fs::metadata(&path).ok()?;

@@ -51,10 +51,23 @@ fn log_offset(line: &str, first: &mut Option<(Option<f64>, Option<DateTime<Utc>>
     }
 }
 
+/// Replays the file `source` into `destination`.
 pub fn replay(source: &Path, destination: &Path, options: &ReplayOptions) -> Result<u64> {
     let input = BufReader::new(
         std::fs::File::open(source).with_context(|| format!("cannot open {}", source.display()))?,
     );
+    let lines = input
+        .lines()
+        .map(|line| line.with_context(|| format!("cannot read {}", source.display())));
+    replay_lines(lines, destination, options)
+}
+
+/// Appends `lines` to `destination` at their own pace; returns how many.
+pub fn replay_lines<S: AsRef<str>>(
+    lines: impl IntoIterator<Item = Result<S>>,
+    destination: &Path,
+    options: &ReplayOptions,
+) -> Result<u64> {
     let mut output = OpenOptions::new()
         .create(true)
         .append(true)
@@ -64,11 +77,12 @@ pub fn replay(source: &Path, destination: &Path, options: &ReplayOptions) -> Res
     let mut first = None;
     let mut shift = None;
     let mut written = 0u64;
-    for line in input.lines() {
-        let line = line.with_context(|| format!("cannot read {}", source.display()))?;
+    for line in lines {
+        let line = line?;
+        let line = line.as_ref();
         let due = match options.lines_per_second {
             Some(rate) => Some(written as f64 / rate),
-            None => log_offset(&line, &mut first).map(|offset| offset / options.speed),
+            None => log_offset(line, &mut first).map(|offset| offset / options.speed),
         };
         if let Some(due) = due {
             let due = Duration::from_secs_f64(due.max(0.0));
@@ -78,13 +92,13 @@ pub fn replay(source: &Path, destination: &Path, options: &ReplayOptions) -> Res
         }
         if options.retime && shift.is_none() {
             // The first line with a wall-clock time fixes the shift.
-            shift = line_time(&line)
+            shift = line_time(line)
                 .and_then(|t| t.wall)
                 .map(|wall| Utc::now() - wall);
         }
         let line = match shift {
-            Some(shift) => retimed(&line, shift),
-            None => line,
+            Some(shift) => retimed(line, shift),
+            None => line.to_string(),
         };
         // One write per line, as HotSpot does.
         output.write_all(format!("{line}\n").as_bytes())?;

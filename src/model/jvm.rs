@@ -11,87 +11,10 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::{Collector, Cycle, GcEvent, Generation, Pause, Safepoint};
 use serde::{Deserialize, Serialize};
 
-use crate::mxbean::{jdk_major, micrometer_labels};
-use crate::windows::MinuteWindows;
-
-/// Upper bounds of the pause histogram, seconds: 0.5 ms to 10 s in 1-2-5 steps,
-/// so that common pause budgets (10, 50, 100, 200 ms) fall on a boundary.
-pub const PAUSE_BUCKETS: [f64; 15] = [
-    0.0005,
-    0.001,
-    0.002,
-    0.005,
-    0.01,
-    0.02,
-    0.05,
-    0.1,
-    0.2,
-    0.5,
-    1.0,
-    2.0,
-    5.0,
-    10.0,
-    f64::INFINITY,
-];
-
-/// A fixed-bucket histogram (per-bucket counts, not cumulative).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Histogram {
-    pub buckets: Vec<u64>,
-    pub count: u64,
-    pub sum: f64,
-}
-
-impl Histogram {
-    pub fn observe(&mut self, value: f64) {
-        if self.buckets.len() != PAUSE_BUCKETS.len() {
-            self.buckets = vec![0; PAUSE_BUCKETS.len()];
-        }
-        let index = PAUSE_BUCKETS
-            .iter()
-            .position(|&bound| value <= bound)
-            .unwrap_or(PAUSE_BUCKETS.len() - 1);
-        self.buckets[index] += 1;
-        self.count += 1;
-        self.sum += value;
-    }
-
-    pub fn merge(&mut self, other: &Histogram) {
-        if self.buckets.len() != PAUSE_BUCKETS.len() {
-            self.buckets = vec![0; PAUSE_BUCKETS.len()];
-        }
-        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
-            *mine += theirs;
-        }
-        self.count += other.count;
-        self.sum += other.sum;
-    }
-
-    /// The `q` quantile as Prometheus's `histogram_quantile` estimates it:
-    /// linear inside the bucket, the highest finite bound for `+Inf`.
-    pub fn quantile(&self, q: f64) -> Option<f64> {
-        if self.count == 0 {
-            return None;
-        }
-        let rank = q * self.count as f64;
-        let mut below = 0u64;
-        let mut lower = 0.0;
-        for (i, &bound) in PAUSE_BUCKETS.iter().enumerate() {
-            let in_bucket = self.buckets.get(i).copied().unwrap_or(0);
-            if (below + in_bucket) as f64 >= rank && in_bucket > 0 {
-                if bound.is_infinite() {
-                    return Some(lower);
-                }
-                return Some(lower + (bound - lower) * (rank - below as f64) / in_bucket as f64);
-            }
-            below += in_bucket;
-            if bound.is_finite() {
-                lower = bound;
-            }
-        }
-        Some(lower)
-    }
-}
+use crate::model::histogram::Histogram;
+use crate::model::latency::LatencyState;
+use crate::model::minutes::MinuteWindows;
+use crate::model::mxbean::{jdk_major, micrometer_labels};
 
 /// One `jvm_gc_pause_seconds` series: Micrometer's `gc`, `action`, `cause`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,8 +87,27 @@ fn is_old_pool(name: &str) -> bool {
 }
 
 impl JvmState {
+    /// The one fold from parsed events to the model, for the agent and
+    /// `analyze` alike: what the parser knows of the JVM run first (its JDK
+    /// version decides Micrometer's labels), then every event, each also
+    /// recorded as a stop when the service's latency is lined up with it.
+    pub fn ingest(
+        &mut self,
+        run: &pausewatch_parsers::JvmRun,
+        events: &[GcEvent],
+        mut latency: Option<&mut LatencyState>,
+    ) {
+        self.note_run(run);
+        for event in events {
+            self.apply(event);
+            if let Some(latency) = latency.as_deref_mut() {
+                latency.add_event(event);
+            }
+        }
+    }
+
     /// Updates every figure from one event.
-    pub fn apply(&mut self, event: &GcEvent) {
+    fn apply(&mut self, event: &GcEvent) {
         self.minutes.add(event);
         match event {
             GcEvent::Pause(pause) => self.apply_pause(pause),
@@ -197,7 +139,7 @@ impl JvmState {
     }
 
     /// Records what the parser knows of the JVM run (collector, version, max heap).
-    pub fn note_run(&mut self, run: &pausewatch_parsers::JvmRun) {
+    fn note_run(&mut self, run: &pausewatch_parsers::JvmRun) {
         if run.collector != Collector::Unknown {
             self.collector = run.collector;
         }
@@ -349,23 +291,6 @@ mod tests {
     use super::*;
     use pausewatch_parsers::GcLogParser;
 
-    #[test]
-    fn quantiles_interpolate_inside_buckets_like_prometheus() {
-        let mut histogram = Histogram::default();
-        // 90 pauses of 3 ms (bucket 2-5 ms), 10 of 30 ms (bucket 20-50 ms).
-        for _ in 0..90 {
-            histogram.observe(0.003);
-        }
-        for _ in 0..10 {
-            histogram.observe(0.030);
-        }
-        // p50: rank 50 of the 90 in (2 ms, 5 ms]: 2 + 3 * 50/90 ms.
-        assert!((histogram.quantile(0.5).unwrap() - (0.002 + 0.003 * 50.0 / 90.0)).abs() < 1e-12);
-        // p99: rank 99, 9th of the 10 in (20 ms, 50 ms]: 20 + 30 * 9/10 ms.
-        assert!((histogram.quantile(0.99).unwrap() - 0.047).abs() < 1e-12);
-        assert_eq!(Histogram::default().quantile(0.99), None);
-    }
-
     /// Lines from tests/fixtures/jvm/jdk17-parallel-steady/gc.log.
     const PARALLEL: &str = "\
 [2026-11-30T01:45:08.783+0000][0.159s][info][gc,start    ] GC(0) Pause Young (Allocation Failure)
@@ -399,5 +324,33 @@ mod tests {
         let minute = jvm.minutes.iter().next().unwrap();
         assert_eq!(minute.pause_count, 2);
         assert!((minute.pause_max_seconds - 0.024989).abs() < 1e-12);
+    }
+
+    /// The Parallel lines above with uptime only (the JDK's default
+    /// decorations, no JVM start known), then the two ZGC stalls of
+    /// FORMATS.md section 7.1 (GCViewer's sample-ujl-zgc-gc-other.txt).
+    const UPTIME_ONLY: &str = "\
+[0.159s][info][gc,start    ] GC(0) Pause Young (Allocation Failure)
+[0.184s][info][gc,heap     ] GC(0) PSYoungGen: 33280K(38400K)->5106K(38400K) Eden: 33280K(33280K)->0K(33280K) From: 0K(5120K)->5106K(5120K)
+[0.184s][info][gc,heap     ] GC(0) ParOldGen: 0K(87552K)->27704K(87552K)
+[0.184s][info][gc          ] GC(0) Pause Young (Allocation Failure) 32M->32M(123M) 24.989ms
+[0.476s][info][gc          ] GC(1) Pause Full (Ergonomics) 60M->40M(123M) 12.000ms
+[201.482s][info][gc          ] Allocation Stall (Group1.Backend.CompositeBackend{Tier1}.1) 0.706ms
+[201.521s][info][gc          ] Relocation Stall (Group1.Backend.CompositeBackend{Tier1}.3) 0.720ms
+";
+
+    #[test]
+    fn an_event_without_wall_clock_time_is_counted_once() {
+        let mut parser = GcLogParser::default();
+        let mut events = Vec::new();
+        parser.feed(UPTIME_ONLY.as_bytes(), &mut events);
+        parser.finish(&mut events);
+        let mut jvm = JvmState::default();
+        jvm.ingest(parser.run(), &events, None);
+        // Two pauses (the young one with heap and pool lines), one
+        // allocation stall, one relocation stall: four events, none placed.
+        assert_eq!(jvm.minutes.unplaced_events, 4);
+        assert_eq!(jvm.minutes.iter().count(), 0);
+        assert_eq!(jvm.counters.relocation_stalls, 1);
     }
 }

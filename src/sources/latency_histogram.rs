@@ -7,7 +7,8 @@
 //! ([`parse_buckets`]) and feeds each scrape with its time to a
 //! [`MinuteAccumulator`], which turns the cumulative counters into one
 //! [`LatencySummary`] per completed minute for
-//! `LatencyState::add_histogram_minute`.
+//! `LatencyState::add_histogram_minute`. The accumulator is checkpointed, so
+//! a restart loses no minute.
 //!
 //! What a histogram cannot give:
 //! - No request-level attribution: only per-minute quantiles, as
@@ -34,8 +35,15 @@ use chrono::{DateTime, Utc};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::correlate::LatencySummary;
-use crate::windows::minute_start;
+use std::sync::mpsc;
+
+use super::{Source, SourceCheckpoint, SourceKey};
+use crate::config::LatencyHistogramSource;
+use crate::model::correlate::LatencySummary;
+use crate::model::histogram::histogram_quantile;
+use crate::model::latency::LatencyState;
+use crate::model::minutes::minute_start;
+use crate::store::{AgentState, Store};
 
 /// Where and what to scrape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -400,63 +408,6 @@ fn format_matchers(matchers: &BTreeMap<String, String>) -> String {
     format!("{{{}}}", inner.join(","))
 }
 
-/// The `q` quantile of cumulative bucket counts, with Prometheus'
-/// `histogram_quantile` semantics: linear interpolation inside the bucket the
-/// rank falls in, the lowest bucket interpolated from 0 (unless its bound is
-/// not positive: then that bound), and the highest finite bound when the rank
-/// falls in the `+Inf` bucket. Counts that decrease with the bound are raised
-/// to keep them cumulative.
-///
-/// `None` when the total count is 0, when there is no `+Inf` bucket or no
-/// finite one, or when `q` is outside `[0, 1]` (where Prometheus answers NaN
-/// or ±Inf).
-pub fn quantile(q: f64, delta: &Buckets) -> Option<f64> {
-    if !(0.0..=1.0).contains(&q) {
-        return None;
-    }
-    let mut buckets: Vec<(f64, f64)> = delta
-        .iter()
-        .copied()
-        .filter(|(le, _)| !le.is_nan())
-        .collect();
-    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
-    if buckets.len() < 2 || buckets.last()?.0 != f64::INFINITY {
-        return None;
-    }
-    let mut highest = 0.0_f64;
-    for bucket in &mut buckets {
-        if bucket.1.is_nan() {
-            return None;
-        }
-        highest = highest.max(bucket.1);
-        bucket.1 = highest;
-    }
-    let total = buckets.last()?.1;
-    if total <= 0.0 {
-        return None;
-    }
-    let mut rank = q * total;
-    let index = buckets.partition_point(|(_, count)| *count < rank);
-    if index >= buckets.len() - 1 {
-        return Some(buckets[buckets.len() - 2].0);
-    }
-    let end = buckets[index].0;
-    if index == 0 && end <= 0.0 {
-        return Some(end);
-    }
-    let mut start = 0.0;
-    let mut count = buckets[index].1;
-    if index > 0 {
-        start = buckets[index - 1].0;
-        count -= buckets[index - 1].1;
-        rank -= buckets[index - 1].1;
-    }
-    if count <= 0.0 {
-        return Some(start);
-    }
-    Some(start + (end - start) * (rank / count))
-}
-
 /// The summary of one minute's bucket deltas: `count` is the `+Inf` delta,
 /// the quantiles come from [`quantile`] (0 when undefined), `max_seconds` is
 /// the bound of the highest non-empty bucket (the highest finite bound when
@@ -471,7 +422,7 @@ pub fn summarize(delta: &Buckets) -> LatencySummary {
     if count == 0 {
         return LatencySummary::default();
     }
-    let q = |q: f64| quantile(q, delta).unwrap_or(0.0);
+    let q = |q: f64| histogram_quantile(q, delta).unwrap_or(0.0);
     let mut max_seconds = 0.0;
     let mut below = 0.0;
     let mut highest_finite = 0.0;
@@ -686,6 +637,110 @@ impl MinuteAccumulator {
     }
 }
 
+/// The checkpoint key of a histogram source: what it scrapes and selects.
+pub fn source_key(source: &LatencyHistogramSource) -> String {
+    format!(
+        "{} {}{}",
+        source.url,
+        source.metric,
+        format_matchers(&source.matchers)
+    )
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HistogramCheckpoint {
+    pub key: String,
+    pub accumulator: MinuteAccumulator,
+}
+
+/// One scrape's buckets, or why there are none.
+type Scraped = (DateTime<Utc>, Result<Buckets, String>);
+
+/// Scrapes on its own thread (a slow application must not hold up the
+/// tailing) and accumulates on the agent's, where the accumulator is
+/// checkpointed with everything else.
+pub struct HistogramSource {
+    key: String,
+    link: Option<String>,
+    accumulator: MinuteAccumulator,
+    scrapes: mpsc::Receiver<Scraped>,
+}
+
+impl HistogramSource {
+    pub fn start(
+        source: &LatencyHistogramSource,
+        restored: Option<SourceCheckpoint>,
+    ) -> HistogramSource {
+        let accumulator = match restored {
+            Some(SourceCheckpoint::LatencyHistogram(checkpoint)) => checkpoint.accumulator,
+            _ => MinuteAccumulator::new(),
+        };
+        let (sender, scrapes) = mpsc::channel();
+        let config = HistogramSourceConfig {
+            url: source.url.clone(),
+            metric: source.metric.clone(),
+            matchers: source.matchers.clone(),
+            timeout: source.interval.min(Duration::from_secs(5)),
+        };
+        let interval = source.interval;
+        std::thread::spawn(move || loop {
+            let scraped = fetch(&config)
+                .and_then(|text| parse_buckets(&text, &config.metric, &config.matchers));
+            if sender.send((Utc::now(), scraped)).is_err() {
+                return;
+            }
+            std::thread::sleep(interval);
+        });
+        HistogramSource {
+            key: source_key(source),
+            link: source.gc_log.clone(),
+            accumulator,
+            scrapes,
+        }
+    }
+}
+
+impl Source for HistogramSource {
+    fn key(&self) -> SourceKey {
+        SourceKey::LatencyHistogram(self.key.clone())
+    }
+
+    fn poll(&mut self, store: &Store) -> bool {
+        let scraped: Vec<Scraped> = self.scrapes.try_iter().collect();
+        if scraped.is_empty() {
+            return false;
+        }
+        let mut state = store.write();
+        let target = self.link.as_deref().and_then(|l| state.stream_by_log(l));
+        for (at, result) in scraped {
+            match result {
+                Ok(buckets) => {
+                    let minutes = self.accumulator.observe(at, buckets);
+                    let Some(stream) = target.and_then(|id| state.stream_mut(id)) else {
+                        continue;
+                    };
+                    let latency = stream.latency.get_or_insert_with(LatencyState::default);
+                    for (start, summary) in minutes {
+                        latency.add_histogram_minute(start, summary);
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "latency histogram scrape failed");
+                    state.count_error("latency_histogram_scrape");
+                }
+            }
+        }
+        true
+    }
+
+    fn checkpoint(&self, _state: &AgentState) -> SourceCheckpoint {
+        SourceCheckpoint::LatencyHistogram(HistogramCheckpoint {
+            key: self.key.clone(),
+            accumulator: self.accumulator.clone(),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -757,7 +812,7 @@ http_server_requests_seconds_bucket{exception=\"None\",method=\"GET\",outcome=\"
             expected
         );
         // The excerpt has no +Inf bucket: no quantile, as Prometheus gives NaN.
-        assert_eq!(quantile(0.5, &buckets), None);
+        assert_eq!(histogram_quantile(0.5, &buckets), None);
 
         let other = matchers(&[("uri", "/price")]);
         let error =
@@ -895,39 +950,51 @@ lat_bucket{uri="/b",le="+Inf"} 2
         // Cumulative: 50 at or below 0.1, 90 at or below 0.2, 99 at or below 0.5, 100 in all.
         let buckets = vec![(0.1, 50.0), (0.2, 90.0), (0.5, 99.0), (INF, 100.0)];
         // p50: rank 50 is the whole first bucket [0, 0.1]: 0.1.
-        assert_close(quantile(0.50, &buckets).unwrap(), 0.1);
+        assert_close(histogram_quantile(0.50, &buckets).unwrap(), 0.1);
         // p25: rank 25 of 50 in [0, 0.1]: 0.05.
-        assert_close(quantile(0.25, &buckets).unwrap(), 0.05);
+        assert_close(histogram_quantile(0.25, &buckets).unwrap(), 0.05);
         // p60: rank 60 is 10 of 40 in (0.1, 0.2]: 0.125.
-        assert_close(quantile(0.60, &buckets).unwrap(), 0.125);
+        assert_close(histogram_quantile(0.60, &buckets).unwrap(), 0.125);
         // p90: rank 90 is all 40 of (0.1, 0.2]: 0.2.
-        assert_close(quantile(0.90, &buckets).unwrap(), 0.2);
+        assert_close(histogram_quantile(0.90, &buckets).unwrap(), 0.2);
         // p95: rank 95 is 5 of 9 in (0.2, 0.5]: 0.2 + 5/9 * 0.3 = 0.36666...
-        assert_close(quantile(0.95, &buckets).unwrap(), 0.2 + (5.0 / 9.0) * 0.3);
-        assert_close(quantile(0.95, &buckets).unwrap(), 0.366_666_666_666_666_7);
+        assert_close(
+            histogram_quantile(0.95, &buckets).unwrap(),
+            0.2 + (5.0 / 9.0) * 0.3,
+        );
+        assert_close(
+            histogram_quantile(0.95, &buckets).unwrap(),
+            0.366_666_666_666_666_7,
+        );
         // p99: rank 99 is all 9 of (0.2, 0.5]: 0.5.
-        assert_close(quantile(0.99, &buckets).unwrap(), 0.5);
+        assert_close(histogram_quantile(0.99, &buckets).unwrap(), 0.5);
         // p99.9: rank 99.9 is in +Inf: the highest finite bound.
-        assert_close(quantile(0.999, &buckets).unwrap(), 0.5);
-        assert_close(quantile(1.0, &buckets).unwrap(), 0.5);
+        assert_close(histogram_quantile(0.999, &buckets).unwrap(), 0.5);
+        assert_close(histogram_quantile(1.0, &buckets).unwrap(), 0.5);
         // Order of the input does not matter.
         let mut shuffled = buckets.clone();
         shuffled.reverse();
-        assert_close(quantile(0.95, &shuffled).unwrap(), 0.2 + (5.0 / 9.0) * 0.3);
+        assert_close(
+            histogram_quantile(0.95, &shuffled).unwrap(),
+            0.2 + (5.0 / 9.0) * 0.3,
+        );
 
-        assert_eq!(quantile(0.5, &vec![(0.1, 0.0), (INF, 0.0)]), None);
-        assert_eq!(quantile(0.5, &vec![(0.1, 3.0), (0.2, 4.0)]), None);
-        assert_eq!(quantile(0.5, &vec![(INF, 4.0)]), None);
-        assert_eq!(quantile(1.5, &buckets), None);
-        assert_eq!(quantile(f64::NAN, &buckets), None);
+        assert_eq!(histogram_quantile(0.5, &[(0.1, 0.0), (INF, 0.0)]), None);
+        assert_eq!(histogram_quantile(0.5, &[(0.1, 3.0), (0.2, 4.0)]), None);
+        assert_eq!(histogram_quantile(0.5, &[(INF, 4.0)]), None);
+        assert_eq!(histogram_quantile(1.5, &buckets), None);
+        assert_eq!(histogram_quantile(f64::NAN, &buckets), None);
         // A non-positive lowest bound is returned as is.
         assert_close(
-            quantile(0.1, &vec![(-1.0, 5.0), (INF, 10.0)]).unwrap(),
+            histogram_quantile(0.1, &[(-1.0, 5.0), (INF, 10.0)]).unwrap(),
             -1.0,
         );
         // Non-cumulative noise is flattened: (0.2, 80) counts as 90.
         let noisy = vec![(0.1, 90.0), (0.2, 80.0), (0.5, 99.0), (INF, 100.0)];
-        assert_close(quantile(0.95, &noisy).unwrap(), 0.2 + (5.0 / 9.0) * 0.3);
+        assert_close(
+            histogram_quantile(0.95, &noisy).unwrap(),
+            0.2 + (5.0 / 9.0) * 0.3,
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use pausewatch_parsers::{GcEvent, LogTime, StallKind};
 use serde::{Deserialize, Serialize};
 
-use crate::jvm::Histogram;
+use crate::model::histogram::Histogram;
 
 /// One wall-clock minute. Events belong to the minute in which they ended.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -64,6 +64,18 @@ pub fn last_complete_minute(now: DateTime<Utc>) -> DateTime<Utc> {
     minute_start(minute_of(now) - 60)
 }
 
+/// When an event ended; a JVM restart has no time of its own.
+fn event_end(event: &GcEvent) -> Option<&LogTime> {
+    match event {
+        GcEvent::Pause(p) => Some(&p.end),
+        GcEvent::Safepoint(s) => Some(&s.end),
+        GcEvent::Stall(s) => Some(&s.end),
+        GcEvent::Cycle(c) => Some(&c.end),
+        GcEvent::ConcurrentPhase(c) => Some(&c.end),
+        GcEvent::JvmRestart(_) => None,
+    }
+}
+
 /// Per-minute aggregation keyed by minute start (seconds since the epoch).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct MinuteWindows {
@@ -80,19 +92,22 @@ fn empty_minute(key: i64) -> Minute {
 }
 
 impl MinuteWindows {
-    /// The minute an event that ended at `end` belongs to, created on demand.
+    /// The minute an event that ended at `end` belongs to, created on demand;
+    /// `None` for an event without wall-clock time, which [`add`](Self::add)
+    /// has counted.
     pub fn minute_at(&mut self, end: &LogTime) -> Option<&mut Minute> {
-        let Some(key) = minute_key(end) else {
-            self.unplaced_events += 1;
-            return None;
-        };
+        let key = minute_key(end)?;
         Some(self.minutes.entry(key).or_insert_with(|| empty_minute(key)))
     }
 
     /// Counts the parts of an event that need no history: pauses, safepoints,
     /// stalls, cycles. Heap-derived figures are added by the caller, which
-    /// knows the previous collection.
+    /// knows the previous collection. An event without wall-clock time is
+    /// counted once in `unplaced_events`, here and nowhere else.
     pub fn add(&mut self, event: &GcEvent) {
+        if event_end(event).is_some_and(|end| end.wall.is_none()) {
+            self.unplaced_events += 1;
+        }
         match event {
             GcEvent::Pause(p) => {
                 if let Some(minute) = self.minute_at(&p.end) {

@@ -17,7 +17,7 @@ use hdrhistogram::Histogram;
 use pausewatch_parsers::{GcEvent, LogTime};
 use serde::{Deserialize, Serialize};
 
-use crate::windows::{minute_of, minute_start, Minute};
+use crate::model::minutes::{minute_of, minute_start, Minute};
 
 /// Latencies are recorded in microseconds, from 1 µs to 1 hour, 3 significant digits.
 const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;

@@ -1,0 +1,356 @@
+//! The alert engine: rules evaluated every minute over each JVM's minute
+//! windows, with Prometheus-style lifecycle (pending until `for` has elapsed,
+//! firing, resolved) and delivery to Alertmanager, a webhook and the log.
+//!
+//! Evaluation never blocks tailing: it reads a snapshot of the store, and
+//! deliveries go through a queue to a sender thread per sink ([`sinks`])
+//! that retries with backoff.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use crate::model::alerts::{
+    Alert, AlertState, AlertsConfig, Notification, RegressionStatistic, RuleKind, Thresholds,
+};
+use crate::model::histogram::Histogram;
+use crate::model::minutes::last_complete_minute;
+use crate::store::{AgentState, StreamState};
+
+pub mod sinks;
+
+/// What a rule found for one stream at one evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub active: bool,
+    /// The figure compared with the threshold (seconds, ratio, count).
+    pub value: f64,
+    pub summary: String,
+}
+
+fn seconds(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn ms(seconds: f64) -> String {
+    format!("{:.1} ms", seconds * 1000.0)
+}
+
+fn window_statistic(
+    stream: &StreamState,
+    end: DateTime<Utc>,
+    window: Duration,
+    statistic: RegressionStatistic,
+) -> Option<f64> {
+    let mut merged = Histogram::default();
+    let mut max: Option<f64> = None;
+    for minute in stream.jvm.minutes.window_ending(end, window) {
+        merged.merge(&minute.pause_histogram);
+        if minute.pause_count > 0 {
+            max = Some(max.unwrap_or(0.0).max(minute.pause_max_seconds));
+        }
+    }
+    match statistic {
+        RegressionStatistic::P99 => merged.quantile(0.99),
+        RegressionStatistic::Max => max,
+    }
+}
+
+/// Evaluates one rule for one stream at `now`.
+pub fn evaluate(
+    kind: RuleKind,
+    thresholds: &Thresholds,
+    stream: &StreamState,
+    now: DateTime<Utc>,
+) -> Finding {
+    let last = last_complete_minute(now);
+    let minute = stream.jvm.minutes.get(last);
+    let inactive = |value: f64| Finding {
+        active: false,
+        value,
+        summary: String::new(),
+    };
+    let count_rule = |count: u64, what: &str| Finding {
+        active: count > 0,
+        value: count as f64,
+        summary: format!(
+            "{count} {what} in the minute from {}",
+            last.format("%H:%M UTC")
+        ),
+    };
+    match kind {
+        RuleKind::PauseBudget => {
+            let max = minute.map_or(0.0, |m| m.pause_max_seconds);
+            Finding {
+                active: max > seconds(thresholds.max_pause),
+                value: max,
+                summary: format!(
+                    "longest GC pause {} in the minute from {}, budget {}",
+                    ms(max),
+                    last.format("%H:%M UTC"),
+                    ms(seconds(thresholds.max_pause))
+                ),
+            }
+        }
+        RuleKind::PauseRegression => {
+            let end = last + TimeDelta::minutes(1);
+            let window = thresholds.regression_window;
+            let statistic = thresholds.regression_statistic;
+            let Some(recent) = window_statistic(stream, end, window, statistic) else {
+                return inactive(0.0);
+            };
+            let day_ago = window_statistic(stream, end - TimeDelta::days(1), window, statistic);
+            let window_start = end - TimeDelta::from_std(window).unwrap_or_default();
+            let trailing = window_statistic(
+                stream,
+                window_start,
+                thresholds.regression_trailing,
+                statistic,
+            );
+            let (baseline, source) = match (thresholds.regression_pinned, day_ago, trailing) {
+                (Some(pinned), _, _) => (seconds(pinned), "pinned"),
+                (None, Some(day), _) => (day, "the same window a day earlier"),
+                (None, None, Some(trailing)) => (trailing, "the trailing hours"),
+                (None, None, None) => return inactive(recent),
+            };
+            let floor = seconds(thresholds.regression_min_pause);
+            Finding {
+                active: recent > floor && recent > baseline * thresholds.regression_ratio,
+                value: recent,
+                summary: format!(
+                    "{} pause over the last {} is {}, baseline {} ({source})",
+                    match statistic {
+                        RegressionStatistic::P99 => "p99",
+                        RegressionStatistic::Max => "max",
+                    },
+                    humantime::format_duration(window),
+                    ms(recent),
+                    ms(baseline)
+                ),
+            }
+        }
+        RuleKind::GcOverhead => {
+            let window = thresholds.overhead_window;
+            let ratio = stream.jvm.minutes.paused_share(now, window);
+            Finding {
+                active: ratio > thresholds.overhead_ratio,
+                value: ratio,
+                summary: format!(
+                    "GC pauses took {:.1} % of wall time over the last {}",
+                    ratio * 100.0,
+                    humantime::format_duration(window)
+                ),
+            }
+        }
+        RuleKind::HeapPressure => {
+            let heap = &stream.jvm.heap;
+            let (Some(live), Some(max)) = (
+                heap.live_data_bytes,
+                heap.max_bytes.or(heap.committed_bytes),
+            ) else {
+                return inactive(0.0);
+            };
+            let share = live as f64 / max.max(1) as f64;
+            Finding {
+                active: share > thresholds.heap_share,
+                value: share,
+                summary: format!(
+                    "live data after GC is {:.0} % of the max heap ({} of {} MiB)",
+                    share * 100.0,
+                    live >> 20,
+                    max >> 20
+                ),
+            }
+        }
+        RuleKind::FullGc => count_rule(minute.map_or(0, |m| m.full_gcs), "full GCs"),
+        RuleKind::EvacuationFailure => count_rule(
+            minute.map_or(0, |m| m.evacuation_failures),
+            "evacuation failures",
+        ),
+        RuleKind::DegeneratedGc => {
+            count_rule(minute.map_or(0, |m| m.degenerated_gcs), "degenerated GCs")
+        }
+        RuleKind::AllocationStall => count_rule(
+            minute.map_or(0, |m| m.allocation_stalls),
+            "allocation stalls",
+        ),
+        RuleKind::GcDrivenTail => {
+            // The newest attributed minute, if it is the last complete one or,
+            // while that one waits for late requests (`finalize_after`), the
+            // one before: an older minute says nothing about now.
+            let recent = last - TimeDelta::minutes(1);
+            let Some(latency) = stream
+                .latency
+                .as_ref()
+                .and_then(|l| l.last_minute())
+                .filter(|m| m.start >= recent)
+            else {
+                return inactive(0.0);
+            };
+            let Some(attribution) = latency.attribution else {
+                return inactive(0.0);
+            };
+            let share = if attribution.slow_requests == 0 {
+                0.0
+            } else {
+                attribution.slow_requests_stop_affected as f64 / attribution.slow_requests as f64
+            };
+            let p999 = latency.latency.p999_seconds;
+            Finding {
+                active: p999 > seconds(thresholds.tail_slo) && share > thresholds.tail_affected_share,
+                value: p999,
+                summary: format!(
+                    "p99.9 {} above the {} SLO, {:.0} % of slow requests were stopped by GC or safepoints",
+                    ms(p999),
+                    ms(seconds(thresholds.tail_slo)),
+                    share * 100.0
+                ),
+            }
+        }
+        RuleKind::TimeToSafepoint => {
+            let ttsp = minute.map_or(0.0, |m| m.time_to_safepoint_max_seconds);
+            Finding {
+                active: ttsp > seconds(thresholds.max_time_to_safepoint),
+                value: ttsp,
+                summary: format!(
+                    "time to safepoint reached {} in the minute from {}",
+                    ms(ttsp),
+                    last.format("%H:%M UTC")
+                ),
+            }
+        }
+        RuleKind::StaleLog => {
+            let silent_for = stream.last_event_processed_at.map_or(f64::INFINITY, |at| {
+                (now - at).num_milliseconds() as f64 / 1000.0
+            });
+            let stale = silent_for > seconds(thresholds.stale_after) || !stream.readable;
+            Finding {
+                active: stale && (stream.last_event_processed_at.is_some() || !stream.readable),
+                value: if silent_for.is_finite() {
+                    silent_for
+                } else {
+                    0.0
+                },
+                summary: if stream.readable {
+                    format!(
+                        "no GC event for {}",
+                        humantime::format_duration(Duration::from_secs(silent_for.max(0.0) as u64))
+                    )
+                } else {
+                    "the GC log cannot be read".to_string()
+                },
+            }
+        }
+    }
+}
+
+/// Alert states, keyed by (alertname, log).
+#[derive(Debug, Default)]
+pub struct AlertEngine {
+    alerts: BTreeMap<(String, String), Alert>,
+    last_sent: BTreeMap<(String, String), DateTime<Utc>>,
+}
+
+impl AlertEngine {
+    /// Evaluates every enabled rule for every stream; returns what to deliver.
+    pub fn evaluate(
+        &mut self,
+        config: &AlertsConfig,
+        state: &AgentState,
+        now: DateTime<Utc>,
+    ) -> Vec<Notification> {
+        let mut notifications = Vec::new();
+        // A resolved alert is shown once, then forgotten.
+        self.alerts
+            .retain(|_, alert| alert.state != AlertState::Resolved);
+        for rule in config.rules.iter().filter(|r| r.enabled) {
+            for stream in state.streams.values() {
+                let finding = evaluate(rule.kind, &config.thresholds, stream, now);
+                let key = (rule.kind.alertname().to_string(), stream.log.clone());
+                let mut labels = config.labels.clone();
+                labels.extend(stream.labels.clone());
+                labels.extend(rule.labels.clone());
+                labels.insert("alertname".to_string(), rule.kind.alertname().to_string());
+                labels.insert("log".to_string(), stream.log.clone());
+                labels
+                    .entry("severity".to_string())
+                    .or_insert_with(|| "warning".to_string());
+                let mut annotations = rule.annotations.clone();
+                annotations
+                    .entry("summary".to_string())
+                    .or_insert(finding.summary.clone());
+                match (self.alerts.get_mut(&key), finding.active) {
+                    (None, false) => {}
+                    (None, true) => {
+                        let mut alert = Alert {
+                            alertname: key.0.clone(),
+                            state: AlertState::Pending,
+                            labels,
+                            annotations,
+                            value: finding.value,
+                            active_since: now,
+                            fired_at: None,
+                            resolved_at: None,
+                        };
+                        if rule.for_duration.is_zero() {
+                            alert.state = AlertState::Firing;
+                            alert.fired_at = Some(now);
+                            notifications.push(Notification {
+                                alert: alert.clone(),
+                                repeat: false,
+                            });
+                            self.last_sent.insert(key.clone(), now);
+                        }
+                        self.alerts.insert(key, alert);
+                    }
+                    (Some(alert), true) => {
+                        alert.value = finding.value;
+                        alert.annotations = annotations;
+                        let held = (now - alert.active_since).to_std().unwrap_or_default();
+                        if alert.state == AlertState::Pending && held >= rule.for_duration {
+                            alert.state = AlertState::Firing;
+                            alert.fired_at = Some(now);
+                            notifications.push(Notification {
+                                alert: alert.clone(),
+                                repeat: false,
+                            });
+                            self.last_sent.insert(key, now);
+                        } else if alert.state == AlertState::Firing {
+                            let due = self.last_sent.get(&key).is_none_or(|sent| {
+                                (now - *sent).to_std().unwrap_or_default() >= config.resend_interval
+                            });
+                            if due {
+                                notifications.push(Notification {
+                                    alert: alert.clone(),
+                                    repeat: true,
+                                });
+                                self.last_sent.insert(key, now);
+                            }
+                        }
+                    }
+                    (Some(alert), false) => {
+                        if alert.state == AlertState::Firing {
+                            alert.state = AlertState::Resolved;
+                            alert.resolved_at = Some(now);
+                            notifications.push(Notification {
+                                alert: alert.clone(),
+                                repeat: false,
+                            });
+                            self.last_sent.remove(&key);
+                        } else {
+                            // Pending that never fired: nobody was told, nothing to resolve.
+                            self.alerts.remove(&key);
+                        }
+                    }
+                }
+            }
+        }
+        notifications
+    }
+
+    /// Current alerts (pending, firing, and those resolved at the last evaluation).
+    pub fn alerts(&self) -> Vec<Alert> {
+        self.alerts.values().cloned().collect()
+    }
+}

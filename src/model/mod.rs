@@ -1,0 +1,11 @@
+//! Pure data and arithmetic, no I/O: what the agent and `analyze` know about
+//! each JVM (pauses, minutes, heap), its service's latency and the
+//! correlation between the two, and the alert data the rules produce.
+
+pub mod alerts;
+pub mod correlate;
+pub mod histogram;
+pub mod jvm;
+pub mod latency;
+pub mod minutes;
+pub mod mxbean;

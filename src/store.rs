@@ -1,0 +1,155 @@
+//! The agent's store of the model, keyed by a stable stream id.
+//!
+//! The agent loop is the only writer: it reads files without the lock, then
+//! applies what it read under one short lock per source poll. Readers (the
+//! exporters, the HTTP API, the alert rules, the checkpoint) take a
+//! [`Store::snapshot`]: a copy of the maps of `Arc`s, made under the lock in
+//! microseconds, then encoded without it. A stream that a reader still holds
+//! is copied on its next write ([`Arc::make_mut`]), so neither side waits on
+//! the other's encoding or I/O.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use chrono::{DateTime, Utc};
+use pausewatch_parsers::{AccessStats, ParseStats};
+use serde::{Deserialize, Serialize};
+
+use crate::model::alerts::{Alert, DeliveryCounters};
+use crate::model::jvm::JvmState;
+use crate::model::latency::LatencyState;
+
+/// A stream's identity for the life of the agent: streams come and go
+/// (rotated sets found by a glob, JVMs that exit), so positions in a list
+/// would shift; ids are handed out in discovery order and never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct StreamId(pub u64);
+
+/// One followed GC log stream: a JVM's `gc.log` and its rotated files.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StreamState {
+    /// The stream's live path (`/var/log/app/gc.log`); the `log` label.
+    pub log: String,
+    /// Labels from the configuration, added to every series of this stream.
+    pub labels: BTreeMap<String, String>,
+    pub jvm: JvmState,
+    /// The parser's counters: lines, bytes, unparsed lines by kind.
+    pub parse: ParseStats,
+    /// Files of the set currently open or known (live file plus rotated ones).
+    pub files_followed: u64,
+    /// Bytes written to the live file that have not been read yet.
+    pub read_lag_bytes: u64,
+    /// Agent clock when the last event of this stream was processed.
+    pub last_event_processed_at: Option<DateTime<Utc>>,
+    /// Whether the live file could be read at the last attempt.
+    pub readable: bool,
+    /// Errors by kind (`unreadable`, `missing`, `truncated`, ...).
+    pub errors: BTreeMap<String, u64>,
+    /// Request latency of the service this JVM runs, when a latency source
+    /// is configured for it.
+    pub latency: Option<LatencyState>,
+}
+
+/// One followed access log, feeding the latency state of a GC stream.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct AccessStreamState {
+    pub log: String,
+    /// The GC stream (its `log`) the requests are lined up with, once found.
+    pub target: Option<String>,
+    /// That GC stream's configured labels, so the access log's series carry
+    /// the same `service`.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    pub stats: AccessStats,
+    pub read_lag_bytes: u64,
+    pub readable: bool,
+    /// Requests read while no GC stream could take them.
+    pub unattributed_requests: u64,
+    pub errors: BTreeMap<String, u64>,
+}
+
+/// Counts an error of `kind` in an error map.
+pub fn count_error(errors: &mut BTreeMap<String, u64>, kind: &str) {
+    *errors.entry(kind.to_string()).or_insert(0) += 1;
+}
+
+/// Everything the agent knows, as one snapshot.
+#[derive(Debug, Clone, Default)]
+pub struct AgentState {
+    /// GC log streams, in discovery order.
+    pub streams: BTreeMap<StreamId, Arc<StreamState>>,
+    /// Access logs, in discovery order.
+    pub access_streams: BTreeMap<StreamId, Arc<AccessStreamState>>,
+    /// Pending and firing alerts, and those resolved at the last evaluation.
+    pub alerts: Arc<Vec<Alert>>,
+    /// Alert deliveries by sink, updated by the sender threads.
+    pub deliveries: Arc<Mutex<DeliveryCounters>>,
+    /// Errors not tied to one stream (`checkpoint_write`, `watch`, ...).
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl AgentState {
+    /// A state holding `streams`, with ids in their order.
+    pub fn from_streams(streams: impl IntoIterator<Item = StreamState>) -> AgentState {
+        AgentState {
+            streams: (1..)
+                .map(StreamId)
+                .zip(streams.into_iter().map(Arc::new))
+                .collect(),
+            ..AgentState::default()
+        }
+    }
+
+    pub fn count_error(&mut self, kind: &str) {
+        count_error(&mut self.errors, kind);
+    }
+
+    /// The GC stream `id`, for writing (copied first if a reader holds it).
+    pub fn stream_mut(&mut self, id: StreamId) -> Option<&mut StreamState> {
+        self.streams.get_mut(&id).map(Arc::make_mut)
+    }
+
+    pub fn access_mut(&mut self, id: StreamId) -> Option<&mut AccessStreamState> {
+        self.access_streams.get_mut(&id).map(Arc::make_mut)
+    }
+
+    /// The GC stream whose live path is `log`.
+    pub fn stream_by_log(&self, log: &str) -> Option<StreamId> {
+        self.streams
+            .iter()
+            .find(|(_, s)| s.log == log)
+            .map(|(id, _)| *id)
+    }
+}
+
+/// The shared store: one writer (the agent loop), many snapshot readers.
+#[derive(Debug, Default)]
+pub struct Store {
+    state: Mutex<AgentState>,
+}
+
+pub type SharedStore = Arc<Store>;
+
+impl Store {
+    pub fn new(state: AgentState) -> Store {
+        Store {
+            state: Mutex::new(state),
+        }
+    }
+
+    /// The state for writing. A writer that panicked mid-update leaves
+    /// figures that are still better to serve than none.
+    pub fn write(&self) -> MutexGuard<'_, AgentState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether a writer panicked while holding the lock.
+    pub fn is_poisoned(&self) -> bool {
+        self.state.is_poisoned()
+    }
+
+    /// A consistent copy to read at leisure: cheap, the streams are shared.
+    pub fn snapshot(&self) -> AgentState {
+        self.write().clone()
+    }
+}
