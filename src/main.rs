@@ -47,6 +47,9 @@ enum Command {
         /// Replay a bundled real GC log into a temporary file and follow it.
         #[arg(long)]
         demo: bool,
+        /// Address to serve on, instead of the configuration's `listen`.
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
     },
     /// Summarise the pauses in GC log files (a rotated set is put in time order).
     Analyze {
@@ -201,9 +204,13 @@ fn main() -> ExitCode {
                 Err(error) => fail(error),
             }
         }
-        Command::Run { config, demo } => {
+        Command::Run {
+            config,
+            demo,
+            listen,
+        } => {
             init_logging();
-            let config = match (config, demo) {
+            let mut config = match (config, demo) {
                 (Some(path), _) => match config::load(&path) {
                     Ok(config) => config,
                     Err(error) => {
@@ -217,6 +224,9 @@ fn main() -> ExitCode {
                 },
                 (None, false) => Config::default(),
             };
+            if let Some(listen) = listen {
+                config.listen = listen;
+            }
             match run(config) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => fail(error),
