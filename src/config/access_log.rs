@@ -4,6 +4,7 @@ use pausewatch_parsers::AccessFormat;
 use serde::{Deserialize, Serialize};
 use toml::{Spanned, Value};
 
+use super::gc_log::GcLogSource;
 use super::spans::{key, ConfigError, Ctx, Seg};
 use super::{StartAt, DEFAULT_MAX_LINE_BYTES};
 use crate::access_source::{
@@ -17,8 +18,9 @@ pub struct AccessLogSource {
     /// A path or a glob, followed like a GC log (rotation, checkpoints).
     pub path: String,
     pub format: AccessFormat,
-    /// The GC stream (its live path) of the JVM serving these requests;
-    /// `None` when there is a single `[[gc_log]]` source.
+    /// The live path of the GC log of the JVM serving these requests. Always
+    /// `Some` once validated (the single plain `[[gc_log]]` path when omitted);
+    /// an `Option` only because the agent still reads `None` as "the first stream".
     pub gc_log: Option<String>,
     pub start_at: StartAt,
     /// Seconds added to every request time, for clock skew between the logs.
@@ -48,7 +50,7 @@ impl Ctx<'_> {
         &self,
         i: usize,
         raw: &Spanned<RawAccessLog>,
-        gc_sources: usize,
+        gc_logs: &[GcLogSource],
     ) -> Result<AccessLogSource, ConfigError> {
         let at = |k: &str| vec![key("access_log"), Seg::Index(i), key(k)];
         let r = raw.get_ref();
@@ -77,7 +79,7 @@ impl Ctx<'_> {
         Ok(AccessLogSource {
             path,
             format,
-            gc_log: self.gc_link(raw.span(), &r.gc_log, &at("gc_log"), gc_sources)?,
+            gc_log: Some(self.gc_link(raw.span(), &r.gc_log, &at("gc_log"), gc_logs)?),
             start_at: r
                 .start_at
                 .as_ref()
@@ -120,7 +122,7 @@ mod tests {
     fn access_logs_histograms_and_correlation() {
         let config = parse_ok(&[
             "[[gc_log]]",
-            "path = \"/var/log/pricing/gc.log*\"",
+            "path = \"/var/log/pricing/gc.log\"",
             "[[access_log]]",
             "path = \"/var/log/nginx/pricing.log\"",
             "format = \"nginx\"",
@@ -140,7 +142,10 @@ mod tests {
         ]);
         assert_eq!(config.access_log[0].format, AccessFormat::Nginx);
         assert_eq!(config.access_log[0].offset_seconds, -0.020);
-        assert_eq!(config.access_log[0].gc_log, None);
+        assert_eq!(
+            config.access_log[0].gc_log.as_deref(),
+            Some("/var/log/pricing/gc.log")
+        );
         assert!(matches!(
             config.access_log[1].format,
             AccessFormat::Json { .. }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -114,23 +115,54 @@ impl Ctx<'_> {
         })
     }
 
-    /// A `gc_log` link; required when there is not exactly one GC source to default to.
+    /// The live GC log a latency source belongs to (its `gc_log` key), which
+    /// the agent compares with each stream's live path. Omitted, it is the
+    /// single `[[gc_log]]` path, but not a glob: that can match several JVMs
+    /// and the agent would pick whichever it found first. Given, it must be
+    /// one file a `[[gc_log]]` path names or matches, or it would link to nothing.
     pub(super) fn gc_link(
         &self,
         table: Range<usize>,
         value: &Option<Spanned<Value>>,
         path: &[Seg],
-        gc_sources: usize,
-    ) -> Result<Option<String>, ConfigError> {
-        let link = self.optional_string(value, path)?;
-        if link.is_none() && gc_sources != 1 {
+        gc_logs: &[GcLogSource],
+    ) -> Result<String, ConfigError> {
+        let Some(v) = value else {
+            return match gc_logs {
+                [only] if !is_glob(&only.path) => Ok(only.path.clone()),
+                [only] => Err(self.err(
+                    table,
+                    path,
+                    format!("missing `gc_log`: gc_log[0].path {:?} is a glob that can match several JVMs; name the live GC log of this service's JVM", only.path),
+                )),
+                _ => Err(self.err(
+                    table,
+                    path,
+                    format!("missing `gc_log`: with {} [[gc_log]] sources, name the live GC log of this service's JVM", gc_logs.len()),
+                )),
+            };
+        };
+        let link = self.string(v, path)?;
+        if is_glob(link) {
             return Err(self.err(
-                table,
+                v.span(),
                 path,
-                format!("missing `gc_log`: with {gc_sources} [[gc_log]] sources, name the live GC log of this service's JVM"),
+                format!("{link:?} is a glob; name the live GC log of this service's JVM, one file"),
             ));
         }
-        Ok(link)
+        let named = gc_logs.iter().any(|source| {
+            source.path == link
+                || glob::Pattern::new(&source.path)
+                    .is_ok_and(|pattern| pattern.matches_path(Path::new(link)))
+        });
+        if !named {
+            return Err(self.err(
+                v.span(),
+                path,
+                format!("{link:?} is neither a [[gc_log]] path nor matched by a [[gc_log]] glob; name the live GC log of this service's JVM"),
+            ));
+        }
+        Ok(link.to_string())
     }
 
     /// Accepts an RFC 3339 string or a TOML offset date-time; a date-time
@@ -158,6 +190,12 @@ impl Ctx<'_> {
                 )
             })
     }
+}
+
+/// Whether `path` can name more than one file: the agent's own test before
+/// it expands a `[[gc_log]]` or `[[access_log]]` path as a glob.
+fn is_glob(path: &str) -> bool {
+    path.contains(['*', '?', '['])
 }
 
 #[cfg(test)]
@@ -386,5 +424,119 @@ mod tests {
             );
             assert!(e.message.contains("set by pausewatch"), "{e}");
         }
+    }
+
+    /// A glob under the only `[[gc_log]]` can stand for several JVMs: a latency
+    /// source must then name its own, on the line of its table.
+    #[test]
+    fn no_default_link_to_a_glob() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/var/log/*/gc.log*'",
+                "",
+                "[[access_log]]",
+                "path = '/var/log/nginx/pricing.log'",
+                "format = 'nginx'",
+            ],
+            4,
+            "access_log[0].gc_log",
+        );
+        assert!(e.message.contains("is a glob"), "{e}");
+        assert!(e.message.contains("name the live GC log"), "{e}");
+        parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/var/log/pricing/gc.log*'",
+                "[[latency_histogram]]",
+                "url = 'http://127.0.0.1:8080/metrics'",
+            ],
+            3,
+            "latency_histogram[0].gc_log",
+        );
+    }
+
+    #[test]
+    fn default_link_is_the_only_plain_path() {
+        let c = parse_ok(&[
+            "[[gc_log]]",
+            "path = '/var/log/pricing/gc.log'",
+            "[[access_log]]",
+            "path = '/var/log/nginx/pricing.log*'",
+            "format = 'nginx'",
+            "[[latency_histogram]]",
+            "url = 'http://127.0.0.1:8080/metrics'",
+        ]);
+        let expected = Some("/var/log/pricing/gc.log");
+        assert_eq!(c.access_log[0].gc_log.as_deref(), expected);
+        assert_eq!(c.latency_histogram[0].gc_log.as_deref(), expected);
+    }
+
+    #[test]
+    fn named_link_is_a_configured_path_or_a_match_of_its_glob() {
+        let c = parse_ok(&[
+            "[[gc_log]]",
+            "path = '/var/log/*/gc.log*'",
+            "[[gc_log]]",
+            "path = '/opt/batch/gc.log'",
+            "[[access_log]]",
+            "path = '/var/log/nginx/pricing.log'",
+            "format = 'nginx'",
+            "gc_log = '/var/log/pricing/gc.log'",
+            "[[latency_histogram]]",
+            "url = 'http://127.0.0.1:8080/metrics'",
+            "gc_log = '/opt/batch/gc.log'",
+        ]);
+        assert_eq!(
+            c.access_log[0].gc_log.as_deref(),
+            Some("/var/log/pricing/gc.log")
+        );
+        assert_eq!(
+            c.latency_histogram[0].gc_log.as_deref(),
+            Some("/opt/batch/gc.log")
+        );
+    }
+
+    #[test]
+    fn named_link_must_be_one_configured_file() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/var/log/*/gc.log*'",
+                "[[access_log]]",
+                "path = '/var/log/nginx/pricing.log'",
+                "format = 'nginx'",
+                "gc_log = '/var/log/pricing/gc.log*'",
+            ],
+            6,
+            "access_log[0].gc_log",
+        );
+        assert!(e.message.contains("is a glob"), "{e}");
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/var/log/*/gc.log*'",
+                "[[gc_log]]",
+                "path = '/opt/batch/gc.log'",
+                "[[latency_histogram]]",
+                "url = 'http://127.0.0.1:8080/metrics'",
+                "",
+                "gc_log = '/opt/pricing/gc.log'",
+            ],
+            8,
+            "latency_histogram[0].gc_log",
+        );
+        assert!(e.message.contains("neither a [[gc_log]] path"), "{e}");
+        // Without any [[gc_log]], no link can name a stream.
+        parse_err(
+            &[
+                "[[access_log]]",
+                "path = '/var/log/nginx/pricing.log'",
+                "format = 'nginx'",
+                "gc_log = '/var/log/pricing/gc.log'",
+            ],
+            4,
+            "access_log[0].gc_log",
+        );
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use toml::{Spanned, Value};
 
+use super::gc_log::GcLogSource;
 use super::serialize_duration;
 use super::spans::{key, ConfigError, Ctx, Seg};
 
@@ -20,6 +21,7 @@ pub struct LatencyHistogramSource {
     pub matchers: BTreeMap<String, String>,
     #[serde(serialize_with = "serialize_duration")]
     pub interval: Duration,
+    /// The GC log it belongs to, as [`AccessLogSource::gc_log`](super::AccessLogSource::gc_log).
     pub gc_log: Option<String>,
 }
 
@@ -38,7 +40,7 @@ impl Ctx<'_> {
         &self,
         i: usize,
         raw: &Spanned<RawHistogram>,
-        gc_sources: usize,
+        gc_logs: &[GcLogSource],
     ) -> Result<LatencyHistogramSource, ConfigError> {
         let at = |k: &str| vec![key("latency_histogram"), Seg::Index(i), key(k)];
         let r = raw.get_ref();
@@ -68,7 +70,7 @@ impl Ctx<'_> {
                 .map(|(k, v)| (k.get_ref().clone(), v.get_ref().clone()))
                 .collect(),
             interval,
-            gc_log: self.gc_link(raw.span(), &r.gc_log, &at("gc_log"), gc_sources)?,
+            gc_log: Some(self.gc_link(raw.span(), &r.gc_log, &at("gc_log"), gc_logs)?),
         })
     }
 }

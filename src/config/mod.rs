@@ -218,11 +218,11 @@ impl Ctx<'_> {
 
         config.gc_log = self.gc_logs(&raw.gc_log)?;
         for (i, raw_access) in raw.access_log.iter().enumerate() {
-            let access = self.access_source(i, raw_access, config.gc_log.len())?;
+            let access = self.access_source(i, raw_access, &config.gc_log)?;
             config.access_log.push(access);
         }
         for (i, raw_histogram) in raw.latency_histogram.iter().enumerate() {
-            let histogram = self.histogram_source(i, raw_histogram, config.gc_log.len())?;
+            let histogram = self.histogram_source(i, raw_histogram, &config.gc_log)?;
             config.latency_histogram.push(histogram);
         }
         if let Some(raw_correlation) = &raw.correlation {
