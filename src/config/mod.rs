@@ -46,6 +46,9 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
 pub const DEFAULT_CHECKPOINT_DIR: &str = "/var/lib/pausewatch";
 /// Fallback poll period for when inotify events do not arrive (NFS, overlayfs).
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// Shortest accepted `poll_interval`: below it polling burns a core, and the
+/// fast path is inotify anyway.
+pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// How often read offsets are persisted; bounds re-read work after a restart.
 pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 /// Per-minute history kept in memory by default.
@@ -193,27 +196,14 @@ impl Ctx<'_> {
             config.checkpoint_dir = PathBuf::from(s);
         }
         if let Some(v) = &raw.poll_interval {
-            config.poll_interval = self.positive_duration(v, &[key("poll_interval")])?;
+            config.poll_interval = self.at_least(v, &[key("poll_interval")], MIN_POLL_INTERVAL)?;
         }
         if let Some(v) = &raw.checkpoint_interval {
             config.checkpoint_interval =
                 self.positive_duration(v, &[key("checkpoint_interval")])?;
         }
         if let Some(v) = &raw.history {
-            let path = [key("history")];
-            let d = self.duration(v, &path)?;
-            if d < MIN_HISTORY {
-                return Err(self.err(
-                    v.span(),
-                    &path,
-                    format!(
-                        "{} is below the minimum of {}",
-                        humantime::format_duration(d),
-                        humantime::format_duration(MIN_HISTORY)
-                    ),
-                ));
-            }
-            config.history = d;
+            config.history = self.at_least(v, &[key("history")], MIN_HISTORY)?;
         }
 
         config.gc_log = self.gc_logs(&raw.gc_log)?;
@@ -235,6 +225,28 @@ impl Ctx<'_> {
             self.alerts(raw_alerts, &mut config.alerts)?;
         }
         Ok(config)
+    }
+
+    /// A duration bounded from below, for settings that misbehave when too short.
+    fn at_least(
+        &self,
+        v: &Spanned<Value>,
+        path: &[Seg],
+        min: Duration,
+    ) -> Result<Duration, ConfigError> {
+        let d = self.duration(v, path)?;
+        if d < min {
+            return Err(self.err(
+                v.span(),
+                path,
+                format!(
+                    "{} is below the minimum of {}",
+                    humantime::format_duration(d),
+                    humantime::format_duration(min)
+                ),
+            ));
+        }
+        Ok(d)
     }
 
     /// `max_line_bytes` of a GC or access log source.
@@ -495,6 +507,19 @@ mod tests {
         let e = parse_err(&["listen = '127.0.0.1:1'", "history = '59m'"], 2, "history");
         assert!(e.message.contains("minimum of 1h"), "{e}");
         assert_eq!(parse_ok(&["history = '1h'"]).history, MIN_HISTORY);
+    }
+
+    #[test]
+    fn poll_interval_below_minimum() {
+        for bad in ["1ns", "9ms", "0s"] {
+            let line = format!("poll_interval = '{bad}'");
+            let e = parse_err(&["listen = '127.0.0.1:1'", "", &line], 3, "poll_interval");
+            assert!(e.message.contains("below the minimum of 10ms"), "{e}");
+        }
+        assert_eq!(
+            parse_ok(&["poll_interval = '10ms'"]).poll_interval,
+            MIN_POLL_INTERVAL
+        );
     }
 
     #[test]
