@@ -98,6 +98,19 @@ impl Ctx<'_> {
             let duration = || self.duration(&spanned, &path);
             let number = || self.number(&spanned, &path, "a number");
             let share = || self.share(&spanned, &path, "a number");
+            // A factor on the baseline: at or below zero every pause is a regression.
+            let ratio = || {
+                let ratio = number()?;
+                if ratio > 0.0 && ratio.is_finite() {
+                    Ok(ratio)
+                } else {
+                    Err(self.err(
+                        span.clone(),
+                        &path,
+                        format!("{ratio} is not a finite number above 0"),
+                    ))
+                }
+            };
             let unknown = || {
                 self.err(
                     span.clone(),
@@ -133,7 +146,7 @@ impl Ctx<'_> {
                 }
                 ("max_pause", RuleKind::PauseBudget) => thresholds.max_pause = duration()?,
                 ("window", RuleKind::PauseRegression) => thresholds.regression_window = duration()?,
-                ("ratio", RuleKind::PauseRegression) => thresholds.regression_ratio = number()?,
+                ("ratio", RuleKind::PauseRegression) => thresholds.regression_ratio = ratio()?,
                 ("statistic", RuleKind::PauseRegression) => {
                     thresholds.regression_statistic = match value.as_str() {
                         Some("p99") => RegressionStatistic::P99,
@@ -187,5 +200,43 @@ impl Ctx<'_> {
             labels.insert(name.clone(), text.to_string());
         }
         Ok(labels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{parse_err, parse_ok};
+
+    #[test]
+    fn regression_ratio_is_above_zero() {
+        for bad in ["-1", "0", "inf", "nan"] {
+            let line = format!("ratio = {bad}");
+            let e = parse_err(
+                &["[alerts.pause_regression]", "window = '15m'", &line],
+                3,
+                "alerts.pause_regression.ratio",
+            );
+            assert!(e.message.contains("not a finite number above 0"), "{e}");
+        }
+        let c = parse_ok(&["[alerts.pause_regression]", "ratio = 0.5"]);
+        assert_eq!(c.alerts.thresholds.regression_ratio, 0.5);
+    }
+
+    #[test]
+    fn shares_are_in_zero_to_one() {
+        for (rule, key) in [
+            ("gc_overhead", "threshold"),
+            ("heap_pressure", "share"),
+            ("gc_driven_tail", "share"),
+        ] {
+            for bad in ["-0.1", "0", "1.01", "nan"] {
+                let header = format!("[alerts.{rule}]");
+                let line = format!("{key} = {bad}");
+                let e = parse_err(&[&header, "", &line], 3, &format!("alerts.{rule}.{key}"));
+                assert!(e.message.contains("is not in (0, 1]"), "{e}");
+            }
+        }
+        let c = parse_ok(&["[alerts.heap_pressure]", "share = 1"]);
+        assert_eq!(c.alerts.thresholds.heap_share, 1.0);
     }
 }
