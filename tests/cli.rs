@@ -109,3 +109,28 @@ fn text_report_is_a_table_and_missing_files_fail_clearly() {
     assert_eq!(code, 1);
     assert!(stderr.contains("/nonexistent/gc.log"), "{stderr}");
 }
+
+#[test]
+fn a_latency_source_under_a_gc_log_glob_must_name_its_jvm() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pausewatch.toml");
+    std::fs::write(
+        &config,
+        "[[gc_log]]\npath = \"/var/log/*/gc.log*\"\n\n[[access_log]]\npath = \"/var/log/nginx/pricing.log\"\nformat = \"nginx\"\n",
+    )
+    .unwrap();
+    let output = Command::new(common::PAUSEWATCH)
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let expected = format!(
+        "pausewatch: {}:4: key access_log[0].gc_log: missing `gc_log`: ",
+        config.display()
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+    assert!(stderr.contains("name the live GC log"), "{stderr}");
+}

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
+
+use super::serialize_duration;
 
 /// The rules pausewatch knows, with the alert name each fires as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -246,9 +248,4 @@ pub struct DeliveryCounters {
     pub delivered: BTreeMap<String, u64>,
     pub failed: BTreeMap<String, u64>,
     pub dropped: BTreeMap<String, u64>,
-}
-
-/// Durations are written as humantime text so a printed config reads back.
-pub fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.collect_str(&humantime::format_duration(*d))
 }

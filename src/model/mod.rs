@@ -9,3 +9,12 @@ pub mod jvm;
 pub mod latency;
 pub mod minutes;
 pub mod mxbean;
+
+use std::time::Duration;
+
+use serde::Serializer;
+
+/// Durations are written as humantime text so a printed config reads back.
+pub fn serialize_duration<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&humantime::format_duration(*d))
+}

@@ -28,7 +28,7 @@ pub struct AccessLogSource {
     follower: Follower,
     parser: AccessLogParser,
     /// The live path of the GC log whose JVM serves these requests.
-    link: Option<String>,
+    link: String,
     offset: chrono::Duration,
 }
 
@@ -85,7 +85,7 @@ const HAND_OVER_BATCH: usize = 4096;
 fn hand_over(
     store: &Store,
     id: StreamId,
-    link: Option<&str>,
+    link: &str,
     offset: chrono::Duration,
     requests: &mut Vec<Request>,
 ) {
@@ -93,7 +93,7 @@ fn hand_over(
         return;
     }
     let mut state = store.write();
-    let target = link.and_then(|l| state.stream_by_log(l));
+    let target = state.stream_by_log(link);
     let target_labels = target.and_then(|target| {
         let stream = state.stream_mut(target)?;
         let latency = stream.latency.get_or_insert_with(LatencyState::default);
@@ -127,7 +127,7 @@ impl Source for AccessLogSource {
 
     fn poll(&mut self, store: &Store) -> bool {
         let mut requests = Vec::new();
-        let (id, link, offset) = (self.id, self.link.as_deref(), self.offset);
+        let (id, link, offset) = (self.id, self.link.as_str(), self.offset);
         let parser = &mut self.parser;
         let outcome = self.follower.poll(&mut |chunk| {
             parser.feed(chunk, &mut requests);

@@ -661,7 +661,7 @@ type Scraped = (DateTime<Utc>, Result<Buckets, String>);
 /// checkpointed with everything else.
 pub struct HistogramSource {
     key: String,
-    link: Option<String>,
+    link: String,
     accumulator: MinuteAccumulator,
     scrapes: mpsc::Receiver<Scraped>,
 }
@@ -711,7 +711,7 @@ impl Source for HistogramSource {
             return false;
         }
         let mut state = store.write();
-        let target = self.link.as_deref().and_then(|l| state.stream_by_log(l));
+        let target = state.stream_by_log(&self.link);
         for (at, result) in scraped {
             match result {
                 Ok(buckets) => {

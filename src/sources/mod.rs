@@ -125,19 +125,7 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(mut config: Config, restored: Vec<SourceCheckpoint>) -> Registry {
-        // A latency source without `gc_log` belongs to the only GC source.
-        if let [only] = config.gc_log.as_slice() {
-            let only = only.path.clone();
-            for link in config
-                .access_log
-                .iter_mut()
-                .map(|a| &mut a.gc_log)
-                .chain(config.latency_histogram.iter_mut().map(|h| &mut h.gc_log))
-            {
-                link.get_or_insert_with(|| only.clone());
-            }
-        }
+    pub fn new(config: Config, restored: Vec<SourceCheckpoint>) -> Registry {
         let settings = correlation_settings(&config.correlation);
         Registry {
             config,
@@ -167,13 +155,9 @@ impl Registry {
 
     /// Whether a latency source names the GC stream `log`.
     fn is_latency_target(&self, log: &str) -> bool {
-        let links = self.config.access_log.iter().map(|a| a.gc_log.as_deref());
-        let histogram_links = self
-            .config
-            .latency_histogram
-            .iter()
-            .map(|h| h.gc_log.as_deref());
-        links.chain(histogram_links).any(|link| link == Some(log))
+        let links = self.config.access_log.iter().map(|a| &a.gc_log);
+        let histogram_links = self.config.latency_histogram.iter().map(|h| &h.gc_log);
+        links.chain(histogram_links).any(|link| link == log)
     }
 
     /// Sources for streams that appeared since the last call; new GC

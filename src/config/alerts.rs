@@ -1,0 +1,242 @@
+//! `[alerts]` and `[alerts.<rule>]`: sinks, labels and per-rule thresholds.
+//!
+//! Read as a plain table rather than a struct: the rule names come from
+//! [`RuleKind`], so an unknown one can be answered with the list of known ones.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use toml::{Spanned, Value};
+
+use super::spans::{key, ConfigError, Ctx, Seg};
+use super::{label_problem, LabelUse};
+use crate::model::alerts::{AlertsConfig, RegressionStatistic, RuleKind, RuleSettings, Thresholds};
+
+/// The `[alerts]` table, each key with its span.
+pub(super) type RawAlerts = BTreeMap<Spanned<String>, Spanned<Value>>;
+
+impl Ctx<'_> {
+    pub(super) fn alerts(
+        &self,
+        raw: &RawAlerts,
+        alerts: &mut AlertsConfig,
+    ) -> Result<(), ConfigError> {
+        for (name, value) in raw {
+            let path = [key("alerts"), Seg::Key(name.get_ref().clone())];
+            match name.get_ref().as_str() {
+                "alertmanager_url" | "webhook_url" => {
+                    let url = self.string(value, &path)?.trim().to_string();
+                    if !url.starts_with("http://") && !url.starts_with("https://") {
+                        return Err(self.err(
+                            value.span(),
+                            &path,
+                            format!("{url:?} is not an http:// URL"),
+                        ));
+                    }
+                    if name.get_ref() == "alertmanager_url" {
+                        alerts.alertmanager_url = Some(url);
+                    } else {
+                        alerts.webhook_url = Some(url);
+                    }
+                }
+                "evaluation_interval" => {
+                    alerts.evaluation_interval = self.positive_duration(value, &path)?
+                }
+                "resend_interval" => {
+                    alerts.resend_interval = self.positive_duration(value, &path)?
+                }
+                "labels" => alerts.labels = self.label_table(value, &path)?,
+                rule_name => {
+                    let Some(kind) = RuleKind::from_config_name(rule_name) else {
+                        let known: Vec<&str> =
+                            RuleKind::ALL.iter().map(|k| k.config_name()).collect();
+                        return Err(self.err(
+                            name.span(),
+                            &path,
+                            format!(
+                                "unknown key; expected alertmanager_url, webhook_url, evaluation_interval, resend_interval, labels or a rule: {}",
+                                known.join(", ")
+                            ),
+                        ));
+                    };
+                    let Value::Table(table) = value.get_ref() else {
+                        return Err(self.type_err(value, &path, "a table of rule settings"));
+                    };
+                    let settings = alerts
+                        .rules
+                        .iter_mut()
+                        .find(|r| r.kind == kind)
+                        .expect("every rule has settings");
+                    self.rule(
+                        kind,
+                        table,
+                        &path,
+                        name.span(),
+                        settings,
+                        &mut alerts.thresholds,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn rule(
+        &self,
+        kind: RuleKind,
+        table: &toml::Table,
+        rule_path: &[Seg],
+        rule_span: Range<usize>,
+        settings: &mut RuleSettings,
+        thresholds: &mut Thresholds,
+    ) -> Result<(), ConfigError> {
+        for (name, value) in table {
+            let mut path = rule_path.to_vec();
+            path.push(Seg::Key(name.clone()));
+            let span = self.span_of(&path, rule_span.clone());
+            let spanned = Spanned::new(span.clone(), value.clone());
+            let duration = || self.duration(&spanned, &path);
+            let number = || self.number(&spanned, &path, "a number");
+            let share = || self.share(&spanned, &path, "a number");
+            // A factor on the baseline: at or below zero every pause is a regression.
+            let ratio = || {
+                let ratio = number()?;
+                if ratio > 0.0 && ratio.is_finite() {
+                    Ok(ratio)
+                } else {
+                    Err(self.err(
+                        span.clone(),
+                        &path,
+                        format!("{ratio} is not a finite number above 0"),
+                    ))
+                }
+            };
+            let unknown = || {
+                self.err(
+                    span.clone(),
+                    &path,
+                    format!(
+                        "unknown key for rule {} ({})",
+                        kind.config_name(),
+                        kind.alertname()
+                    ),
+                )
+            };
+            match (name.as_str(), kind) {
+                ("enabled", _) => {
+                    settings.enabled = value
+                        .as_bool()
+                        .ok_or_else(|| self.type_err(&spanned, &path, "true or false"))?
+                }
+                ("for", _) => settings.for_duration = duration()?,
+                ("labels", _) => settings.labels = self.label_table(&spanned, &path)?,
+                ("annotations", _) => {
+                    let Value::Table(annotations) = value else {
+                        return Err(self.type_err(&spanned, &path, "a table of strings"));
+                    };
+                    settings.annotations = annotations
+                        .iter()
+                        .map(|(k, v)| {
+                            (
+                                k.clone(),
+                                v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                            )
+                        })
+                        .collect();
+                }
+                ("max_pause", RuleKind::PauseBudget) => thresholds.max_pause = duration()?,
+                ("window", RuleKind::PauseRegression) => thresholds.regression_window = duration()?,
+                ("ratio", RuleKind::PauseRegression) => thresholds.regression_ratio = ratio()?,
+                ("statistic", RuleKind::PauseRegression) => {
+                    thresholds.regression_statistic = match value.as_str() {
+                        Some("p99") => RegressionStatistic::P99,
+                        Some("max") => RegressionStatistic::Max,
+                        _ => return Err(self.err(span, &path, "expected \"p99\" or \"max\"")),
+                    }
+                }
+                ("trailing", RuleKind::PauseRegression) => {
+                    thresholds.regression_trailing = duration()?
+                }
+                ("baseline", RuleKind::PauseRegression) => {
+                    thresholds.regression_pinned = Some(duration()?)
+                }
+                ("min_pause", RuleKind::PauseRegression) => {
+                    thresholds.regression_min_pause = duration()?
+                }
+                ("threshold", RuleKind::GcOverhead) => thresholds.overhead_ratio = share()?,
+                ("window", RuleKind::GcOverhead) => thresholds.overhead_window = duration()?,
+                ("share", RuleKind::HeapPressure) => thresholds.heap_share = share()?,
+                ("slo", RuleKind::GcDrivenTail) => thresholds.tail_slo = duration()?,
+                ("share", RuleKind::GcDrivenTail) => thresholds.tail_affected_share = share()?,
+                ("max", RuleKind::TimeToSafepoint) => {
+                    thresholds.max_time_to_safepoint = duration()?
+                }
+                ("after", RuleKind::StaleLog) => thresholds.stale_after = duration()?,
+                _ => return Err(unknown()),
+            }
+        }
+        Ok(())
+    }
+
+    fn label_table(
+        &self,
+        v: &Spanned<Value>,
+        path: &[Seg],
+    ) -> Result<BTreeMap<String, String>, ConfigError> {
+        let Value::Table(table) = v.get_ref() else {
+            return Err(self.type_err(v, path, "a table of labels"));
+        };
+        let mut labels = BTreeMap::new();
+        for (name, value) in table {
+            let mut label_path = path.to_vec();
+            label_path.push(Seg::Key(name.clone()));
+            let span = self.span_of(&label_path, v.span());
+            if let Some(problem) = label_problem(name, LabelUse::Alert) {
+                return Err(self.err(span, &label_path, problem));
+            }
+            let Some(text) = value.as_str() else {
+                return Err(self.err(span, &label_path, "a label value must be a string"));
+            };
+            labels.insert(name.clone(), text.to_string());
+        }
+        Ok(labels)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{parse_err, parse_ok};
+
+    #[test]
+    fn regression_ratio_is_above_zero() {
+        for bad in ["-1", "0", "inf", "nan"] {
+            let line = format!("ratio = {bad}");
+            let e = parse_err(
+                &["[alerts.pause_regression]", "window = '15m'", &line],
+                3,
+                "alerts.pause_regression.ratio",
+            );
+            assert!(e.message.contains("not a finite number above 0"), "{e}");
+        }
+        let c = parse_ok(&["[alerts.pause_regression]", "ratio = 0.5"]);
+        assert_eq!(c.alerts.thresholds.regression_ratio, 0.5);
+    }
+
+    #[test]
+    fn shares_are_in_zero_to_one() {
+        for (rule, key) in [
+            ("gc_overhead", "threshold"),
+            ("heap_pressure", "share"),
+            ("gc_driven_tail", "share"),
+        ] {
+            for bad in ["-0.1", "0", "1.01", "nan"] {
+                let header = format!("[alerts.{rule}]");
+                let line = format!("{key} = {bad}");
+                let e = parse_err(&[&header, "", &line], 3, &format!("alerts.{rule}.{key}"));
+                assert!(e.message.contains("is not in (0, 1]"), "{e}");
+            }
+        }
+        let c = parse_ok(&["[alerts.heap_pressure]", "share = 1"]);
+        assert_eq!(c.alerts.thresholds.heap_share, 1.0);
+    }
+}

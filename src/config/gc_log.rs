@@ -1,0 +1,532 @@
+//! `[[gc_log]]`: the GC logs to follow, and the `gc_log` link by which a
+//! latency source names one of their streams.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use toml::{Spanned, Value};
+
+use super::spans::{key, ConfigError, Ctx, Seg};
+use crate::follow::has_glob_chars;
+
+use super::{label_problem, LabelUse, StartAt, DEFAULT_MAX_LINE_BYTES};
+
+/// One GC log source: a file, or a glob whose matches form one rotated set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GcLogSource {
+    /// A path or a glob (`/var/log/app/gc.log*`); validated as a glob pattern.
+    pub path: String,
+    /// Where to start in files seen for the first time (no checkpoint yet).
+    pub start_at: StartAt,
+    /// Extra labels put on every series of this source.
+    pub labels: BTreeMap<String, String>,
+    /// JVM start time, for logs decorated with uptime only: it turns uptimes
+    /// into wall-clock timestamps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jvm_start: Option<DateTime<Utc>>,
+    /// Longest line accepted, in bytes; bounds memory on a corrupt or binary file.
+    pub max_line_bytes: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a [[gc_log]] table")]
+pub(super) struct RawGcLog {
+    path: Option<Spanned<Value>>,
+    start_at: Option<Spanned<StartAt>>,
+    labels: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    jvm_start: Option<Spanned<Value>>,
+    max_line_bytes: Option<Spanned<Value>>,
+}
+
+impl Ctx<'_> {
+    /// All `[[gc_log]]` sources; a path listed twice would be two streams
+    /// reading the same files, so it is refused.
+    pub(super) fn gc_logs(
+        &self,
+        raw: &[Spanned<RawGcLog>],
+    ) -> Result<Vec<GcLogSource>, ConfigError> {
+        let mut sources = Vec::new();
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, src) in raw.iter().enumerate() {
+            let source = self.gc_log(i, src)?;
+            if let Some(first) = seen.get(&source.path) {
+                let v = src.get_ref().path.as_ref().expect("validated");
+                return Err(self.err(
+                    v.span(),
+                    &[key("gc_log"), Seg::Index(i), key("path")],
+                    format!(
+                        "same path as gc_log[{first}]; a rotated set is one source, list it once"
+                    ),
+                ));
+            }
+            seen.insert(source.path.clone(), i);
+            sources.push(source);
+        }
+        Ok(sources)
+    }
+
+    fn gc_log(&self, i: usize, raw: &Spanned<RawGcLog>) -> Result<GcLogSource, ConfigError> {
+        let at = |k: &str| vec![key("gc_log"), Seg::Index(i), key(k)];
+        let r = raw.get_ref();
+
+        let path = self.required_string(raw.span(), &r.path, &at("path"), "a file path or glob")?;
+        if let Err(e) = glob::Pattern::new(&path) {
+            return Err(self.err(
+                r.path.as_ref().map_or(raw.span(), |v| v.span()),
+                &at("path"),
+                format!(
+                    "invalid glob pattern {path:?}: {} at character {}",
+                    e.msg, e.pos
+                ),
+            ));
+        }
+
+        let mut labels = BTreeMap::new();
+        for (name, value) in r.labels.iter().flatten() {
+            let mut lpath = at("labels");
+            lpath.push(Seg::Key(name.get_ref().clone()));
+            if let Some(problem) = label_problem(name.get_ref(), LabelUse::Series) {
+                return Err(self.err(name.span(), &lpath, problem));
+            }
+            labels.insert(name.get_ref().clone(), value.get_ref().clone());
+        }
+
+        let jvm_start = match &r.jvm_start {
+            None => None,
+            Some(v) => Some(self.timestamp(v, &at("jvm_start"))?),
+        };
+
+        let max_line_bytes = match &r.max_line_bytes {
+            None => DEFAULT_MAX_LINE_BYTES,
+            Some(v) => self.line_cap(v, &at("max_line_bytes"))?,
+        };
+
+        Ok(GcLogSource {
+            path,
+            start_at: r
+                .start_at
+                .as_ref()
+                .map(|s| *s.get_ref())
+                .unwrap_or_default(),
+            labels,
+            jvm_start,
+            max_line_bytes,
+        })
+    }
+
+    /// The live GC log a latency source belongs to (its `gc_log` key), which
+    /// the agent compares with each stream's live path. Omitted, it is the
+    /// single `[[gc_log]]` path, but not a glob: that can match several JVMs
+    /// and the agent would pick whichever it found first. Given, it must be
+    /// one file a `[[gc_log]]` path names or matches, or it would link to nothing.
+    pub(super) fn gc_link(
+        &self,
+        table: Range<usize>,
+        value: &Option<Spanned<Value>>,
+        path: &[Seg],
+        gc_logs: &[GcLogSource],
+    ) -> Result<String, ConfigError> {
+        let Some(v) = value else {
+            return match gc_logs {
+                [only] if !has_glob_chars(&only.path) => Ok(only.path.clone()),
+                [only] => Err(self.err(
+                    table,
+                    path,
+                    format!("missing `gc_log`: gc_log[0].path {:?} is a glob that can match several JVMs; name the live GC log of this service's JVM", only.path),
+                )),
+                _ => Err(self.err(
+                    table,
+                    path,
+                    format!("missing `gc_log`: with {} [[gc_log]] sources, name the live GC log of this service's JVM", gc_logs.len()),
+                )),
+            };
+        };
+        let link = self.string(v, path)?;
+        if has_glob_chars(link) {
+            return Err(self.err(
+                v.span(),
+                path,
+                format!("{link:?} is a glob; name the live GC log of this service's JVM, one file"),
+            ));
+        }
+        let named = gc_logs.iter().any(|source| {
+            source.path == link
+                || glob::Pattern::new(&source.path)
+                    .is_ok_and(|pattern| pattern.matches_path(Path::new(link)))
+        });
+        if !named {
+            return Err(self.err(
+                v.span(),
+                path,
+                format!("{link:?} is neither a [[gc_log]] path nor matched by a [[gc_log]] glob; name the live GC log of this service's JVM"),
+            ));
+        }
+        Ok(link.to_string())
+    }
+
+    /// Accepts an RFC 3339 string or a TOML offset date-time; a date-time
+    /// without offset is refused because the JVM's zone is unknown here.
+    fn timestamp(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<DateTime<Utc>, ConfigError> {
+        let text = match v.get_ref() {
+            Value::String(s) => s.clone(),
+            Value::Datetime(dt) if dt.offset.is_some() && dt.time.is_some() => dt.to_string(),
+            Value::Datetime(dt) => {
+                return Err(self.err(
+                    v.span(),
+                    path,
+                    format!("{dt} is not a date-time with UTC offset; write a full RFC 3339 timestamp such as \"2026-11-30T10:00:00Z\""),
+                ))
+            }
+            _ => return Err(self.type_err(v, path, "an RFC 3339 timestamp string")),
+        };
+        DateTime::parse_from_rfc3339(text.trim())
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| {
+                self.err(
+                    v.span(),
+                    path,
+                    format!("invalid RFC 3339 timestamp {text:?}: {e}; expected e.g. \"2026-11-30T10:00:00Z\""),
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{parse_err, parse_ok};
+    use super::super::{StartAt, RESERVED_LABELS};
+
+    #[test]
+    fn source_defaults() {
+        let c = parse_ok(&["[[gc_log]]", "path = '/var/log/gc.log'"]);
+        let s = &c.gc_log[0];
+        assert_eq!(s.start_at, StartAt::End);
+        assert!(s.labels.is_empty());
+        assert_eq!(s.jvm_start, None);
+        assert_eq!(s.max_line_bytes, 65536);
+    }
+
+    #[test]
+    fn unknown_source_key() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/a'",
+                "",
+                "[[gc_log]]",
+                "path = '/b'",
+                "start = 'end'",
+            ],
+            6,
+            "gc_log[1].start",
+        );
+        assert!(e.message.contains("unknown field `start`"), "{e}");
+    }
+
+    #[test]
+    fn bad_start_at() {
+        let e = parse_err(
+            &[
+                "listen = '127.0.0.1:9464'",
+                "",
+                "[[gc_log]]",
+                "path = '/a'",
+                "",
+                "[[gc_log]]",
+                "path = '/b'",
+                "start_at = 'middle'",
+            ],
+            8,
+            "gc_log[1].start_at",
+        );
+        assert!(e.message.contains("middle"), "{e}");
+        assert!(e.message.contains("beginning"), "{e}");
+    }
+
+    #[test]
+    fn bad_jvm_start() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "jvm_start = '2026-11-30 10:00'",
+            ],
+            3,
+            "gc_log[0].jvm_start",
+        );
+        assert!(e.message.contains("RFC 3339"), "{e}");
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "",
+                "jvm_start = 2026-11-30T10:00:00",
+            ],
+            4,
+            "gc_log[0].jvm_start",
+        );
+        assert!(e.message.contains("offset"), "{e}");
+        parse_err(
+            &["[[gc_log]]", "path = '/x'", "jvm_start = 1764496800"],
+            3,
+            "gc_log[0].jvm_start",
+        );
+    }
+
+    #[test]
+    fn max_line_bytes_out_of_range() {
+        for bad in ["255", "16777217", "-1", "0"] {
+            let line = format!("max_line_bytes = {bad}");
+            let e = parse_err(
+                &["[[gc_log]]", "path = '/x'", "", &line],
+                4,
+                "gc_log[0].max_line_bytes",
+            );
+            assert!(e.message.contains("out of range"), "{e}");
+        }
+    }
+
+    #[test]
+    fn missing_path() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/a'",
+                "",
+                "[[gc_log]]",
+                "start_at = 'end'",
+            ],
+            4,
+            "gc_log[1].path",
+        );
+        assert!(e.message.contains("missing"), "{e}");
+        parse_err(
+            &["gc_log = [", "  { start_at = 'end' },", "]"],
+            2,
+            "gc_log[0].path",
+        );
+    }
+
+    #[test]
+    fn empty_path() {
+        let e = parse_err(
+            &["[[gc_log]]", "start_at = 'end'", "path = ''"],
+            3,
+            "gc_log[0].path",
+        );
+        assert!(e.message.contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn invalid_glob() {
+        let e = parse_err(
+            &["[[gc_log]]", "path = '/var/log/[gc.log'"],
+            2,
+            "gc_log[0].path",
+        );
+        assert!(e.message.contains("glob"), "{e}");
+        parse_err(
+            &["[[gc_log]]", "", "path = '/var/log/a**/gc.log'"],
+            3,
+            "gc_log[0].path",
+        );
+    }
+
+    #[test]
+    fn duplicate_path() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/a/gc.log*'",
+                "[[gc_log]]",
+                "path = '/a/gc.log*'",
+            ],
+            4,
+            "gc_log[1].path",
+        );
+        assert!(e.message.contains("gc_log[0]"), "{e}");
+    }
+
+    #[test]
+    fn invalid_label_names() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "labels = { ok = 'a', \"1st\" = 'b' }",
+            ],
+            3,
+            "gc_log[0].labels.1st",
+        );
+        assert!(
+            e.message.contains("not a valid Prometheus label name"),
+            "{e}"
+        );
+        parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "[gc_log.labels]",
+                "ok = 'a'",
+                "\"a-b\" = 'b'",
+            ],
+            5,
+            "gc_log[0].labels.a-b",
+        );
+        parse_err(
+            &["[[gc_log]]", "path = '/x'", "labels = { \"\" = 'b' }"],
+            3,
+            "gc_log[0].labels.\"\"",
+        );
+        parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "labels = { \"app.kubernetes.io\" = 'b' }",
+            ],
+            3,
+            "gc_log[0].labels.\"app.kubernetes.io\"",
+        );
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/x'",
+                "[gc_log.labels]",
+                "__name = 'a'",
+            ],
+            4,
+            "gc_log[0].labels.__name",
+        );
+        assert!(e.message.contains("__"), "{e}");
+    }
+
+    #[test]
+    fn reserved_label_names() {
+        for name in RESERVED_LABELS {
+            let line = format!("{name} = 'x'");
+            let e = parse_err(
+                &[
+                    "[[gc_log]]",
+                    "path = '/x'",
+                    "[gc_log.labels]",
+                    "service = 'a'",
+                    &line,
+                ],
+                5,
+                &format!("gc_log[0].labels.{name}"),
+            );
+            assert!(e.message.contains("set by pausewatch"), "{e}");
+        }
+    }
+
+    /// A glob under the only `[[gc_log]]` can stand for several JVMs: a latency
+    /// source must then name its own, on the line of its table.
+    #[test]
+    fn no_default_link_to_a_glob() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/var/log/*/gc.log*'",
+                "",
+                "[[access_log]]",
+                "path = '/var/log/nginx/pricing.log'",
+                "format = 'nginx'",
+            ],
+            4,
+            "access_log[0].gc_log",
+        );
+        assert!(e.message.contains("is a glob"), "{e}");
+        assert!(e.message.contains("name the live GC log"), "{e}");
+        parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/var/log/pricing/gc.log*'",
+                "[[latency_histogram]]",
+                "url = 'http://127.0.0.1:8080/metrics'",
+            ],
+            3,
+            "latency_histogram[0].gc_log",
+        );
+    }
+
+    #[test]
+    fn default_link_is_the_only_plain_path() {
+        let c = parse_ok(&[
+            "[[gc_log]]",
+            "path = '/var/log/pricing/gc.log'",
+            "[[access_log]]",
+            "path = '/var/log/nginx/pricing.log*'",
+            "format = 'nginx'",
+            "[[latency_histogram]]",
+            "url = 'http://127.0.0.1:8080/metrics'",
+        ]);
+        let expected = "/var/log/pricing/gc.log";
+        assert_eq!(c.access_log[0].gc_log, expected);
+        assert_eq!(c.latency_histogram[0].gc_log, expected);
+    }
+
+    #[test]
+    fn named_link_is_a_configured_path_or_a_match_of_its_glob() {
+        let c = parse_ok(&[
+            "[[gc_log]]",
+            "path = '/var/log/*/gc.log*'",
+            "[[gc_log]]",
+            "path = '/opt/batch/gc.log'",
+            "[[access_log]]",
+            "path = '/var/log/nginx/pricing.log'",
+            "format = 'nginx'",
+            "gc_log = '/var/log/pricing/gc.log'",
+            "[[latency_histogram]]",
+            "url = 'http://127.0.0.1:8080/metrics'",
+            "gc_log = '/opt/batch/gc.log'",
+        ]);
+        assert_eq!(c.access_log[0].gc_log, "/var/log/pricing/gc.log");
+        assert_eq!(c.latency_histogram[0].gc_log, "/opt/batch/gc.log");
+    }
+
+    #[test]
+    fn named_link_must_be_one_configured_file() {
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/var/log/*/gc.log*'",
+                "[[access_log]]",
+                "path = '/var/log/nginx/pricing.log'",
+                "format = 'nginx'",
+                "gc_log = '/var/log/pricing/gc.log*'",
+            ],
+            6,
+            "access_log[0].gc_log",
+        );
+        assert!(e.message.contains("is a glob"), "{e}");
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = '/var/log/*/gc.log*'",
+                "[[gc_log]]",
+                "path = '/opt/batch/gc.log'",
+                "[[latency_histogram]]",
+                "url = 'http://127.0.0.1:8080/metrics'",
+                "",
+                "gc_log = '/opt/pricing/gc.log'",
+            ],
+            8,
+            "latency_histogram[0].gc_log",
+        );
+        assert!(e.message.contains("neither a [[gc_log]] path"), "{e}");
+        // Without any [[gc_log]], no link can name a stream.
+        parse_err(
+            &[
+                "[[access_log]]",
+                "path = '/var/log/nginx/pricing.log'",
+                "format = 'nginx'",
+                "gc_log = '/var/log/pricing/gc.log'",
+            ],
+            4,
+            "access_log[0].gc_log",
+        );
+    }
+}

@@ -1,0 +1,550 @@
+//! Configuration for `pausewatch run --config FILE`.
+//!
+//! The file is TOML. Every error names the file, the 1-based line and a dotted
+//! key path (`gc_log[1].start_at`, array indices 0-based), because the person
+//! reading it is usually editing the file on a host with nothing but a terminal.
+//!
+//! Parsing happens in two steps: serde reads the text into `Raw*` structs whose
+//! fields keep their source spans (`toml::Spanned`), then `validate` turns them
+//! into [`Config`], so semantic errors can point at the offending key's line.
+//! Errors raised by serde itself carry only a byte span; the key path for them
+//! is recovered by locating that span in the document's span tree
+//! (`toml::de::DeTable`, see `spans`). Each section (`[[gc_log]]`,
+//! `[[access_log]]`, ...) has its own module with its raw form and validator.
+
+mod access_log;
+mod alerts;
+mod correlation;
+mod gc_log;
+mod latency_histogram;
+mod spans;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize, Serializer};
+use toml::{Spanned, Value};
+
+pub use access_log::AccessLogSource;
+pub use correlation::CorrelationConfig;
+pub use gc_log::GcLogSource;
+pub use latency_histogram::LatencyHistogramSource;
+pub use spans::ConfigError;
+
+pub use crate::follow::StartAt;
+use crate::model::alerts::AlertsConfig;
+use crate::model::serialize_duration;
+use access_log::RawAccessLog;
+use alerts::RawAlerts;
+use correlation::RawCorrelation;
+use gc_log::RawGcLog;
+use latency_histogram::RawHistogram;
+use spans::{key, Ctx, Seg};
+
+/// Default metrics address: loopback, so nothing is exposed until asked for.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
+/// Default directory for read-offset checkpoints.
+pub const DEFAULT_CHECKPOINT_DIR: &str = "/var/lib/pausewatch";
+/// Fallback poll period for when inotify events do not arrive (NFS, overlayfs).
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// Shortest accepted `poll_interval`: below it polling burns a core, and the
+/// fast path is inotify anyway.
+pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(10);
+/// How often read offsets are persisted; bounds re-read work after a restart.
+pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+/// Per-minute history kept in memory by default.
+pub const DEFAULT_HISTORY: Duration = Duration::from_secs(24 * 3600);
+/// Less than an hour of history cannot serve the hourly windows.
+pub const MIN_HISTORY: Duration = Duration::from_secs(3600);
+/// Default cap on one log line: bounds the memory a corrupt or binary file can take.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 65536;
+/// Smallest accepted `max_line_bytes`: real GC log lines are rarely shorter.
+pub const MIN_MAX_LINE_BYTES: usize = 256;
+/// Largest accepted `max_line_bytes` (16 MiB): bounds memory per source.
+pub const MAX_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// Labels the agent sets on its own series; a source label with one of these
+/// names would silently clash with them, so the config rejects it.
+pub const RESERVED_LABELS: &[&str] = &[
+    "gc",
+    "action",
+    "cause",
+    "log",
+    "operation",
+    "kind",
+    "le",
+    "quantile",
+    "window",
+    "state",
+    "alertname",
+    "instance",
+    "job",
+];
+/// Labels the alert engine sets on every alert.
+const ALERT_LABELS: &[&str] = &["alertname", "log"];
+
+/// The agent's effective configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Config {
+    /// Address of the Prometheus metrics endpoint.
+    pub listen: SocketAddr,
+    /// Where read offsets are checkpointed so a restart neither re-counts nor skips.
+    pub checkpoint_dir: PathBuf,
+    /// Polling period used when file events do not arrive.
+    #[serde(serialize_with = "serialize_duration")]
+    pub poll_interval: Duration,
+    /// How often checkpoints are written.
+    #[serde(serialize_with = "serialize_duration")]
+    pub checkpoint_interval: Duration,
+    /// How much per-minute history to keep in memory (at least [`MIN_HISTORY`]).
+    #[serde(serialize_with = "serialize_duration")]
+    pub history: Duration,
+    /// The GC logs to follow; each entry is one logical source.
+    pub gc_log: Vec<GcLogSource>,
+    /// Access logs of the services those JVMs run.
+    pub access_log: Vec<AccessLogSource>,
+    /// Latency histograms scraped from the services, where there is no access log.
+    pub latency_histogram: Vec<LatencyHistogramSource>,
+    pub correlation: CorrelationConfig,
+    /// Not printed with the effective config: rules read back only from their tables.
+    #[serde(skip)]
+    pub alerts: AlertsConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: DEFAULT_LISTEN.parse().expect("valid default address"),
+            checkpoint_dir: PathBuf::from(DEFAULT_CHECKPOINT_DIR),
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
+            history: DEFAULT_HISTORY,
+            gc_log: Vec::new(),
+            access_log: Vec::new(),
+            latency_histogram: Vec::new(),
+            correlation: CorrelationConfig::default(),
+            alerts: AlertsConfig::default(),
+        }
+    }
+}
+
+/// Reads and parses the config file at `path`.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        file: path.to_path_buf(),
+        line: None,
+        key: None,
+        message: format!("cannot read config file: {e}"),
+    })?;
+    parse(&text, path)
+}
+
+/// Parses config text; `origin` is used only in error messages.
+pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+    let ctx = Ctx { text, origin };
+    let raw: RawConfig = toml::from_str(text).map_err(|e| ctx.toml_error(&e))?;
+    ctx.validate(raw)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a pausewatch config table")]
+struct RawConfig {
+    listen: Option<Spanned<Value>>,
+    checkpoint_dir: Option<Spanned<Value>>,
+    poll_interval: Option<Spanned<Value>>,
+    checkpoint_interval: Option<Spanned<Value>>,
+    history: Option<Spanned<Value>>,
+    #[serde(default)]
+    gc_log: Vec<Spanned<RawGcLog>>,
+    #[serde(default)]
+    access_log: Vec<Spanned<RawAccessLog>>,
+    #[serde(default)]
+    latency_histogram: Vec<Spanned<RawHistogram>>,
+    correlation: Option<RawCorrelation>,
+    alerts: Option<RawAlerts>,
+}
+
+impl Ctx<'_> {
+    fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        if let Some(v) = &raw.listen {
+            let path = [key("listen")];
+            let s = self.string(v, &path)?;
+            config.listen = s.trim().parse().map_err(|_| {
+                self.err(
+                    v.span(),
+                    &path,
+                    format!("invalid listen address {s:?}: expected IP:PORT, e.g. \"127.0.0.1:9464\" or \"[::1]:9464\""),
+                )
+            })?;
+        }
+        if let Some(v) = &raw.checkpoint_dir {
+            let path = [key("checkpoint_dir")];
+            let s = self.string(v, &path)?;
+            if s.trim().is_empty() {
+                return Err(self.err(v.span(), &path, "must not be empty"));
+            }
+            config.checkpoint_dir = PathBuf::from(s);
+        }
+        if let Some(v) = &raw.poll_interval {
+            config.poll_interval = self.at_least(v, &[key("poll_interval")], MIN_POLL_INTERVAL)?;
+        }
+        if let Some(v) = &raw.checkpoint_interval {
+            config.checkpoint_interval =
+                self.positive_duration(v, &[key("checkpoint_interval")])?;
+        }
+        if let Some(v) = &raw.history {
+            config.history = self.at_least(v, &[key("history")], MIN_HISTORY)?;
+        }
+
+        config.gc_log = self.gc_logs(&raw.gc_log)?;
+        for (i, raw_access) in raw.access_log.iter().enumerate() {
+            let access = self.access_source(i, raw_access, &config.gc_log)?;
+            config.access_log.push(access);
+        }
+        for (i, raw_histogram) in raw.latency_histogram.iter().enumerate() {
+            let histogram = self.histogram_source(i, raw_histogram, &config.gc_log)?;
+            config.latency_histogram.push(histogram);
+        }
+        if let Some(raw_correlation) = &raw.correlation {
+            config.correlation = self.correlation(raw_correlation)?;
+        }
+        if let Some(slo) = config.correlation.slo {
+            config.alerts.thresholds.tail_slo = slo;
+        }
+        if let Some(raw_alerts) = &raw.alerts {
+            self.alerts(raw_alerts, &mut config.alerts)?;
+        }
+        Ok(config)
+    }
+
+    /// A duration bounded from below, for settings that misbehave when too short.
+    fn at_least(
+        &self,
+        v: &Spanned<Value>,
+        path: &[Seg],
+        min: Duration,
+    ) -> Result<Duration, ConfigError> {
+        let d = self.duration(v, path)?;
+        if d < min {
+            return Err(self.err(
+                v.span(),
+                path,
+                format!(
+                    "{} is below the minimum of {}",
+                    humantime::format_duration(d),
+                    humantime::format_duration(min)
+                ),
+            ));
+        }
+        Ok(d)
+    }
+
+    /// `max_line_bytes` of a GC or access log source.
+    fn line_cap(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<usize, ConfigError> {
+        let Value::Integer(n) = v.get_ref() else {
+            return Err(self.type_err(v, path, "an integer"));
+        };
+        let range = MIN_MAX_LINE_BYTES as i64..=MAX_MAX_LINE_BYTES as i64;
+        if !range.contains(n) {
+            return Err(self.err(
+                v.span(),
+                path,
+                format!("{n} is out of range {MIN_MAX_LINE_BYTES}..={MAX_MAX_LINE_BYTES} (16 MiB)"),
+            ));
+        }
+        Ok(*n as usize)
+    }
+}
+
+/// Where a label name goes; each place has its own names the agent sets itself.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LabelUse {
+    /// On every series of a `[[gc_log]]` source: must not be one of [`RESERVED_LABELS`].
+    Series,
+    /// On alerts (`[alerts] labels`, `[alerts.<rule>] labels`): must not be one of [`ALERT_LABELS`].
+    Alert,
+}
+
+/// Why `name` cannot be a label for `usage`, if it cannot. Every label name in
+/// the config is checked here, so the reserved lists are read in one place.
+fn label_problem(name: &str, usage: LabelUse) -> Option<String> {
+    let mut chars = name.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let reserved = match usage {
+        LabelUse::Series => RESERVED_LABELS,
+        LabelUse::Alert => ALERT_LABELS,
+    };
+    let dunder = name.starts_with("__");
+    if !valid || (dunder && usage == LabelUse::Alert) {
+        Some(format!(
+            "{name:?} is not a valid Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*)"
+        ))
+    } else if dunder {
+        Some(format!(
+            "label name {name:?} starts with \"__\", which Prometheus reserves"
+        ))
+    } else if reserved.contains(&name) {
+        Some(format!(
+            "label name {name:?} is set by pausewatch itself; choose another name"
+        ))
+    } else {
+        None
+    }
+}
+
+fn serialize_optional_duration<S: Serializer>(
+    d: &Option<Duration>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => serialize_duration(d, s),
+        None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+
+    use super::*;
+
+    pub(super) const FILE: &str = "/etc/pausewatch.toml";
+
+    /// Joins lines with '\n' so each test's line numbers are its array index + 1.
+    pub(super) fn doc(lines: &[&str]) -> String {
+        let mut s = lines.join("\n");
+        s.push('\n');
+        s
+    }
+
+    pub(super) fn parse_ok(lines: &[&str]) -> Config {
+        parse(&doc(lines), Path::new(FILE)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Asserts the error's line and key, and that Display carries both.
+    pub(super) fn parse_err(lines: &[&str], line: usize, key: &str) -> ConfigError {
+        let e = parse(&doc(lines), Path::new(FILE)).expect_err("config should be rejected");
+        let shown = e.to_string();
+        assert_eq!(e.line, Some(line), "wrong line in: {shown}");
+        assert_eq!(e.key.as_deref(), Some(key), "wrong key in: {shown}");
+        assert!(
+            shown.starts_with(&format!("{FILE}:{line}: key {key}: ")),
+            "bad display: {shown}"
+        );
+        assert!(!shown.contains('\n'), "multi-line display: {shown}");
+        e
+    }
+
+    #[test]
+    fn defaults() {
+        let c = Config::default();
+        assert_eq!(c.listen, "127.0.0.1:9464".parse().unwrap());
+        assert_eq!(c.checkpoint_dir, PathBuf::from("/var/lib/pausewatch"));
+        assert_eq!(c.poll_interval, Duration::from_millis(250));
+        assert_eq!(c.checkpoint_interval, Duration::from_secs(1));
+        assert_eq!(c.history, Duration::from_secs(86400));
+        assert!(c.gc_log.is_empty());
+        assert_eq!(parse("", Path::new(FILE)).unwrap(), c);
+        assert_eq!(parse("# nothing\n", Path::new(FILE)).unwrap(), c);
+    }
+
+    #[test]
+    fn full_valid_config() {
+        let c = parse_ok(&[
+            "listen = '0.0.0.0:9100'",
+            "checkpoint_dir = '/tmp/pw'",
+            "poll_interval = '100ms'",
+            "checkpoint_interval = '5s'",
+            "history = '2h 30m'",
+            "",
+            "[[gc_log]]",
+            "path = '/var/log/app/gc.log*'",
+            "start_at = 'beginning'",
+            "labels = { service = 'pricing', env = 'prod' }",
+            "jvm_start = '2026-11-30T11:00:00+01:00'",
+            "max_line_bytes = 256",
+            "",
+            "[[gc_log]]",
+            "path = '/opt/b/gc.log'",
+            "jvm_start = 2026-11-30T10:00:00Z",
+            "max_line_bytes = 16777216",
+            "[gc_log.labels]",
+            "service = 'b'",
+            "_x = ''",
+        ]);
+        assert_eq!(c.listen, "0.0.0.0:9100".parse().unwrap());
+        assert_eq!(c.checkpoint_dir, PathBuf::from("/tmp/pw"));
+        assert_eq!(c.poll_interval, Duration::from_millis(100));
+        assert_eq!(c.checkpoint_interval, Duration::from_secs(5));
+        assert_eq!(c.history, Duration::from_secs(9000));
+        assert_eq!(c.gc_log.len(), 2);
+        let start: DateTime<Utc> = "2026-11-30T10:00:00Z".parse().unwrap();
+        let a = &c.gc_log[0];
+        assert_eq!(a.path, "/var/log/app/gc.log*");
+        assert_eq!(a.start_at, StartAt::Beginning);
+        assert_eq!(a.labels.get("service").map(String::as_str), Some("pricing"));
+        assert_eq!(a.labels.get("env").map(String::as_str), Some("prod"));
+        assert_eq!(a.jvm_start, Some(start));
+        assert_eq!(a.max_line_bytes, 256);
+        let b = &c.gc_log[1];
+        assert_eq!(b.start_at, StartAt::End);
+        assert_eq!(b.jvm_start, Some(start));
+        assert_eq!(b.max_line_bytes, 16 * 1024 * 1024);
+        assert_eq!(b.labels.len(), 2);
+
+        // The serialized effective config reads back to the same config.
+        let printed = toml::to_string(&c).unwrap();
+        assert_eq!(
+            parse(&printed, Path::new("printed")).unwrap(),
+            c,
+            "{printed}"
+        );
+    }
+
+    #[test]
+    fn ipv6_listen() {
+        let c = parse_ok(&["listen = '[::1]:9464'"]);
+        assert_eq!(c.listen, "[::1]:9464".parse().unwrap());
+    }
+
+    #[test]
+    fn example_file_parses() {
+        let text = include_str!("../../examples/pausewatch.toml");
+        let c =
+            parse(text, Path::new("examples/pausewatch.toml")).unwrap_or_else(|e| panic!("{e}"));
+        let d = Config::default();
+        assert_eq!(
+            (
+                c.listen,
+                &c.checkpoint_dir,
+                c.poll_interval,
+                c.checkpoint_interval,
+                c.history
+            ),
+            (
+                d.listen,
+                &d.checkpoint_dir,
+                d.poll_interval,
+                d.checkpoint_interval,
+                d.history
+            ),
+            "the example documents the defaults"
+        );
+        assert_eq!(c.gc_log.len(), 2);
+        assert!(!c.gc_log[0].labels.is_empty());
+        assert_eq!(c.gc_log[1].start_at, StartAt::Beginning);
+        assert!(c.gc_log[1].jvm_start.is_some());
+    }
+
+    #[test]
+    fn unknown_top_level_key() {
+        let e = parse_err(&["listen = '127.0.0.1:1'", "", "lisen = 'x'"], 3, "lisen");
+        assert!(e.message.contains("unknown field `lisen`"), "{e}");
+        parse_err(&["history = '2h'", "[metrics]", "x = 1"], 2, "metrics");
+    }
+
+    #[test]
+    fn wrong_types() {
+        parse_err(&["history = '2h'", "listen = 9464"], 2, "listen");
+        parse_err(&["checkpoint_dir = false"], 1, "checkpoint_dir");
+        let e = parse_err(&["", "poll_interval = 250"], 2, "poll_interval");
+        assert!(e.message.contains("found integer"), "{e}");
+        parse_err(&["gc_log = 3"], 1, "gc_log");
+        let e = parse_err(&["[gc_log]", "path = '/x'"], 1, "gc_log");
+        assert!(e.message.contains("[[gc_log]]"), "{e}");
+        parse_err(
+            &["[[gc_log]]", "path = '/x'", "max_line_bytes = '64k'"],
+            3,
+            "gc_log[0].max_line_bytes",
+        );
+        parse_err(
+            &["[[gc_log]]", "path = '/x'", "labels = { service = 1 }"],
+            3,
+            "gc_log[0].labels.service",
+        );
+        parse_err(&["[[gc_log]]", "path = ['/x']"], 2, "gc_log[0].path");
+        parse_err(
+            &["[[gc_log]]", "path = '/x'", "labels = 'service'"],
+            3,
+            "gc_log[0].labels",
+        );
+    }
+
+    #[test]
+    fn bad_durations() {
+        let e = parse_err(
+            &["listen = '127.0.0.1:1'", "poll_interval = '250 parsecs'"],
+            2,
+            "poll_interval",
+        );
+        assert!(e.message.contains("parsecs"), "{e}");
+        parse_err(&["checkpoint_interval = 'soon'"], 1, "checkpoint_interval");
+        parse_err(&["", "", "history = '1 fortnight'"], 3, "history");
+        let e = parse_err(&["checkpoint_interval = '0s'"], 1, "checkpoint_interval");
+        assert!(e.message.contains("greater than zero"), "{e}");
+    }
+
+    #[test]
+    fn history_below_minimum() {
+        let e = parse_err(&["listen = '127.0.0.1:1'", "history = '59m'"], 2, "history");
+        assert!(e.message.contains("minimum of 1h"), "{e}");
+        assert_eq!(parse_ok(&["history = '1h'"]).history, MIN_HISTORY);
+    }
+
+    #[test]
+    fn poll_interval_below_minimum() {
+        for bad in ["1ns", "9ms", "0s"] {
+            let line = format!("poll_interval = '{bad}'");
+            let e = parse_err(&["listen = '127.0.0.1:1'", "", &line], 3, "poll_interval");
+            assert!(e.message.contains("below the minimum of 10ms"), "{e}");
+        }
+        assert_eq!(
+            parse_ok(&["poll_interval = '10ms'"]).poll_interval,
+            MIN_POLL_INTERVAL
+        );
+    }
+
+    #[test]
+    fn bad_listen() {
+        for bad in ["localhost:9464", "127.0.0.1", "127.0.0.1:99999", ""] {
+            let line = format!("listen = '{bad}'");
+            let e = parse_err(&["history = '2h'", &line], 2, "listen");
+            assert!(e.message.contains("invalid listen address"), "{e}");
+        }
+    }
+
+    #[test]
+    fn bad_checkpoint_dir() {
+        parse_err(&["checkpoint_dir = ''"], 1, "checkpoint_dir");
+    }
+
+    #[test]
+    fn unreadable_file() {
+        let path = Path::new("/nonexistent/pausewatch-config-test.toml");
+        let e = load(path).unwrap_err();
+        assert_eq!(e.file, path);
+        assert_eq!(e.line, None);
+        assert_eq!(e.key, None);
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with("/nonexistent/pausewatch-config-test.toml: "),
+            "{shown}"
+        );
+        assert!(shown.contains("No such file"), "{shown}");
+    }
+
+    #[test]
+    fn load_reads_file() {
+        let dir = std::env::temp_dir().join(format!("pausewatch-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("pw.toml");
+        std::fs::write(&file, "history = '48h'\n").unwrap();
+        let c = load(&file);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(c.unwrap().history, Duration::from_secs(48 * 3600));
+    }
+}
