@@ -84,3 +84,56 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::SourceKey;
+
+    /// A file the version-1 agent wrote (tests/fixtures/checkpoint-v1).
+    const V1: &[u8] = include_bytes!("../tests/fixtures/checkpoint-v1/state.json");
+
+    #[test]
+    fn a_version_1_checkpoint_still_loads_with_its_figures() {
+        let sources = parse(V1).unwrap();
+        let keys: Vec<SourceKey> = sources.iter().map(SourceCheckpoint::key).collect();
+        assert_eq!(
+            keys,
+            [
+                SourceKey::GcLog("/tmp/pw-v1/gc.log".into()),
+                SourceKey::AccessLog("/tmp/pw-v1/access.jsonl".into())
+            ]
+        );
+        let SourceCheckpoint::GcLog(gc) = &sources[0] else {
+            panic!("GC log first")
+        };
+        // mxbeans.json: PS Scavenge 54, PS MarkSweep 5.
+        let pauses: u64 = gc.state.jvm.pauses.iter().map(|s| s.histogram.count).sum();
+        assert_eq!(pauses, 59);
+        let latency = gc.state.latency.as_ref().unwrap();
+        // The workload sent 6,000 requests; its GC notifications slowed 48.
+        assert_eq!(latency.counters.requests, 6000);
+        assert_eq!(latency.counters.slow_requests_stop_affected, 48);
+        let SourceCheckpoint::AccessLog(access) = &sources[1] else {
+            panic!("access log second")
+        };
+        assert_eq!(access.state.stats.lines, 6000);
+        assert!(gc.position.is_some() && access.position.is_some());
+
+        // Written again, it is version 2 and reads back the same.
+        let again = parse(&serialize(&sources).unwrap()).unwrap();
+        assert_eq!(again.len(), 2);
+        assert!(
+            serde_json::from_slice::<Version>(&serialize(&again).unwrap())
+                .unwrap()
+                .version
+                == 2
+        );
+    }
+
+    #[test]
+    fn a_newer_version_is_refused_not_misread() {
+        let error = parse(br#"{"version": 3, "sources": []}"#).unwrap_err();
+        assert!(error.to_string().contains("version 3"), "{error}");
+    }
+}

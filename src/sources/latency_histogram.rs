@@ -667,14 +667,11 @@ pub struct HistogramSource {
 }
 
 impl HistogramSource {
+    /// Starts scraping `source` every interval on a thread of its own.
     pub fn start(
         source: &LatencyHistogramSource,
         restored: Option<SourceCheckpoint>,
     ) -> HistogramSource {
-        let accumulator = match restored {
-            Some(SourceCheckpoint::LatencyHistogram(checkpoint)) => checkpoint.accumulator,
-            _ => MinuteAccumulator::new(),
-        };
         let (sender, scrapes) = mpsc::channel();
         let config = HistogramSourceConfig {
             url: source.url.clone(),
@@ -691,6 +688,19 @@ impl HistogramSource {
             }
             std::thread::sleep(interval);
         });
+        HistogramSource::resume(source, restored, scrapes)
+    }
+
+    /// The source fed by `scrapes`, its accumulator taken from `restored`.
+    fn resume(
+        source: &LatencyHistogramSource,
+        restored: Option<SourceCheckpoint>,
+        scrapes: mpsc::Receiver<Scraped>,
+    ) -> HistogramSource {
+        let accumulator = match restored {
+            Some(SourceCheckpoint::LatencyHistogram(checkpoint)) => checkpoint.accumulator,
+            _ => MinuteAccumulator::new(),
+        };
         HistogramSource {
             key: source_key(source),
             link: source.gc_log.clone(),
@@ -1263,5 +1273,64 @@ lat_bucket{uri="/b",le="+Inf"} 2
         assert!(error.contains("https is not supported"), "{error}");
         let error = fetch(&config("127.0.0.1:1/metrics")).unwrap_err();
         assert!(error.contains("not an http:// URL"), "{error}");
+    }
+
+    /// Minute 10:00 is closed by the scrape at 10:01:10 but has no baseline;
+    /// the scrape at 10:02:10 closes 10:01, whose delta runs from the last
+    /// scrape at or before 10:01 (0 requests) to the last at or before 10:02
+    /// (10): 10 requests, all under 100 ms. The agent restarts in between.
+    #[test]
+    fn a_restart_resumes_the_minute_in_progress() {
+        let source = LatencyHistogramSource {
+            url: "http://127.0.0.1:1/metrics".into(),
+            metric: "http_server_requests_seconds".into(),
+            matchers: BTreeMap::new(),
+            interval: Duration::from_secs(20),
+            gc_log: "/l/gc.log".into(),
+        };
+        let buckets = |fast: f64, all: f64| vec![(0.1, fast), (0.5, all), (INF, all)];
+        let run = |restored: Option<SourceCheckpoint>, scrapes: Vec<Scraped>| {
+            let store = Store::new(crate::store::AgentState::from_streams([
+                crate::store::StreamState {
+                    log: "/l/gc.log".into(),
+                    ..Default::default()
+                },
+            ]));
+            let (sender, receiver) = mpsc::channel();
+            let mut histogram = HistogramSource::resume(&source, restored, receiver);
+            for scrape in scrapes {
+                sender.send(scrape).unwrap();
+            }
+            histogram.poll(&store);
+            let checkpoint = histogram.checkpoint(&store.snapshot());
+            let latency = store
+                .snapshot()
+                .streams
+                .values()
+                .next()
+                .unwrap()
+                .latency
+                .clone();
+            (checkpoint, latency)
+        };
+        let (checkpoint, latency) = run(
+            None,
+            vec![
+                (at(10, 0, 50), Ok(buckets(0.0, 0.0))),
+                (at(10, 1, 10), Ok(buckets(10.0, 10.0))),
+            ],
+        );
+        assert!(latency.is_none_or(|l| l.minutes.is_empty()));
+        let bytes = crate::checkpoint::serialize(&[checkpoint]).unwrap();
+        let restored = crate::checkpoint::parse(&bytes).unwrap().pop();
+        let after_restart = vec![(at(10, 2, 10), Ok(buckets(30.0, 40.0)))];
+        let (_, latency) = run(restored, after_restart.clone());
+        let minutes = latency.unwrap().minutes;
+        let minute = &minutes[&at(10, 1, 0).timestamp()];
+        assert_eq!(minute.latency.count, 10);
+        assert!(minute.latency.max_seconds <= 0.1);
+        // Without the checkpoint, the first scrape after the restart has no baseline.
+        let (_, fresh) = run(None, after_restart);
+        assert!(fresh.is_none_or(|l| l.minutes.is_empty()));
     }
 }
