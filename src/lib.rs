@@ -8,6 +8,7 @@ pub mod alerts;
 pub mod analyze;
 pub mod config;
 pub mod correlate;
+pub mod export;
 pub mod histogram_source;
 pub mod jvm;
 pub mod latency;

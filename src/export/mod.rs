@@ -1,0 +1,3 @@
+//! Exporters of the agent state, and the catalog of metric families they share.
+
+pub mod catalog;
