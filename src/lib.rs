@@ -12,7 +12,6 @@ pub mod export;
 pub mod histogram_source;
 pub mod jvm;
 pub mod latency;
-pub mod metrics;
 pub mod mxbean;
 pub mod procfs;
 pub mod replay;

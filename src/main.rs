@@ -15,9 +15,10 @@ use pausewatch::agent::{demo_source, Agent};
 use pausewatch::analyze::{analyze, render_text, AnalyzeOptions, LatencyInput};
 use pausewatch::config::{self, Config};
 use pausewatch::correlate::AttributionOptions;
+use pausewatch::export::prometheus as metrics;
 use pausewatch::replay::{replay, ReplayOptions};
+use pausewatch::server;
 use pausewatch::state::{AgentState, SharedState};
-use pausewatch::{metrics, server};
 use pausewatch_parsers::{DurationUnit, TimeFormat, TimestampMeaning};
 
 /// The recorded log the demo replays: JDK 17, G1, concurrent cycles and mixed collections.

@@ -19,7 +19,7 @@ use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 
 use crate::correlate::{combine, CombinedMinute};
-use crate::metrics;
+use crate::export::prometheus as metrics;
 use crate::state::{AgentState, SharedState};
 
 #[derive(Clone)]
@@ -170,8 +170,8 @@ mod tests {
     use pausewatch_parsers::GcLogParser;
 
     use super::*;
+    use crate::export::prometheus::tests::{fixture_path, fixture_state};
     use crate::jvm::JvmState;
-    use crate::metrics::tests::{fixture_path, fixture_state};
     use crate::state::StreamState;
 
     /// Two pauses three minutes apart, so 01:46 and 01:47 are quiet minutes.

@@ -868,8 +868,8 @@ mod tests {
     use super::*;
     use crate::alerts::AlertState;
     use crate::correlate::Attribution;
+    use crate::export::prometheus::tests::fixture_stream;
     use crate::latency::LatencyState;
-    use crate::metrics::tests::fixture_stream;
     use crate::state::AccessStreamState;
 
     fn at(hour: u32, minute: u32, second: u32) -> DateTime<Utc> {
