@@ -12,12 +12,12 @@ use pausewatch::commands::analyze::{analyze, render_text, AnalyzeOptions, Latenc
 use pausewatch::commands::demo::demo_config;
 use pausewatch::commands::replay::{replay, ReplayOptions};
 use pausewatch::commands::run::run;
-use pausewatch::config::{self, Config};
-use pausewatch::model::correlate::AttributionOptions;
-use pausewatch::sources::access_format::{
+use pausewatch::config::access_format::{
     build_format, parse_duration_unit, parse_signed_duration, parse_time_format,
     parse_timestamp_meaning, AccessFields,
 };
+use pausewatch::config::{self, Config};
+use pausewatch::model::correlate::AttributionOptions;
 use pausewatch_parsers::{DurationUnit, TimeFormat, TimestampMeaning};
 
 #[derive(Parser)]

@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 
-use crate::metrics;
+use crate::export::prometheus as metrics;
 use crate::model::correlate::{combine, CombinedMinute};
 use crate::store::SharedStore;
 
@@ -161,7 +161,7 @@ mod tests {
     use pausewatch_parsers::GcLogParser;
 
     use super::*;
-    use crate::metrics::tests::{fixture_path, fixture_state};
+    use crate::export::prometheus::tests::{fixture_path, fixture_state};
     use crate::model::jvm::JvmState;
     use crate::store::{Store, StreamId, StreamState};
 

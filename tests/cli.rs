@@ -134,3 +134,72 @@ fn a_latency_source_under_a_gc_log_glob_must_name_its_jvm() {
     assert!(stderr.starts_with(&expected), "{stderr}");
     assert!(stderr.contains("name the live GC log"), "{stderr}");
 }
+
+#[test]
+fn a_label_named_like_one_of_the_agents_own_exits_2_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pausewatch.toml");
+    // pausewatch_jvm_info has its own `collector`: with this label it would
+    // carry two, and Prometheus would reject every sample of the scrape.
+    std::fs::write(
+        &config,
+        "[[gc_log]]\npath = \"/var/log/app/gc.log\"\nlabels = { collector = \"x\" }\n",
+    )
+    .unwrap();
+    let output = Command::new(common::PAUSEWATCH)
+        .args(["run", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let expected = format!(
+        "pausewatch: {}:3: key gc_log[0].labels.collector: ",
+        config.display()
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+}
+
+/// The demo's log is in the binary: a copy of it runs with the source tree
+/// hidden under an empty file system (a mount namespace of its own).
+#[test]
+fn the_demo_runs_from_an_installed_binary_without_the_source_tree() {
+    let hidden = std::process::Command::new("unshare")
+        .args(["--mount", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !hidden {
+        eprintln!(
+            "SKIPPED: unshare --mount is not permitted here, so the source tree cannot be hidden"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let installed = dir.path().join("pausewatch");
+    std::fs::copy(common::PAUSEWATCH, &installed).unwrap();
+    let port = common::free_port();
+    let script = format!(
+        "mount -t tmpfs none '{root}' && cd / && exec '{bin}' run --demo --listen 127.0.0.1:{port}",
+        root = common::root().display(),
+        bin = installed.display()
+    );
+    let mut child = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut pauses = 0.0;
+    while pauses == 0.0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let metrics = common::http_get_ok(port, "/metrics").unwrap_or_default();
+        pauses = common::sum(
+            &metrics,
+            "jvm_gc_pause_seconds_count",
+            &["service=\"demo\""],
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(pauses > 0.0, "the demo served no pause within 30 s");
+}

@@ -13,12 +13,12 @@ use pausewatch_parsers::{
 };
 use serde::Serialize;
 
+use crate::config::access_format::{detect_preset, format_names};
 use crate::model::correlate::{
     attribute, combine, correlate, per_minute, stop_of, Attribution, AttributionOptions,
     CombinedMinute, Correlation, LatencySummary, RequestTiming, SlowRequest, StopIndex,
 };
 use crate::model::jvm::{EventCounters, JvmState};
-use crate::sources::access_format::{detect_preset, format_names};
 
 /// Lines read from the head of each file to find its first timestamp.
 const ORDERING_PROBE_LINES: usize = 200;

@@ -8,8 +8,9 @@ use anyhow::{Context, Result};
 
 use crate::agent::Agent;
 use crate::config::Config;
+use crate::export::prometheus as metrics;
+use crate::server;
 use crate::store::Store;
-use crate::{metrics, server};
 
 /// Serves the endpoints and runs the agent until SIGTERM or SIGINT.
 pub fn run(config: Config) -> Result<()> {

@@ -7,7 +7,7 @@ use toml::{Spanned, Value};
 use super::gc_log::GcLogSource;
 use super::spans::{key, ConfigError, Ctx, Seg};
 use super::{StartAt, DEFAULT_MAX_LINE_BYTES};
-use crate::sources::access_format::{
+use crate::config::access_format::{
     build_format, parse_duration_unit, parse_signed_duration, parse_time_format,
     parse_timestamp_meaning, AccessFields,
 };

@@ -197,7 +197,8 @@ impl Ctx<'_> {
 #[cfg(test)]
 mod tests {
     use super::super::tests::{parse_err, parse_ok};
-    use super::super::{StartAt, RESERVED_LABELS};
+    use super::super::StartAt;
+    use crate::export::catalog;
 
     #[test]
     fn source_defaults() {
@@ -405,7 +406,7 @@ mod tests {
 
     #[test]
     fn reserved_label_names() {
-        for name in RESERVED_LABELS {
+        for name in catalog::reserved_label_names() {
             let line = format!("{name} = 'x'");
             let e = parse_err(
                 &[

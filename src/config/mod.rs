@@ -12,6 +12,7 @@
 //! (`toml::de::DeTable`, see `spans`). Each section (`[[gc_log]]`,
 //! `[[access_log]]`, ...) has its own module with its raw form and validator.
 
+pub mod access_format;
 mod access_log;
 mod alerts;
 mod correlation;
@@ -32,6 +33,7 @@ pub use gc_log::GcLogSource;
 pub use latency_histogram::LatencyHistogramSource;
 pub use spans::ConfigError;
 
+use crate::export::catalog::reserved_label_names;
 pub use crate::follow::StartAt;
 use crate::model::alerts::AlertsConfig;
 use crate::model::serialize_duration;
@@ -63,23 +65,6 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 65536;
 pub const MIN_MAX_LINE_BYTES: usize = 256;
 /// Largest accepted `max_line_bytes` (16 MiB): bounds memory per source.
 pub const MAX_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
-/// Labels the agent sets on its own series; a source label with one of these
-/// names would silently clash with them, so the config rejects it.
-pub const RESERVED_LABELS: &[&str] = &[
-    "gc",
-    "action",
-    "cause",
-    "log",
-    "operation",
-    "kind",
-    "le",
-    "quantile",
-    "window",
-    "state",
-    "alertname",
-    "instance",
-    "job",
-];
 /// Labels the alert engine sets on every alert.
 const ALERT_LABELS: &[&str] = &["alertname", "log"];
 
@@ -260,7 +245,7 @@ impl Ctx<'_> {
 /// Where a label name goes; each place has its own names the agent sets itself.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum LabelUse {
-    /// On every series of a `[[gc_log]]` source: must not be one of [`RESERVED_LABELS`].
+    /// On every series of a `[[gc_log]]` source: must not be a label name of the metric catalog.
     Series,
     /// On alerts (`[alerts] labels`, `[alerts.<rule>] labels`): must not be one of [`ALERT_LABELS`].
     Alert,
@@ -274,9 +259,12 @@ fn label_problem(name: &str, usage: LabelUse) -> Option<String> {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    // A configured label named like one of the agent's own would appear
+    // twice on a series, and Prometheus rejects the whole scrape: the
+    // metric catalog says which names those are.
     let reserved = match usage {
-        LabelUse::Series => RESERVED_LABELS,
-        LabelUse::Alert => ALERT_LABELS,
+        LabelUse::Series => reserved_label_names().contains(name),
+        LabelUse::Alert => ALERT_LABELS.contains(&name),
     };
     let dunder = name.starts_with("__");
     if !valid || (dunder && usage == LabelUse::Alert) {
@@ -287,7 +275,7 @@ fn label_problem(name: &str, usage: LabelUse) -> Option<String> {
         Some(format!(
             "label name {name:?} starts with \"__\", which Prometheus reserves"
         ))
-    } else if reserved.contains(&name) {
+    } else if reserved {
         Some(format!(
             "label name {name:?} is set by pausewatch itself; choose another name"
         ))

@@ -18,7 +18,6 @@ use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
 use crate::store::{AgentState, Store, StreamId};
 
-pub mod access_format;
 pub mod access_log;
 pub mod gc_log;
 pub mod latency_histogram;

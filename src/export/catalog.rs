@@ -1,0 +1,1015 @@
+//! The metric catalog: every family pausewatch exports, defined once.
+//!
+//! Names follow Micrometer where Micrometer has the metric (`jvm_gc_pause_seconds`
+//! with `gc`, `action`, `cause`; `jvm_gc_live_data_size_bytes`, ...) so existing
+//! JVM dashboards keep working; everything else is `pausewatch_*`.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::PoisonError;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use pausewatch_parsers::UnparsedKind;
+
+use crate::model::alerts::Alert;
+use crate::model::correlate::LatencyMinute;
+use crate::model::histogram::Histogram;
+use crate::model::jvm::SafepointSeries;
+use crate::store::{AccessStreamState, AgentState, StreamState};
+
+/// `window` label values of `pausewatch_gc_overhead_ratio` and the number of
+/// complete minutes each covers.
+pub const OVERHEAD_WINDOWS: [(&str, u32); 2] = [("1m", 1), ("5m", 5)];
+
+/// Labels Prometheus itself attaches to every scraped series; a source label
+/// of the same name would be renamed `exported_*` on scrape.
+const TARGET_LABELS: [&str; 2] = ["instance", "job"];
+
+/// What a family measures; each exporter maps it to its own instrument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Only goes up (until the agent restarts); the name ends in `_total`.
+    Counter,
+    Gauge,
+    /// Bucket `i` counts the observations up to [`crate::model::histogram::PAUSE_BUCKETS`]`[i]`.
+    Histogram,
+    /// Always 1: what matters is in the labels (an OpenMetrics info, exposed
+    /// as a gauge like Prometheus's own `*_info` and `ALERTS`).
+    Info,
+}
+
+/// The unit of a family's values. Prometheus wants it as a name suffix
+/// (and `# UNIT` line); OpenTelemetry as an instrument attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Seconds,
+    Bytes,
+    /// A fraction of 1.
+    Ratio,
+    /// Counts, flags, correlation coefficients.
+    None,
+}
+
+/// One value read from the state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value<'a> {
+    Int(u64),
+    Float(f64),
+    Histogram(&'a Histogram),
+}
+
+/// What a reader returns for one series: the family's own label values and
+/// the value. [`Family::read`] adds the scope's labels.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample<'a> {
+    /// Values of [`Family::labels`], in that order.
+    pub labels: Vec<Cow<'a, str>>,
+    pub value: Value<'a>,
+}
+
+/// Reads one GC stream; `now` decides which minute is the last complete one.
+pub type StreamReader = for<'a> fn(&'a StreamState, DateTime<Utc>) -> Vec<Sample<'a>>;
+/// Reads one access log.
+pub type AccessLogReader = for<'a> fn(&'a AccessStreamState) -> Vec<Sample<'a>>;
+/// Reads one alert.
+pub type AlertReader = for<'a> fn(&'a Alert) -> Vec<Sample<'a>>;
+/// Reads the agent as a whole; the `&str` is the agent's version.
+pub type AgentReader = for<'a> fn(&'a AgentState, &'a str) -> Vec<Sample<'a>>;
+
+/// What a family has series for, and how to read one of them.
+#[derive(Clone, Copy)]
+pub enum Scope {
+    /// Per GC stream: series carry `log` and the stream's configured labels.
+    Stream(StreamReader),
+    /// Per access log: series carry its `log` and the configured labels of
+    /// the GC stream it feeds.
+    AccessLog(AccessLogReader),
+    /// Per alert: series carry the alert's labels (`alertname`, `log`,
+    /// `severity`, configured and rule labels).
+    Alert(AlertReader),
+    /// Once for the agent: series carry only the family's own labels.
+    Agent(AgentReader),
+}
+
+impl Scope {
+    /// Names the agent sets on every series of the scope next to the
+    /// configured labels; `None` when the series carry no configured labels.
+    pub fn scope_labels(&self) -> Option<&'static [&'static str]> {
+        match self {
+            Scope::Stream(_) | Scope::AccessLog(_) => Some(&["log"]),
+            Scope::Alert(_) => Some(&["alertname", "log"]),
+            Scope::Agent(_) => None,
+        }
+    }
+}
+
+/// One metric family: name, kind, unit, help, own label names and readers.
+///
+/// The catalog exists so that every exporter (the Prometheus exposition
+/// today, OpenTelemetry next) reads the same definition instead of
+/// restating names and label sets, and so that the configuration can refuse
+/// source labels that would clash with them ([`reserved_label_names`]).
+#[derive(Clone, Copy)]
+pub struct Family {
+    /// The name as Prometheus scrapes it: counters end in `_total`, and the
+    /// unit, when it is seconds or bytes, precedes that.
+    pub name: &'static str,
+    pub kind: Kind,
+    pub unit: Unit,
+    pub help: &'static str,
+    /// The family's own label names, after the scope's labels on each series.
+    pub labels: &'static [&'static str],
+    /// Where the samples come from, in exposition order; only
+    /// `pausewatch_errors_total` has three (per stream, per access log, then the agent's).
+    pub scopes: &'static [Scope],
+}
+
+/// One series as exporters see it: every label, and the value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series<'a> {
+    /// The scope's labels (`log` and the configured ones, or an alert's),
+    /// then the family's own.
+    pub labels: Labels<'a>,
+    pub value: Value<'a>,
+}
+
+/// Label names and values.
+pub type Labels<'a> = Vec<(&'a str, Cow<'a, str>)>;
+
+impl Family {
+    /// Every series of the family in `state`, scope by scope in exposition
+    /// order; `build_version` is the agent's version, `now` the clock that
+    /// decides the last complete minute.
+    pub fn read<'a>(
+        &self,
+        state: &'a AgentState,
+        build_version: &'a str,
+        now: DateTime<Utc>,
+    ) -> Vec<Series<'a>> {
+        let mut series = Vec::new();
+        for scope in self.scopes {
+            match scope {
+                Scope::Stream(read) => {
+                    for stream in state.streams.values() {
+                        let scope_labels = log_labels(&stream.log, &stream.labels);
+                        series.extend(self.label(scope_labels, read(stream, now)));
+                    }
+                }
+                Scope::AccessLog(read) => {
+                    for access in state.access_streams.values() {
+                        let scope_labels = log_labels(&access.log, &access.labels);
+                        series.extend(self.label(scope_labels, read(access)));
+                    }
+                }
+                Scope::Alert(read) => {
+                    for alert in state.alerts.iter() {
+                        // The family's own labels (`state`) replace the alert's.
+                        let scope_labels = alert
+                            .labels
+                            .iter()
+                            .filter(|(name, _)| !self.labels.contains(&name.as_str()))
+                            .map(|(name, value)| (name.as_str(), value.into()))
+                            .collect();
+                        series.extend(self.label(scope_labels, read(alert)));
+                    }
+                }
+                Scope::Agent(read) => {
+                    series.extend(self.label(Vec::new(), read(state, build_version)))
+                }
+            }
+        }
+        series
+    }
+
+    /// Prefixes each sample's own labels with the scope's.
+    fn label<'a>(
+        &self,
+        scope_labels: Labels<'a>,
+        samples: Vec<Sample<'a>>,
+    ) -> impl Iterator<Item = Series<'a>> {
+        let names = self.labels;
+        samples.into_iter().map(move |sample| {
+            let own = names.iter().copied().zip(sample.labels);
+            Series {
+                labels: scope_labels.iter().cloned().chain(own).collect(),
+                value: sample.value,
+            }
+        })
+    }
+}
+
+/// `log` first, then the configured labels: what every series of a log carries.
+fn log_labels<'a>(log: &'a str, configured: &'a BTreeMap<String, String>) -> Labels<'a> {
+    let configured = configured.iter().map(|(k, v)| (k.as_str(), v.into()));
+    std::iter::once(("log", log.into()))
+        .chain(configured)
+        .collect()
+}
+
+/// Every family, in exposition order.
+pub static CATALOG: &[Family] = &[
+    Family {
+        name: "jvm_gc_pause_seconds",
+        kind: Kind::Histogram,
+        unit: Unit::Seconds,
+        help: "Stop-the-world GC pauses read from the GC log, labelled as Micrometer labels jvm.gc.pause.",
+        labels: &["gc", "action", "cause"],
+        scopes: &[Scope::Stream(pauses)],
+    },
+    Family {
+        name: "pausewatch_gc_pause_max_seconds",
+        kind: Kind::Gauge,
+        unit: Unit::Seconds,
+        help: "Exact longest GC pause that ended in the last complete wall-clock minute, 0 if none (not Micrometer's decaying max).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, now| {
+            one(Value::Float(s.jvm.minutes.last_complete(now).map_or(0.0, |m| m.pause_max_seconds)))
+        })],
+    },
+    Family {
+        name: "pausewatch_gc_pauses_last_minute",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "GC pauses that ended in the last complete wall-clock minute.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, now| {
+            one(Value::Int(s.jvm.minutes.last_complete(now).map_or(0, |m| m.pause_count)))
+        })],
+    },
+    Family {
+        name: "pausewatch_gc_overhead_ratio",
+        kind: Kind::Gauge,
+        unit: Unit::Ratio,
+        help: "Fraction of wall-clock time spent in GC pauses over the last 1 or 5 complete minutes.",
+        labels: &["window"],
+        scopes: &[Scope::Stream(overhead)],
+    },
+    Family {
+        name: "pausewatch_safepoints_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Safepoints (every stop of the application threads, GC or not), by VM operation.",
+        labels: &["operation"],
+        scopes: &[Scope::Stream(|s, _| per_operation(s, |op| Value::Int(op.count)))],
+    },
+    Family {
+        name: "pausewatch_safepoint_stopped_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "Time the application threads were stopped at safepoints, by VM operation.",
+        labels: &["operation"],
+        scopes: &[Scope::Stream(|s, _| {
+            per_operation(s, |op| Value::Float(op.stopped_seconds))
+        })],
+    },
+    Family {
+        name: "pausewatch_safepoint_time_to_safepoint_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "Time spent bringing the application threads to safepoints, by VM operation.",
+        labels: &["operation"],
+        scopes: &[Scope::Stream(|s, _| {
+            per_operation(s, |op| Value::Float(op.time_to_safepoint_seconds))
+        })],
+    },
+    Family {
+        name: "pausewatch_safepoint_time_to_safepoint_max_seconds",
+        kind: Kind::Gauge,
+        unit: Unit::Seconds,
+        help: "Longest time to safepoint in the last complete wall-clock minute, 0 if none.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, now| {
+            let minute = s.jvm.minutes.last_complete(now);
+            one(Value::Float(minute.map_or(0.0, |m| m.time_to_safepoint_max_seconds)))
+        })],
+    },
+    Family {
+        name: "pausewatch_allocation_stalls_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Allocation stalls: application threads blocked until the collector freed memory (ZGC).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.allocation_stalls)))],
+    },
+    Family {
+        name: "pausewatch_relocation_stalls_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Relocation stalls: application threads blocked on object relocation (ZGC).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.relocation_stalls)))],
+    },
+    Family {
+        name: "pausewatch_gc_concurrent_cycles_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Concurrent GC cycles completed (G1 mark cycles, ZGC and Shenandoah cycles).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.concurrent_cycles)))],
+    },
+    Family {
+        name: "pausewatch_gc_full_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Full GCs.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.full_gcs)))],
+    },
+    Family {
+        name: "pausewatch_gc_evacuation_failures_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "GC pauses with an evacuation failure (G1 to-space exhausted).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.evacuation_failures)))],
+    },
+    Family {
+        name: "pausewatch_gc_degenerated_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Degenerated GCs (Shenandoah).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.degenerated_gcs)))],
+    },
+    Family {
+        name: "pausewatch_gc_humongous_allocations_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "GC pauses caused by a humongous allocation (G1).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.humongous_allocations)))],
+    },
+    Family {
+        name: "pausewatch_gc_explicit_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "GC pauses requested explicitly with System.gc().",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.explicit_gcs)))],
+    },
+    Family {
+        name: "pausewatch_jvm_restarts_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "JVM restarts seen in the log stream (a new run started writing it).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.jvm_restarts)))],
+    },
+    Family {
+        name: "jvm_gc_memory_promoted_bytes_total",
+        kind: Kind::Counter,
+        unit: Unit::Bytes,
+        help: "Bytes promoted into the old generation by young collections.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.promoted_bytes)))],
+    },
+    Family {
+        name: "jvm_gc_memory_allocated_bytes_total",
+        kind: Kind::Counter,
+        unit: Unit::Bytes,
+        help: "Bytes allocated: heap growth from the end of one collection to the start of the next.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.allocated_bytes)))],
+    },
+    Family {
+        name: "pausewatch_allocation_stall_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "Time application threads spent in allocation stalls (ZGC).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            one(Value::Float(s.jvm.counters.allocation_stall_seconds))
+        })],
+    },
+    Family {
+        name: "pausewatch_gc_concurrent_cycle_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "Wall-clock duration of concurrent GC cycles; not pause time.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            one(Value::Float(s.jvm.counters.concurrent_cycle_seconds))
+        })],
+    },
+    Family {
+        name: "pausewatch_gc_concurrent_phase_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "Duration of concurrent GC phases, which run alongside the application; not pause time.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            one(Value::Float(s.jvm.counters.concurrent_phase_seconds))
+        })],
+    },
+    Family {
+        name: "pausewatch_jvm_info",
+        kind: Kind::Info,
+        unit: Unit::None,
+        help: "The JVM writing the log: collector and JDK version; the value is always 1.",
+        labels: &["collector", "jdk_version"],
+        scopes: &[Scope::Stream(|s, _| {
+            let version = s.jvm.jdk_version.as_deref().unwrap_or("unknown");
+            info(vec![s.jvm.collector.as_str().into(), version.into()])
+        })],
+    },
+    Family {
+        name: "pausewatch_heap_after_gc_bytes",
+        kind: Kind::Gauge,
+        unit: Unit::Bytes,
+        help: "Heap occupancy after the latest collection.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.after_gc_bytes.map(Value::Int)))],
+    },
+    Family {
+        name: "pausewatch_heap_committed_bytes",
+        kind: Kind::Gauge,
+        unit: Unit::Bytes,
+        help: "Heap capacity reported by the latest collection.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.committed_bytes.map(Value::Int)))],
+    },
+    Family {
+        name: "pausewatch_heap_max_bytes",
+        kind: Kind::Gauge,
+        unit: Unit::Bytes,
+        help: "Maximum heap size from the log preamble.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.max_bytes.map(Value::Int)))],
+    },
+    Family {
+        name: "jvm_gc_live_data_size_bytes",
+        kind: Kind::Gauge,
+        unit: Unit::Bytes,
+        help: "Heap occupancy after the latest full, mixed or major collection: the live data set.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.live_data_bytes.map(Value::Int)))],
+    },
+    Family {
+        name: "jvm_gc_max_data_size_bytes",
+        kind: Kind::Gauge,
+        unit: Unit::Bytes,
+        help: "Maximum heap size from the log preamble.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.max_bytes.map(Value::Int)))],
+    },
+    Family {
+        name: "pausewatch_log_lines_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Lines read from the log stream.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.parse.lines)))],
+    },
+    Family {
+        name: "pausewatch_log_bytes_total",
+        kind: Kind::Counter,
+        unit: Unit::Bytes,
+        help: "Bytes read from the log stream.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.parse.bytes)))],
+    },
+    Family {
+        name: "pausewatch_log_unparsed_lines_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Lines of the log stream that were not understood, by reason.",
+        labels: &["kind"],
+        scopes: &[Scope::Stream(unparsed_lines)],
+    },
+    Family {
+        name: "pausewatch_log_events_without_wall_clock_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Events that could not be placed in wall-clock time (uptime-only log without a JVM start): not in minutes, alerts or correlation.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.minutes.unplaced_events)))],
+    },
+    Family {
+        name: "pausewatch_log_files_followed",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "Files of the log stream currently followed (live file and rotated ones).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.files_followed)))],
+    },
+    Family {
+        name: "pausewatch_log_read_lag_bytes",
+        kind: Kind::Gauge,
+        unit: Unit::Bytes,
+        help: "Bytes written to the live log file that the agent has not read yet.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.read_lag_bytes)))],
+    },
+    Family {
+        name: "pausewatch_log_last_event_age_seconds",
+        kind: Kind::Gauge,
+        unit: Unit::Seconds,
+        help: "Time since the agent last processed an event of the log stream.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, now| {
+            let age = s.last_event_processed_at.map(|at| age_seconds(at, now));
+            known(age.map(Value::Float))
+        })],
+    },
+    Family {
+        name: "pausewatch_log_readable",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "Whether the live log file could be read at the last attempt (1) or not (0).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| one(Value::Int(u64::from(s.readable))))],
+    },
+    Family {
+        name: "pausewatch_errors_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Agent errors by kind; errors of one log stream carry its labels.",
+        labels: &["kind"],
+        scopes: &[
+            Scope::Stream(|s, _| by_kind(&s.errors)),
+            Scope::AccessLog(|a| by_kind(&a.errors)),
+            Scope::Agent(|agent, _| by_kind(&agent.errors)),
+        ],
+    },
+    Family {
+        name: "pausewatch_request_duration_seconds",
+        kind: Kind::Histogram,
+        unit: Unit::Seconds,
+        help: "Request durations read from the service's access log (buckets as jvm_gc_pause_seconds).",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            known(s.latency.as_ref().map(|l| Value::Histogram(&l.histogram)))
+        })],
+    },
+    Family {
+        name: "pausewatch_requests_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Requests read from the access log or counted by the latency histogram.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            known(s.latency.as_ref().map(|l| Value::Int(l.counters.requests)))
+        })],
+    },
+    Family {
+        name: "pausewatch_slow_requests_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Requests slower than the SLO (or their minute's p99.9 without one), in attributed minutes.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            known(s.latency.as_ref().map(|l| Value::Int(l.counters.slow_requests)))
+        })],
+    },
+    Family {
+        name: "pausewatch_slow_requests_stop_affected_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Slow requests of which GC pauses and safepoints covered at least the configured share.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            let latency = s.latency.as_ref();
+            known(latency.map(|l| Value::Int(l.counters.slow_requests_stop_affected)))
+        })],
+    },
+    Family {
+        name: "pausewatch_request_latency_p99_seconds",
+        kind: Kind::Gauge,
+        unit: Unit::Seconds,
+        help: "p99 request latency of the last attributed minute.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            known(last_latency_minute(s).map(|m| Value::Float(m.latency.p99_seconds)))
+        })],
+    },
+    Family {
+        name: "pausewatch_request_latency_p999_seconds",
+        kind: Kind::Gauge,
+        unit: Unit::Seconds,
+        help: "p99.9 request latency of the last attributed minute.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            known(last_latency_minute(s).map(|m| Value::Float(m.latency.p999_seconds)))
+        })],
+    },
+    Family {
+        name: "pausewatch_request_latency_p999_without_stop_affected_seconds",
+        kind: Kind::Gauge,
+        unit: Unit::Seconds,
+        help: "p99.9 of the last attributed minute recomputed without stop-affected requests: the tail without pauses.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            let attribution = last_latency_minute(s).and_then(|m| m.attribution);
+            known(attribution.map(|a| Value::Float(a.p999_without_stop_affected_seconds)))
+        })],
+    },
+    Family {
+        name: "pausewatch_slow_time_explained_by_stops_ratio",
+        kind: Kind::Gauge,
+        unit: Unit::Ratio,
+        help: "Share of the slow requests' time over the SLO that overlapping stops explain, last attributed minute.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            let attribution = last_latency_minute(s).and_then(|m| m.attribution);
+            known(attribution.map(|a| Value::Float(a.explained_share)))
+        })],
+    },
+    Family {
+        name: "pausewatch_pause_latency_correlation",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "Correlation of each minute's max pause with its p99 or p99.9 over the sliding window (absent below the minimum of minutes).",
+        labels: &["method", "quantile"],
+        scopes: &[Scope::Stream(correlations)],
+    },
+    Family {
+        name: "pausewatch_access_log_lines_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Lines read from the access log.",
+        labels: &[],
+        scopes: &[Scope::AccessLog(|a| one(Value::Int(a.stats.lines)))],
+    },
+    Family {
+        name: "pausewatch_access_log_malformed_lines_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Access log lines that did not parse in the configured format.",
+        labels: &[],
+        scopes: &[Scope::AccessLog(|a| {
+            one(Value::Int(a.stats.malformed + a.stats.too_long))
+        })],
+    },
+    Family {
+        name: "pausewatch_access_log_unattributed_requests_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Requests read while no GC stream could take them (its log not found yet).",
+        labels: &[],
+        scopes: &[Scope::AccessLog(|a| one(Value::Int(a.unattributed_requests)))],
+    },
+    Family {
+        name: "pausewatch_access_log_readable",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "1 when the access log could be read at the last attempt.",
+        labels: &[],
+        scopes: &[Scope::AccessLog(|a| one(Value::Int(u64::from(a.readable))))],
+    },
+    Family {
+        name: "pausewatch_alerts",
+        kind: Kind::Info,
+        unit: Unit::None,
+        help: "Alerts of the agent's own rules: 1 per alert in its state (pending, firing, or resolved at the last evaluation).",
+        labels: &["state"],
+        scopes: &[Scope::Alert(|alert| info(vec![alert.state.as_str().into()]))],
+    },
+    Family {
+        name: "pausewatch_alert_deliveries_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Alert deliveries to Alertmanager and the webhook, by result (failed attempts are retried with backoff).",
+        labels: &["sink", "result"],
+        scopes: &[Scope::Agent(|agent, _| alert_deliveries(agent))],
+    },
+    Family {
+        name: "pausewatch_build_info",
+        kind: Kind::Info,
+        unit: Unit::None,
+        help: "pausewatch build; the value is always 1.",
+        labels: &["version"],
+        scopes: &[Scope::Agent(|_, version| info(vec![version.into()]))],
+    },
+];
+
+/// Label names a source's configured labels must not take, because the agent
+/// sets them on the same series (Prometheus rejects a scrape with a label
+/// twice) or Prometheus attaches them to every target.
+///
+/// Labels of agent-only families (`version`, `sink`, `result`) are not
+/// reserved: their series never carry configured labels, so they cannot clash.
+pub fn reserved_label_names() -> BTreeSet<&'static str> {
+    let mut names = BTreeSet::from(TARGET_LABELS);
+    for family in CATALOG {
+        for scope_labels in family.scopes.iter().filter_map(Scope::scope_labels) {
+            names.extend(scope_labels);
+            names.extend(family.labels);
+            if family.kind == Kind::Histogram {
+                names.insert("le");
+            }
+        }
+    }
+    names
+}
+
+/// Every unparsed-line kind, so that each `kind` series exists from the first
+/// scrape (at 0) and `rate()` sees the first bad line.
+const UNPARSED_KINDS: [UnparsedKind; 5] = [
+    UnparsedKind::NotUnifiedLogging,
+    UnparsedKind::LegacyFormat,
+    UnparsedKind::MalformedEvent,
+    UnparsedKind::TooLong,
+    UnparsedKind::InvalidUtf8,
+];
+
+/// Fails to compile when a kind is added to `UnparsedKind` but not to `UNPARSED_KINDS`.
+const _: fn(UnparsedKind) = |kind| match kind {
+    UnparsedKind::NotUnifiedLogging
+    | UnparsedKind::LegacyFormat
+    | UnparsedKind::MalformedEvent
+    | UnparsedKind::TooLong
+    | UnparsedKind::InvalidUtf8 => {}
+};
+
+/// The one sample of a family without labels of its own.
+fn one(value: Value<'_>) -> Vec<Sample<'_>> {
+    vec![Sample {
+        labels: Vec::new(),
+        value,
+    }]
+}
+
+/// As [`one`], or no sample while the figure is unknown.
+fn known(value: Option<Value<'_>>) -> Vec<Sample<'_>> {
+    value.map(one).unwrap_or_default()
+}
+
+/// The one sample of an info family.
+fn info(labels: Vec<Cow<'_, str>>) -> Vec<Sample<'_>> {
+    vec![Sample {
+        labels,
+        value: Value::Int(1),
+    }]
+}
+
+fn pauses(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
+    stream
+        .jvm
+        .pauses
+        .iter()
+        .map(|series| Sample {
+            labels: vec![
+                series.gc.as_str().into(),
+                series.action.as_str().into(),
+                series.cause.as_str().into(),
+            ],
+            value: Value::Histogram(&series.histogram),
+        })
+        .collect()
+}
+
+fn overhead(stream: &StreamState, now: DateTime<Utc>) -> Vec<Sample<'_>> {
+    OVERHEAD_WINDOWS
+        .iter()
+        .map(|&(window, minutes)| {
+            let span = Duration::from_secs(60 * u64::from(minutes));
+            Sample {
+                labels: vec![window.into()],
+                value: Value::Float(stream.jvm.minutes.paused_share(now, span)),
+            }
+        })
+        .collect()
+}
+
+/// One sample per VM operation that reached a safepoint.
+fn per_operation(
+    stream: &StreamState,
+    value: fn(&SafepointSeries) -> Value<'static>,
+) -> Vec<Sample<'_>> {
+    stream
+        .jvm
+        .safepoints
+        .iter()
+        .map(|series| Sample {
+            labels: vec![series.operation.as_str().into()],
+            value: value(series),
+        })
+        .collect()
+}
+
+fn unparsed_lines(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
+    let unparsed = &stream.parse.unparsed;
+    UNPARSED_KINDS
+        .iter()
+        .map(|kind| Sample {
+            labels: vec![kind.as_str().into()],
+            value: Value::Int(unparsed.get(kind).copied().unwrap_or(0)),
+        })
+        .collect()
+}
+
+fn by_kind(errors: &BTreeMap<String, u64>) -> Vec<Sample<'_>> {
+    errors
+        .iter()
+        .map(|(kind, count)| Sample {
+            labels: vec![kind.as_str().into()],
+            value: Value::Int(*count),
+        })
+        .collect()
+}
+
+fn last_latency_minute(stream: &StreamState) -> Option<&LatencyMinute> {
+    stream.latency.as_ref()?.last_minute()
+}
+
+fn correlations(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
+    let Some(latency) = &stream.latency else {
+        return Vec::new();
+    };
+    let c = &latency.correlation;
+    let coefficients = [
+        ("pearson", "0.99", c.pearson_max_pause_p99),
+        ("spearman", "0.99", c.spearman_max_pause_p99),
+        ("pearson", "0.999", c.pearson_max_pause_p999),
+        ("spearman", "0.999", c.spearman_max_pause_p999),
+    ];
+    coefficients
+        .into_iter()
+        .filter_map(|(method, quantile, value)| {
+            Some(Sample {
+                labels: vec![method.into(), quantile.into()],
+                value: Value::Float(value?),
+            })
+        })
+        .collect()
+}
+
+/// Delivery counts by sink and result. They live behind the sender thread's
+/// lock, so the sink names are copied out.
+fn alert_deliveries(agent: &AgentState) -> Vec<Sample<'static>> {
+    let deliveries = agent
+        .deliveries
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let by_result = [
+        ("success", &deliveries.delivered),
+        ("failure", &deliveries.failed),
+        ("dropped", &deliveries.dropped),
+    ];
+    by_result
+        .into_iter()
+        .flat_map(|(result, counts)| {
+            counts.iter().map(move |(sink, count)| Sample {
+                labels: vec![sink.clone().into(), result.into()],
+                value: Value::Int(*count),
+            })
+        })
+        .collect()
+}
+
+/// Seconds from `at` to `now`, never negative (the agent clock may step back).
+fn age_seconds(at: DateTime<Utc>, now: DateTime<Utc>) -> f64 {
+    ((now - at).num_milliseconds() as f64 / 1000.0).max(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::export::prometheus::tests::fixture_stream;
+    use crate::model::alerts::AlertState;
+    use crate::model::correlate::Attribution;
+    use crate::model::latency::LatencyState;
+    use crate::store::{AccessStreamState, StreamId};
+
+    fn at(hour: u32, minute: u32, second: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 30, hour, minute, second)
+            .unwrap()
+    }
+
+    #[test]
+    fn reserved_label_names_hold_every_label_a_configured_one_could_clash_with() {
+        let reserved = reserved_label_names();
+        // Missing from the config's list until it reads this one: with
+        // `collector = "x"`, pausewatch_jvm_info carried `collector` twice.
+        for name in ["collector", "jdk_version", "method"] {
+            assert!(reserved.contains(name), "{name}");
+        }
+        // The list the config kept by hand before it read this one.
+        for name in [
+            "gc",
+            "action",
+            "cause",
+            "log",
+            "operation",
+            "kind",
+            "le",
+            "quantile",
+            "window",
+            "state",
+            "alertname",
+            "instance",
+            "job",
+        ] {
+            assert!(reserved.contains(name), "{name}");
+        }
+        for family in CATALOG {
+            for scope_labels in family.scopes.iter().filter_map(Scope::scope_labels) {
+                for name in scope_labels.iter().chain(family.labels) {
+                    assert!(reserved.contains(name), "{}: {name}", family.name);
+                }
+            }
+        }
+        // Agent-only series carry no configured labels: nothing to clash with.
+        assert!(!reserved.contains("version"));
+    }
+
+    #[test]
+    fn names_follow_kind_and_unit() {
+        let mut seen = BTreeSet::new();
+        for family in CATALOG {
+            let name = family.name;
+            assert!(seen.insert(name), "{name} defined twice");
+            let base = name.strip_suffix("_total");
+            assert_eq!(base.is_some(), family.kind == Kind::Counter, "{name}");
+            let base = base.unwrap_or(name);
+            let suffix = match family.unit {
+                Unit::Seconds => "_seconds",
+                Unit::Bytes => "_bytes",
+                Unit::Ratio => "_ratio",
+                Unit::None => {
+                    for unit in ["_seconds", "_bytes", "_ratio"] {
+                        assert!(!base.ends_with(unit), "{name} has no unit");
+                    }
+                    continue;
+                }
+            };
+            assert!(base.ends_with(suffix), "{name}");
+        }
+    }
+
+    /// A state in which every family has at least one series.
+    fn every_scope() -> AgentState {
+        let mut stream = fixture_stream();
+        let minute = at(1, 45, 0);
+        let mut latency = LatencyState::default();
+        latency.histogram.observe(0.1);
+        latency.correlation.pearson_max_pause_p99 = Some(0.5);
+        latency.minutes.insert(
+            minute.timestamp(),
+            LatencyMinute {
+                start: minute,
+                latency: Default::default(),
+                attribution: Some(Attribution::default()),
+            },
+        );
+        stream.latency = Some(latency);
+        let alert = Alert {
+            alertname: "PausewatchLongPause".to_string(),
+            state: AlertState::Firing,
+            labels: BTreeMap::from([("state".to_string(), "clashing".to_string())]),
+            annotations: BTreeMap::new(),
+            value: 1.0,
+            active_since: minute,
+            fired_at: None,
+            resolved_at: None,
+        };
+        let mut state = AgentState::from_streams([stream]);
+        state
+            .access_streams
+            .insert(StreamId(2), Arc::new(AccessStreamState::default()));
+        state.alerts = Arc::new(vec![alert]);
+        let mut deliveries = state.deliveries.lock().unwrap();
+        deliveries.delivered.insert("webhook".to_string(), 1);
+        drop(deliveries);
+        state
+    }
+
+    #[test]
+    fn every_family_reads_series_that_fit_it() {
+        let state = every_scope();
+        for family in CATALOG {
+            let series = family.read(&state, "1.2.3", at(1, 46, 30));
+            assert!(!series.is_empty(), "{} read nothing", family.name);
+            for one in series {
+                let names: Vec<&str> = one.labels.iter().map(|(name, _)| *name).collect();
+                assert!(names.ends_with(family.labels), "{}: {names:?}", family.name);
+                let unique: BTreeSet<&str> = names.iter().copied().collect();
+                assert_eq!(unique.len(), names.len(), "{}: {names:?}", family.name);
+                let fits = match (family.kind, one.value) {
+                    (Kind::Counter | Kind::Gauge, Value::Int(_) | Value::Float(_)) => true,
+                    (Kind::Info, value) => value == Value::Int(1),
+                    (Kind::Histogram, Value::Histogram(_)) => true,
+                    _ => false,
+                };
+                assert!(fits, "{}: {:?}", family.name, one.value);
+            }
+        }
+    }
+
+    #[test]
+    fn age_is_never_negative() {
+        assert_eq!(age_seconds(at(1, 46, 0), at(1, 45, 0)), 0.0);
+        assert_eq!(
+            age_seconds(
+                at(1, 45, 0),
+                at(1, 45, 1) + chrono::TimeDelta::milliseconds(500)
+            ),
+            1.5
+        );
+    }
+}

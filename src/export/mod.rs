@@ -1,0 +1,4 @@
+//! Exporters of the agent state, and the catalog of metric families they share.
+
+pub mod catalog;
+pub mod prometheus;
