@@ -1,0 +1,13 @@
+//! The agent as a hostile host treats it: late files, restarts mid-rotation,
+//! symlinks, absurd dates and sizes, signals, full disks. Each case runs the
+//! release agent and compares what it counted with `pausewatch analyze` of
+//! the same bytes, or with a hand-checked figure.
+
+mod common;
+
+/// Following files: restarts, late files, symlinks, bad bytes.
+mod follow;
+/// Bounded memory and responses: dates, sizes, label values, connections.
+mod limits;
+/// Running as a service: signals, checkpoints, the checkpoint directory.
+mod operations;

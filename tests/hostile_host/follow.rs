@@ -1,0 +1,1 @@
+//! See the parent module.
