@@ -6,8 +6,11 @@
 mod common;
 
 /// Following files: restarts, late files, symlinks, bad bytes.
+#[path = "hostile_host/follow.rs"]
 mod follow;
 /// Bounded memory and responses: dates, sizes, label values, connections.
+#[path = "hostile_host/limits.rs"]
 mod limits;
 /// Running as a service: signals, checkpoints, the checkpoint directory.
+#[path = "hostile_host/operations.rs"]
 mod operations;
