@@ -25,6 +25,15 @@ const MAX_POOLS_PER_COLLECTION: usize = 16;
 /// A drop in uptime larger than this (seconds) means a new JVM run.
 const RESTART_UPTIME_DROP_S: f64 = 1.0;
 
+/// No pause, phase, cycle, safepoint or stall lasts a day: a longer duration
+/// is a garbled number, and one such value would swamp every sum and maximum.
+const MAX_DURATION_S: f64 = 24.0 * 3600.0;
+
+/// Whether a parsed duration (seconds) is one HotSpot could have measured.
+fn plausible(duration_s: f64) -> bool {
+    (0.0..=MAX_DURATION_S).contains(&duration_s)
+}
+
 /// Parenthesised groups that qualify a pause rather than name its cause.
 const QUALIFIERS: &[&str] = &[
     "Normal",
@@ -419,7 +428,14 @@ impl GcLogParser {
             if pending.gc_id == Some(id) {
                 if let Ok((_, cpu)) = grammar::cpu_times(message.body) {
                     let mut pause = self.pending.take().expect("checked above");
-                    pause.cpu = Some(cpu);
+                    if [cpu.user_s, cpu.sys_s, cpu.real_s]
+                        .into_iter()
+                        .all(plausible)
+                    {
+                        pause.cpu = Some(cpu);
+                    } else {
+                        self.count_unparsed(UnparsedKind::MalformedEvent);
+                    }
                     self.emit(GcEvent::Pause(pause), out);
                     return;
                 }
@@ -620,6 +636,9 @@ impl GcLogParser {
                     let Ok(("", total)) = grammar::nanos(value) else {
                         return Understood::Malformed;
                     };
+                    if !plausible(total) {
+                        return Understood::Malformed;
+                    }
                     safepoint.total_s = total;
                     continue;
                 }
@@ -627,7 +646,7 @@ impl GcLogParser {
                 _ => continue,
             };
             match grammar::nanos(value) {
-                Ok(("", seconds)) => *slot = Some(seconds),
+                Ok(("", seconds)) if plausible(seconds) => *slot = Some(seconds),
                 _ => return Understood::Malformed,
             }
         }
@@ -655,6 +674,9 @@ impl GcLogParser {
             .strip_prefix(", Stopping threads took: ")
             .and_then(|r| grammar::seconds_word(r).ok())
             .map(|(_, s)| s);
+        if !plausible(total_s) || reaching_s.is_some_and(|r| !plausible(r)) {
+            return Understood::Malformed;
+        }
         let end = self.time_of(env);
         let begin = self.safepoint_begin.take();
         let safepoint = Safepoint {
@@ -685,6 +707,9 @@ impl GcLogParser {
         let Ok(("", duration_s)) = grammar::duration(duration) else {
             return Understood::Malformed;
         };
+        if !plausible(duration_s) {
+            return Understood::Malformed;
+        }
         self.infer_collector(Some(Collector::Z));
         let end = self.time_of(env);
         self.emit(
@@ -778,6 +803,9 @@ impl GcLogParser {
         let Ok((_, line)) = grammar::phase_line(message.body) else {
             return Understood::Malformed;
         };
+        if line.duration_s.is_some_and(|d| !plausible(d)) {
+            return Understood::Malformed;
+        }
         self.infer_collector(collector_from_pause(
             line.name,
             &line.groups,
@@ -870,6 +898,9 @@ impl GcLogParser {
             // Shapes such as JDK 9's `Concurrent Mark (0.298s, 0.318s)` carry nothing we need.
             return Understood::Ignored;
         };
+        if line.duration_s.is_some_and(|d| !plausible(d)) {
+            return Understood::Malformed;
+        }
         if line
             .groups
             .iter()
@@ -929,6 +960,9 @@ impl GcLogParser {
         let Ok((_, line)) = grammar::phase_line(body) else {
             return Understood::Malformed;
         };
+        if line.duration_s.is_some_and(|d| !plausible(d)) {
+            return Understood::Malformed;
+        }
         self.infer_collector(Some(if line.name == "Garbage Collection" {
             Collector::Z
         } else {
@@ -1017,5 +1051,73 @@ fn pause_generation(
         | (Collector::G1, "Pause Cleanup")
         | (Collector::Cms, "Pause Initial Mark") => Some(Generation::Old),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &[u8]) -> (Vec<GcEvent>, ParseStats) {
+        let mut parser = GcLogParser::default();
+        let mut events = Vec::new();
+        parser.feed(text, &mut events);
+        parser.finish(&mut events);
+        (events, parser.stats().clone())
+    }
+
+    fn malformed(stats: &ParseStats) -> u64 {
+        stats
+            .unparsed
+            .get(&UnparsedKind::MalformedEvent)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn durations_beyond_a_day_are_malformed_events() {
+        let lines = [
+            "[0.2s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 99999999999999999999999999ms",
+            "[0.2s][info][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 86400001ms",
+            "[0.2s][info][gc] GC(2) Concurrent Mark 99999999999.000ms",
+            "[0.2s][info][gc] GC(3) Concurrent Mark Cycle 86401.0s",
+            "[0.2s][info][gc] GC(4) Garbage Collection (Warmup) 24M(10%)->4M(2%) 100000s",
+            "[0.2s][info][gc] Allocation Stall (main) 90000000.0ms",
+            "[0.2s][info][safepoint] Safepoint \"Cleanup\", Time since last: 1 ns, Reaching safepoint: 1 ns, At safepoint: 1 ns, Total: 18446744073709551615 ns",
+            "[0.2s][info][safepoint] Safepoint \"Cleanup\", Time since last: 1 ns, Reaching safepoint: 86400000000001 ns, At safepoint: 1 ns, Total: 2 ns",
+            "[0.2s][info][safepoint] Total time for which application threads were stopped: 86400.5 seconds, Stopping threads took: 0.1 seconds",
+            "[0.2s][info][safepoint] Total time for which application threads were stopped: 0.5 seconds, Stopping threads took: 1000000000 seconds",
+        ];
+        for line in lines {
+            let (events, stats) = parse(format!("{line}\n").as_bytes());
+            assert!(events.is_empty(), "{line}: {events:?}");
+            assert_eq!(malformed(&stats), 1, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_day_long_pause_still_counts() {
+        let (events, stats) = parse(
+            b"[0.2s][info][gc] GC(0) Pause Full (System.gc()) 24M->4M(256M) 86400000.000ms\n",
+        );
+        let [GcEvent::Pause(pause)] = &events[..] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(pause.duration_s, 86400.0);
+        assert_eq!(stats.unparsed_total(), 0);
+    }
+
+    #[test]
+    fn absurd_cpu_times_are_dropped_but_the_pause_kept() {
+        let (events, stats) = parse(
+            b"[0.2s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 7.033ms\n\
+              [0.2s][info][gc,cpu] GC(0) User=99999999.00s Sys=0.00s Real=0.01s\n",
+        );
+        let [GcEvent::Pause(pause)] = &events[..] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(pause.duration_s, 0.007033);
+        assert_eq!(pause.cpu, None);
+        assert_eq!(malformed(&stats), 1);
     }
 }
