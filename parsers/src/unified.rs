@@ -85,6 +85,8 @@ pub enum UnparsedKind {
     MalformedEvent,
     /// Longer than `max_line_bytes`.
     TooLong,
+    /// Holds bytes that are not UTF-8 and, read with them replaced, yields
+    /// nothing (a line that still yields its event is not counted here).
     InvalidUtf8,
 }
 
@@ -404,40 +406,53 @@ impl GcLogParser {
             .rposition(|&b| !matches!(b, b'\r' | b' ' | b'\t'))
             .map_or(0, |i| i + 1);
         let raw = &raw[..end];
-        let Ok(text) = std::str::from_utf8(raw) else {
-            self.flush(out);
-            self.count_unparsed(UnparsedKind::InvalidUtf8);
-            return;
+        // Validated once; only a line with invalid bytes pays for a lossy copy,
+        // so a stray byte in a cause or a trailing field does not lose its event.
+        let outcome = match std::str::from_utf8(raw) {
+            Ok(text) => self.text_line(text, out),
+            Err(_) => match self.text_line(&String::from_utf8_lossy(raw), out) {
+                Outcome::Used => Outcome::Used,
+                _ => Outcome::Unparsed(UnparsedKind::InvalidUtf8),
+            },
         };
+        match outcome {
+            Outcome::Used => {}
+            Outcome::Ignored => self.stats.ignored_lines += 1,
+            Outcome::Unparsed(kind) => self.count_unparsed(kind),
+        }
+    }
+
+    /// Handles one decoded line and says what became of it.
+    fn text_line(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Outcome {
         let Some(env) = envelope::parse(text) else {
             self.flush(out);
-            self.count_unparsed(if is_legacy_line(text) {
+            return Outcome::Unparsed(if is_legacy_line(text) {
                 UnparsedKind::LegacyFormat
             } else {
                 UnparsedKind::NotUnifiedLogging
             });
-            return;
         };
         if env.continuation || (env.message.is_empty() && (env.decorated || text.is_empty())) {
             self.flush(out);
-            self.stats.ignored_lines += 1;
-            return;
+            return Outcome::Ignored;
         }
         let message = split_message(env.message);
         if let (Some(pending), Some(id)) = (&self.pending, message.gc_id) {
             if pending.gc_id == Some(id) {
                 if let Ok((_, cpu)) = grammar::cpu_times(message.body) {
                     let mut pause = self.pending.take().expect("checked above");
-                    if [cpu.user_s, cpu.sys_s, cpu.real_s]
+                    let cpu_ok = [cpu.user_s, cpu.sys_s, cpu.real_s]
                         .into_iter()
-                        .all(plausible)
-                    {
+                        .all(plausible);
+                    if cpu_ok {
                         pause.cpu = Some(cpu);
-                    } else {
-                        self.count_unparsed(UnparsedKind::MalformedEvent);
                     }
                     self.emit(GcEvent::Pause(pause), out);
-                    return;
+                    return if cpu_ok {
+                        Outcome::Used
+                    } else {
+                        Outcome::Unparsed(UnparsedKind::MalformedEvent)
+                    };
                 }
             }
         }
@@ -454,19 +469,17 @@ impl GcLogParser {
             self.undecorated_logging = true;
         }
         match understood {
-            Understood::Yes => {}
+            Understood::Yes => Outcome::Used,
             Understood::Ignored => {
                 if env.decorated || message.gc_id.is_some() || self.undecorated_logging {
-                    self.stats.ignored_lines += 1;
+                    Outcome::Ignored
+                } else if is_legacy_line(text) {
+                    Outcome::Unparsed(UnparsedKind::LegacyFormat)
                 } else {
-                    self.count_unparsed(if is_legacy_line(text) {
-                        UnparsedKind::LegacyFormat
-                    } else {
-                        UnparsedKind::NotUnifiedLogging
-                    });
+                    Outcome::Unparsed(UnparsedKind::NotUnifiedLogging)
                 }
             }
-            Understood::Malformed => self.count_unparsed(UnparsedKind::MalformedEvent),
+            Understood::Malformed => Outcome::Unparsed(UnparsedKind::MalformedEvent),
         }
     }
 
@@ -1017,6 +1030,15 @@ enum Understood {
     Malformed,
 }
 
+/// What became of a whole line; each line is counted in exactly one way.
+enum Outcome {
+    /// It produced or completed an event, or set what the parser knows.
+    Used,
+    /// Well-formed logging that carries nothing pausewatch uses.
+    Ignored,
+    Unparsed(UnparsedKind),
+}
+
 fn generation_from_qualifier(qualifier: &str) -> Option<Generation> {
     match qualifier {
         "Young" => Some(Generation::Young),
@@ -1105,6 +1127,34 @@ mod tests {
         };
         assert_eq!(pause.duration_s, 86400.0);
         assert_eq!(stats.unparsed_total(), 0);
+    }
+
+    #[test]
+    fn an_invalid_byte_in_a_harmless_place_keeps_the_event() {
+        let (events, stats) = parse(
+            b"[0.2s][info][gc] GC(0) Pause Young (Normal) (G1 Evac\xffuation Pause) 24M->4M(256M) 7.033ms\n\
+              [0.3s][info][safepoint] Safepoint \"Cleanup\", Time since last: 1 ns, Reaching safepoint: 2000 ns, At safepoint: 3000 ns, Total: 5000 ns, Threads: 3 runn\xc3ble\n",
+        );
+        let [GcEvent::Pause(pause), GcEvent::Safepoint(safepoint)] = &events[..] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(pause.duration_s, 0.007033);
+        assert_eq!(pause.cause.as_deref(), Some("G1 Evac\u{fffd}uation Pause"));
+        assert_eq!(safepoint.total_s, 0.000005);
+        assert_eq!(stats.unparsed_total(), 0);
+    }
+
+    #[test]
+    fn an_invalid_byte_that_breaks_the_line_is_counted_as_invalid_utf8() {
+        let (events, stats) = parse(
+            b"[0.2s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 7.0\xff3ms\n\
+              [0.2s][info][gc,phases] GC(0)   Other: 0.\xff1ms\n\
+              \xfe\xff binary\n",
+        );
+        assert!(events.is_empty(), "{events:?}");
+        assert_eq!(stats.unparsed.get(&UnparsedKind::InvalidUtf8), Some(&3));
+        assert_eq!(stats.unparsed_total(), 3);
+        assert_eq!(stats.ignored_lines, 0);
     }
 
     #[test]
