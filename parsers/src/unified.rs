@@ -408,15 +408,17 @@ impl GcLogParser {
         let raw = &raw[..end];
         // Validated once; only a line with invalid bytes pays for a lossy copy,
         // so a stray byte in a cause or a trailing field does not lose its event.
-        let outcome = match std::str::from_utf8(raw) {
-            Ok(text) => self.text_line(text, out),
-            Err(_) => match self.text_line(&String::from_utf8_lossy(raw), out) {
-                Outcome::Used => Outcome::Used,
-                _ => Outcome::Unparsed(UnparsedKind::InvalidUtf8),
-            },
+        let lossy;
+        let (text, valid) = match std::str::from_utf8(raw) {
+            Ok(text) => (text, true),
+            Err(_) => {
+                lossy = String::from_utf8_lossy(raw);
+                (&*lossy, false)
+            }
         };
-        match outcome {
+        match self.text_line(text, out) {
             Outcome::Used => {}
+            _ if !valid => self.count_unparsed(UnparsedKind::InvalidUtf8),
             Outcome::Ignored => self.stats.ignored_lines += 1,
             Outcome::Unparsed(kind) => self.count_unparsed(kind),
         }
