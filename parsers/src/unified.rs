@@ -1160,6 +1160,27 @@ mod tests {
     }
 
     #[test]
+    fn a_nul_block_does_not_swallow_the_next_pause() {
+        let second = b"[0.300s][info][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 30M->6M(256M) 5.000ms\n";
+        for first in [
+            &b"[0.207s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\n\0\0\0\0"[..],
+            &b"[0.207s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\0\0\0\0"[..],
+            &b"\0\0\0[0.207s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\n\0\0\0"[..],
+        ] {
+            let (events, stats) = parse(&[first, &second[..]].concat());
+            let durations: Vec<f64> = events
+                .iter()
+                .filter_map(|e| match e {
+                    GcEvent::Pause(p) => Some(p.duration_s),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(durations, vec![0.007033, 0.005], "{first:?}");
+            assert_eq!((stats.lines, stats.unparsed_total()), (2, 0));
+        }
+    }
+
+    #[test]
     fn absurd_cpu_times_are_dropped_but_the_pause_kept() {
         let (events, stats) = parse(
             b"[0.2s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 7.033ms\n\
