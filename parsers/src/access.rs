@@ -871,6 +871,18 @@ mod tests {
     }
 
     #[test]
+    fn a_nul_block_does_not_swallow_the_next_request() {
+        let line = "[2016-04-15T20:17:00.310Z] \"GET / HTTP/2\" 200 - 0 10 226 100 \"-\" \"curl\" \"id\" \"host\" \"tcp://10.0.2.1:80\"";
+        let input = format!("{line}\0\0\0\0{line}\n\0\0");
+        let mut parser = AccessLogParser::new(AccessFormat::Envoy, 64 * 1024).unwrap();
+        let mut requests = Vec::new();
+        parser.feed(input.as_bytes(), &mut requests);
+        parser.finish(&mut requests);
+        assert_eq!(requests.len(), 2);
+        assert_eq!((parser.stats().lines, parser.stats().malformed), (2, 0));
+    }
+
+    #[test]
     fn clf_honours_offsets_and_fractions() {
         let t = clf("10/Oct/2000:13:55:36 -0700").unwrap();
         assert_eq!(t.to_rfc3339(), "2000-10-10T20:55:36+00:00");

@@ -2,7 +2,9 @@
 //!
 //! No file or network I/O and no async runtime: callers hand in bytes as they
 //! read them and get typed [`GcEvent`]s back. The agent, `pausewatch analyze`
-//! and the fuzz target all drive the same [`GcLogParser`].
+//! and the fuzz target all drive the same [`GcLogParser`]. Every parser
+//! implements [`StreamParser`], the one interface the agent reads any source
+//! through.
 //!
 //! ```
 //! use pausewatch_parsers::{GcEvent, GcLogParser};
@@ -20,6 +22,7 @@ mod envelope;
 mod events;
 mod grammar;
 mod lines;
+mod stream;
 mod unified;
 
 pub use access::{
@@ -28,4 +31,7 @@ pub use access::{
 };
 pub use events::*;
 pub use lines::{LineSplitter, Piece};
+/// Shared by every parser so that the agent drives each source (GC and access
+/// logs now; hsperfdata, JDK 8 and Go `gctrace` parsers later) the same way.
+pub use stream::StreamParser;
 pub use unified::{line_time, GcLogParser, JvmRun, ParseStats, ParserOptions, UnparsedKind};

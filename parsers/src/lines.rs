@@ -1,11 +1,16 @@
 //! Splitting a byte stream into lines as it arrives, with a cap on line
 //! length so that a corrupt or binary file cannot grow the buffer without
 //! bound. Shared by every log parser in this crate.
+//!
+//! A run of NUL bytes also ends a line. A crash, or a file preallocated and
+//! then written, leaves such a block where a line (or its newline) should be;
+//! without this the block and the next real line would be read as one line.
+//! A NUL run never makes a line of its own.
 
 use serde::{Deserialize, Serialize};
 
-/// What the splitter hands on: a complete line (without its `\n`), or the
-/// news that a line was longer than the cap and is being skipped.
+/// What the splitter hands on: a complete line (without its `\n` or NULs), or
+/// the news that a line was longer than the cap and is being skipped.
 pub enum Piece<'a> {
     Line(&'a [u8]),
     TooLong,
@@ -43,13 +48,21 @@ impl LineSplitter {
     /// never change what is handed on.
     pub fn feed(&mut self, bytes: &[u8], mut on_piece: impl FnMut(Piece<'_>)) {
         let mut rest = bytes;
-        while let Some(position) = memchr::memchr(b'\n', rest) {
+        while let Some(position) = memchr::memchr2(b'\n', 0, rest) {
             let line = &rest[..position];
+            let by_nul = rest[position] == 0;
             rest = &rest[position + 1..];
+            if by_nul {
+                // Skipped in one go: a crash can leave megabytes of them.
+                let run = rest.iter().position(|&b| b != 0).unwrap_or(rest.len());
+                rest = &rest[run..];
+            }
             if self.skipping {
                 self.skipping = false;
             } else if self.partial.is_empty() {
-                self.hand_on(line, &mut on_piece);
+                if !(by_nul && line.is_empty()) {
+                    self.hand_on(line, &mut on_piece);
+                }
             } else {
                 let mut joined = std::mem::take(&mut self.partial);
                 joined.extend_from_slice(line);
@@ -85,6 +98,55 @@ impl LineSplitter {
             on_piece(Piece::TooLong);
         } else {
             on_piece(Piece::Line(line));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the splitter hands on for `input` fed in `chunk`-byte pieces.
+    fn split(input: &[u8], chunk: usize, max_line_bytes: usize) -> Vec<Option<Vec<u8>>> {
+        let mut splitter = LineSplitter::new(max_line_bytes);
+        let mut pieces = Vec::new();
+        let mut collect = |piece: Piece<'_>| {
+            pieces.push(match piece {
+                Piece::Line(line) => Some(line.to_vec()),
+                Piece::TooLong => None,
+            })
+        };
+        for part in input.chunks(chunk) {
+            splitter.feed(part, &mut collect);
+        }
+        splitter.finish(&mut collect);
+        pieces
+    }
+
+    #[test]
+    fn a_nul_run_ends_a_line_but_never_makes_one() {
+        let input = b"one\n\0\0\0\0two\0\0\0three\n\n\0four";
+        let expected: Vec<Option<Vec<u8>>> = vec![
+            Some(b"one".to_vec()),
+            Some(b"two".to_vec()),
+            Some(b"three".to_vec()),
+            Some(b"".to_vec()),
+            Some(b"four".to_vec()),
+        ];
+        for chunk in 1..=input.len() {
+            assert_eq!(split(input, chunk, 1024), expected, "chunks of {chunk}");
+        }
+    }
+
+    #[test]
+    fn a_nul_run_ends_the_skipping_of_an_over_long_line() {
+        let input = b"0123456789abcdef\0\0\0ok\n";
+        for chunk in 1..=input.len() {
+            assert_eq!(
+                split(input, chunk, 8),
+                vec![None, Some(b"ok".to_vec())],
+                "chunks of {chunk}"
+            );
         }
     }
 }

@@ -25,6 +25,15 @@ const MAX_POOLS_PER_COLLECTION: usize = 16;
 /// A drop in uptime larger than this (seconds) means a new JVM run.
 const RESTART_UPTIME_DROP_S: f64 = 1.0;
 
+/// No pause, phase, cycle, safepoint or stall lasts a day: a longer duration
+/// is a garbled number, and one such value would swamp every sum and maximum.
+const MAX_DURATION_S: f64 = 24.0 * 3600.0;
+
+/// Whether a parsed duration (seconds) is one HotSpot could have measured.
+fn plausible(duration_s: f64) -> bool {
+    (0.0..=MAX_DURATION_S).contains(&duration_s)
+}
+
 /// Parenthesised groups that qualify a pause rather than name its cause.
 const QUALIFIERS: &[&str] = &[
     "Normal",
@@ -76,6 +85,8 @@ pub enum UnparsedKind {
     MalformedEvent,
     /// Longer than `max_line_bytes`.
     TooLong,
+    /// Holds bytes that are not UTF-8 and, read with them replaced, yields
+    /// nothing (a line that still yields its event is not counted here).
     InvalidUtf8,
 }
 
@@ -395,33 +406,55 @@ impl GcLogParser {
             .rposition(|&b| !matches!(b, b'\r' | b' ' | b'\t'))
             .map_or(0, |i| i + 1);
         let raw = &raw[..end];
-        let Ok(text) = std::str::from_utf8(raw) else {
-            self.flush(out);
-            self.count_unparsed(UnparsedKind::InvalidUtf8);
-            return;
+        // Validated once; only a line with invalid bytes pays for a lossy copy,
+        // so a stray byte in a cause or a trailing field does not lose its event.
+        let lossy;
+        let (text, valid) = match std::str::from_utf8(raw) {
+            Ok(text) => (text, true),
+            Err(_) => {
+                lossy = String::from_utf8_lossy(raw);
+                (&*lossy, false)
+            }
         };
+        match self.text_line(text, out) {
+            Outcome::Used => {}
+            _ if !valid => self.count_unparsed(UnparsedKind::InvalidUtf8),
+            Outcome::Ignored => self.stats.ignored_lines += 1,
+            Outcome::Unparsed(kind) => self.count_unparsed(kind),
+        }
+    }
+
+    /// Handles one decoded line and says what became of it.
+    fn text_line(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Outcome {
         let Some(env) = envelope::parse(text) else {
             self.flush(out);
-            self.count_unparsed(if is_legacy_line(text) {
+            return Outcome::Unparsed(if is_legacy_line(text) {
                 UnparsedKind::LegacyFormat
             } else {
                 UnparsedKind::NotUnifiedLogging
             });
-            return;
         };
         if env.continuation || (env.message.is_empty() && (env.decorated || text.is_empty())) {
             self.flush(out);
-            self.stats.ignored_lines += 1;
-            return;
+            return Outcome::Ignored;
         }
         let message = split_message(env.message);
         if let (Some(pending), Some(id)) = (&self.pending, message.gc_id) {
             if pending.gc_id == Some(id) {
                 if let Ok((_, cpu)) = grammar::cpu_times(message.body) {
                     let mut pause = self.pending.take().expect("checked above");
-                    pause.cpu = Some(cpu);
+                    let cpu_ok = [cpu.user_s, cpu.sys_s, cpu.real_s]
+                        .into_iter()
+                        .all(plausible);
+                    if cpu_ok {
+                        pause.cpu = Some(cpu);
+                    }
                     self.emit(GcEvent::Pause(pause), out);
-                    return;
+                    return if cpu_ok {
+                        Outcome::Used
+                    } else {
+                        Outcome::Unparsed(UnparsedKind::MalformedEvent)
+                    };
                 }
             }
         }
@@ -438,19 +471,17 @@ impl GcLogParser {
             self.undecorated_logging = true;
         }
         match understood {
-            Understood::Yes => {}
+            Understood::Yes => Outcome::Used,
             Understood::Ignored => {
                 if env.decorated || message.gc_id.is_some() || self.undecorated_logging {
-                    self.stats.ignored_lines += 1;
+                    Outcome::Ignored
+                } else if is_legacy_line(text) {
+                    Outcome::Unparsed(UnparsedKind::LegacyFormat)
                 } else {
-                    self.count_unparsed(if is_legacy_line(text) {
-                        UnparsedKind::LegacyFormat
-                    } else {
-                        UnparsedKind::NotUnifiedLogging
-                    });
+                    Outcome::Unparsed(UnparsedKind::NotUnifiedLogging)
                 }
             }
-            Understood::Malformed => self.count_unparsed(UnparsedKind::MalformedEvent),
+            Understood::Malformed => Outcome::Unparsed(UnparsedKind::MalformedEvent),
         }
     }
 
@@ -620,6 +651,9 @@ impl GcLogParser {
                     let Ok(("", total)) = grammar::nanos(value) else {
                         return Understood::Malformed;
                     };
+                    if !plausible(total) {
+                        return Understood::Malformed;
+                    }
                     safepoint.total_s = total;
                     continue;
                 }
@@ -627,7 +661,7 @@ impl GcLogParser {
                 _ => continue,
             };
             match grammar::nanos(value) {
-                Ok(("", seconds)) => *slot = Some(seconds),
+                Ok(("", seconds)) if plausible(seconds) => *slot = Some(seconds),
                 _ => return Understood::Malformed,
             }
         }
@@ -655,6 +689,9 @@ impl GcLogParser {
             .strip_prefix(", Stopping threads took: ")
             .and_then(|r| grammar::seconds_word(r).ok())
             .map(|(_, s)| s);
+        if !plausible(total_s) || reaching_s.is_some_and(|r| !plausible(r)) {
+            return Understood::Malformed;
+        }
         let end = self.time_of(env);
         let begin = self.safepoint_begin.take();
         let safepoint = Safepoint {
@@ -685,6 +722,9 @@ impl GcLogParser {
         let Ok(("", duration_s)) = grammar::duration(duration) else {
             return Understood::Malformed;
         };
+        if !plausible(duration_s) {
+            return Understood::Malformed;
+        }
         self.infer_collector(Some(Collector::Z));
         let end = self.time_of(env);
         self.emit(
@@ -778,6 +818,9 @@ impl GcLogParser {
         let Ok((_, line)) = grammar::phase_line(message.body) else {
             return Understood::Malformed;
         };
+        if line.duration_s.is_some_and(|d| !plausible(d)) {
+            return Understood::Malformed;
+        }
         self.infer_collector(collector_from_pause(
             line.name,
             &line.groups,
@@ -870,6 +913,9 @@ impl GcLogParser {
             // Shapes such as JDK 9's `Concurrent Mark (0.298s, 0.318s)` carry nothing we need.
             return Understood::Ignored;
         };
+        if line.duration_s.is_some_and(|d| !plausible(d)) {
+            return Understood::Malformed;
+        }
         if line
             .groups
             .iter()
@@ -929,6 +975,9 @@ impl GcLogParser {
         let Ok((_, line)) = grammar::phase_line(body) else {
             return Understood::Malformed;
         };
+        if line.duration_s.is_some_and(|d| !plausible(d)) {
+            return Understood::Malformed;
+        }
         self.infer_collector(Some(if line.name == "Garbage Collection" {
             Collector::Z
         } else {
@@ -983,6 +1032,15 @@ enum Understood {
     Malformed,
 }
 
+/// What became of a whole line; each line is counted in exactly one way.
+enum Outcome {
+    /// It produced or completed an event, or set what the parser knows.
+    Used,
+    /// Well-formed logging that carries nothing pausewatch uses.
+    Ignored,
+    Unparsed(UnparsedKind),
+}
+
 fn generation_from_qualifier(qualifier: &str) -> Option<Generation> {
     match qualifier {
         "Young" => Some(Generation::Young),
@@ -1017,5 +1075,122 @@ fn pause_generation(
         | (Collector::G1, "Pause Cleanup")
         | (Collector::Cms, "Pause Initial Mark") => Some(Generation::Old),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &[u8]) -> (Vec<GcEvent>, ParseStats) {
+        let mut parser = GcLogParser::default();
+        let mut events = Vec::new();
+        parser.feed(text, &mut events);
+        parser.finish(&mut events);
+        (events, parser.stats().clone())
+    }
+
+    fn malformed(stats: &ParseStats) -> u64 {
+        stats
+            .unparsed
+            .get(&UnparsedKind::MalformedEvent)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn durations_beyond_a_day_are_malformed_events() {
+        let lines = [
+            "[0.2s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 99999999999999999999999999ms",
+            "[0.2s][info][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 86400001ms",
+            "[0.2s][info][gc] GC(2) Concurrent Mark 99999999999.000ms",
+            "[0.2s][info][gc] GC(3) Concurrent Mark Cycle 86401.0s",
+            "[0.2s][info][gc] GC(4) Garbage Collection (Warmup) 24M(10%)->4M(2%) 100000s",
+            "[0.2s][info][gc] Allocation Stall (main) 90000000.0ms",
+            "[0.2s][info][safepoint] Safepoint \"Cleanup\", Time since last: 1 ns, Reaching safepoint: 1 ns, At safepoint: 1 ns, Total: 18446744073709551615 ns",
+            "[0.2s][info][safepoint] Safepoint \"Cleanup\", Time since last: 1 ns, Reaching safepoint: 86400000000001 ns, At safepoint: 1 ns, Total: 2 ns",
+            "[0.2s][info][safepoint] Total time for which application threads were stopped: 86400.5 seconds, Stopping threads took: 0.1 seconds",
+            "[0.2s][info][safepoint] Total time for which application threads were stopped: 0.5 seconds, Stopping threads took: 1000000000 seconds",
+        ];
+        for line in lines {
+            let (events, stats) = parse(format!("{line}\n").as_bytes());
+            assert!(events.is_empty(), "{line}: {events:?}");
+            assert_eq!(malformed(&stats), 1, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_day_long_pause_still_counts() {
+        let (events, stats) = parse(
+            b"[0.2s][info][gc] GC(0) Pause Full (System.gc()) 24M->4M(256M) 86400000.000ms\n",
+        );
+        let [GcEvent::Pause(pause)] = &events[..] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(pause.duration_s, 86400.0);
+        assert_eq!(stats.unparsed_total(), 0);
+    }
+
+    #[test]
+    fn an_invalid_byte_in_a_harmless_place_keeps_the_event() {
+        let (events, stats) = parse(
+            b"[0.2s][info][gc] GC(0) Pause Young (Normal) (G1 Evac\xffuation Pause) 24M->4M(256M) 7.033ms\n\
+              [0.3s][info][safepoint] Safepoint \"Cleanup\", Time since last: 1 ns, Reaching safepoint: 2000 ns, At safepoint: 3000 ns, Total: 5000 ns, Threads: 3 runn\xc3ble\n",
+        );
+        let [GcEvent::Pause(pause), GcEvent::Safepoint(safepoint)] = &events[..] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(pause.duration_s, 0.007033);
+        assert_eq!(pause.cause.as_deref(), Some("G1 Evac\u{fffd}uation Pause"));
+        assert_eq!(safepoint.total_s, 0.000005);
+        assert_eq!(stats.unparsed_total(), 0);
+    }
+
+    #[test]
+    fn an_invalid_byte_that_breaks_the_line_is_counted_as_invalid_utf8() {
+        let (events, stats) = parse(
+            b"[0.2s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 7.0\xff3ms\n\
+              [0.2s][info][gc,phases] GC(0)   Other: 0.\xff1ms\n\
+              \xfe\xff binary\n",
+        );
+        assert!(events.is_empty(), "{events:?}");
+        assert_eq!(stats.unparsed.get(&UnparsedKind::InvalidUtf8), Some(&3));
+        assert_eq!(stats.unparsed_total(), 3);
+        assert_eq!(stats.ignored_lines, 0);
+    }
+
+    #[test]
+    fn a_nul_block_does_not_swallow_the_next_pause() {
+        let second = b"[0.300s][info][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 30M->6M(256M) 5.000ms\n";
+        for first in [
+            &b"[0.207s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\n\0\0\0\0"[..],
+            &b"[0.207s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\0\0\0\0"[..],
+            &b"\0\0\0[0.207s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\n\0\0\0"[..],
+        ] {
+            let (events, stats) = parse(&[first, &second[..]].concat());
+            let durations: Vec<f64> = events
+                .iter()
+                .filter_map(|e| match e {
+                    GcEvent::Pause(p) => Some(p.duration_s),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(durations, vec![0.007033, 0.005], "{first:?}");
+            assert_eq!((stats.lines, stats.unparsed_total()), (2, 0));
+        }
+    }
+
+    #[test]
+    fn absurd_cpu_times_are_dropped_but_the_pause_kept() {
+        let (events, stats) = parse(
+            b"[0.2s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 7.033ms\n\
+              [0.2s][info][gc,cpu] GC(0) User=99999999.00s Sys=0.00s Real=0.01s\n",
+        );
+        let [GcEvent::Pause(pause)] = &events[..] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(pause.duration_s, 0.007033);
+        assert_eq!(pause.cpu, None);
+        assert_eq!(malformed(&stats), 1);
     }
 }

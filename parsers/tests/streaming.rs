@@ -1,5 +1,5 @@
 //! Feeding a log whole or in arbitrary chunks must give identical events and
-//! counters, whatever garbage is mixed in.
+//! counters, whatever garbage (random bytes, blocks of NULs) is mixed in.
 
 use std::path::Path;
 
@@ -54,6 +54,8 @@ proptest! {
     fn chunking_never_changes_the_result(
         garbage in proptest::collection::vec(any::<u8>(), 0..2048),
         split in 0usize..1_000_000,
+        nuls in 0usize..5000,
+        nul_split in 0usize..1_000_000,
         chunks in proptest::collection::vec(1usize..4096, 1..16),
         max_line_bytes in prop_oneof![Just(64 * 1024), 16usize..400],
     ) {
@@ -62,11 +64,32 @@ proptest! {
         let mut input = sample[..at].to_vec();
         input.extend_from_slice(&garbage);
         input.extend_from_slice(&sample[at..]);
+        // A crash's block of NULs, anywhere: mid-line, at a line start, in the garbage.
+        let nul_at = nul_split % input.len();
+        input.splice(nul_at..nul_at, std::iter::repeat_n(0u8, nuls));
         let whole = run(&input, &[input.len()], max_line_bytes);
         let chunked = run(&input, &chunks, max_line_bytes);
         prop_assert_eq!(&whole.1, &chunked.1);
         prop_assert!(whole.0 == chunked.0, "events differ");
         prop_assert_eq!(whole.1.bytes, input.len() as u64);
+    }
+
+    #[test]
+    fn a_nul_block_at_a_line_start_changes_no_event(
+        line in 0usize..1_000_000,
+        nuls in 1usize..5000,
+        chunks in proptest::collection::vec(1usize..4096, 1..16),
+    ) {
+        let sample = fixture_sample();
+        let starts: Vec<usize> = memchr::memchr_iter(b'\n', &sample).map(|i| i + 1).collect();
+        let at = starts[line % starts.len()];
+        let mut input = sample[..at].to_vec();
+        input.extend(std::iter::repeat_n(0u8, nuls));
+        input.extend_from_slice(&sample[at..]);
+        let (clean_events, clean_stats) = run(&sample, &[sample.len()], 64 * 1024);
+        let (events, stats) = run(&input, &chunks, 64 * 1024);
+        prop_assert!(events == clean_events, "events differ");
+        prop_assert_eq!(stats, ParseStats { bytes: input.len() as u64, ..clean_stats });
     }
 
     #[test]
