@@ -106,8 +106,17 @@ pub(crate) fn region_transition(i: &str) -> IResult<&str, RegionCounts> {
 /// `9.772ms` or generational ZGC's `0.036s`, in seconds.
 pub(crate) fn duration(i: &str) -> IResult<&str, f64> {
     let (rest, value) = decimal(i)?;
-    let (rest, unit) = alt((tag("ms"), tag("s"))).parse(rest)?;
-    Ok((rest, if unit == "ms" { value / 1000.0 } else { value }))
+    // HotSpot writes `6.363ms`; some logs that went through other tools
+    // carry `6.363 ms`, and the pause must not be lost for the space.
+    let (rest, _) = opt(char(' ')).parse(rest)?;
+    let (rest, unit) = alt((tag("ms"), tag("us"), tag("µs"), tag("ns"), tag("s"))).parse(rest)?;
+    let seconds = match unit {
+        "ms" => value / 1e3,
+        "us" | "µs" => value / 1e6,
+        "ns" => value / 1e9,
+        _ => value,
+    };
+    Ok((rest, seconds))
 }
 
 /// `123 ns` in the safepoint lines, in seconds.

@@ -1180,6 +1180,29 @@ mod tests {
         }
     }
 
+    /// The shape the hostile-host trial met: a space between the duration
+    /// and its unit. Shenandoah's end-of-run table (`gc,stats`, no `GC(N)`)
+    /// has the same spacing and is a total, not a pause.
+    #[test]
+    fn a_space_before_the_unit_keeps_the_pause() {
+        let (events, stats) = parse(
+            b"[2021-03-01T10:00:00.000+0000][info][gc] GC(5) Pause Young (Normal) (G1 Evacuation Pause) 1338M->1324M(5120M) 6.363 ms\n\
+              [2021-03-01T10:00:01.000+0000][info][gc] GC(6) Pause Remark 1400M->1390M(5120M) 250 us\n\
+              [2021-03-01T10:00:02.000+0000][info][gc,stats] Pause Init Mark (G)  1516 us\n",
+        );
+        let durations: Vec<f64> = events
+            .iter()
+            .filter_map(|e| match e {
+                GcEvent::Pause(p) => Some(p.duration_s),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(durations.len(), 2, "{durations:?}");
+        assert!((durations[0] - 0.006363).abs() < 1e-12);
+        assert!((durations[1] - 0.000250).abs() < 1e-12);
+        assert_eq!(stats.unparsed_total(), 0);
+    }
+
     #[test]
     fn absurd_cpu_times_are_dropped_but_the_pause_kept() {
         let (events, stats) = parse(

@@ -180,7 +180,10 @@ pub struct Attribution {
     pub slow_requests_stop_affected: u64,
     /// Share of the slow requests' time over the SLO that overlapping stops explain.
     pub explained_share: f64,
-    /// The p99.9 recomputed without the stop-affected requests.
+    /// The p99.9 had the stops not happened: over the same requests, each
+    /// stop-affected one shortened by the time stops covered it. Leaving
+    /// those requests out instead would move the rank, so that the figure
+    /// could come out above the p99.9 itself; this one never does.
     pub p999_without_stop_affected_seconds: f64,
 }
 
@@ -234,7 +237,7 @@ pub fn attribute(
     }
     let latency = LatencySummary::of(&all);
     let threshold = options.slo_seconds.unwrap_or(latency.p999_seconds);
-    let mut unaffected = new_histogram();
+    let mut without_stops = new_histogram();
     let mut slow = Vec::new();
     let mut affected_count = 0;
     let (mut excess_total, mut excess_explained) = (0.0, 0.0);
@@ -243,9 +246,12 @@ pub fn attribute(
         let stopped = stops.covered_seconds(request.start, end);
         let affected =
             request.duration_s > 0.0 && stopped >= options.affected_share * request.duration_s;
-        if !affected {
-            unaffected.saturating_record(micros(request.duration_s));
-        }
+        let counterfactual = if affected {
+            (request.duration_s - stopped).max(0.0)
+        } else {
+            request.duration_s
+        };
+        without_stops.saturating_record(micros(counterfactual));
         if request.duration_s > threshold {
             let excess = request.duration_s - threshold;
             excess_total += excess;
@@ -271,7 +277,7 @@ pub fn attribute(
             } else {
                 0.0
             },
-            p999_without_stop_affected_seconds: LatencySummary::of(&unaffected).p999_seconds,
+            p999_without_stop_affected_seconds: LatencySummary::of(&without_stops).p999_seconds,
         },
         slow,
     }
@@ -508,9 +514,46 @@ mod tests {
         assert_eq!(result.attribution.slow_requests_stop_affected, 1);
         // Excess over 50 ms: 250 + 450 = 700 ms; stops explain 100 + 100 ms.
         assert!((result.attribution.explained_share - 200.0 / 700.0).abs() < 1e-9);
-        // Without the affected request the slowest left is the 500 ms one.
+        // The affected request is 200 ms without its stop; the unaffected
+        // 500 ms one is now the slowest.
         assert!((result.attribution.p999_without_stop_affected_seconds - 0.500).abs() < 0.001);
         assert_eq!(result.slow[0].stops.len(), 1);
+    }
+
+    /// 1,000 requests: 993 of 1 ms, two slow ones (100 and 90 ms) no stop
+    /// touched, and five of 2 ms each fully covered by a stop. The p99.9 is
+    /// the 999th value, 90 ms. Leaving the five out would make it the 995th
+    /// of 995, 100 ms: above the p99.9. Taking their stopped time out keeps
+    /// the rank: still 90 ms.
+    #[test]
+    fn the_tail_without_stops_is_never_above_the_tail() {
+        let mut stops = StopIndex::default();
+        stops.add(stop(50_000, 50_100));
+        let mut requests = vec![
+            RequestTiming {
+                start: at(0),
+                duration_s: 0.001,
+            };
+            993
+        ];
+        requests.push(RequestTiming {
+            start: at(10_000),
+            duration_s: 0.100,
+        });
+        requests.push(RequestTiming {
+            start: at(20_000),
+            duration_s: 0.090,
+        });
+        for i in 0..5 {
+            requests.push(RequestTiming {
+                start: at(50_000 + 10 * i),
+                duration_s: 0.002,
+            });
+        }
+        let result = attribute(&requests, &stops, &AttributionOptions::default());
+        assert!((result.latency.p999_seconds - 0.090).abs() < 0.0001);
+        let without = result.attribution.p999_without_stop_affected_seconds;
+        assert!((without - 0.090).abs() < 0.0001, "{without}");
     }
 
     #[test]

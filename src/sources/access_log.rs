@@ -8,7 +8,7 @@ use std::sync::Arc;
 use pausewatch_parsers::{AccessLogParser, Request};
 use serde::{Deserialize, Serialize};
 
-use super::{report_note, Source, SourceCheckpoint, SourceKey};
+use super::{read_batched, report_note, Source, SourceCheckpoint, SourceKey};
 use crate::config;
 use crate::follow::{Follower, Position};
 use crate::model::correlate::RequestTiming;
@@ -77,9 +77,6 @@ impl AccessLogSource {
     }
 }
 
-/// Requests handed over under one lock at most, as GC events are.
-const HAND_OVER_BATCH: usize = 4096;
-
 /// Hands `requests` to the GC stream whose live path is `link`, under one
 /// lock, or counts them unattributed while that stream does not exist.
 fn hand_over(
@@ -126,16 +123,10 @@ impl Source for AccessLogSource {
     }
 
     fn poll(&mut self, store: &Store) -> bool {
-        let mut requests = Vec::new();
         let (id, link, offset) = (self.id, self.link.as_str(), self.offset);
-        let parser = &mut self.parser;
-        let outcome = self.follower.poll(&mut |chunk| {
-            parser.feed(chunk, &mut requests);
-            if requests.len() >= HAND_OVER_BATCH {
-                hand_over(store, id, link, offset, &mut requests);
-            }
+        let outcome = read_batched(&mut self.follower, &mut self.parser, |_, requests| {
+            hand_over(store, id, link, offset, requests)
         });
-        hand_over(store, id, link, offset, &mut requests);
         let mut state = store.write();
         if let Some(access) = state.access_mut(self.id) {
             access.stats = self.parser.stats().clone();

@@ -9,7 +9,7 @@ use chrono::Utc;
 use pausewatch_parsers::{GcEvent, GcLogParser, ParserOptions};
 use serde::{Deserialize, Serialize};
 
-use super::{report_note, Source, SourceCheckpoint, SourceKey};
+use super::{read_batched, report_note, Source, SourceCheckpoint, SourceKey};
 use crate::config;
 use crate::follow::{Follower, Position};
 use crate::model::latency::LatencyState;
@@ -19,9 +19,6 @@ use crate::store::{AgentState, Store, StreamId, StreamState};
 const PENDING_FLUSH_AFTER: Duration = Duration::from_millis(200);
 /// How often /proc is searched for the start of a JVM whose log has uptime only.
 const CLOCK_PROBE_INTERVAL: Duration = Duration::from_secs(2);
-/// Events applied under one lock at most: a catch-up read of a large log
-/// must not hold gigabytes of events, nor the lock for long.
-const APPLY_BATCH: usize = 4096;
 
 /// What a restart needs: where reading stopped, the parser's unfinished
 /// state and the aggregates that reflect exactly the bytes before it.
@@ -146,22 +143,20 @@ impl Source for GcLogSource {
 
     fn poll(&mut self, store: &Store) -> bool {
         self.probe_jvm_start(store);
-        let (id, parser) = (self.id, &mut self.parser);
-        let mut events = Vec::new();
-        let outcome = self.follower.poll(&mut |chunk| {
-            parser.feed(chunk, &mut events);
-            if events.len() >= APPLY_BATCH {
-                apply(store, id, parser, &mut events);
-            }
+        let id = self.id;
+        let outcome = read_batched(&mut self.follower, &mut self.parser, |parser, events| {
+            apply(store, id, parser, events)
         });
+        let parser = &mut self.parser;
         let mut changed = outcome.bytes_read > 0;
         if changed {
             self.last_data = Instant::now();
         } else if self.last_data.elapsed() >= PENDING_FLUSH_AFTER {
+            let mut events = Vec::new();
             parser.flush(&mut events);
             changed = !events.is_empty();
+            apply(store, id, parser, &mut events);
         }
-        apply(store, id, parser, &mut events);
         let mut state = store.write();
         if let Some(stream) = state.stream_mut(id) {
             stream.parse = parser.stats().clone();

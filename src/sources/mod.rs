@@ -10,10 +10,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use pausewatch_parsers::StreamParser;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, CorrelationConfig};
-use crate::follow::{discover, Note};
+use crate::follow::{discover, Follower, Note, PollOutcome};
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
 use crate::store::{AgentState, Store, StreamId};
@@ -66,6 +67,29 @@ impl SourceCheckpoint {
             SourceCheckpoint::LatencyHistogram(c) => SourceKey::LatencyHistogram(c.key.clone()),
         }
     }
+}
+
+/// Records applied to the store under one lock at most: a catch-up read of
+/// a large file must not hold gigabytes of records, nor the lock for long.
+const APPLY_BATCH: usize = 4096;
+
+/// Reads what is new in a followed file through `parser`, handing the
+/// records to `apply` in batches of at most [`APPLY_BATCH`] (and once more
+/// at the end, possibly empty): the one read loop of every file source.
+pub fn read_batched<P: StreamParser>(
+    follower: &mut Follower,
+    parser: &mut P,
+    mut apply: impl FnMut(&mut P, &mut Vec<P::Output>),
+) -> PollOutcome {
+    let mut records = Vec::new();
+    let outcome = follower.poll(&mut |chunk| {
+        parser.feed(chunk, &mut records);
+        if records.len() >= APPLY_BATCH {
+            apply(parser, &mut records);
+        }
+    });
+    apply(parser, &mut records);
+    outcome
 }
 
 /// Logs a follower's note and counts the errors among them in `errors`;
