@@ -6,8 +6,9 @@
 //! loses nor double-counts a pause.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,12 +26,87 @@ use crate::sources::{Registry, Source, SourceCheckpoint};
 use crate::store::{SharedStore, StreamState};
 
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
+/// A failing checkpoint is logged at once, then at most this often.
+const CHECKPOINT_ERROR_EVERY: Duration = Duration::from_secs(60);
+/// The file in `checkpoint_dir` that one agent at a time holds locked.
+const LOCK_FILE: &str = "lock";
+
+/// What wakes the loop before its poll interval is over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// A followed directory changed.
+    Files,
+    /// SIGTERM or SIGINT: a last poll, a final checkpoint, and out.
+    Shutdown,
+    /// SIGHUP.
+    Reload,
+    /// SIGUSR1: write a checkpoint now.
+    Checkpoint,
+    /// SIGUSR2: log what the agent follows.
+    Status,
+}
+
+/// Another agent holds the checkpoint directory: running a second one on it
+/// would overwrite its state, so this one does not start.
+#[derive(Debug)]
+pub struct CheckpointDirInUse(pub String);
+
+impl std::fmt::Display for CheckpointDirInUse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CheckpointDirInUse {}
+
+/// Locks `dir/lock` for this process and writes its pid there, so that a
+/// second agent on the same directory can say who holds it.
+fn lock_checkpoint_dir(dir: &Path) -> Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let holder = if holder.is_empty() { "unknown" } else { holder };
+            return Err(CheckpointDirInUse(format!(
+                "checkpoint_dir {} is in use by another pausewatch agent (pid {holder}, lock {})",
+                dir.display(),
+                path.display()
+            ))
+            .into());
+        }
+        Err(std::fs::TryLockError::Error(error)) => {
+            return Err(error).with_context(|| format!("cannot lock {}", path.display()))
+        }
+    }
+    file.set_len(0)?;
+    file.rewind()?;
+    writeln!(file, "{}", std::process::id())?;
+    Ok(file)
+}
 /// After a file event, how long to wait for more before reading: bounds the
 /// agent's wake-ups to 50 a second on a busy log, well inside the delay budget.
 const COALESCE_EVENTS_FOR: Duration = Duration::from_millis(20);
 
 pub struct Agent {
     config: Config,
+    /// Held for the agent's life: the lock on `checkpoint_dir`.
+    _lock: File,
+    wake: mpsc::Sender<Wake>,
+    woken: mpsc::Receiver<Wake>,
+    /// Failed checkpoints since the last one that succeeded, and when that
+    /// was last logged.
+    checkpoint_failures: u64,
+    checkpoint_failure_logged: Option<Instant>,
     store: SharedStore,
     registry: Registry,
     sources: Vec<Box<dyn Source>>,
@@ -55,6 +131,7 @@ impl Agent {
                 config.checkpoint_dir.display()
             )
         })?;
+        let lock = lock_checkpoint_dir(&config.checkpoint_dir)?;
         let checkpoint_path = config.checkpoint_dir.join(checkpoint::FILE_NAME);
         let restored = match std::fs::read(&checkpoint_path) {
             Ok(bytes) => match checkpoint::parse(&bytes) {
@@ -72,9 +149,15 @@ impl Agent {
             },
             Err(_) => Vec::new(),
         };
+        let (wake, woken) = mpsc::channel();
         Ok(Agent {
             registry: Registry::new(config.clone(), restored),
             config,
+            _lock: lock,
+            wake,
+            woken,
+            checkpoint_failures: 0,
+            checkpoint_failure_logged: None,
             store,
             sources: Vec::new(),
             checkpoint_path,
@@ -86,6 +169,11 @@ impl Agent {
             last_evaluation: Instant::now(),
             notifications: Vec::new(),
         })
+    }
+
+    /// A handle that wakes the loop: for file events and signals.
+    pub fn waker(&self) -> mpsc::Sender<Wake> {
+        self.wake.clone()
     }
 
     /// Adds sources for streams seen for the first time, and watches their
@@ -189,6 +277,46 @@ impl Agent {
         self.evaluate_alerts();
     }
 
+    /// Writes a checkpoint; a failure is counted, logged at once and then at
+    /// most every [`CHECKPOINT_ERROR_EVERY`], so a full disk does not flood
+    /// the log.
+    fn checkpoint_or_report(&mut self) {
+        match self.checkpoint() {
+            Ok(()) => {
+                if self.checkpoint_failures > 0 {
+                    tracing::info!(path = %self.checkpoint_path.display(), failures = self.checkpoint_failures, "checkpoint written again");
+                }
+                self.checkpoint_failures = 0;
+                self.checkpoint_failure_logged = None;
+            }
+            Err(error) => {
+                self.checkpoint_failures += 1;
+                self.store.write().count_error("checkpoint_write");
+                let due = self
+                    .checkpoint_failure_logged
+                    .is_none_or(|at| at.elapsed() >= CHECKPOINT_ERROR_EVERY);
+                if due {
+                    self.checkpoint_failure_logged = Some(Instant::now());
+                    tracing::error!(error = %format!("{error:#}"), failures = self.checkpoint_failures, "checkpoint failed; retrying, logged again in a minute if it still fails");
+                }
+                // Retry at the next interval, not on every poll.
+                self.last_checkpoint = Instant::now();
+            }
+        }
+    }
+
+    /// Logs what the agent follows (SIGUSR2).
+    fn log_status(&self) {
+        let state = self.store.snapshot();
+        for stream in state.streams.values() {
+            tracing::info!(log = %stream.log, lines = stream.parse.lines, lag_bytes = stream.read_lag_bytes, readable = stream.readable, "status: GC log");
+        }
+        for access in state.access_streams.values() {
+            tracing::info!(log = %access.log, lines = access.stats.lines, lag_bytes = access.read_lag_bytes, readable = access.readable, "status: access log");
+        }
+        tracing::info!(sources = self.sources.len(), checkpoint = %self.checkpoint_path.display(), checkpoint_failures = self.checkpoint_failures, "status");
+    }
+
     /// Writes every source's checkpoint in one atomic file. The state is read
     /// from a snapshot, so serializing never holds the store's lock.
     pub fn checkpoint(&mut self) -> Result<()> {
@@ -222,12 +350,12 @@ impl Agent {
         }
     }
 
-    /// Runs until `shutdown` is set, then writes a final checkpoint.
-    pub fn run(mut self, shutdown: Arc<AtomicBool>) -> Result<()> {
-        let (wake, woken) = mpsc::channel::<()>();
+    /// Runs until a [`Wake::Shutdown`] arrives, then writes a final checkpoint.
+    pub fn run(mut self) -> Result<()> {
+        let wake = self.waker();
         let mut watcher =
             match notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
-                let _ = wake.send(());
+                let _ = wake.send(Wake::Files);
             }) {
                 Ok(watcher) => Some(watcher),
                 Err(error) => {
@@ -238,7 +366,7 @@ impl Agent {
             };
         self.discover_sources(watcher.as_mut());
         self.start_senders();
-        while !shutdown.load(Ordering::SeqCst) {
+        loop {
             self.poll_once();
             if self
                 .last_discovery
@@ -248,21 +376,36 @@ impl Agent {
                 self.prune_history();
             }
             if self.dirty && self.last_checkpoint.elapsed() >= self.config.checkpoint_interval {
-                if let Err(error) = self.checkpoint() {
-                    tracing::error!(error = %format!("{error:#}"), "checkpoint failed");
-                    self.store.write().count_error("checkpoint_write");
-                }
+                self.checkpoint_or_report();
             }
-            // Woken by a file event, or the poll interval for file systems
-            // where events do not arrive (NFS, some containers).
-            if woken.recv_timeout(self.config.poll_interval).is_ok() {
-                // A busy log fires an event per write: gather them for a
-                // moment so that one poll reads many lines.
-                std::thread::sleep(COALESCE_EVENTS_FOR);
-                while woken.try_recv().is_ok() {}
+            // Woken by a file event or a signal, or the poll interval for
+            // file systems where events do not arrive (NFS, some containers).
+            let mut wakes = match self.woken.recv_timeout(self.config.poll_interval) {
+                Ok(Wake::Files) => {
+                    // A busy log fires an event per write: gather them for
+                    // a moment so that one poll reads many lines.
+                    std::thread::sleep(COALESCE_EVENTS_FOR);
+                    vec![Wake::Files]
+                }
+                Ok(other) => vec![other],
+                Err(_) => Vec::new(),
+            };
+            wakes.extend(self.woken.try_iter());
+            if wakes.contains(&Wake::Shutdown) {
+                break;
+            }
+            if wakes.contains(&Wake::Reload) {
+                tracing::warn!("SIGHUP: the configuration is not reloaded while running; restart the agent to apply changes");
+            }
+            if wakes.contains(&Wake::Checkpoint) {
+                self.checkpoint_or_report();
+            }
+            if wakes.contains(&Wake::Status) {
+                self.log_status();
             }
         }
         self.poll_once();
         self.checkpoint()
+            .with_context(|| format!("final checkpoint to {}", self.checkpoint_path.display()))
     }
 }

@@ -71,16 +71,29 @@ pub fn serialize(sources: &[SourceCheckpoint]) -> Result<Vec<u8>> {
 
 /// Writes `bytes` to `path` so that a crash leaves the old file or the new
 /// one, never a mix: temporary file, fsync, rename, fsync of the directory.
+/// A failed write removes its temporary file (on a full disk it would
+/// otherwise hold the space that was left); every error names the path.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let temporary = path.with_extension("json.tmp");
-    let mut file = std::fs::File::create(&temporary)
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&temporary, path)
-        .with_context(|| format!("cannot rename to {}", path.display()))?;
+    let written = std::fs::File::create(&temporary).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()
+    });
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(error).with_context(|| format!("cannot write {}", temporary.display()));
+    }
+    std::fs::rename(&temporary, path).with_context(|| {
+        format!(
+            "cannot rename {} to {}",
+            temporary.display(),
+            path.display()
+        )
+    })?;
     if let Some(dir) = path.parent() {
-        std::fs::File::open(dir)?.sync_all()?;
+        std::fs::File::open(dir)
+            .and_then(|dir| dir.sync_all())
+            .with_context(|| format!("cannot sync {}", dir.display()))?;
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use pausewatch::commands::analyze::{analyze, render_text, AnalyzeOptions, LatencyInput};
 use pausewatch::commands::demo::demo_config;
 use pausewatch::commands::replay::{replay, ReplayOptions};
-use pausewatch::commands::run::run;
+use pausewatch::commands::run::{run, SetupError};
 use pausewatch::config::access_format::{
     build_format, parse_duration_unit, parse_signed_duration, parse_time_format,
     parse_timestamp_meaning, AccessFields,
@@ -229,6 +229,10 @@ fn main() -> ExitCode {
             }
             match run(config) {
                 Ok(()) => ExitCode::SUCCESS,
+                Err(error) if error.is::<SetupError>() => {
+                    eprintln!("pausewatch: {error}");
+                    ExitCode::from(2)
+                }
                 Err(error) => fail(error),
             }
         }

@@ -1,54 +1,87 @@
 //! `pausewatch run`: the HTTP server on a small runtime, signal handling,
 //! and the agent's loop on the main thread.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use crate::agent::Agent;
+use crate::agent::{Agent, Wake};
 use crate::config::Config;
 use crate::export::prometheus as metrics;
 use crate::server;
 use crate::store::Store;
 
+/// A fault in how the agent was set up rather than in what it met while
+/// running: the address is taken, the checkpoint directory is held. Exit 2.
+#[derive(Debug)]
+pub struct SetupError(pub String);
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
 /// Serves the endpoints and runs the agent until SIGTERM or SIGINT.
 pub fn run(config: Config) -> Result<()> {
     let store = Arc::new(Store::default());
+    let agent = Agent::new(config.clone(), store.clone()).map_err(|error| {
+        match error.downcast::<crate::agent::CheckpointDirInUse>() {
+            Ok(in_use) => SetupError(in_use.0).into(),
+            Err(error) => error,
+        }
+    })?;
     let registry = Arc::new(metrics::registry(store.clone(), env!("CARGO_PKG_VERSION")));
-    let router = server::router(store.clone(), registry);
+    let router = server::router(store, registry);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()?;
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(config.listen))
-        .with_context(|| format!("cannot listen on {}", config.listen))?;
-    tracing::info!(listen = %config.listen, sources = config.gc_log.len(), "pausewatch agent started");
+        .map_err(|error| SetupError(format!("cannot listen on {}: {error}", config.listen)))?;
+    // With port 0 the system picks one: say which.
+    let bound = listener.local_addr()?;
+    tracing::info!(listen = %bound, sources = config.gc_log.len(), "pausewatch agent started");
     runtime.spawn(async move {
         if let Err(error) = server::serve(listener, router).await {
             tracing::error!(%error, "HTTP server stopped");
         }
     });
-    let shutdown = Arc::new(AtomicBool::new(false));
-    let signal_flag = shutdown.clone();
+    let waker = agent.waker();
     runtime.spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut terminate), Ok(mut interrupt)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            return;
-        };
-        tokio::select! {
-            _ = terminate.recv() => {}
-            _ = interrupt.recv() => {}
+        if let Err(error) = forward_signals(waker).await {
+            tracing::error!(%error, "cannot handle signals");
         }
-        signal_flag.store(true, Ordering::SeqCst);
     });
-    let agent = Agent::new(config, store)?;
-    let result = agent.run(shutdown);
+    let result = agent.run();
     tracing::info!("pausewatch agent stopped");
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result
+}
+
+/// Turns signals into wake-ups of the agent's loop, so that each takes
+/// effect at once whatever the poll interval: SIGTERM and SIGINT stop the
+/// agent after a final checkpoint; SIGHUP, SIGUSR1 and SIGUSR2 never kill it.
+async fn forward_signals(waker: std::sync::mpsc::Sender<Wake>) -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut hangup = signal(SignalKind::hangup())?;
+    let mut user1 = signal(SignalKind::user_defined1())?;
+    let mut user2 = signal(SignalKind::user_defined2())?;
+    loop {
+        let wake = tokio::select! {
+            _ = terminate.recv() => Wake::Shutdown,
+            _ = interrupt.recv() => Wake::Shutdown,
+            _ = hangup.recv() => Wake::Reload,
+            _ = user1.recv() => Wake::Checkpoint,
+            _ = user2.recv() => Wake::Status,
+        };
+        if waker.send(wake).is_err() || wake == Wake::Shutdown {
+            return Ok(());
+        }
+    }
 }
