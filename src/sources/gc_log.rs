@@ -2,13 +2,14 @@
 //! model. Uptime-only logs are anchored to their JVM's start from /proc.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use pausewatch_parsers::{GcEvent, GcLogParser, ParserOptions};
 use serde::{Deserialize, Serialize};
 
+use super::procfs::JvmLogWriters;
 use super::{read_batched, report_note, Source, SourceCheckpoint, SourceKey};
 use crate::config;
 use crate::follow::{Follower, Position};
@@ -39,6 +40,8 @@ pub struct GcLogSource {
     last_clock_probe: Option<Instant>,
     /// Whether the configuration gives the JVM start (then /proc is not asked).
     configured_start: bool,
+    /// Which process writes which log, shared by every GC log source.
+    writers: Arc<Mutex<JvmLogWriters>>,
 }
 
 impl GcLogSource {
@@ -50,6 +53,7 @@ impl GcLogSource {
         live: PathBuf,
         restored: Option<SourceCheckpoint>,
         latency_target: bool,
+        writers: Arc<Mutex<JvmLogWriters>>,
         store: &Store,
     ) -> GcLogSource {
         let log = live.display().to_string();
@@ -88,6 +92,7 @@ impl GcLogSource {
             last_data: Instant::now(),
             last_clock_probe: None,
             configured_start: source.jvm_start.is_some(),
+            writers,
         }
     }
 
@@ -110,8 +115,14 @@ impl GcLogSource {
         {
             return;
         }
+        let fresh = self.last_clock_probe.is_none();
         self.last_clock_probe = Some(Instant::now());
-        if let Some(start) = super::procfs::jvm_start_for_log(self.follower.live_path()) {
+        let start = self
+            .writers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .start_of(self.follower.live_path(), fresh);
+        if let Some(start) = start {
             self.parser.anchor_jvm_start(start);
             tracing::info!(log = %self.follower.live_path().display(), "uptime-only log anchored to its JVM's start from /proc");
         }

@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use pausewatch_parsers::StreamParser;
 use serde::{Deserialize, Serialize};
@@ -145,6 +146,7 @@ pub struct Registry {
     restored: BTreeMap<SourceKey, SourceCheckpoint>,
     known: BTreeSet<SourceKey>,
     next_id: u64,
+    writers: Arc<Mutex<procfs::JvmLogWriters>>,
 }
 
 impl Registry {
@@ -156,6 +158,7 @@ impl Registry {
             restored: restored.into_iter().map(|c| (c.key(), c)).collect(),
             known: BTreeSet::new(),
             next_id: 0,
+            writers: Arc::default(),
         }
     }
 
@@ -196,7 +199,13 @@ impl Registry {
                 let id = self.next_id();
                 let latency = self.is_latency_target(&log);
                 found.push(Box::new(gc_log::GcLogSource::start(
-                    id, &source, live, restored, latency, store,
+                    id,
+                    &source,
+                    live,
+                    restored,
+                    latency,
+                    self.writers.clone(),
+                    store,
                 )));
             }
         }

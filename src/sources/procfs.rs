@@ -2,36 +2,45 @@
 //! `/proc`, for logs decorated with uptime only: without it their pauses
 //! cannot be placed in wall-clock time.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
 /// Linux reports process start times in USER_HZ ticks, 100 on every
 /// mainstream architecture.
 const TICKS_PER_SECOND: f64 = 100.0;
+/// How often /proc is scanned at most: a host with hundreds of processes and
+/// hundreds of uptime-only logs must not pay for a scan on every poll.
+const SCAN_EVERY: Duration = Duration::from_secs(10);
+/// A new file may ask for a scan sooner, but not more often than this.
+const FRESH_SCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// Boot time, seconds since the epoch (`btime` in /proc/stat).
-fn boot_time() -> Option<i64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+fn boot_time(proc_root: &Path) -> Option<i64> {
+    let stat = std::fs::read_to_string(proc_root.join("stat")).ok()?;
     stat.lines()
         .find_map(|line| line.strip_prefix("btime "))
         .and_then(|value| value.trim().parse().ok())
 }
 
-/// Start of process `pid`, from field 22 of /proc/PID/stat (after the command
-/// name, which may itself contain spaces and parentheses).
-fn process_start(pid: u32, boot: i64) -> Option<DateTime<Utc>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+/// Start of a process in ticks after boot, from field 22 of /proc/PID/stat
+/// (after the command name, which may itself contain spaces and parentheses).
+fn start_ticks(proc_root: &Path, pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat")).ok()?;
     let after_name = &stat[stat.rfind(')')? + 2..];
-    let ticks: f64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
-    let nanos = (boot as f64 * 1e9 + ticks / TICKS_PER_SECOND * 1e9) as i64;
-    Some(DateTime::from_timestamp_nanos(nanos))
+    after_name.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn wall_clock(boot: i64, ticks: u64) -> DateTime<Utc> {
+    let nanos = (boot as f64 * 1e9 + ticks as f64 / TICKS_PER_SECOND * 1e9) as i64;
+    DateTime::from_timestamp_nanos(nanos)
 }
 
 /// The log files named in a JVM's `-Xlog:...:file=PATH...` options,
 /// resolved against its working directory, with `%p` expanded.
-fn xlog_files(pid: u32, arguments: &[String]) -> Vec<PathBuf> {
-    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+fn xlog_files(cwd: &Path, pid: u32, arguments: &[String]) -> Vec<PathBuf> {
     arguments
         .iter()
         .filter(|a| a.starts_with("-Xlog"))
@@ -46,33 +55,108 @@ fn xlog_files(pid: u32, arguments: &[String]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Start time of the process whose `-Xlog` writes `log`, if one runs now.
-pub fn jvm_start_for_log(log: &Path) -> Option<DateTime<Utc>> {
-    let boot = boot_time()?;
-    let wanted = std::fs::canonicalize(log).unwrap_or_else(|_| log.to_path_buf());
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// A process as last scanned: its start (which tells a reused pid apart)
+/// and the `-Xlog` files of its command line, read once per process.
+struct Process {
+    start_ticks: u64,
+    logs: Vec<PathBuf>,
+}
+
+/// Which running process writes which `-Xlog` file, for logs decorated with
+/// uptime only: without their JVM's start their pauses cannot be placed in
+/// wall-clock time. One finder serves every GC log source.
+pub struct JvmLogWriters {
+    proc_root: PathBuf,
+    processes: HashMap<u32, Process>,
+    boot: Option<i64>,
+    last_scan: Option<Instant>,
+}
+
+impl Default for JvmLogWriters {
+    fn default() -> Self {
+        JvmLogWriters::at(PathBuf::from("/proc"))
+    }
+}
+
+impl JvmLogWriters {
+    fn at(proc_root: PathBuf) -> JvmLogWriters {
+        JvmLogWriters {
+            proc_root,
+            processes: HashMap::new(),
+            boot: None,
+            last_scan: None,
+        }
+    }
+
+    /// Start time of the process whose `-Xlog` writes `log`, if one runs.
+    /// /proc is scanned again when the last scan is older than
+    /// [`SCAN_EVERY`], or [`FRESH_SCAN_EVERY`] when `fresh` (a file seen for
+    /// the first time, whose JVM may just have started).
+    pub fn start_of(&mut self, log: &Path, fresh: bool) -> Option<DateTime<Utc>> {
+        let due = if fresh { FRESH_SCAN_EVERY } else { SCAN_EVERY };
+        if self.last_scan.is_none_or(|at| at.elapsed() >= due) {
+            self.scan();
+        }
+        let wanted = canonical(log);
+        let ticks = self
+            .processes
+            .values()
+            .find(|p| p.logs.contains(&wanted))?
+            .start_ticks;
+        Some(wall_clock(self.boot?, ticks))
+    }
+
+    /// Reads every process's start; the command line only of processes not
+    /// seen before (or whose pid was reused).
+    fn scan(&mut self) {
+        self.last_scan = Some(Instant::now());
+        self.boot = boot_time(&self.proc_root);
+        let Ok(entries) = std::fs::read_dir(&self.proc_root) else {
+            return;
         };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
+        let mut seen = HashMap::with_capacity(self.processes.len());
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let Some(start_ticks) = start_ticks(&self.proc_root, pid) else {
+                continue;
+            };
+            let process = match self.processes.remove(&pid) {
+                Some(known) if known.start_ticks == start_ticks => known,
+                _ => Process {
+                    start_ticks,
+                    logs: self.xlog_logs(pid),
+                },
+            };
+            seen.insert(pid, process);
+        }
+        self.processes = seen;
+    }
+
+    fn xlog_logs(&self, pid: u32) -> Vec<PathBuf> {
+        let dir = self.proc_root.join(pid.to_string());
+        let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
+            return Vec::new();
         };
         let arguments: Vec<String> = cmdline
             .split(|&b| b == 0)
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        let writes_it = xlog_files(pid, &arguments)
+        let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
+        xlog_files(&cwd, pid, &arguments)
             .iter()
-            .any(|file| std::fs::canonicalize(file).unwrap_or_else(|_| file.clone()) == wanted);
-        if writes_it {
-            return process_start(pid, boot);
-        }
+            .map(|file| canonical(file))
+            .collect()
     }
-    None
 }
 
 #[cfg(test)]
@@ -86,8 +170,8 @@ mod tests {
             "-Xlog:gc*,safepoint:file=logs/gc-%p.log:uptime:filecount=5".to_string(),
             "-Xlog:gc:file=\"/var/log/a b/gc.log\"".to_string(),
         ];
-        let files = xlog_files(std::process::id(), &arguments);
         let cwd = std::env::current_dir().unwrap();
+        let files = xlog_files(&cwd, std::process::id(), &arguments);
         assert_eq!(
             files[0],
             cwd.join(format!("logs/gc-{}.log", std::process::id()))
@@ -97,9 +181,51 @@ mod tests {
 
     #[test]
     fn this_process_started_before_now() {
-        let boot = boot_time().unwrap();
-        let start = process_start(std::process::id(), boot).unwrap();
+        let proc_root = Path::new("/proc");
+        let boot = boot_time(proc_root).unwrap();
+        let start = wall_clock(boot, start_ticks(proc_root, std::process::id()).unwrap());
         let age = Utc::now() - start;
         assert!(age.num_seconds() >= 0 && age.num_hours() < 24, "{start}");
+    }
+
+    /// A /proc of one JVM: booted at 1,800,000,000 s, started 1,234 ticks
+    /// (12.34 s) later, writing `gc.log` relative to its working directory.
+    fn fake_proc(root: &Path, cwd: &Path, ticks: u64, cmdline: &str) {
+        let pid = root.join("4242");
+        std::fs::create_dir_all(&pid).unwrap();
+        std::fs::write(root.join("stat"), "cpu 1 2 3\nbtime 1800000000\n").unwrap();
+        let fields: Vec<String> = (4..=21).map(|n| n.to_string()).collect();
+        let stat = format!("4242 (java main) S {} {ticks} 0\n", fields.join(" "));
+        std::fs::write(pid.join("stat"), stat).unwrap();
+        std::fs::write(pid.join("cmdline"), cmdline.replace(' ', "\0")).unwrap();
+        let _ = std::fs::remove_file(pid.join("cwd"));
+        std::os::unix::fs::symlink(cwd, pid.join("cwd")).unwrap();
+    }
+
+    #[test]
+    fn a_jvms_command_line_is_read_once_and_a_reused_pid_read_again() {
+        let root = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let log = cwd.path().join("gc.log");
+        std::fs::write(&log, "").unwrap();
+        fake_proc(
+            root.path(),
+            cwd.path(),
+            1234,
+            "java -Xlog:gc:file=gc.log -jar app.jar",
+        );
+        let mut writers = JvmLogWriters::at(root.path().to_path_buf());
+        let expected = DateTime::from_timestamp(1_800_000_012, 340_000_000).unwrap();
+        assert_eq!(writers.start_of(&log, true), Some(expected));
+        // Same process (same start): its command line is not read again.
+        fake_proc(root.path(), cwd.path(), 1234, "java -jar other.jar");
+        writers.last_scan = None;
+        assert_eq!(writers.start_of(&log, false), Some(expected));
+        // Within the scan period nothing is read at all.
+        fake_proc(root.path(), cwd.path(), 999, "java -jar other.jar");
+        assert_eq!(writers.start_of(&log, false), Some(expected));
+        // The pid reused by another process: read again, no longer the writer.
+        writers.last_scan = None;
+        assert_eq!(writers.start_of(&log, false), None);
     }
 }
