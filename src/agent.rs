@@ -32,10 +32,10 @@ const CHECKPOINT_ERROR_EVERY: Duration = Duration::from_secs(60);
 const LOCK_FILE: &str = "lock";
 
 /// What wakes the loop before its poll interval is over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Wake {
-    /// A followed directory changed.
-    Files,
+    /// Files in a followed directory changed; no path: poll every source.
+    Files(Vec<PathBuf>),
     /// SIGTERM or SIGINT: a last poll, a final checkpoint, and out.
     Shutdown,
     /// SIGHUP.
@@ -270,8 +270,21 @@ impl Agent {
 
     /// Polls every source once and applies what it found.
     pub fn poll_once(&mut self) {
+        self.poll_sources(None);
+    }
+
+    /// Polls the sources whose files are among `changed` and those due on
+    /// their own; every source when `changed` is `None`. On a host with
+    /// hundreds of logs a file event then costs one read, not hundreds.
+    fn poll_sources(&mut self, changed: Option<&[PathBuf]>) {
         for source in &mut self.sources {
-            self.dirty |= source.poll(&self.store);
+            let wanted = match changed {
+                None => true,
+                Some(paths) => source.due() || paths.iter().any(|path| source.reads(path)),
+            };
+            if wanted {
+                self.dirty |= source.poll(&self.store);
+            }
         }
         self.finalize_latency();
         self.evaluate_alerts();
@@ -354,8 +367,10 @@ impl Agent {
     pub fn run(mut self) -> Result<()> {
         let wake = self.waker();
         let mut watcher =
-            match notify::recommended_watcher(move |_event: notify::Result<notify::Event>| {
-                let _ = wake.send(Wake::Files);
+            match notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                // An error says nothing of which file: poll them all.
+                let paths = event.map(|e| e.paths).unwrap_or_default();
+                let _ = wake.send(Wake::Files(paths));
             }) {
                 Ok(watcher) => Some(watcher),
                 Err(error) => {
@@ -366,8 +381,13 @@ impl Agent {
             };
         self.discover_sources(watcher.as_mut());
         self.start_senders();
+        let mut changed: Option<Vec<PathBuf>> = None;
+        let mut last_full_poll = Instant::now();
         loop {
-            self.poll_once();
+            if changed.is_none() {
+                last_full_poll = Instant::now();
+            }
+            self.poll_sources(changed.as_deref());
             if self
                 .last_discovery
                 .is_none_or(|t| t.elapsed() >= DISCOVERY_INTERVAL)
@@ -380,17 +400,38 @@ impl Agent {
             }
             // Woken by a file event or a signal, or the poll interval for
             // file systems where events do not arrive (NFS, some containers).
-            let mut wakes = match self.woken.recv_timeout(self.config.poll_interval) {
-                Ok(Wake::Files) => {
+            let until_full_poll = self
+                .config
+                .poll_interval
+                .saturating_sub(last_full_poll.elapsed());
+            let mut wakes = match self.woken.recv_timeout(until_full_poll) {
+                Ok(files @ Wake::Files(_)) => {
                     // A busy log fires an event per write: gather them for
                     // a moment so that one poll reads many lines.
                     std::thread::sleep(COALESCE_EVENTS_FOR);
-                    vec![Wake::Files]
+                    vec![files]
                 }
                 Ok(other) => vec![other],
                 Err(_) => Vec::new(),
             };
             wakes.extend(self.woken.try_iter());
+            // A full poll every poll interval; in between, the files that changed.
+            changed = if last_full_poll.elapsed() >= self.config.poll_interval {
+                None
+            } else {
+                let mut paths = Vec::new();
+                for wake in &wakes {
+                    match wake {
+                        Wake::Files(files) if files.is_empty() => {
+                            paths.clear();
+                            break;
+                        }
+                        Wake::Files(files) => paths.extend(files.iter().cloned()),
+                        _ => {}
+                    }
+                }
+                (!paths.is_empty()).then_some(paths)
+            };
             if wakes.contains(&Wake::Shutdown) {
                 break;
             }

@@ -381,6 +381,12 @@ impl GcLogParser {
         }
     }
 
+    /// Whether a pause waits for its CPU-times line: a tailing agent then
+    /// owes [`flush`](Self::flush) a call once the log has been quiet.
+    pub fn has_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
     /// Emits a pause still waiting for its CPU-times line. A tailing agent calls
     /// this when the log has been quiet for a moment.
     pub fn flush(&mut self, out: &mut Vec<GcEvent>) {

@@ -80,7 +80,8 @@ async fn forward_signals(waker: std::sync::mpsc::Sender<Wake>) -> std::io::Resul
             _ = user1.recv() => Wake::Checkpoint,
             _ = user2.recv() => Wake::Status,
         };
-        if waker.send(wake).is_err() || wake == Wake::Shutdown {
+        let shutdown = wake == Wake::Shutdown;
+        if waker.send(wake).is_err() || shutdown {
             return Ok(());
         }
     }

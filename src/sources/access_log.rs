@@ -155,4 +155,12 @@ impl Source for AccessLogSource {
     fn watch_dir(&self) -> Option<&Path> {
         self.follower.live_path().parent()
     }
+
+    fn reads(&self, path: &Path) -> bool {
+        super::is_live_or_rotated(self.follower.live_path(), path)
+    }
+
+    fn due(&self) -> bool {
+        false
+    }
 }

@@ -193,4 +193,13 @@ impl Source for GcLogSource {
     fn watch_dir(&self) -> Option<&Path> {
         self.follower.live_path().parent()
     }
+
+    fn reads(&self, path: &Path) -> bool {
+        super::is_live_or_rotated(self.follower.live_path(), path)
+    }
+
+    /// A pause waiting for its CPU-times line is emitted after a quiet moment.
+    fn due(&self) -> bool {
+        self.parser.has_pending() && self.last_data.elapsed() >= PENDING_FLUSH_AFTER
+    }
 }

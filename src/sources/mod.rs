@@ -39,6 +39,28 @@ pub trait Source: Send {
     fn watch_dir(&self) -> Option<&Path> {
         None
     }
+    /// Whether a file event on `path` concerns this source, so that a busy
+    /// host polls only the files that changed between full polls.
+    fn reads(&self, _path: &Path) -> bool {
+        false
+    }
+    /// Whether this source must be polled now even though none of its files
+    /// changed (a timer of its own, a channel to drain).
+    fn due(&self) -> bool {
+        true
+    }
+}
+
+/// Whether `path` is `live` or one of its rotations: the files whose events
+/// concern a follower of `live`.
+pub fn is_live_or_rotated(live: &Path, path: &Path) -> bool {
+    path.parent() == live.parent()
+        && match (live.file_name(), path.file_name()) {
+            (Some(live), Some(name)) => {
+                name.as_encoded_bytes().starts_with(live.as_encoded_bytes())
+            }
+            _ => false,
+        }
 }
 
 /// A source's identity in the checkpoint file.
