@@ -885,6 +885,13 @@ impl GcLogParser {
         let generation = generation.or(open.generation);
         let pools = std::mem::take(&mut open.pools);
         let evacuation_failure = evacuation_failure || std::mem::take(&mut open.evacuation_failure);
+        // A collection is over with its pause unless a cycle spans it (ZGC)
+        // or later pauses of the cycle inherit its generation (Shenandoah's
+        // `Pause Final Update Refs` after `Pause Init Mark (Young)`). Kept, it
+        // would only fill the parser's checkpointed state.
+        if open.cycle_start.is_none() && collector != Collector::Shenandoah {
+            self.open.remove(&id);
+        }
         let pause = Pause {
             gc_id: Some(id),
             collector,
@@ -1207,6 +1214,25 @@ mod tests {
         assert!((durations[0] - 0.006363).abs() < 1e-12);
         assert!((durations[1] - 0.000250).abs() < 1e-12);
         assert_eq!(stats.unparsed_total(), 0);
+    }
+
+    /// A checkpoint holds the parser's state every second: finished
+    /// collections must not stay in it (they used to, up to 128 of them).
+    #[test]
+    fn finished_collections_leave_no_state_behind() {
+        let mut log = String::new();
+        for id in 0..200 {
+            log.push_str(&format!(
+                "[1.0s][info][gc,start] GC({id}) Pause Young (Normal) (G1 Evacuation Pause)\n\
+                 [1.0s][info][gc] GC({id}) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 3.210ms\n\
+                 [1.0s][info][gc,cpu] GC({id}) User=0.01s Sys=0.00s Real=0.00s\n"
+            ));
+        }
+        let mut parser = GcLogParser::default();
+        let mut events = Vec::new();
+        parser.feed(log.as_bytes(), &mut events);
+        assert_eq!(events.len(), 200);
+        assert!(parser.open.is_empty(), "{} open", parser.open.len());
     }
 
     #[test]

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# The agent on a host with many JVMs: its CPU time and what it writes to its
+# checkpoint, beside `tail -F` on the same files. See bench/README.md.
+#
+#   bench/many-streams.sh live      # STREAMS logs written live, RATE lines/s in all
+#   bench/many-streams.sh idle      # STREAMS uptime-only logs whose JVM is gone
+#   bench/many-streams.sh requests  # one GC log and its access log at REQUESTS/s
+#
+# Environment overrides:
+#   STREAMS=200          logs followed (live, idle)
+#   RATE=1330            lines per second over all logs (live)
+#   REQUESTS=800         access-log lines per second (requests)
+#   SECONDS_MEASURED=60  length of the window
+#   PAUSEWATCH_BIN=...   use this binary instead of building target/release/pausewatch
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MODE="${1:-live}"
+STREAMS="${STREAMS:-200}"
+RATE="${RATE:-1330}"
+REQUESTS="${REQUESTS:-800}"
+SECONDS_MEASURED="${SECONDS_MEASURED:-60}"
+WARMUP_SECONDS=5
+
+case "$MODE" in live | idle | requests) ;; *) echo "usage: $0 live|idle|requests" >&2; exit 2 ;; esac
+for tool in python3 tail getconf; do
+    command -v "$tool" >/dev/null || { echo "many-streams: $tool is required" >&2; exit 1; }
+done
+if [[ -n "${PAUSEWATCH_BIN:-}" ]]; then
+    BIN="$PAUSEWATCH_BIN"
+else
+    (cd "$ROOT" && cargo build --release --quiet)
+    BIN="$ROOT/target/release/pausewatch"
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/pausewatch-many.XXXXXX")"
+PIDS=()
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# The writers: one write() per line, as HotSpot and web servers do.
+cat > "$WORK/write.py" <<'PY'
+import datetime, os, sys, time
+
+def stamp(now):
+    return datetime.datetime.fromtimestamp(now, datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "+0000"
+
+def gc_lines(paths, rate):
+    """Round-robin over the logs: a G1 pause and its CPU line, `rate` lines/s in all."""
+    fds = [os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) for p in paths]
+    started = time.time()
+    for fd in fds:
+        os.write(fd, ("[%s][1000ms][info][gc] Using G1\n" % stamp(started)).encode())
+    n = 0
+    while True:
+        due = started + n / rate
+        now = time.time()
+        if due > now:
+            time.sleep(due - now)
+        fd = fds[(n // 2) % len(fds)]
+        gc_id = n // (2 * len(fds))
+        uptime = 1000 + int((time.time() - started) * 1000)
+        if n % 2 == 0:
+            text = "GC(%d) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) 3.210ms" % gc_id
+            tags = "gc"
+        else:
+            text = "GC(%d) User=0.01s Sys=0.00s Real=0.00s" % gc_id
+            tags = "gc,cpu"
+        os.write(fd, ("[%s][%dms][info][%s] %s\n" % (stamp(time.time()), uptime, tags, text)).encode())
+        n += 1
+
+def requests(path, rate):
+    """nginx-style lines with $request_time and $msec, `rate` lines/s."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    started = time.time()
+    n = 0
+    while True:
+        due = started + n / rate
+        now = time.time()
+        if due > now:
+            time.sleep(due - now)
+        now = time.time()
+        clf = datetime.datetime.fromtimestamp(now, datetime.timezone.utc).strftime("%d/%b/%Y:%H:%M:%S +0000")
+        line = '127.0.0.1 - - [%s] "GET /price HTTP/1.1" 200 512 "-" "bench" 0.%03d %.3f\n' % (
+            clf, 1 + n % 9, now)
+        os.write(fd, line.encode())
+        n += 1
+
+mode = sys.argv[1]
+if mode == "gc":
+    gc_lines(sys.argv[3:], float(sys.argv[2]))
+else:
+    requests(sys.argv[3], float(sys.argv[2]))
+PY
+
+mkdir -p "$WORK/logs"
+PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+{
+    echo "listen = \"127.0.0.1:$PORT\""
+    echo "checkpoint_dir = \"$WORK/checkpoint\""
+} > "$WORK/pausewatch.toml"
+FILES=()
+case "$MODE" in
+    live | idle)
+        for i in $(seq 1 "$STREAMS"); do
+            file="$WORK/logs/jvm-$i/gc.log"
+            mkdir -p "$(dirname "$file")"
+            if [[ "$MODE" == idle ]]; then
+                # The JDK's default decorations (uptime only), a JVM long gone.
+                printf '[0.010s][info][gc] Using G1\n[0.207s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\n' > "$file"
+            else
+                : > "$file"
+            fi
+            FILES+=("$file")
+        done
+        printf '[[gc_log]]\npath = "%s/logs/jvm-*/gc.log"\n' "$WORK" >> "$WORK/pausewatch.toml"
+        ;;
+    requests)
+        FILES=("$WORK/logs/gc.log" "$WORK/logs/access.log")
+        : > "${FILES[0]}"
+        : > "${FILES[1]}"
+        printf '[[gc_log]]\npath = "%s"\n[[access_log]]\npath = "%s"\nformat = "nginx"\n' \
+            "${FILES[0]}" "${FILES[1]}" >> "$WORK/pausewatch.toml"
+        ;;
+esac
+
+"$BIN" run --config "$WORK/pausewatch.toml" 2> "$WORK/agent.stderr" &
+AGENT=$!
+PIDS+=("$AGENT")
+case "$MODE" in
+    live)
+        python3 "$WORK/write.py" gc "$RATE" "${FILES[@]}" &
+        PIDS+=($!)
+        ;;
+    requests)
+        python3 "$WORK/write.py" gc 20 "${FILES[0]}" &
+        PIDS+=($!)
+        python3 "$WORK/write.py" requests "$REQUESTS" "${FILES[1]}" &
+        PIDS+=($!)
+        ;;
+esac
+tail -q -F "${FILES[@]}" > /dev/null 2>&1 &
+TAIL=$!
+PIDS+=("$TAIL")
+sleep "$WARMUP_SECONDS"
+
+TICKS=$(getconf CLK_TCK)
+cpu_ticks() {
+    local stat rest
+    read -r stat < "/proc/$1/stat"
+    rest="${stat##*) }"
+    local -a f=($rest)
+    echo $((f[11] + f[12]))
+}
+# Bytes the agent wrote with write(2) and friends (checkpoints; no scrape runs in the window).
+written() { awk '$1 == "wchar:" { print $2 }' "/proc/$1/io"; }
+
+agent0=$(cpu_ticks "$AGENT"); tail0=$(cpu_ticks "$TAIL"); bytes0=$(written "$AGENT")
+sleep "$SECONDS_MEASURED"
+agent1=$(cpu_ticks "$AGENT"); tail1=$(cpu_ticks "$TAIL"); bytes1=$(written "$AGENT")
+hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$AGENT/status")
+streams=$(curl -s "127.0.0.1:$PORT/healthz" 2>/dev/null || python3 -c "
+import socket; s = socket.create_connection(('127.0.0.1', $PORT)); s.sendall(b'GET /healthz HTTP/1.0\r\n\r\n'); print(s.makefile().read().split('\r\n\r\n')[1])")
+
+python3 - "$MODE" "$SECONDS_MEASURED" "$TICKS" $((agent1 - agent0)) $((tail1 - tail0)) $((bytes1 - bytes0)) "$hwm" "$streams" <<'PY'
+import sys
+mode, seconds, ticks, agent, tail, written, hwm, health = sys.argv[1:]
+seconds, ticks, agent, tail, written, hwm = float(seconds), float(ticks), int(agent), int(tail), int(written), int(hwm)
+print("pausewatch on many streams: %s, %.0f s window, %s" % (mode, seconds, health))
+print("%-36s %12s" % ("agent CPU (share of one core)", "%.1f %%" % (100 * agent / ticks / seconds)))
+print("%-36s %12s" % ("tail -F CPU (share of one core)", "%.1f %%" % (100 * tail / ticks / seconds)))
+print("%-36s %12s" % ("agent / tail -F", "%.2fx" % (agent / tail) if tail else "inf"))
+print("%-36s %12s" % ("agent writes (checkpoints)", "%.2f MB/min" % (written / 1e6 / seconds * 60)))
+print("%-36s %12s" % ("agent peak RSS", "%.1f MiB" % (hwm / 1024)))
+PY
+errors=$(grep -c -E ' (WARN|ERROR) ' "$WORK/agent.stderr" || true)
+if (( errors > 0 )); then
+    echo "agent warnings/errors ($errors), the first:" >&2
+    grep -E ' (WARN|ERROR) ' "$WORK/agent.stderr" | head -5 >&2
+fi
