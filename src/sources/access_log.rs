@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{report_note, Source, SourceCheckpoint, SourceKey};
 use crate::config;
-use crate::follow::{Follower, Position};
+use crate::follow::{FollowOptions, Follower, Position};
 use crate::model::correlate::RequestTiming;
 use crate::model::latency::LatencyState;
 use crate::store::{AccessStreamState, AgentState, Store, StreamId};
@@ -39,6 +39,7 @@ impl AccessLogSource {
         source: &config::AccessLogSource,
         live: PathBuf,
         restored: Option<SourceCheckpoint>,
+        follow: FollowOptions,
         store: &Store,
     ) -> Option<AccessLogSource> {
         let log = live.display().to_string();
@@ -69,7 +70,7 @@ impl AccessLogSource {
         store.write().access_streams.insert(id, state.into());
         Some(AccessLogSource {
             id,
-            follower: Follower::new(live, source.start_at, position),
+            follower: Follower::new(live, follow, position),
             parser,
             link: source.gc_log.clone(),
             offset: pausewatch_parsers::seconds_to_duration(source.offset_seconds),
