@@ -2,9 +2,11 @@
 //! format, each request handed to the latency state of the GC stream of the
 //! JVM that served it.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use pausewatch_parsers::{AccessLogParser, Request};
 use serde::{Deserialize, Serialize};
 
@@ -15,12 +17,30 @@ use crate::model::correlate::RequestTiming;
 use crate::model::latency::LatencyState;
 use crate::store::{AccessStreamState, AgentState, Store, StreamId};
 
+/// Requests held for a GC stream that does not exist yet: the service's
+/// log is often found before its JVM's (a glob that matches once the JVM
+/// starts). At most this many are held...
+const HOLD_AT_MOST: usize = 100_000;
+/// ...for at most this long after they were read; then they are counted
+/// unattributed.
+const HOLD_FOR: chrono::Duration = chrono::Duration::minutes(10);
+
+/// A request waiting for its GC stream.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HeldRequest {
+    pub read_at: DateTime<Utc>,
+    pub request: Request,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AccessLogCheckpoint {
     pub log: String,
     pub position: Option<Position>,
     pub parser: AccessLogParser,
     pub state: Arc<AccessStreamState>,
+    /// Requests read but not handed over yet: they are past `position`.
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    pub held: VecDeque<HeldRequest>,
 }
 
 pub struct AccessLogSource {
@@ -30,6 +50,7 @@ pub struct AccessLogSource {
     /// The live path of the GC log whose JVM serves these requests.
     link: String,
     offset: chrono::Duration,
+    held: VecDeque<HeldRequest>,
 }
 
 impl AccessLogSource {
@@ -43,11 +64,12 @@ impl AccessLogSource {
         store: &Store,
     ) -> Option<AccessLogSource> {
         let log = live.display().to_string();
-        let (position, parser, state) = match restored {
+        let (position, parser, state, held) = match restored {
             Some(SourceCheckpoint::AccessLog(checkpoint)) => (
                 checkpoint.position,
                 checkpoint.parser,
                 Arc::unwrap_or_clone(checkpoint.state),
+                checkpoint.held,
             ),
             _ => {
                 let parser =
@@ -63,7 +85,7 @@ impl AccessLogSource {
                     readable: true,
                     ..AccessStreamState::default()
                 };
-                (None, parser, state)
+                (None, parser, state, VecDeque::new())
             }
         };
         tracing::info!(log = %log, resumed = position.is_some(), "following access log");
@@ -74,6 +96,7 @@ impl AccessLogSource {
             parser,
             link: source.gc_log.clone(),
             offset: pausewatch_parsers::seconds_to_duration(source.offset_seconds),
+            held,
         })
     }
 }
@@ -81,24 +104,29 @@ impl AccessLogSource {
 /// Requests handed over under one lock at most, as GC events are.
 const HAND_OVER_BATCH: usize = 4096;
 
-/// Hands `requests` to the GC stream whose live path is `link`, under one
-/// lock, or counts them unattributed while that stream does not exist.
+/// Hands `held`, then `requests`, to the GC stream whose live path is
+/// `link`, under one lock; while that stream does not exist, holds them
+/// (bounded) and counts those given up on unattributed. `true` when held
+/// requests were handed over or given up on.
 fn hand_over(
     store: &Store,
     id: StreamId,
     link: &str,
     offset: chrono::Duration,
+    held: &mut VecDeque<HeldRequest>,
     requests: &mut Vec<Request>,
-) {
-    if requests.is_empty() {
-        return;
+) -> bool {
+    if requests.is_empty() && held.is_empty() {
+        return false;
     }
+    let was_held = held.len();
     let mut state = store.write();
     let target = state.stream_by_log(link);
     let target_labels = target.and_then(|target| {
         let stream = state.stream_mut(target)?;
         let latency = stream.latency.get_or_insert_with(LatencyState::default);
-        for request in requests.iter() {
+        let waited = held.drain(..).map(|held| held.request);
+        for request in waited.chain(requests.drain(..)) {
             latency.add_request(RequestTiming {
                 start: request
                     .start
@@ -109,16 +137,26 @@ fn hand_over(
         }
         Some((stream.log.clone(), stream.labels.clone()))
     });
+    let now = Utc::now();
+    held.extend(requests.drain(..).map(|request| HeldRequest {
+        read_at: now,
+        request,
+    }));
+    let mut given_up = 0;
+    while held.len() > HOLD_AT_MOST || held.front().is_some_and(|h| now - h.read_at > HOLD_FOR) {
+        held.pop_front();
+        given_up += 1;
+    }
     if let Some(access) = state.access_mut(id) {
         match target_labels {
             Some((log, labels)) => {
                 access.target = Some(log);
                 access.labels = labels;
             }
-            None => access.unattributed_requests += requests.len() as u64,
+            None => access.unattributed_requests += given_up,
         }
     }
-    requests.clear();
+    held.len() != was_held
 }
 
 impl Source for AccessLogSource {
@@ -129,14 +167,14 @@ impl Source for AccessLogSource {
     fn poll(&mut self, store: &Store) -> bool {
         let mut requests = Vec::new();
         let (id, link, offset) = (self.id, self.link.as_str(), self.offset);
-        let parser = &mut self.parser;
+        let (parser, held) = (&mut self.parser, &mut self.held);
         let outcome = self.follower.poll(&mut |chunk| {
             parser.feed(chunk, &mut requests);
             if requests.len() >= HAND_OVER_BATCH {
-                hand_over(store, id, link, offset, &mut requests);
+                hand_over(store, id, link, offset, held, &mut requests);
             }
         });
-        hand_over(store, id, link, offset, &mut requests);
+        let held_changed = hand_over(store, id, link, offset, held, &mut requests);
         let mut state = store.write();
         if let Some(access) = state.access_mut(self.id) {
             access.stats = self.parser.stats().clone();
@@ -146,7 +184,7 @@ impl Source for AccessLogSource {
                 report_note(note, self.follower.live_path(), &mut access.errors);
             }
         }
-        outcome.bytes_read > 0
+        outcome.bytes_read > 0 || held_changed
     }
 
     fn checkpoint(&self, state: &AgentState) -> SourceCheckpoint {
@@ -159,10 +197,65 @@ impl Source for AccessLogSource {
                 .get(&self.id)
                 .cloned()
                 .unwrap_or_default(),
+            held: self.held.clone(),
         }))
     }
 
     fn watch_dir(&self) -> Option<&Path> {
         self.follower.live_path().parent()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StreamState;
+
+    fn request() -> Request {
+        Request {
+            start: Utc::now(),
+            duration_s: 0.01,
+        }
+    }
+
+    #[test]
+    fn requests_wait_for_their_gc_stream_and_are_given_up_after_the_hold() {
+        let store = Store::default();
+        let id = StreamId(1);
+        store.write().access_streams.insert(id, Arc::default());
+        let mut held = VecDeque::from([HeldRequest {
+            read_at: Utc::now() - HOLD_FOR - chrono::Duration::seconds(1),
+            request: request(),
+        }]);
+        let mut requests = vec![request(), request()];
+        assert!(hand_over(
+            &store,
+            id,
+            "gc.log",
+            chrono::Duration::zero(),
+            &mut held,
+            &mut requests
+        ));
+        assert_eq!(held.len(), 2, "the new ones wait");
+        assert_eq!(store.write().access_streams[&id].unattributed_requests, 1);
+        store.write().streams.insert(
+            StreamId(2),
+            Arc::new(StreamState {
+                log: "gc.log".to_string(),
+                ..StreamState::default()
+            }),
+        );
+        hand_over(
+            &store,
+            id,
+            "gc.log",
+            chrono::Duration::zero(),
+            &mut held,
+            &mut requests,
+        );
+        assert!(held.is_empty());
+        let state = store.write();
+        let latency = state.streams[&StreamId(2)].latency.as_ref().unwrap();
+        assert_eq!(latency.counters.requests, 2);
     }
 }

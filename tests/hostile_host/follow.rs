@@ -271,6 +271,49 @@ fn files_created_after_the_agent_started_are_read_from_their_start() {
 }
 
 #[test]
+fn requests_read_before_their_gc_log_appears_wait_for_it_across_a_restart() {
+    let latency = root().join("tests/fixtures/latency/jdk17-parallel");
+    let dir = tempfile::tempdir().unwrap();
+    let access = dir.path().join("access.jsonl");
+    std::fs::copy(latency.join("access.jsonl"), &access).unwrap();
+    let requests = std::fs::read_to_string(&access).unwrap().lines().count() as f64;
+    let gc_log = dir.path().join("jvm/gc.log");
+    let sources = format!(
+        "[[gc_log]]\npath = \"{}/*/gc.log\"\n{}",
+        dir.path().display(),
+        json_access_log(&access, &gc_log, "start_at = \"beginning\"\n")
+    );
+    let port = free_port();
+    let agent = start(dir.path(), port, &sources);
+    settle(&agent, requests, |m| {
+        sample(m, "pausewatch_access_log_lines_total").unwrap_or(0.0)
+    });
+    after_a_checkpoint();
+    drop(agent);
+    let agent = start(dir.path(), port, &sources);
+    write(
+        &gc_log,
+        &std::fs::read_to_string(latency.join("gc.log")).unwrap(),
+    );
+    let metrics = settle(&agent, requests, |m| {
+        sample(m, "pausewatch_requests_total").unwrap_or(0.0)
+    });
+    assert_eq!(
+        sample(&metrics, "pausewatch_requests_total"),
+        Some(requests),
+        "{metrics}"
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "pausewatch_access_log_unattributed_requests_total"
+        ),
+        Some(0.0),
+        "{metrics}"
+    );
+}
+
+#[test]
 fn one_file_reached_through_symlinks_is_one_stream() {
     let dir = tempfile::tempdir().unwrap();
     let [piece, ..] = steady_pieces();
