@@ -715,6 +715,32 @@ mod tests {
     }
 
     #[test]
+    fn beginning_reads_the_rotated_files_there_oldest_first_then_the_live_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("gc.log");
+        for (name, text) in [
+            ("gc.log.1", "b\n"),
+            ("gc.log.0", "c\n"),
+            ("gc.log.2", "a\n"),
+        ] {
+            append(&dir.path().join(name), text);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        append(&log, "d\n");
+        let mut by_mtime = Follower::new(log.clone(), starting(StartAt::Beginning), None);
+        assert_eq!(poll_text(&mut by_mtime), "b\nc\na\nd\n");
+        let by_content = FollowOptions {
+            order: |mut paths| {
+                paths.sort_by_key(|path| std::fs::read(path).unwrap());
+                paths
+            },
+            ..starting(StartAt::Beginning)
+        };
+        let mut follower = Follower::new(log.clone(), by_content, None);
+        assert_eq!(poll_text(&mut follower), "a\nb\nc\nd\n");
+    }
+
+    #[test]
     fn copytruncate_recovers_unread_bytes_from_the_copy() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("gc.log");
