@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use common::{gc_log_files, MxBeans};
-use pausewatch::commands::analyze::{order_files, parse_files};
+use pausewatch::commands::analyze::parse_files;
 use pausewatch::model::mxbean::{bean_name, jdk_major};
+use pausewatch::sources::gc_log::oldest_first;
 use pausewatch_parsers::GcEvent;
 
 mod common;
@@ -40,7 +41,7 @@ fn pause_counts_and_times_match_the_jvms_mxbeans() {
     for dir in &dirs {
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         let snapshot = MxBeans::read(&dir.join("mxbeans.json"));
-        let files = order_files(&gc_log_files(dir)).unwrap();
+        let files = oldest_first(gc_log_files(dir));
         let (events, parser) = parse_files(&files, None).unwrap();
         let major = jdk_major(&snapshot.java_version);
         let mut by_bean: BTreeMap<&str, (u64, f64)> = BTreeMap::new();

@@ -1,15 +1,14 @@
 //! `pausewatch analyze`: read GC log files offline and summarise their pauses.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::io::Read;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::{
-    line_time, AccessFormat, AccessLogParser, GcEvent, GcLogParser, LogTime, ParserOptions, Pause,
+    AccessFormat, AccessLogParser, GcEvent, GcLogParser, ParserOptions, Pause,
 };
 use serde::Serialize;
 
@@ -19,9 +18,7 @@ use crate::model::correlate::{
     CombinedMinute, Correlation, LatencySummary, RequestTiming, SlowRequest, StopIndex,
 };
 use crate::model::jvm::{EventCounters, JvmState};
-
-/// Lines read from the head of each file to find its first timestamp.
-const ORDERING_PROBE_LINES: usize = 200;
+use crate::sources::gc_log::oldest_first;
 
 #[derive(Debug, Serialize)]
 pub struct PauseSummary {
@@ -100,42 +97,6 @@ pub fn percentile(sorted: &[f64], quantile: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-fn first_time(path: &Path) -> Result<Option<LogTime>> {
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let reader = BufReader::new(file);
-    for line in reader.split(b'\n').take(ORDERING_PROBE_LINES) {
-        let line = line.with_context(|| format!("cannot read {}", path.display()))?;
-        if let Some(time) = line_time(&String::from_utf8_lossy(&line)) {
-            return Ok(Some(time));
-        }
-    }
-    Ok(None)
-}
-
-/// Puts a rotated set in time order by each file's first timestamp: wall-clock
-/// when every file has one, else uptime; files without either keep their place.
-pub fn order_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut keyed = Vec::with_capacity(paths.len());
-    for path in paths {
-        keyed.push((path.clone(), first_time(path)?));
-    }
-    let all_wall = keyed
-        .iter()
-        .all(|(_, t)| t.is_some_and(|t| t.wall.is_some()));
-    let all_uptime = keyed
-        .iter()
-        .all(|(_, t)| t.is_some_and(|t| t.uptime_s.is_some()));
-    if all_wall {
-        keyed.sort_by_key(|(_, t)| t.and_then(|t| t.wall));
-    } else if all_uptime {
-        keyed.sort_by(|(_, a), (_, b)| {
-            let (a, b) = (a.and_then(|t| t.uptime_s), b.and_then(|t| t.uptime_s));
-            a.partial_cmp(&b).unwrap_or(Ordering::Equal)
-        });
-    }
-    Ok(keyed.into_iter().map(|(path, _)| path).collect())
-}
-
 /// Parses the files as one stream, in the order given.
 pub fn parse_files(
     paths: &[PathBuf],
@@ -171,7 +132,8 @@ pub struct AnalyzeOptions {
 }
 
 pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
-    let files = order_files(paths)?;
+    // An unreadable file is reported by `parse_files`.
+    let files = oldest_first(paths.to_vec());
     let (events, parser) = parse_files(&files, options.jvm_start)?;
     let mut stops = StopIndex::default();
     for event in &events {

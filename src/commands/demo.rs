@@ -51,5 +51,6 @@ fn demo_source(log: PathBuf) -> GcLogSource {
             .collect(),
         jvm_start: Some(Utc::now()),
         max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+        follow_symlinks_outside: false,
     }
 }

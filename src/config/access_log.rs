@@ -25,6 +25,8 @@ pub struct AccessLogSource {
     /// Seconds added to every request time, for clock skew between the logs.
     pub offset_seconds: f64,
     pub max_line_bytes: usize,
+    /// As for `[[gc_log]]`.
+    pub follow_symlinks_outside: bool,
 }
 
 #[derive(Deserialize)]
@@ -36,6 +38,7 @@ pub(super) struct RawAccessLog {
     start_at: Option<Spanned<StartAt>>,
     offset: Option<Spanned<Value>>,
     max_line_bytes: Option<Spanned<Value>>,
+    follow_symlinks_outside: Option<Spanned<bool>>,
     time_field: Option<Spanned<Value>>,
     duration_field: Option<Spanned<Value>>,
     pattern: Option<Spanned<Value>>,
@@ -91,6 +94,10 @@ impl Ctx<'_> {
                 None => DEFAULT_MAX_LINE_BYTES,
                 Some(v) => self.line_cap(v, &at("max_line_bytes"))?,
             },
+            follow_symlinks_outside: r
+                .follow_symlinks_outside
+                .as_ref()
+                .is_some_and(|v| *v.get_ref()),
         })
     }
 

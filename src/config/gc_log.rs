@@ -29,6 +29,9 @@ pub struct GcLogSource {
     pub jvm_start: Option<DateTime<Utc>>,
     /// Longest line accepted, in bytes; bounds memory on a corrupt or binary file.
     pub max_line_bytes: usize,
+    /// Whether files may be read through symlinks that lead out of the
+    /// configured directories (off: the agent often runs as root).
+    pub follow_symlinks_outside: bool,
 }
 
 #[derive(Deserialize)]
@@ -39,6 +42,7 @@ pub(super) struct RawGcLog {
     labels: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     jvm_start: Option<Spanned<Value>>,
     max_line_bytes: Option<Spanned<Value>>,
+    follow_symlinks_outside: Option<Spanned<bool>>,
 }
 
 impl Ctx<'_> {
@@ -114,6 +118,10 @@ impl Ctx<'_> {
             labels,
             jvm_start,
             max_line_bytes,
+            follow_symlinks_outside: r
+                .follow_symlinks_outside
+                .as_ref()
+                .is_some_and(|v| *v.get_ref()),
         })
     }
 

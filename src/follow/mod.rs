@@ -8,6 +8,7 @@
 //! and a fingerprint of their first KiB, never by name or first line: two
 //! JVM runs start their logs with the same line, and inodes are reused.
 
+use std::collections::BTreeSet;
 use std::fs::{File, Metadata};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -18,10 +19,13 @@ use serde::{Deserialize, Serialize};
 
 use siblings::is_rotation_of;
 
+mod confine;
 mod discover;
 mod siblings;
 
-pub use discover::{discover, has_glob_chars};
+pub use confine::Confine;
+use confine::OpenError;
+pub use discover::{base_dir, discover, has_glob_chars, Discovery, MAX_MATCHES};
 pub use siblings::live_path_of;
 
 /// Bytes of a file's head that identify it.
@@ -75,6 +79,11 @@ pub struct Position {
     pub ino: u64,
     pub head: HeadPrint,
     pub offset: u64,
+    /// The file's modification time when it was last read: if the file is
+    /// gone after a restart, the rotated files modified later are the ones
+    /// not read yet. Absent in checkpoints of older agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtime: Option<SystemTime>,
 }
 
 /// Where to begin reading a file that has no checkpoint yet.
@@ -103,6 +112,45 @@ pub enum Note {
     Unreadable(String),
     /// The live path does not exist.
     Missing,
+    /// This path resolves to `real`, outside the configured directories: not read.
+    SymlinkOutside {
+        path: PathBuf,
+        real: PathBuf,
+    },
+}
+
+/// Puts rotated files, sorted by modification time, oldest first where the
+/// caller knows better (a GC log's first timestamp survives a copy, mtimes
+/// do not).
+pub type Order = fn(Vec<PathBuf>) -> Vec<PathBuf>;
+
+/// How a follower starts and what it may open.
+#[derive(Debug, Clone)]
+pub struct FollowOptions {
+    /// Where to begin in a file with no checkpoint.
+    pub start_at: StartAt,
+    pub confine: Confine,
+    pub order: Order,
+}
+
+impl Default for FollowOptions {
+    fn default() -> FollowOptions {
+        FollowOptions {
+            start_at: StartAt::default(),
+            confine: Confine::Anywhere,
+            order: |paths| paths,
+        }
+    }
+}
+
+/// Rotated files to read before the live file is first opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CatchUp {
+    Nothing,
+    /// `start_at = "beginning"`: every rotated file already there.
+    All,
+    /// The checkpointed file is gone: those rotated after it was last read.
+    ModifiedAfter(SystemTime),
 }
 
 #[derive(Debug, Default)]
@@ -126,9 +174,16 @@ struct Current {
 pub struct Follower {
     live_path: PathBuf,
     start_at: StartAt,
+    confine: Confine,
+    order: Order,
     current: Option<Current>,
     /// Checkpointed position not yet matched to a file.
     resume: Option<Position>,
+    catch_up: CatchUp,
+    /// Paths refused by `confine`, each reported once.
+    refused: BTreeSet<PathBuf>,
+    /// Notes made outside a poll's outcome, handed over at its end.
+    notes: Vec<Note>,
     unreadable: Option<String>,
     missing: bool,
     files_known: u64,
@@ -140,12 +195,25 @@ fn identity(meta: &Metadata) -> (u64, u64) {
 }
 
 impl Follower {
-    pub fn new(live_path: PathBuf, start_at: StartAt, checkpoint: Option<Position>) -> Follower {
+    pub fn new(
+        live_path: PathBuf,
+        options: FollowOptions,
+        checkpoint: Option<Position>,
+    ) -> Follower {
+        let catch_up = match (checkpoint, options.start_at) {
+            (None, StartAt::Beginning) => CatchUp::All,
+            _ => CatchUp::Nothing,
+        };
         Follower {
             live_path,
-            start_at,
+            start_at: options.start_at,
+            confine: options.confine,
+            order: options.order,
             current: None,
             resume: checkpoint,
+            catch_up,
+            refused: BTreeSet::new(),
+            notes: Vec::new(),
             unreadable: None,
             missing: false,
             files_known: 0,
@@ -159,11 +227,39 @@ impl Follower {
 
     /// The position to checkpoint: the file being read and how far.
     pub fn position(&self) -> Option<Position> {
-        self.current.as_ref().map(|c| c.position).or(self.resume)
+        self.current
+            .as_ref()
+            .map(|c| Position {
+                mtime: Some(c.mtime),
+                ..c.position
+            })
+            .or(self.resume)
+    }
+
+    /// Opens `path` if `confine` allows where it leads; `None` when it does
+    /// not (noted once per path).
+    fn open(&mut self, path: &Path) -> Option<io::Result<File>> {
+        match self.confine.open(path) {
+            Ok(file) => Some(Ok(file)),
+            Err(OpenError::Io(error)) => Some(Err(error)),
+            Err(OpenError::Outside(real)) => {
+                self.refuse(path, real);
+                None
+            }
+        }
+    }
+
+    fn refuse(&mut self, path: &Path, real: PathBuf) {
+        if self.refused.insert(path.to_path_buf()) {
+            self.notes.push(Note::SymlinkOutside {
+                path: path.to_path_buf(),
+                real,
+            });
+        }
     }
 
     /// The rotated siblings of the live file (`gc.log.0`, `gc.log.1`, ...).
-    fn siblings(&self) -> Vec<(PathBuf, Metadata)> {
+    fn siblings(&mut self) -> Vec<(PathBuf, Metadata)> {
         let (Some(dir), Some(name)) = (self.live_path.parent(), self.live_path.file_name()) else {
             return Vec::new();
         };
@@ -175,7 +271,7 @@ impl Follower {
         }) else {
             return Vec::new();
         };
-        entries
+        let found: Vec<(PathBuf, Metadata)> = entries
             .filter_map(|entry| entry.ok())
             .filter(|entry| is_rotation_of(&name, &entry.file_name().to_string_lossy()))
             .filter_map(|entry| {
@@ -183,11 +279,27 @@ impl Follower {
                 let meta = std::fs::metadata(&path).ok()?;
                 meta.is_file().then_some((path, meta))
             })
+            .collect();
+        found
+            .into_iter()
+            .filter(|(path, _)| match path.canonicalize() {
+                Ok(real) if !self.confine.allows(&real) => {
+                    self.refuse(path, real);
+                    false
+                }
+                _ => true,
+            })
             .collect()
     }
 
     /// Reads everything new, in order, handing the bytes to `sink`.
     pub fn poll(&mut self, sink: &mut dyn FnMut(&[u8])) -> PollOutcome {
+        let mut outcome = self.poll_files(sink);
+        outcome.notes.append(&mut self.notes);
+        outcome
+    }
+
+    fn poll_files(&mut self, sink: &mut dyn FnMut(&[u8])) -> PollOutcome {
         let mut outcome = PollOutcome {
             readable: true,
             ..PollOutcome::default()
@@ -210,6 +322,11 @@ impl Follower {
             }
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
                 // Between a rename and the new file, or deleted: keep what is open.
+                if self.current.is_none() {
+                    // Not there when the follower started, or gone since: when
+                    // it appears, all of it is new.
+                    self.start_at = StartAt::Beginning;
+                }
                 if !self.missing {
                     self.missing = true;
                     outcome.notes.push(Note::Missing);
@@ -231,10 +348,24 @@ impl Follower {
             // more drain gets its last bytes; then any files rotated since.
             self.drain(sink, &mut outcome);
             outcome.notes.push(Note::Rotated);
-            self.read_rotated_since(&live, sink, &mut outcome);
+            if let Some(finished) = self.current.take() {
+                let skip = [
+                    (finished.position.dev, finished.position.ino),
+                    identity(&live),
+                ];
+                self.read_rotated(Some(finished.mtime), &skip, sink, &mut outcome);
+            }
             self.open_live(0, &mut outcome);
             self.drain(sink, &mut outcome);
         } else if self.current.is_none() {
+            let since = match std::mem::replace(&mut self.catch_up, CatchUp::Nothing) {
+                CatchUp::Nothing => None,
+                CatchUp::All => Some(None),
+                CatchUp::ModifiedAfter(mtime) => Some(Some(mtime)),
+            };
+            if let Some(since) = since {
+                self.read_rotated(since, &[identity(&live)], sink, &mut outcome);
+            }
             let first_read = match self.start_at {
                 StartAt::Beginning => 0,
                 StartAt::End => live.len(),
@@ -279,7 +410,7 @@ impl Follower {
         let mut candidates = vec![self.live_path.clone()];
         candidates.extend(self.siblings().into_iter().map(|(path, _)| path));
         for path in candidates {
-            let Ok(file) = File::open(&path) else {
+            let Some(Ok(file)) = self.open(&path) else {
                 continue;
             };
             let Ok(meta) = file.metadata() else { continue };
@@ -312,14 +443,18 @@ impl Follower {
             return;
         }
         outcome.notes.push(Note::CheckpointFileGone);
-        // Everything in the live file is newer than the checkpoint.
+        // Everything in the live file is newer than the checkpoint, and so is
+        // every rotated file modified after the checkpointed one was read.
         self.start_at = StartAt::Beginning;
+        if let Some(mtime) = resume.mtime {
+            self.catch_up = CatchUp::ModifiedAfter(mtime);
+        }
     }
 
     /// A rotated copy of the checkpointed file, when the live file still has
     /// the checkpointed identity but no longer its bytes (copytruncate).
-    fn copy_of(&self, resume: &Position) -> Option<(PathBuf, File, Metadata)> {
-        let live = File::open(&self.live_path).ok()?;
+    fn copy_of(&mut self, resume: &Position) -> Option<(PathBuf, File, Metadata)> {
+        let live = self.open(&self.live_path.clone())?.ok()?;
         let live_meta = live.metadata().ok()?;
         let rewritten = identity(&live_meta) == (resume.dev, resume.ino)
             && (live_meta.len() < resume.offset
@@ -331,7 +466,7 @@ impl Follower {
             if meta.len() < resume.offset {
                 return None;
             }
-            let file = File::open(&path).ok()?;
+            let file = self.confine.open(&path).ok()?;
             resume
                 .head
                 .matches(&file, meta.len())
@@ -341,11 +476,17 @@ impl Follower {
     }
 
     fn open_live(&mut self, offset: u64, outcome: &mut PollOutcome) {
-        let file = match File::open(&self.live_path) {
-            Ok(file) => file,
-            Err(error) => {
+        let file = match self.open(&self.live_path.clone()) {
+            Some(Ok(file)) => file,
+            Some(Err(error)) => {
                 self.current = None;
                 self.note_unreadable(error, outcome);
+                return;
+            }
+            None => {
+                self.current = None;
+                outcome.readable = false;
+                self.unreadable = Some("outside the configured directories".to_string());
                 return;
             }
         };
@@ -369,6 +510,7 @@ impl Follower {
                 ino,
                 head,
                 offset,
+                mtime: None,
             },
             mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
         });
@@ -425,7 +567,7 @@ impl Follower {
             if meta.len() <= old.offset || identity(&meta) == (old.dev, old.ino) {
                 continue;
             }
-            let Ok(mut copy) = File::open(&path) else {
+            let Some(Ok(mut copy)) = self.open(&path) else {
                 continue;
             };
             if !old.head.matches(&copy, meta.len()).unwrap_or(false) {
@@ -441,30 +583,28 @@ impl Follower {
         self.drain(sink, outcome);
     }
 
-    /// Files rotated after the one just finished and before the new live file,
-    /// when several rotations happened between two polls.
-    fn read_rotated_since(
+    /// Reads the rotated files modified after `since` (all of them for
+    /// `None`) but those in `skip`, oldest first: after several rotations
+    /// between two polls, on a first start at the beginning, or after a
+    /// restart that found the checkpointed file gone.
+    fn read_rotated(
         &mut self,
-        live: &Metadata,
+        since: Option<SystemTime>,
+        skip: &[(u64, u64)],
         sink: &mut dyn FnMut(&[u8]),
         outcome: &mut PollOutcome,
     ) {
-        let Some(finished) = self.current.take() else {
-            return;
-        };
-        let finished_id = (finished.position.dev, finished.position.ino);
         let mut newer: Vec<(PathBuf, Metadata)> = self
             .siblings()
             .into_iter()
             .filter(|(_, meta)| {
-                identity(meta) != finished_id
-                    && identity(meta) != identity(live)
-                    && meta.modified().is_ok_and(|m| m > finished.mtime)
+                !skip.contains(&identity(meta))
+                    && since.is_none_or(|since| meta.modified().is_ok_and(|m| m > since))
             })
             .collect();
         newer.sort_by_key(|(_, meta)| meta.modified().ok());
-        for (path, _) in newer {
-            let Ok(mut file) = File::open(&path) else {
+        for path in (self.order)(newer.into_iter().map(|(path, _)| path).collect()) {
+            let Some(Ok(mut file)) = self.open(&path) else {
                 continue;
             };
             let mut offset = 0;
@@ -530,6 +670,13 @@ mod tests {
         file.write_all(text.as_bytes()).unwrap();
     }
 
+    fn starting(start_at: StartAt) -> FollowOptions {
+        FollowOptions {
+            start_at,
+            ..FollowOptions::default()
+        }
+    }
+
     fn poll_text(follower: &mut Follower) -> String {
         let mut bytes = Vec::new();
         follower.poll(&mut |chunk| bytes.extend_from_slice(chunk));
@@ -541,7 +688,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("gc.log");
         append(&log, "old 1\nold 2\npart");
-        let mut follower = Follower::new(log.clone(), StartAt::End, None);
+        let mut follower = Follower::new(log.clone(), starting(StartAt::End), None);
         assert_eq!(poll_text(&mut follower), "part");
         append(&log, "ial\nnew\n");
         assert_eq!(poll_text(&mut follower), "ial\nnew\n");
@@ -552,7 +699,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("gc.log");
         append(&log, "a1\n");
-        let mut follower = Follower::new(log.clone(), StartAt::Beginning, None);
+        let mut follower = Follower::new(log.clone(), starting(StartAt::Beginning), None);
         assert_eq!(poll_text(&mut follower), "a1\n");
         append(&log, "a2\n");
         // Two rotations before the next poll: a -> .0, b -> .1, c live.
@@ -568,11 +715,37 @@ mod tests {
     }
 
     #[test]
+    fn beginning_reads_the_rotated_files_there_oldest_first_then_the_live_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("gc.log");
+        for (name, text) in [
+            ("gc.log.1", "b\n"),
+            ("gc.log.0", "c\n"),
+            ("gc.log.2", "a\n"),
+        ] {
+            append(&dir.path().join(name), text);
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        append(&log, "d\n");
+        let mut by_mtime = Follower::new(log.clone(), starting(StartAt::Beginning), None);
+        assert_eq!(poll_text(&mut by_mtime), "b\nc\na\nd\n");
+        let by_content = FollowOptions {
+            order: |mut paths| {
+                paths.sort_by_key(|path| std::fs::read(path).unwrap());
+                paths
+            },
+            ..starting(StartAt::Beginning)
+        };
+        let mut follower = Follower::new(log.clone(), by_content, None);
+        assert_eq!(poll_text(&mut follower), "a\nb\nc\nd\n");
+    }
+
+    #[test]
     fn copytruncate_recovers_unread_bytes_from_the_copy() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("gc.log");
         append(&log, "line 1\n");
-        let mut follower = Follower::new(log.clone(), StartAt::Beginning, None);
+        let mut follower = Follower::new(log.clone(), starting(StartAt::Beginning), None);
         assert_eq!(poll_text(&mut follower), "line 1\n");
         append(&log, "line 2\n");
         std::fs::copy(&log, dir.path().join("gc.log.1")).unwrap();
@@ -593,7 +766,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("gc.log");
         append(&log, "first run line 1\n");
-        let mut follower = Follower::new(log.clone(), StartAt::Beginning, None);
+        let mut follower = Follower::new(log.clone(), starting(StartAt::Beginning), None);
         assert_eq!(poll_text(&mut follower), "first run line 1\n");
         let checkpoint = follower.position();
         drop(follower);
@@ -601,7 +774,7 @@ mod tests {
         std::fs::rename(&log, dir.path().join("gc.log.0")).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         append(&log, "first run line 1\n");
-        let mut follower = Follower::new(log.clone(), StartAt::End, checkpoint);
+        let mut follower = Follower::new(log.clone(), starting(StartAt::End), checkpoint);
         assert_eq!(
             poll_text(&mut follower),
             "first run line 2\nfirst run line 1\n"
@@ -612,7 +785,7 @@ mod tests {
     fn missing_and_unreadable_files_are_reported_not_fatal() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("gc.log");
-        let mut follower = Follower::new(log.clone(), StartAt::Beginning, None);
+        let mut follower = Follower::new(log.clone(), starting(StartAt::Beginning), None);
         let outcome = follower.poll(&mut |_| {});
         assert_eq!(outcome.notes, vec![Note::Missing]);
         // A directory where the log should be cannot be read, even by root.

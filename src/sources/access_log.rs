@@ -2,18 +2,35 @@
 //! format, each request handed to the latency state of the GC stream of the
 //! JVM that served it.
 
-use std::path::{Path, PathBuf};
+use std::collections::VecDeque;
+use std::path::Path;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use pausewatch_parsers::{AccessLogParser, Request};
 use serde::{Deserialize, Serialize};
 
-use super::{read_batched, report_note, Source, SourceCheckpoint, SourceKey};
+use super::{read_batched, report_note, NewStream, Source, SourceCheckpoint, SourceKey};
 use crate::config;
 use crate::follow::{Follower, Position};
 use crate::model::correlate::RequestTiming;
 use crate::model::latency::LatencyState;
 use crate::store::{AccessStreamState, AgentState, Store, StreamId};
+
+/// Requests held for a GC stream that does not exist yet: the service's
+/// log is often found before its JVM's (a glob that matches once the JVM
+/// starts). At most this many are held...
+const HOLD_AT_MOST: usize = 100_000;
+/// ...for at most this long after they were read; then they are counted
+/// unattributed.
+const HOLD_FOR: chrono::Duration = chrono::Duration::minutes(10);
+
+/// A request waiting for its GC stream.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HeldRequest {
+    pub read_at: DateTime<Utc>,
+    pub request: Request,
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AccessLogCheckpoint {
@@ -21,6 +38,9 @@ pub struct AccessLogCheckpoint {
     pub position: Option<Position>,
     pub parser: AccessLogParser,
     pub state: Arc<AccessStreamState>,
+    /// Requests read but not handed over yet: they are past `position`.
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
+    pub held: VecDeque<HeldRequest>,
 }
 
 pub struct AccessLogSource {
@@ -30,23 +50,29 @@ pub struct AccessLogSource {
     /// The live path of the GC log whose JVM serves these requests.
     link: String,
     offset: chrono::Duration,
+    held: VecDeque<HeldRequest>,
 }
 
 impl AccessLogSource {
     /// Starts following `live`; `None` when its format cannot build a parser.
     pub fn start(
-        id: StreamId,
+        new: NewStream,
         source: &config::AccessLogSource,
-        live: PathBuf,
-        restored: Option<SourceCheckpoint>,
         store: &Store,
     ) -> Option<AccessLogSource> {
+        let NewStream {
+            id,
+            live,
+            restored,
+            follow,
+        } = new;
         let log = live.display().to_string();
-        let (position, parser, state) = match restored {
+        let (position, parser, state, held) = match restored {
             Some(SourceCheckpoint::AccessLog(checkpoint)) => (
                 checkpoint.position,
                 checkpoint.parser,
                 Arc::unwrap_or_clone(checkpoint.state),
+                checkpoint.held,
             ),
             _ => {
                 let parser =
@@ -62,39 +88,45 @@ impl AccessLogSource {
                     readable: true,
                     ..AccessStreamState::default()
                 };
-                (None, parser, state)
+                (None, parser, state, VecDeque::new())
             }
         };
         tracing::info!(log = %log, resumed = position.is_some(), "following access log");
         store.write().access_streams.insert(id, state.into());
         Some(AccessLogSource {
             id,
-            follower: Follower::new(live, source.start_at, position),
+            follower: Follower::new(live, follow, position),
             parser,
             link: source.gc_log.clone(),
             offset: pausewatch_parsers::seconds_to_duration(source.offset_seconds),
+            held,
         })
     }
 }
 
-/// Hands `requests` to the GC stream whose live path is `link`, under one
-/// lock, or counts them unattributed while that stream does not exist.
+/// Hands `held`, then `requests`, to the GC stream whose live path is
+/// `link`, under one lock; while that stream does not exist, holds them
+/// (bounded) and counts those given up on unattributed. `true` when held
+/// requests were handed over or given up on.
 fn hand_over(
     store: &Store,
     id: StreamId,
     link: &str,
     offset: chrono::Duration,
+    held: &mut VecDeque<HeldRequest>,
     requests: &mut Vec<Request>,
-) {
-    if requests.is_empty() {
-        return;
+) -> bool {
+    if requests.is_empty() && held.is_empty() {
+        return false;
     }
+    let was_held = held.len();
     let mut state = store.write();
     let target = state.stream_by_log(link);
     let target_labels = target.and_then(|target| {
         let stream = state.stream_mut(target)?;
         let latency = stream.latency.get_or_insert_with(LatencyState::default);
-        for request in requests.iter() {
+        let waited = held.drain(..).map(|held| held.request);
+        for request in waited.chain(requests.drain(..)) {
             latency.add_request(RequestTiming {
                 start: request
                     .start
@@ -105,16 +137,26 @@ fn hand_over(
         }
         Some((stream.log.clone(), stream.labels.clone()))
     });
+    let now = Utc::now();
+    held.extend(requests.drain(..).map(|request| HeldRequest {
+        read_at: now,
+        request,
+    }));
+    let mut given_up = 0;
+    while held.len() > HOLD_AT_MOST || held.front().is_some_and(|h| now - h.read_at > HOLD_FOR) {
+        held.pop_front();
+        given_up += 1;
+    }
     if let Some(access) = state.access_mut(id) {
         match target_labels {
             Some((log, labels)) => {
                 access.target = Some(log);
                 access.labels = labels;
             }
-            None => access.unattributed_requests += requests.len() as u64,
+            None => access.unattributed_requests += given_up,
         }
     }
-    requests.clear();
+    held.len() != was_held
 }
 
 impl Source for AccessLogSource {
@@ -124,8 +166,10 @@ impl Source for AccessLogSource {
 
     fn poll(&mut self, store: &Store) -> bool {
         let (id, link, offset) = (self.id, self.link.as_str(), self.offset);
+        let held = &mut self.held;
+        let mut held_changed = false;
         let outcome = read_batched(&mut self.follower, &mut self.parser, |_, requests| {
-            hand_over(store, id, link, offset, requests)
+            held_changed |= hand_over(store, id, link, offset, held, requests);
         });
         let mut state = store.write();
         if let Some(access) = state.access_mut(self.id) {
@@ -136,7 +180,7 @@ impl Source for AccessLogSource {
                 report_note(note, self.follower.live_path(), &mut access.errors);
             }
         }
-        outcome.bytes_read > 0
+        outcome.bytes_read > 0 || held_changed
     }
 
     fn checkpoint(&self, state: &AgentState) -> SourceCheckpoint {
@@ -149,6 +193,7 @@ impl Source for AccessLogSource {
                 .get(&self.id)
                 .cloned()
                 .unwrap_or_default(),
+            held: self.held.clone(),
         }))
     }
 
@@ -162,5 +207,59 @@ impl Source for AccessLogSource {
 
     fn due(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StreamState;
+
+    fn request() -> Request {
+        Request {
+            start: Utc::now(),
+            duration_s: 0.01,
+        }
+    }
+
+    #[test]
+    fn requests_wait_for_their_gc_stream_and_are_given_up_after_the_hold() {
+        let store = Store::default();
+        let id = StreamId(1);
+        store.write().access_streams.insert(id, Arc::default());
+        let mut held = VecDeque::from([HeldRequest {
+            read_at: Utc::now() - HOLD_FOR - chrono::Duration::seconds(1),
+            request: request(),
+        }]);
+        let mut requests = vec![request(), request()];
+        assert!(hand_over(
+            &store,
+            id,
+            "gc.log",
+            chrono::Duration::zero(),
+            &mut held,
+            &mut requests
+        ));
+        assert_eq!(held.len(), 2, "the new ones wait");
+        assert_eq!(store.write().access_streams[&id].unattributed_requests, 1);
+        store.write().streams.insert(
+            StreamId(2),
+            Arc::new(StreamState {
+                log: "gc.log".to_string(),
+                ..StreamState::default()
+            }),
+        );
+        hand_over(
+            &store,
+            id,
+            "gc.log",
+            chrono::Duration::zero(),
+            &mut held,
+            &mut requests,
+        );
+        assert!(held.is_empty());
+        let state = store.write();
+        let latency = state.streams[&StreamId(2)].latency.as_ref().unwrap();
+        assert_eq!(latency.counters.requests, 2);
     }
 }

@@ -1,16 +1,19 @@
 //! A JVM's GC log: followed through rotation, parsed, folded into the JVM's
 //! model. Uptime-only logs are anchored to their JVM's start from /proc.
 
+use std::cmp::Ordering;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use pausewatch_parsers::{GcEvent, GcLogParser, ParserOptions};
+use pausewatch_parsers::{line_time, GcEvent, GcLogParser, LogTime, ParserOptions};
 use serde::{Deserialize, Serialize};
 
 use super::procfs::JvmLogWriters;
-use super::{read_batched, report_note, Source, SourceCheckpoint, SourceKey};
+use super::{read_batched, report_note, NewStream, Source, SourceCheckpoint, SourceKey};
 use crate::config;
 use crate::follow::{Follower, Position};
 use crate::model::latency::LatencyState;
@@ -20,6 +23,48 @@ use crate::store::{AgentState, Store, StreamId, StreamState};
 const PENDING_FLUSH_AFTER: Duration = Duration::from_millis(200);
 /// How often /proc is searched for the start of a JVM whose log has uptime only.
 const CLOCK_PROBE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// Lines read from the head of each file to find its first timestamp.
+const ORDERING_PROBE_LINES: usize = 200;
+
+/// The time of the first line of `path` that carries one.
+fn first_time(path: &Path) -> Option<LogTime> {
+    let reader = BufReader::new(File::open(path).ok()?);
+    reader
+        .split(b'\n')
+        .take(ORDERING_PROBE_LINES)
+        .map_while(Result::ok)
+        .find_map(|line| line_time(&String::from_utf8_lossy(&line)))
+}
+
+/// Puts a rotated set in time order by each file's first timestamp:
+/// wall-clock when every file has one, else uptime; otherwise (a file
+/// without either, or unreadable) the order given. HotSpot's numbers wrap
+/// around, and copies lose modification times.
+pub fn oldest_first(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut keyed: Vec<(PathBuf, Option<LogTime>)> = paths
+        .into_iter()
+        .map(|path| {
+            let time = first_time(&path);
+            (path, time)
+        })
+        .collect();
+    if keyed
+        .iter()
+        .all(|(_, t)| t.is_some_and(|t| t.wall.is_some()))
+    {
+        keyed.sort_by_key(|(_, t)| t.and_then(|t| t.wall));
+    } else if keyed
+        .iter()
+        .all(|(_, t)| t.is_some_and(|t| t.uptime_s.is_some()))
+    {
+        keyed.sort_by(|(_, a), (_, b)| {
+            let (a, b) = (a.and_then(|t| t.uptime_s), b.and_then(|t| t.uptime_s));
+            a.partial_cmp(&b).unwrap_or(Ordering::Equal)
+        });
+    }
+    keyed.into_iter().map(|(path, _)| path).collect()
+}
 
 /// What a restart needs: where reading stopped, the parser's unfinished
 /// state and the aggregates that reflect exactly the bytes before it.
@@ -48,14 +93,18 @@ impl GcLogSource {
     /// Starts following `live`, resuming from `restored` when there is one,
     /// and registers its stream in the store.
     pub fn start(
-        id: StreamId,
+        new: NewStream,
         source: &config::GcLogSource,
-        live: PathBuf,
-        restored: Option<SourceCheckpoint>,
         latency_target: bool,
         writers: Arc<Mutex<JvmLogWriters>>,
         store: &Store,
     ) -> GcLogSource {
+        let NewStream {
+            id,
+            live,
+            restored,
+            follow,
+        } = new;
         let log = live.display().to_string();
         let (position, parser, mut state) = match restored {
             Some(SourceCheckpoint::GcLog(checkpoint)) => (
@@ -87,7 +136,7 @@ impl GcLogSource {
         store.write().streams.insert(id, state.into());
         GcLogSource {
             id,
-            follower: Follower::new(live, source.start_at, position),
+            follower: Follower::new(live, follow, position),
             parser,
             last_data: Instant::now(),
             last_clock_probe: None,

@@ -8,14 +8,16 @@
 //! glob names as they appear, and hands each its checkpoint back.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use pausewatch_parsers::StreamParser;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, CorrelationConfig};
-use crate::follow::{discover, Follower, Note, PollOutcome};
+use crate::follow::{
+    base_dir, discover, Confine, FollowOptions, Follower, Note, PollOutcome, StartAt, MAX_MATCHES,
+};
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
 use crate::store::{AgentState, Store, StreamId};
@@ -61,6 +63,15 @@ pub fn is_live_or_rotated(live: &Path, path: &Path) -> bool {
             }
             _ => false,
         }
+}
+
+/// What every file source starts from: its id in the store, its live
+/// path, its checkpoint if it had one, and how to follow it.
+pub struct NewStream {
+    pub id: StreamId,
+    pub live: PathBuf,
+    pub restored: Option<SourceCheckpoint>,
+    pub follow: FollowOptions,
 }
 
 /// A source's identity in the checkpoint file.
@@ -144,6 +155,10 @@ pub fn report_note(note: &Note, live: &Path, errors: &mut BTreeMap<String, u64>)
             tracing::warn!(log = %log, "log file missing");
             count(errors, "missing");
         }
+        Note::SymlinkOutside { path, real } => {
+            tracing::error!(log = %log, file = %path.display(), target = %real.display(), "not read: a symlink out of the configured directories (follow_symlinks_outside = true allows it)");
+            count(errors, "symlink_outside");
+        }
     }
 }
 
@@ -167,6 +182,17 @@ pub struct Registry {
     settings: CorrelationSettings,
     restored: BTreeMap<SourceKey, SourceCheckpoint>,
     known: BTreeSet<SourceKey>,
+    /// Real paths of the files that have a source: a file reached through
+    /// several paths (symlinks, overlapping globs) is one stream.
+    claimed: BTreeSet<PathBuf>,
+    /// The directories the configuration names, where symlinks may lead.
+    roots: Vec<PathBuf>,
+    /// Whether the agent has looked before (a discovery pass, or a run that
+    /// left a checkpoint): a file found now is new, and `start_at` is only
+    /// for the files already there at the first start.
+    looked_before: bool,
+    /// Globs that hit the cap on matches, reported once each.
+    capped: BTreeSet<String>,
     next_id: u64,
     writers: Arc<Mutex<procfs::JvmLogWriters>>,
 }
@@ -174,11 +200,20 @@ pub struct Registry {
 impl Registry {
     pub fn new(config: Config, restored: Vec<SourceCheckpoint>) -> Registry {
         let settings = correlation_settings(&config.correlation);
+        let paths = config.gc_log.iter().map(|s| &s.path);
+        let roots = paths
+            .chain(config.access_log.iter().map(|s| &s.path))
+            .map(|path| base_dir(path))
+            .collect();
         Registry {
             config,
             settings,
+            looked_before: !restored.is_empty(),
             restored: restored.into_iter().map(|c| (c.key(), c)).collect(),
             known: BTreeSet::new(),
+            claimed: BTreeSet::new(),
+            roots,
+            capped: BTreeSet::new(),
             next_id: 0,
             writers: Arc::default(),
         }
@@ -201,6 +236,73 @@ impl Registry {
         Some(self.restored.remove(&key))
     }
 
+    /// Where a source may follow symlinks to.
+    fn confine(&self, follow_symlinks_outside: bool) -> Confine {
+        if follow_symlinks_outside {
+            Confine::Anywhere
+        } else {
+            Confine::within(self.roots.iter().cloned())
+        }
+    }
+
+    /// How a new stream's follower starts: at the configured `start_at` in
+    /// a file there at the agent's first look, else at the beginning, as
+    /// the file appeared since.
+    fn follow_options(&self, start_at: StartAt, follow_symlinks_outside: bool) -> FollowOptions {
+        FollowOptions {
+            start_at: if self.looked_before {
+                StartAt::Beginning
+            } else {
+                start_at
+            },
+            confine: self.confine(follow_symlinks_outside),
+            ..FollowOptions::default()
+        }
+    }
+
+    /// The live paths each configured path (with its
+    /// `follow_symlinks_outside`) names now, with the index of the path; a
+    /// glob's matches capped, and the cap reported once.
+    fn candidates<'a>(
+        &mut self,
+        paths: impl Iterator<Item = (&'a String, bool)>,
+        store: &Store,
+    ) -> Vec<(usize, PathBuf)> {
+        let mut candidates = Vec::new();
+        for (index, (pattern, follow_symlinks_outside)) in paths.enumerate() {
+            let found = discover(pattern, &self.confine(follow_symlinks_outside));
+            if found.capped && self.capped.insert(pattern.clone()) {
+                tracing::error!(path = %pattern, cap = MAX_MATCHES, "glob matches too many files; the rest are not followed");
+                store.write().count_error("glob_capped");
+            }
+            candidates.extend(found.live.into_iter().map(|live| (index, live)));
+        }
+        candidates
+    }
+
+    /// The new streams among `candidates` (a source's index and a live path),
+    /// each with its checkpoint: one per real file however many paths reach
+    /// it, a path with a checkpoint claiming its file first.
+    fn claim(
+        &mut self,
+        key: fn(String) -> SourceKey,
+        mut candidates: Vec<(usize, PathBuf)>,
+    ) -> Vec<(usize, PathBuf, Option<SourceCheckpoint>)> {
+        candidates
+            .sort_by_key(|(_, live)| !self.restored.contains_key(&key(live.display().to_string())));
+        let mut claimed = Vec::new();
+        for (index, live) in candidates {
+            let key = key(live.display().to_string());
+            if self.known.contains(&key) || !self.claimed.insert(real_path(&live)) {
+                continue;
+            }
+            if let Some(restored) = self.take_new(key) {
+                claimed.push((index, live, restored));
+            }
+        }
+        claimed
+    }
+
     /// Whether a latency source names the GC stream `log`.
     fn is_latency_target(&self, log: &str) -> bool {
         let links = self.config.access_log.iter().map(|a| &a.gc_log);
@@ -212,37 +314,45 @@ impl Registry {
     /// streams first, so that an access log finds the stream it feeds.
     pub fn discover(&mut self, store: &Store) -> Vec<Box<dyn Source>> {
         let mut found: Vec<Box<dyn Source>> = Vec::new();
-        for source in self.config.gc_log.clone() {
-            for live in discover(&source.path) {
-                let log = live.display().to_string();
-                let Some(restored) = self.take_new(SourceKey::GcLog(log.clone())) else {
-                    continue;
-                };
-                let id = self.next_id();
-                let latency = self.is_latency_target(&log);
-                found.push(Box::new(gc_log::GcLogSource::start(
-                    id,
-                    &source,
-                    live,
-                    restored,
-                    latency,
-                    self.writers.clone(),
-                    store,
-                )));
-            }
+        let gc_logs = self.config.gc_log.clone();
+        let paths = gc_logs.iter().map(|s| (&s.path, s.follow_symlinks_outside));
+        let candidates = self.candidates(paths, store);
+        for (index, live, restored) in self.claim(SourceKey::GcLog, candidates) {
+            let source = &gc_logs[index];
+            let follow = FollowOptions {
+                order: gc_log::oldest_first,
+                ..self.follow_options(source.start_at, source.follow_symlinks_outside)
+            };
+            let latency = self.is_latency_target(&live.display().to_string());
+            let new = NewStream {
+                id: self.next_id(),
+                live,
+                restored,
+                follow,
+            };
+            found.push(Box::new(gc_log::GcLogSource::start(
+                new,
+                source,
+                latency,
+                self.writers.clone(),
+                store,
+            )));
         }
-        for source in self.config.access_log.clone() {
-            for live in discover(&source.path) {
-                let log = live.display().to_string();
-                let Some(restored) = self.take_new(SourceKey::AccessLog(log.clone())) else {
-                    continue;
-                };
-                let id = self.next_id();
-                if let Some(access) =
-                    access_log::AccessLogSource::start(id, &source, live, restored, store)
-                {
-                    found.push(Box::new(access));
-                }
+        let access_logs = self.config.access_log.clone();
+        let paths = access_logs
+            .iter()
+            .map(|s| (&s.path, s.follow_symlinks_outside));
+        let candidates = self.candidates(paths, store);
+        for (index, live, restored) in self.claim(SourceKey::AccessLog, candidates) {
+            let source = &access_logs[index];
+            let new = NewStream {
+                follow: self.follow_options(source.start_at, source.follow_symlinks_outside),
+                id: self.next_id(),
+                live,
+                restored,
+            };
+            if let Some(access) = access_log::AccessLogSource::start(new, source, store) {
+                found.push(Box::new(access));
             }
         }
         for source in self.config.latency_histogram.clone() {
@@ -254,11 +364,26 @@ impl Registry {
                 &source, restored,
             )));
         }
+        self.looked_before = true;
         found
     }
 
     /// Checkpoints of sources not seen this run, kept for when they return.
     pub fn unclaimed(&self) -> impl Iterator<Item = &SourceCheckpoint> {
         self.restored.values()
+    }
+}
+
+/// The real path of a live file, or of where it will be when it does not
+/// exist yet.
+fn real_path(live: &Path) -> PathBuf {
+    if let Ok(real) = live.canonicalize() {
+        return real;
+    }
+    match (live.parent(), live.file_name()) {
+        (Some(dir), Some(name)) => dir
+            .canonicalize()
+            .map_or_else(|_| live.to_path_buf(), |dir| dir.join(name)),
+        _ => live.to_path_buf(),
     }
 }

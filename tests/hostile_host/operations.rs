@@ -185,8 +185,8 @@ fn a_second_agent_on_the_same_checkpoint_dir_exits_2_naming_the_first() {
     let _ = first.wait();
 }
 
-/// The checkpoint directory on a 12 KiB file system of its own (a private
-/// mount namespace), which the state of a real log outgrows.
+/// The checkpoint directory on a 4 KiB file system of its own (a private
+/// mount namespace): the lock file takes its one page, so no state fits.
 #[test]
 fn a_full_disk_is_reported_once_a_minute_and_leaves_no_temporary_file() {
     let permitted = Command::new("unshare")
@@ -217,7 +217,7 @@ fn a_full_disk_is_reported_once_a_minute_and_leaves_no_temporary_file() {
     )
     .unwrap();
     let script = format!(
-        "mount -t tmpfs -o size=12k none '{}' && exec '{}' run --config '{}'",
+        "mount -t tmpfs -o size=4k none '{}' && exec '{}' run --config '{}'",
         checkpoint_dir.display(),
         common::PAUSEWATCH,
         config_path.display()
