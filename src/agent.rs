@@ -286,8 +286,28 @@ impl Agent {
                 self.dirty |= source.poll(&self.store);
             }
         }
+        self.retire_gone_sources();
         self.finalize_latency();
         self.evaluate_alerts();
+    }
+
+    /// Drops sources whose stream has ended for good, with their series.
+    fn retire_gone_sources(&mut self) {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.sources)
+            .into_iter()
+            .partition(|source| source.gone());
+        self.sources = kept;
+        for source in gone {
+            let key = source.key();
+            tracing::info!(source = ?key, "gone for good; its series are dropped");
+            if let Some(id) = source.stream() {
+                let mut state = self.store.write();
+                state.streams.remove(&id);
+                state.access_streams.remove(&id);
+            }
+            self.registry.forget(&key);
+            self.dirty = true;
+        }
     }
 
     /// Writes a checkpoint; a failure is counted, logged at once and then at

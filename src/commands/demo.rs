@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use chrono::Utc;
 
 use crate::commands::replay::{replay_lines, ReplayOptions};
-use crate::config::{Config, GcLogSource, DEFAULT_MAX_LINE_BYTES};
+use crate::config::{Config, GcLogSource, DEFAULT_FORGET_AFTER, DEFAULT_MAX_LINE_BYTES};
 use crate::follow::StartAt;
 
 /// The log the demo replays.
@@ -52,5 +52,6 @@ fn demo_source(log: PathBuf) -> GcLogSource {
         jvm_start: Some(Utc::now()),
         max_line_bytes: DEFAULT_MAX_LINE_BYTES,
         follow_symlinks_outside: false,
+        forget_after: DEFAULT_FORGET_AFTER,
     }
 }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -32,7 +33,14 @@ pub struct GcLogSource {
     /// Whether files may be read through symlinks that lead out of the
     /// configured directories (off: the agent often runs as root).
     pub follow_symlinks_outside: bool,
+    /// How long a file a glob matched may be missing before its stream is
+    /// dropped with its series (a JVM whose directory was removed).
+    #[serde(serialize_with = "crate::model::serialize_duration")]
+    pub forget_after: Duration,
 }
+
+/// `forget_after` unless configured: long enough for any rotation.
+pub const DEFAULT_FORGET_AFTER: Duration = Duration::from_secs(300);
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a [[gc_log]] table")]
@@ -43,6 +51,7 @@ pub(super) struct RawGcLog {
     jvm_start: Option<Spanned<Value>>,
     max_line_bytes: Option<Spanned<Value>>,
     follow_symlinks_outside: Option<Spanned<bool>>,
+    forget_after: Option<Spanned<Value>>,
 }
 
 impl Ctx<'_> {
@@ -122,6 +131,10 @@ impl Ctx<'_> {
                 .follow_symlinks_outside
                 .as_ref()
                 .is_some_and(|v| *v.get_ref()),
+            forget_after: match &r.forget_after {
+                None => DEFAULT_FORGET_AFTER,
+                Some(v) => self.positive_duration(v, &at("forget_after"))?,
+            },
         })
     }
 

@@ -29,7 +29,7 @@ use toml::{Spanned, Value};
 
 pub use access_log::AccessLogSource;
 pub use correlation::CorrelationConfig;
-pub use gc_log::GcLogSource;
+pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
 pub use latency_histogram::LatencyHistogramSource;
 pub use spans::ConfigError;
 

@@ -185,7 +185,8 @@ pub struct Follower {
     /// Notes made outside a poll's outcome, handed over at its end.
     notes: Vec<Note>,
     unreadable: Option<String>,
-    missing: bool,
+    /// Since when the live path has not existed, while it does not.
+    missing_since: Option<Instant>,
     files_known: u64,
     files_known_at: Option<Instant>,
 }
@@ -215,10 +216,15 @@ impl Follower {
             refused: BTreeSet::new(),
             notes: Vec::new(),
             unreadable: None,
-            missing: false,
+            missing_since: None,
             files_known: 0,
             files_known_at: None,
         }
+    }
+
+    /// How long the live path has been missing, if it is.
+    pub fn missing_for(&self) -> Option<Duration> {
+        self.missing_since.map(|since| since.elapsed())
     }
 
     pub fn live_path(&self) -> &Path {
@@ -317,7 +323,7 @@ impl Follower {
                 return outcome;
             }
             Ok(meta) => {
-                self.missing = false;
+                self.missing_since = None;
                 meta
             }
             Err(error) if error.kind() == io::ErrorKind::NotFound => {
@@ -327,8 +333,8 @@ impl Follower {
                     // it appears, all of it is new.
                     self.start_at = StartAt::Beginning;
                 }
-                if !self.missing {
-                    self.missing = true;
+                if self.missing_since.is_none() {
+                    self.missing_since = Some(Instant::now());
                     outcome.notes.push(Note::Missing);
                 }
                 outcome.files_known = u64::from(self.current.is_some());

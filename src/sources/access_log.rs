@@ -208,6 +208,10 @@ impl Source for AccessLogSource {
     fn due(&self) -> bool {
         false
     }
+
+    fn stream(&self) -> Option<StreamId> {
+        Some(self.id)
+    }
 }
 
 #[cfg(test)]

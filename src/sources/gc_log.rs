@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::procfs::JvmLogWriters;
 use super::{read_batched, report_note, NewStream, Source, SourceCheckpoint, SourceKey};
 use crate::config;
-use crate::follow::{Follower, Position};
+use crate::follow::{has_glob_chars, Follower, Position};
 use crate::model::latency::LatencyState;
 use crate::store::{AgentState, Store, StreamId, StreamState};
 
@@ -87,6 +87,10 @@ pub struct GcLogSource {
     configured_start: bool,
     /// Which process writes which log, shared by every GC log source.
     writers: Arc<Mutex<JvmLogWriters>>,
+    /// For a file a glob matched: how long it may be missing before the
+    /// stream is dropped. A configured path is never dropped: its absence
+    /// is what `StaleGcLog` reports.
+    forget_after: Option<Duration>,
 }
 
 impl GcLogSource {
@@ -142,6 +146,7 @@ impl GcLogSource {
             last_clock_probe: None,
             configured_start: source.jvm_start.is_some(),
             writers,
+            forget_after: has_glob_chars(&source.path).then_some(source.forget_after),
         }
     }
 
@@ -250,5 +255,15 @@ impl Source for GcLogSource {
     /// A pause waiting for its CPU-times line is emitted after a quiet moment.
     fn due(&self) -> bool {
         self.parser.has_pending() && self.last_data.elapsed() >= PENDING_FLUSH_AFTER
+    }
+
+    fn stream(&self) -> Option<StreamId> {
+        Some(self.id)
+    }
+
+    fn gone(&self) -> bool {
+        self.forget_after
+            .zip(self.follower.missing_for())
+            .is_some_and(|(grace, missing)| missing >= grace)
     }
 }

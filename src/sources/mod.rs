@@ -51,6 +51,15 @@ pub trait Source: Send {
     fn due(&self) -> bool {
         true
     }
+    /// The stream this source fills in the store, when it has one.
+    fn stream(&self) -> Option<StreamId> {
+        None
+    }
+    /// Whether the stream has ended for good (a JVM directory a glob matched,
+    /// removed): the agent then drops the source, its series and its checkpoint.
+    fn gone(&self) -> bool {
+        false
+    }
 }
 
 /// Whether `path` is `live` or one of its rotations: the files whose events
@@ -366,6 +375,16 @@ impl Registry {
         }
         self.looked_before = true;
         found
+    }
+
+    /// Forgets a source that is gone, so that its file is a new stream if it
+    /// comes back.
+    pub fn forget(&mut self, key: &SourceKey) {
+        self.known.remove(key);
+        let (SourceKey::GcLog(path) | SourceKey::AccessLog(path)) = key else {
+            return;
+        };
+        self.claimed.remove(&real_path(Path::new(path)));
     }
 
     /// Checkpoints of sources not seen this run, kept for when they return.

@@ -380,3 +380,39 @@ fn a_symlink_out_of_the_configured_directories_is_refused_unless_allowed() {
     let metrics = settle(&agent, expected, |m| pauses(m, &[]));
     assert_eq!(pauses(&metrics, &[]), expected, "allowed\n{metrics}");
 }
+
+/// A JVM directory a glob matched is removed: after `forget_after` its
+/// stream and series are gone; a file that comes back there is a new stream,
+/// counted from its start and not on top of the old one.
+#[test]
+fn a_removed_jvm_directory_drops_its_stream_and_a_new_file_there_is_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let [piece, ..] = steady_pieces();
+    let jvms = dir.path().join("jvms");
+    write(&jvms.join("a/gc.log"), &piece);
+    write(&jvms.join("b/gc.log"), &piece);
+    let one = analyze_pauses(&[jvms.join("a/gc.log")]);
+    let sources = format!(
+        "[[gc_log]]\npath = \"{}/*/gc.log\"\nstart_at = \"beginning\"\nforget_after = \"1s\"\n",
+        jvms.display()
+    );
+    let agent = start(dir.path(), free_port(), &sources);
+    let metrics = settle(&agent, 2.0 * one, |m| pauses(m, &[]));
+    assert_eq!(streams(&metrics, "pausewatch_log_lines_total").len(), 2);
+    std::fs::remove_dir_all(jvms.join("b")).unwrap();
+    let b_label = format!("log=\"{}", jvms.join("b/gc.log").display());
+    let deadline = Instant::now() + SETTLE;
+    let mut metrics = agent.get("/metrics").unwrap_or_default();
+    while metrics.contains(&b_label) {
+        assert!(Instant::now() < deadline, "b's series stayed: {metrics}");
+        std::thread::sleep(Duration::from_millis(200));
+        metrics = agent.get("/metrics").unwrap_or_default();
+    }
+    assert_eq!(pauses(&metrics, &[]), one, "a's pauses alone: {metrics}");
+    let health = agent.get("/healthz").unwrap();
+    assert!(health.contains("\"streams\":1"), "{health}");
+    write(&jvms.join("b/gc.log"), &piece);
+    let metrics = settle(&agent, 2.0 * one, |m| pauses(m, &[]));
+    assert_eq!(pauses(&metrics, &[&b_label]), one, "{metrics}");
+    assert_eq!(pauses(&metrics, &[]), 2.0 * one, "{metrics}");
+}
