@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::ops::Range;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
@@ -20,7 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::export::prometheus as metrics;
 use crate::model::correlate::{combine, CombinedMinute};
-use crate::store::SharedStore;
+use crate::model::minutes::FUTURE_TOLERANCE_SECONDS;
+use crate::store::{SharedStore, StreamState};
 
 #[derive(Clone)]
 struct App {
@@ -117,6 +119,10 @@ async fn minutes(State(app): State<App>, Query(query): Query<MinutesQuery>) -> R
     };
     let response = {
         let state = app.store.snapshot();
+        // Nothing from beyond the agent's clock: a line dated years ahead
+        // must not stretch the series.
+        let window = since.map_or(i64::MIN, |since| since.timestamp())
+            ..Utc::now().timestamp() + FUTURE_TOLERANCE_SECONDS + 1;
         MinutesResponse {
             jvms: state
                 .streams
@@ -126,22 +132,22 @@ async fn minutes(State(app): State<App>, Query(query): Query<MinutesQuery>) -> R
                     labels: stream.labels.clone(),
                     collector: stream.jvm.collector.as_str().to_string(),
                     jdk_version: stream.jvm.jdk_version.clone(),
-                    minutes: match &stream.latency {
-                        Some(latency) => {
-                            combine(stream.jvm.minutes.contiguous(), &latency.minutes, true)
-                        }
-                        None => {
-                            combine(stream.jvm.minutes.contiguous(), &Default::default(), false)
-                        }
-                    }
-                    .into_iter()
-                    .filter(|minute| since.is_none_or(|since| minute.gc.start >= since))
-                    .collect(),
+                    minutes: window_minutes(stream, window.clone()),
                 })
                 .collect(),
         }
     };
     Json(response).into_response()
+}
+
+/// The stream's minutes starting in `window`, quiet ones as zeros, with
+/// the latency of each when the stream has a latency source.
+fn window_minutes(stream: &StreamState, window: Range<i64>) -> Vec<CombinedMinute> {
+    let gc = stream.jvm.minutes.filled(window.clone(), u64::MAX).minutes;
+    match &stream.latency {
+        Some(latency) => combine(gc, latency.minutes.range(window), true),
+        None => combine(gc, [], false),
+    }
 }
 
 /// Pending and firing alerts of the agent's own rules, and those resolved at

@@ -19,9 +19,14 @@ use crate::model::correlate::{
     CombinedMinute, Correlation, LatencySummary, RequestTiming, SlowRequest, StopIndex,
 };
 use crate::model::jvm::{EventCounters, JvmState};
+use crate::model::minutes::CLOCK_OUTLIER;
 
 /// Lines read from the head of each file to find its first timestamp.
 const ORDERING_PROBE_LINES: usize = 200;
+
+/// Quiet minutes listed at most (7 days): the report's size follows the
+/// events in the log, not the time between them.
+const MAX_QUIET_MINUTES: u64 = 7 * 24 * 60;
 
 #[derive(Debug, Serialize)]
 pub struct PauseSummary {
@@ -288,6 +293,7 @@ fn summarise(
 ) -> Report {
     let mut jvm = JvmState::default();
     jvm.ingest(parser.run(), &events, None);
+    jvm.minutes.finish();
     let mut durations = Vec::new();
     let mut by_name: BTreeMap<String, NameSummary> = BTreeMap::new();
     let mut safepoints = SafepointSummary {
@@ -341,6 +347,28 @@ fn summarise(
             "{legacy} lines are in the JDK 8 (-XX:+PrintGCDetails) format, which is not parsed; use -Xlog:gc*,safepoint"
         ));
     }
+    if jvm.minutes.clock_outliers > 0 {
+        warnings.push(format!(
+            "{} events are dated more than a day from the events around them (a wrong clock or a corrupt line): counted, but not placed in minutes",
+            jvm.minutes.clock_outliers
+        ));
+    }
+    let filled = jvm.minutes.filled(i64::MIN..i64::MAX, MAX_QUIET_MINUTES);
+    if filled.quiet_left_out > 0 {
+        warnings.push(format!(
+            "quiet minutes are listed for at most {} days: {} quiet minutes between events are left out of `minutes`",
+            MAX_QUIET_MINUTES / (24 * 60),
+            filled.quiet_left_out
+        ));
+    }
+    let mut unparsed_by_kind: BTreeMap<String, u64> = stats
+        .unparsed
+        .iter()
+        .map(|(kind, count)| (kind.as_str().to_string(), *count))
+        .collect();
+    if jvm.minutes.clock_outliers > 0 {
+        unparsed_by_kind.insert(CLOCK_OUTLIER.to_string(), jvm.minutes.clock_outliers);
+    }
     let mut by_name: Vec<NameSummary> = by_name.into_values().collect();
     by_name.sort_by(|a, b| b.total_seconds.total_cmp(&a.total_seconds));
     Report {
@@ -357,9 +385,8 @@ fn summarise(
         },
         by_name,
         safepoints,
-        minutes: jvm
+        minutes: filled
             .minutes
-            .contiguous()
             .into_iter()
             .map(|gc| CombinedMinute {
                 gc,
@@ -372,12 +399,8 @@ fn summarise(
         correlation: None,
         markers: jvm.counters,
         lines: stats.lines,
-        unparsed_lines: stats.unparsed_total(),
-        unparsed_by_kind: stats
-            .unparsed
-            .iter()
-            .map(|(kind, count)| (kind.as_str().to_string(), *count))
-            .collect(),
+        unparsed_lines: stats.unparsed_total() + jvm.minutes.clock_outliers,
+        unparsed_by_kind,
         jvm_restarts: stats.restarts,
         warnings,
         events: include_events.then_some(pauses),

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::histogram::Histogram;
 use crate::model::latency::LatencyState;
-use crate::model::minutes::MinuteWindows;
+use crate::model::minutes::{event_end, MinuteWindows, Placement};
 use crate::model::mxbean::{jdk_major, micrometer_labels};
 
 /// One `jvm_gc_pause_seconds` series: Micrometer's `gc`, `action`, `cause`.
@@ -98,36 +98,34 @@ impl JvmState {
         mut latency: Option<&mut LatencyState>,
     ) {
         self.note_run(run);
-        for event in events {
-            self.apply(event);
-            if let Some(latency) = latency.as_deref_mut() {
+        for (index, event) in events.iter().enumerate() {
+            self.minutes.settle_clock(&events[index..]);
+            let placed = self.apply(event);
+            if let (Some(latency), Placement::Minute(_)) = (latency.as_deref_mut(), placed) {
                 latency.add_event(event);
             }
         }
     }
 
-    /// Updates every figure from one event.
-    fn apply(&mut self, event: &GcEvent) {
-        self.minutes.add(event);
+    /// Updates every figure from one event, and says where it was placed. An
+    /// event whose time is not (yet) credible still counts everywhere but in
+    /// minutes, stops and the time of the last event.
+    fn apply(&mut self, event: &GcEvent) -> Placement {
+        let placement = self.minutes.add(event);
+        let placed = placement.key();
         match event {
-            GcEvent::Pause(pause) => self.apply_pause(pause),
+            GcEvent::Pause(pause) => self.apply_pause(pause, placed),
             GcEvent::Safepoint(safepoint) => self.apply_safepoint(safepoint),
-            GcEvent::Stall(stall) => {
-                match stall.kind {
-                    pausewatch_parsers::StallKind::Allocation => {
-                        self.counters.allocation_stalls += 1;
-                        self.counters.allocation_stall_seconds += stall.duration_s;
-                    }
-                    pausewatch_parsers::StallKind::Relocation => {
-                        self.counters.relocation_stalls += 1
-                    }
+            GcEvent::Stall(stall) => match stall.kind {
+                pausewatch_parsers::StallKind::Allocation => {
+                    self.counters.allocation_stalls += 1;
+                    self.counters.allocation_stall_seconds += stall.duration_s;
                 }
-                self.touch(stall.end.wall);
-            }
-            GcEvent::Cycle(cycle) => self.apply_cycle(cycle),
+                pausewatch_parsers::StallKind::Relocation => self.counters.relocation_stalls += 1,
+            },
+            GcEvent::Cycle(cycle) => self.apply_cycle(cycle, placed),
             GcEvent::ConcurrentPhase(phase) => {
                 self.counters.concurrent_phase_seconds += phase.duration_s;
-                self.touch(phase.end.wall);
             }
             GcEvent::JvmRestart(_) => {
                 self.counters.jvm_restarts += 1;
@@ -136,6 +134,10 @@ impl JvmState {
                 self.heap = HeapGauges::default();
             }
         }
+        if let Placement::Minute(_) = placement {
+            self.touch(event);
+        }
+        placement
     }
 
     /// Records what the parser knows of the JVM run (collector, version, max heap).
@@ -151,13 +153,16 @@ impl JvmState {
         }
     }
 
-    fn touch(&mut self, wall: Option<DateTime<Utc>>) {
+    /// Moves `last_event` to the end of a placed event: only a credible time
+    /// may say how fresh the stream is.
+    fn touch(&mut self, event: &GcEvent) {
+        let wall = event_end(event).and_then(|end| end.wall);
         if wall.is_some() && wall > self.last_event {
             self.last_event = wall;
         }
     }
 
-    fn apply_pause(&mut self, pause: &Pause) {
+    fn apply_pause(&mut self, pause: &Pause, placed: Option<i64>) {
         let major = self.jdk_version.as_deref().and_then(jdk_major);
         let (gc, action, cause) = micrometer_labels(pause, major);
         let series = match self
@@ -189,6 +194,7 @@ impl JvmState {
                 heap.after_bytes,
                 heap.capacity_bytes,
                 pause,
+                placed,
             );
         }
         let promoted = if pause.generation == Some(Generation::Young) {
@@ -202,14 +208,20 @@ impl JvmState {
             0
         };
         self.counters.promoted_bytes += promoted;
-        if let Some(minute) = self.minutes.minute_at(&pause.end) {
-            minute.promoted_bytes += promoted;
+        if let Some(key) = placed {
+            self.minutes.minute_mut(key).promoted_bytes += promoted;
         }
-        self.touch(pause.end.wall);
     }
 
     /// Heap after a collection; allocation is the growth since the previous one.
-    fn record_heap(&mut self, before: u64, after: u64, capacity: Option<u64>, pause: &Pause) {
+    fn record_heap(
+        &mut self,
+        before: u64,
+        after: u64,
+        capacity: Option<u64>,
+        pause: &Pause,
+        placed: Option<i64>,
+    ) {
         let allocated = self
             .previous_heap_after
             .map_or(0, |previous| before.saturating_sub(previous));
@@ -223,7 +235,8 @@ impl JvmState {
         if live {
             self.heap.live_data_bytes = Some(after);
         }
-        if let Some(minute) = self.minutes.minute_at(&pause.end) {
+        if let Some(key) = placed {
+            let minute = self.minutes.minute_mut(key);
             minute.allocated_bytes += allocated;
             minute.heap_after_gc_bytes = Some(after);
             if capacity.is_some() {
@@ -235,7 +248,7 @@ impl JvmState {
         }
     }
 
-    fn apply_cycle(&mut self, cycle: &Cycle) {
+    fn apply_cycle(&mut self, cycle: &Cycle, placed: Option<i64>) {
         self.counters.concurrent_cycles += 1;
         self.counters.concurrent_cycle_seconds += cycle.duration_s.unwrap_or(0.0);
         // ZGC has no pause with a heap transition: its cycle summary carries it.
@@ -251,7 +264,8 @@ impl JvmState {
                 if live {
                     self.heap.live_data_bytes = Some(heap.after_bytes);
                 }
-                if let Some(minute) = self.minutes.minute_at(&cycle.end) {
+                if let Some(key) = placed {
+                    let minute = self.minutes.minute_mut(key);
                     minute.allocated_bytes += allocated;
                     minute.heap_after_gc_bytes = Some(heap.after_bytes);
                     if live {
@@ -260,7 +274,6 @@ impl JvmState {
                 }
             }
         }
-        self.touch(cycle.end.wall);
     }
 
     fn apply_safepoint(&mut self, safepoint: &Safepoint) {
@@ -282,7 +295,6 @@ impl JvmState {
         series.count += 1;
         series.stopped_seconds += safepoint.total_s;
         series.time_to_safepoint_seconds += safepoint.reaching_s.unwrap_or(0.0);
-        self.touch(safepoint.end.wall);
     }
 }
 
@@ -307,9 +319,7 @@ mod tests {
         parser.feed(PARALLEL.as_bytes(), &mut events);
         parser.finish(&mut events);
         let mut jvm = JvmState::default();
-        for event in &events {
-            jvm.apply(event);
-        }
+        jvm.ingest(parser.run(), &events, None);
         // Old gen grew 0K -> 27704K in the young collection.
         assert_eq!(jvm.counters.promoted_bytes, 27704 * 1024);
         // 32M after GC(0), 60M before GC(1): 28M allocated in between.

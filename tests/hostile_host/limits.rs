@@ -1,1 +1,209 @@
 //! See the parent module.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, TimeDelta, Utc};
+use serde_json::Value;
+
+use crate::common::{http_get_ok, sum, toml_string, Children, PAUSEWATCH};
+
+/// Address space a pausewatch process under test may use (KiB, `ulimit -v`):
+/// generous for the agent's threads and arenas, far below a runaway allocation.
+const ADDRESS_SPACE_KIB: u64 = 2 << 20;
+
+/// `pausewatch ARGS...` with its address space capped at [`ADDRESS_SPACE_KIB`].
+fn bounded_pausewatch(args: &[&str]) -> Command {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!("ulimit -v {ADDRESS_SPACE_KIB} && exec \"$@\""))
+        .arg("sh")
+        .arg(PAUSEWATCH)
+        .args(args);
+    command
+}
+
+/// A G1 pause line ending at `end`, lasting `ms`.
+fn pause_line(end: DateTime<Utc>, gc: u32, ms: f64) -> String {
+    format!(
+        "[{}][{gc}.000s][info][gc] GC({gc}) Pause Young (Normal) (G1 Evacuation Pause) 30M->20M(61M) {ms:.3}ms\n",
+        end.format("%Y-%m-%dT%H:%M:%S%.3f+0000")
+    )
+}
+
+/// Starts a memory-capped agent reading `log` from its beginning, with `extra`
+/// top-level config lines, and waits until it has counted `pauses` pauses.
+fn start_agent(dir: &Path, children: &mut Children, log: &Path, extra: &str, pauses: u64) -> u16 {
+    let port = crate::common::free_port();
+    let config = dir.join("pausewatch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n{extra}\n[[gc_log]]\npath = {}\nstart_at = \"beginning\"\n",
+            toml_string(&dir.join("state")),
+            toml_string(log)
+        ),
+    )
+    .unwrap();
+    children.spawn_service(
+        "agent",
+        &mut bounded_pausewatch(&["run", "--config", config.to_str().unwrap()]),
+    );
+    children.dump_on_failure(&[port], &["pausewatch_log", "jvm_gc_pause_seconds_count"]);
+    children.wait_until(
+        Instant::now() + Duration::from_secs(20),
+        "the agent to read the log",
+        |_| {
+            http_get_ok(port, "/metrics")
+                .is_ok_and(|m| sum(&m, "jvm_gc_pause_seconds_count", &[]) as u64 == pauses)
+        },
+    );
+    port
+}
+
+/// `/api/v1/minutes` with `query`, parsed, with the size of its body.
+fn minutes(port: u16, query: &str) -> (Value, usize) {
+    let body = http_get_ok(port, &format!("/api/v1/minutes{query}")).unwrap();
+    (serde_json::from_str(&body).unwrap(), body.len())
+}
+
+/// The pause counts of the first JVM's minutes, and their starts.
+fn pause_counts(response: &Value) -> Vec<(String, u64)> {
+    response["jvms"][0]["minutes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["start"].as_str().unwrap().to_string(),
+                m["pause_count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_line_dated_far_in_the_future_is_a_clock_outlier_not_a_range_of_minutes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut children = Children::new(dir.path());
+    // Three credible pauses in the last minutes, and between them one line
+    // dated year 9999 and one dated 2126, whose minutes the agent once tried
+    // to list one by one (about 900 GB and 3 GB).
+    let now = Utc::now();
+    let minute = |ago: i64| {
+        let start = now - TimeDelta::minutes(ago);
+        start - TimeDelta::seconds(start.timestamp().rem_euclid(60)) + TimeDelta::seconds(10)
+    };
+    let far = |text: &str| DateTime::parse_from_rfc3339(text).unwrap().to_utc();
+    let log_text = [
+        pause_line(minute(3), 0, 5.0),
+        pause_line(far("9999-12-31T23:59:00Z"), 1, 7.0),
+        pause_line(minute(2), 2, 6.0),
+        pause_line(far("2126-01-01T00:00:00Z"), 3, 8.0),
+        pause_line(minute(2) + TimeDelta::seconds(20), 4, 4.0),
+    ]
+    .concat();
+    let log = dir.path().join("gc.log");
+    std::fs::write(&log, log_text).unwrap();
+    let port = start_agent(dir.path(), &mut children, &log, "", 5);
+
+    let (response, size) = minutes(port, "");
+    // The credible pauses, hand-counted: one three minutes ago, two a minute later.
+    let expected = vec![
+        (minute(3).format("%Y-%m-%dT%H:%M:00Z").to_string(), 1),
+        (minute(2).format("%Y-%m-%dT%H:%M:00Z").to_string(), 2),
+    ];
+    assert_eq!(pause_counts(&response), expected);
+    assert!(size < 4096, "{size} bytes");
+    let metrics = http_get_ok(port, "/metrics").unwrap();
+    // Every pause line is still a pause the JVM made; two of them have a time
+    // nobody can place.
+    assert_eq!(sum(&metrics, "pausewatch_log_lines_total", &[]), 5.0);
+    assert_eq!(
+        sum(
+            &metrics,
+            "pausewatch_log_unparsed_lines_total",
+            &["kind=\"clock_outlier\""]
+        ),
+        2.0
+    );
+    children.assert_alive();
+}
+
+/// `pausewatch analyze --format json` of `log`, memory-capped.
+fn analyze_json(log: &Path) -> Value {
+    let output = bounded_pausewatch(&["analyze", "--format", "json", log.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "analyze failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn analyze_lists_quiet_minutes_only_between_credible_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |text: &str| DateTime::parse_from_rfc3339(text).unwrap().to_utc();
+    // A 1970 line first (nothing before it to compare with), then one in the
+    // middle: once 29 million quiet minutes (6.6 GB).
+    let log = dir.path().join("gc.log");
+    std::fs::write(
+        &log,
+        [
+            pause_line(at("1970-01-01T00:00:01Z"), 0, 1.0),
+            pause_line(at("2026-11-30T01:45:10Z"), 1, 5.0),
+            pause_line(at("2026-11-30T01:45:40Z"), 2, 6.0),
+            pause_line(at("1970-01-01T00:00:02Z"), 3, 2.0),
+            pause_line(at("2026-11-30T01:47:05Z"), 4, 4.0),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    let report = analyze_json(&log);
+    let starts: Vec<(String, u64)> = pause_counts(&serde_json::json!({ "jvms": [report] }));
+    assert_eq!(
+        starts,
+        [
+            ("2026-11-30T01:45:00Z".to_string(), 2),
+            ("2026-11-30T01:46:00Z".to_string(), 0),
+            ("2026-11-30T01:47:00Z".to_string(), 1),
+        ]
+    );
+    assert_eq!(report["pauses"]["count"], 5);
+    assert_eq!(report["unparsed_by_kind"]["clock_outlier"], 2);
+}
+
+#[test]
+fn analyze_caps_the_quiet_minutes_it_lists_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |text: &str| DateTime::parse_from_rfc3339(text).unwrap().to_utc();
+    // Credible neighbours each (less than a day apart), but 20 days from
+    // first to last: 28,800 minutes, most of them quiet.
+    let lines: Vec<String> = (0..=40)
+        .map(|i| {
+            pause_line(
+                at("2026-11-01T00:00:30Z") + TimeDelta::hours(12 * i),
+                i as u32,
+                1.0,
+            )
+        })
+        .collect();
+    let log = dir.path().join("gc.log");
+    std::fs::write(&log, lines.concat()).unwrap();
+    let report = analyze_json(&log);
+    let minutes = report["minutes"].as_array().unwrap();
+    let pauses: u64 = minutes
+        .iter()
+        .map(|m| m["pause_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(pauses, 41);
+    // 41 minutes with a pause, at most 7 days of quiet ones.
+    assert!(minutes.len() <= 41 + 7 * 1440, "{}", minutes.len());
+    let warnings = report["warnings"].to_string();
+    assert!(warnings.contains("quiet minutes"), "{warnings}");
+}
