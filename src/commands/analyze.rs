@@ -377,7 +377,8 @@ fn summarise(
         jdk_version: parser.run().version.clone(),
         pauses: PauseSummary {
             count: durations.len() as u64,
-            total_seconds: durations.iter().sum(),
+            // From +0.0: an empty `sum()` is -0.0, printed `-0.000 ms`.
+            total_seconds: durations.iter().fold(0.0, |total, d| total + d),
             max_seconds: durations.last().copied().unwrap_or(0.0),
             p50_seconds: percentile(&durations, 0.50),
             p99_seconds: percentile(&durations, 0.99),

@@ -207,3 +207,19 @@ fn analyze_caps_the_quiet_minutes_it_lists_and_says_so() {
     let warnings = report["warnings"].to_string();
     assert!(warnings.contains("quiet minutes"), "{warnings}");
 }
+#[test]
+fn analyze_of_a_log_without_pauses_prints_a_total_of_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("gc.log");
+    std::fs::write(
+        &log,
+        "[2026-11-30T01:45:10.000+0000][1.000s][info][gc] Using G1\n",
+    )
+    .unwrap();
+    let output = bounded_pausewatch(&["analyze", log.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("pauses: 0   total 0.000 ms"), "{text}");
+    assert!(!text.contains("-0.000"), "{text}");
+}
