@@ -10,6 +10,7 @@ use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
 
+use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -93,59 +94,153 @@ pub struct JvmMinutes {
     pub minutes: Vec<CombinedMinute>,
 }
 
+/// Minutes per stream in one response unless `limit` says otherwise: a day.
+const DEFAULT_MINUTES_LIMIT: u64 = 24 * 60;
+/// The most minutes per stream one response may ask for: a week.
+pub const MAX_MINUTES_LIMIT: u64 = 7 * 24 * 60;
+
 #[derive(Debug, Deserialize)]
 struct MinutesQuery {
     since: Option<String>,
+    until: Option<String>,
+    log: Option<String>,
+    limit: Option<String>,
 }
 
-/// Parses `since`. A `+` of the offset arrives as a space when the client did
-/// not percent-encode it (`?since=2026-11-30T01:45:00+00:00`); put it back.
-fn parse_since(raw: &str) -> Result<DateTime<Utc>, chrono::ParseError> {
-    DateTime::parse_from_rfc3339(&raw.replace(' ', "+")).map(|t| t.with_timezone(&Utc))
+/// A checked `/api/v1/minutes` query.
+#[derive(Debug, Clone)]
+struct MinutesRequest {
+    since: Option<DateTime<Utc>>,
+    until: Option<DateTime<Utc>>,
+    log: Option<String>,
+    limit: u64,
 }
 
+/// Parses a time parameter. A `+` of the offset arrives as a space when the
+/// client did not percent-encode it (`?since=2026-11-30T01:45:00+00:00`);
+/// put it back.
+fn parse_time(name: &str, raw: Option<&str>) -> Result<Option<DateTime<Utc>>, String> {
+    raw.map(|raw| {
+        DateTime::parse_from_rfc3339(&raw.replace(' ', "+"))
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|error| {
+                format!("{name} must be an RFC 3339 time such as 2026-11-30T01:45:00Z: {error}")
+            })
+    })
+    .transpose()
+}
+
+impl MinutesRequest {
+    fn parse(query: MinutesQuery) -> Result<MinutesRequest, String> {
+        let limit = match query.limit.as_deref() {
+            None => DEFAULT_MINUTES_LIMIT,
+            Some(raw) => raw
+                .parse()
+                .ok()
+                .filter(|limit| (1..=MAX_MINUTES_LIMIT).contains(limit))
+                .ok_or_else(|| {
+                    format!("limit must be a number of minutes from 1 to {MAX_MINUTES_LIMIT}")
+                })?,
+        };
+        Ok(MinutesRequest {
+            since: parse_time("since", query.since.as_deref())?,
+            until: parse_time("until", query.until.as_deref())?,
+            log: query.log,
+            limit,
+        })
+    }
+
+    /// The minute keys a stream may list: from `since` to `until`, and
+    /// nothing beyond the agent's clock, so a line dated years ahead cannot
+    /// stretch the series.
+    fn window(&self, now: DateTime<Utc>) -> Range<i64> {
+        let horizon = now.timestamp() + FUTURE_TOLERANCE_SECONDS + 1;
+        self.since.map_or(i64::MIN, |since| since.timestamp())
+            ..self
+                .until
+                .map_or(horizon, |until| until.timestamp().min(horizon))
+    }
+
+    /// At most `limit` minutes of what `listed` spans: the first ones after
+    /// `since` when it is given (to page forward), else the newest.
+    fn clip(&self, listed: Range<i64>) -> Range<i64> {
+        let span = i64::try_from(self.limit * 60).unwrap_or(i64::MAX);
+        if self.since.is_some() {
+            listed.start..listed.end.min(listed.start.saturating_add(span))
+        } else {
+            listed.start.max(listed.end.saturating_sub(span))..listed.end
+        }
+    }
+}
+
+fn error(status: StatusCode, message: String) -> Response {
+    (status, Json(serde_json::json!({ "error": message }))).into_response()
+}
+
+/// The minutes of every stream, or of the one whose live path is `log`,
+/// streamed one JVM at a time: a response for hundreds of JVMs never exists
+/// in memory as a whole.
 async fn minutes(State(app): State<App>, Query(query): Query<MinutesQuery>) -> Response {
-    let since = match query.since.as_deref().map(parse_since).transpose() {
-        Ok(since) => since,
-        Err(error) => {
-            let message =
-                format!("since must be an RFC 3339 time such as 2026-11-30T01:45:00Z: {error}");
-            return (
-                StatusCode::BAD_REQUEST,
-                Json(serde_json::json!({ "error": message })),
-            )
-                .into_response();
-        }
+    let request = match MinutesRequest::parse(query) {
+        Ok(request) => request,
+        Err(message) => return error(StatusCode::BAD_REQUEST, message),
     };
-    let response = {
-        let state = app.store.snapshot();
-        // Nothing from beyond the agent's clock: a line dated years ahead
-        // must not stretch the series.
-        let window = since.map_or(i64::MIN, |since| since.timestamp())
-            ..Utc::now().timestamp() + FUTURE_TOLERANCE_SECONDS + 1;
-        MinutesResponse {
-            jvms: state
-                .streams
-                .values()
-                .map(|stream| JvmMinutes {
-                    log: stream.log.clone(),
-                    labels: stream.labels.clone(),
-                    collector: stream.jvm.collector.as_str().to_string(),
-                    jdk_version: stream.jvm.jdk_version.clone(),
-                    minutes: window_minutes(stream, window.clone()),
-                })
-                .collect(),
-        }
-    };
-    Json(response).into_response()
+    let streams: Vec<Arc<StreamState>> = app
+        .store
+        .snapshot()
+        .streams
+        .into_values()
+        .filter(|stream| request.log.as_ref().is_none_or(|log| &stream.log == log))
+        .collect();
+    if let (Some(log), true) = (&request.log, streams.is_empty()) {
+        return error(StatusCode::NOT_FOUND, format!("no GC log stream {log}"));
+    }
+    let window = request.window(Utc::now());
+    // The bytes serde_json writes for `MinutesResponse`, one JVM per chunk.
+    let jvms = streams.into_iter().enumerate().map(move |(index, stream)| {
+        let jvm = JvmMinutes {
+            log: stream.log.clone(),
+            labels: stream.labels.clone(),
+            collector: stream.jvm.collector.as_str().to_string(),
+            jdk_version: stream.jvm.jdk_version.clone(),
+            minutes: window_minutes(&stream, window.clone(), &request),
+        };
+        let mut chunk = Vec::from(if index == 0 { "" } else { "," });
+        serde_json::to_writer(&mut chunk, &jvm).map(|()| Bytes::from(chunk))
+    });
+    let chunks = std::iter::once(Ok(Bytes::from_static(b"{\"jvms\":[")))
+        .chain(jvms)
+        .chain(std::iter::once(Ok(Bytes::from_static(b"]}"))));
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(futures_util::stream::iter(chunks)),
+    )
+        .into_response()
 }
 
-/// The stream's minutes starting in `window`, quiet ones as zeros, with
-/// the latency of each when the stream has a latency source.
-fn window_minutes(stream: &StreamState, window: Range<i64>) -> Vec<CombinedMinute> {
-    let gc = stream.jvm.minutes.filled(window.clone(), u64::MAX).minutes;
-    match &stream.latency {
-        Some(latency) => combine(gc, latency.minutes.range(window), true),
+/// The stream's minutes in `window`, quiet ones as zeros, cut to the
+/// request's limit, with the latency of each when the stream has a latency
+/// source.
+fn window_minutes(
+    stream: &StreamState,
+    window: Range<i64>,
+    request: &MinutesRequest,
+) -> Vec<CombinedMinute> {
+    let latency = stream.latency.as_ref().map(|latency| &latency.minutes);
+    let latency_keys = latency.and_then(|minutes| {
+        let mut keys = minutes.range(window.clone()).map(|(key, _)| *key);
+        let first = keys.next()?;
+        Some(first..keys.next_back().unwrap_or(first) + 60)
+    });
+    let listed = match (stream.jvm.minutes.listed(window), latency_keys) {
+        (Some(gc), Some(latency)) => gc.start.min(latency.start)..gc.end.max(latency.end),
+        (Some(listed), None) | (None, Some(listed)) => listed,
+        (None, None) => return Vec::new(),
+    };
+    let clip = request.clip(listed);
+    let gc = stream.jvm.minutes.filled(clip.clone(), u64::MAX).minutes;
+    match latency {
+        Some(latency) => combine(gc, latency.range(clip), true),
         None => combine(gc, [], false),
     }
 }
@@ -279,7 +374,14 @@ mod tests {
         let health: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
         assert_eq!(health, serde_json::json!({"status": "ok", "streams": 2}));
 
-        let response = minutes_of(&get(addr, "/api/v1/minutes").await);
+        let reply = get(addr, "/api/v1/minutes").await;
+        let response = minutes_of(&reply);
+        // Streamed per JVM, the body is still one compact JSON object.
+        assert!(reply.body.starts_with(r#"{"jvms":[{"log":"/var/log/pricing/gc.log","labels":{"service":"pricing"},"collector":"parallel","#));
+        assert!(reply
+            .body
+            .contains(r#"]},{"log":"/var/log/search/gc.log","labels":{},"#));
+        assert!(reply.body.ends_with("]}]}"));
         assert_eq!(response.jvms.len(), 2);
         let fixture = &response.jvms[0];
         assert_eq!(fixture.log, "/var/log/pricing/gc.log");

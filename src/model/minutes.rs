@@ -340,46 +340,51 @@ impl MinuteWindows {
         self.minutes.values()
     }
 
-    /// Keys of the minutes that saw events and start in `window`, oldest first.
-    pub fn keys_in(&self, window: Range<i64>) -> impl DoubleEndedIterator<Item = i64> + '_ {
-        self.minutes
+    /// The keys [`filled`](Self::filled) lists for `window`: from the first
+    /// minute that saw events (or the window's start, when events came
+    /// before it) to the end of the last; `None` when none is in the window.
+    pub fn listed(&self, window: Range<i64>) -> Option<Range<i64>> {
+        let mut keys = self
+            .minutes
             .range(window.start..window.end.max(window.start))
-            .map(|(key, _)| *key)
+            .map(|(key, _)| *key);
+        let first = keys.next()?;
+        let last = keys.next_back().unwrap_or(first);
+        let start = match self.minutes.range(..window.start).next_back() {
+            Some(_) => window.start.saturating_add(59).div_euclid(60) * 60,
+            None => first,
+        };
+        Some(start..last + 60)
     }
 
-    /// The minutes starting in `window`, from the first that saw events (or
-    /// the window's start, when events came before it) to the last that saw
-    /// events, quiet ones in between as zeros so that the series lines up
-    /// with other per-minute data. At most `max_quiet` quiet minutes are
-    /// listed: a gap longer than what is left stays a gap, counted in
-    /// `quiet_left_out`. Memory is bounded by the events and `max_quiet`,
-    /// never by the time between the first and the last.
+    /// The minutes [`listed`](Self::listed) for `window`, quiet ones as zeros
+    /// so that the series lines up with other per-minute data. At most
+    /// `max_quiet` quiet minutes are listed: a gap longer than what is left
+    /// stays a gap, counted in `quiet_left_out`. Memory is bounded by the
+    /// events and `max_quiet`, never by the time between the first and the
+    /// last.
     pub fn filled(&self, window: Range<i64>, max_quiet: u64) -> Filled {
         let mut filled = Filled::default();
+        let Some(listed) = self.listed(window.clone()) else {
+            return filled;
+        };
         let mut budget = max_quiet;
-        // Quiet minutes at the start of the window follow events before it.
-        let mut previous = self
-            .minutes
-            .range(..window.start)
-            .next_back()
-            .map(|_| window.start.saturating_add(59).div_euclid(60) * 60 - 60);
+        let mut previous = listed.start - 60;
         for (key, minute) in self
             .minutes
             .range(window.start..window.end.max(window.start))
         {
-            if let Some(previous) = previous {
-                let gap = ((key - previous) / 60 - 1).unsigned_abs();
-                if gap <= budget {
-                    budget -= gap;
-                    filled
-                        .minutes
-                        .extend((1..=gap as i64).map(|i| empty_minute(previous + 60 * i)));
-                } else {
-                    filled.quiet_left_out += gap;
-                }
+            let gap = ((key - previous) / 60 - 1).unsigned_abs();
+            if gap <= budget {
+                budget -= gap;
+                filled
+                    .minutes
+                    .extend((1..=gap as i64).map(|i| empty_minute(previous + 60 * i)));
+            } else {
+                filled.quiet_left_out += gap;
             }
             filled.minutes.push(minute.clone());
-            previous = Some(*key);
+            previous = *key;
         }
         filled
     }

@@ -223,3 +223,94 @@ fn analyze_of_a_log_without_pauses_prints_a_total_of_zero() {
     assert!(text.contains("pauses: 0   total 0.000 ms"), "{text}");
     assert!(!text.contains("-0.000"), "{text}");
 }
+
+#[test]
+fn minutes_requests_are_bounded_by_until_log_and_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut children = Children::new(dir.path());
+    // Two JVMs: `busy` paused once a minute for the last 300 minutes (its
+    // minute N minutes ago paused N ms, N = 300 down to 1), `other` once.
+    let now = Utc::now();
+    let start_of = |ago: i64| {
+        let t = now - TimeDelta::minutes(ago);
+        t - TimeDelta::seconds(t.timestamp().rem_euclid(60))
+    };
+    let busy: String = (1..=300)
+        .rev()
+        .map(|ago| {
+            pause_line(
+                start_of(ago) + TimeDelta::seconds(30),
+                300 - ago as u32,
+                ago as f64,
+            )
+        })
+        .collect();
+    std::fs::create_dir(dir.path().join("busy")).unwrap();
+    std::fs::create_dir(dir.path().join("other")).unwrap();
+    let busy_log = dir.path().join("busy/gc.log");
+    std::fs::write(&busy_log, busy).unwrap();
+    std::fs::write(
+        dir.path().join("other/gc.log"),
+        pause_line(start_of(5) + TimeDelta::seconds(30), 0, 2.0),
+    )
+    .unwrap();
+    let port = start_agent(
+        dir.path(),
+        &mut children,
+        &dir.path().join("*/gc.log"),
+        "",
+        301,
+    );
+    let key = |ago: i64| start_of(ago).format("%Y-%m-%dT%H:%M:00Z").to_string();
+    let ms = |response: &Value| -> Vec<u64> {
+        response["jvms"][0]["minutes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| (m["pause_max_seconds"].as_f64().unwrap() * 1000.0).round() as u64)
+            .collect()
+    };
+    let busy_query = format!(
+        "?log={}",
+        crate::common::url_encode(busy_log.to_str().unwrap())
+    );
+
+    // `log` selects one JVM; `limit` keeps the newest minutes without `since`.
+    let (response, _) = minutes(port, &format!("{busy_query}&limit=3"));
+    assert_eq!(response["jvms"].as_array().unwrap().len(), 1);
+    assert_eq!(response["jvms"][0]["log"], busy_log.to_str().unwrap());
+    assert_eq!(ms(&response), [3, 2, 1]);
+    // ... and the oldest from `since` on; `until` ends before its minute.
+    let (response, _) = minutes(
+        port,
+        &format!("{busy_query}&since={}&until={}&limit=4", key(100), key(90)),
+    );
+    assert_eq!(ms(&response), [100, 99, 98, 97]);
+    let (response, _) = minutes(
+        port,
+        &format!("{busy_query}&since={}&until={}", key(100), key(95)),
+    );
+    assert_eq!(ms(&response), [100, 99, 98, 97, 96]);
+    // Without `log`, both JVMs, each cut to `limit`.
+    let (response, size) = minutes(port, "?limit=2");
+    let counts: Vec<usize> = response["jvms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|jvm| jvm["minutes"].as_array().unwrap().len())
+        .collect();
+    assert_eq!(counts, [2, 1]);
+    assert!(size < 4096, "{size} bytes");
+    // A limit above the hard maximum, or none at all, is refused, and so
+    // is a log the agent does not follow.
+    for (query, status) in [
+        ("?limit=1000000", 400),
+        ("?limit=0", 400),
+        ("?until=tomorrow", 400),
+        ("?log=/nowhere/gc.log", 404),
+    ] {
+        let (got, body) =
+            crate::common::http_get(port, &format!("/api/v1/minutes{query}")).unwrap();
+        assert_eq!(got, status, "{query}: {body}");
+    }
+}
