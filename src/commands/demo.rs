@@ -11,6 +11,7 @@ use chrono::Utc;
 use crate::commands::replay::{replay_lines, ReplayOptions};
 use crate::config::{Config, GcLogSource, DEFAULT_MAX_LINE_BYTES};
 use crate::follow::StartAt;
+use crate::model::jvm::DEFAULT_MAX_LABEL_VALUES;
 
 /// The log the demo replays.
 const DEMO_LOG: &str = include_str!("../../tests/fixtures/jvm/jdk17-g1-concurrent/gc.log");
@@ -51,5 +52,6 @@ fn demo_source(log: PathBuf) -> GcLogSource {
             .collect(),
         jvm_start: Some(Utc::now()),
         max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+        max_label_values: DEFAULT_MAX_LABEL_VALUES,
     }
 }

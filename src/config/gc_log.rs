@@ -11,6 +11,7 @@ use toml::{Spanned, Value};
 
 use super::spans::{key, ConfigError, Ctx, Seg};
 use crate::follow::has_glob_chars;
+use crate::model::jvm::DEFAULT_MAX_LABEL_VALUES;
 
 use super::{label_problem, LabelUse, StartAt, DEFAULT_MAX_LINE_BYTES};
 
@@ -29,6 +30,9 @@ pub struct GcLogSource {
     pub jvm_start: Option<DateTime<Utc>>,
     /// Longest line accepted, in bytes; bounds memory on a corrupt or binary file.
     pub max_line_bytes: usize,
+    /// The top-level `max_label_values`, for the source to hand to its JVM's state.
+    #[serde(skip)]
+    pub max_label_values: usize,
 }
 
 #[derive(Deserialize)]
@@ -114,6 +118,7 @@ impl Ctx<'_> {
             labels,
             jvm_start,
             max_line_bytes,
+            max_label_values: DEFAULT_MAX_LABEL_VALUES,
         })
     }
 

@@ -36,6 +36,7 @@ pub use spans::ConfigError;
 use crate::export::catalog::reserved_label_names;
 pub use crate::follow::StartAt;
 use crate::model::alerts::AlertsConfig;
+use crate::model::jvm::DEFAULT_MAX_LABEL_VALUES;
 use crate::model::serialize_duration;
 use access_log::RawAccessLog;
 use alerts::RawAlerts;
@@ -65,6 +66,8 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 65536;
 pub const MIN_MAX_LINE_BYTES: usize = 256;
 /// Largest accepted `max_line_bytes` (16 MiB): bounds memory per source.
 pub const MAX_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// Largest accepted `max_label_values`: past this the cap no longer bounds `/metrics`.
+pub const MAX_MAX_LABEL_VALUES: usize = 10_000;
 /// Labels the alert engine sets on every alert.
 const ALERT_LABELS: &[&str] = &["alertname", "log"];
 
@@ -84,6 +87,9 @@ pub struct Config {
     /// How much per-minute history to keep in memory (at least [`MIN_HISTORY`]).
     #[serde(serialize_with = "serialize_duration")]
     pub history: Duration,
+    /// Distinct values of `cause` (and of `operation`) per stream and family;
+    /// also set on every [`GcLogSource`], which hands it to its JVM's state.
+    pub max_label_values: usize,
     /// The GC logs to follow; each entry is one logical source.
     pub gc_log: Vec<GcLogSource>,
     /// Access logs of the services those JVMs run.
@@ -104,6 +110,7 @@ impl Default for Config {
             poll_interval: DEFAULT_POLL_INTERVAL,
             checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
             history: DEFAULT_HISTORY,
+            max_label_values: DEFAULT_MAX_LABEL_VALUES,
             gc_log: Vec::new(),
             access_log: Vec::new(),
             latency_histogram: Vec::new(),
@@ -139,6 +146,7 @@ struct RawConfig {
     poll_interval: Option<Spanned<Value>>,
     checkpoint_interval: Option<Spanned<Value>>,
     history: Option<Spanned<Value>>,
+    max_label_values: Option<Spanned<Value>>,
     #[serde(default)]
     gc_log: Vec<Spanned<RawGcLog>>,
     #[serde(default)]
@@ -182,7 +190,15 @@ impl Ctx<'_> {
             config.history = self.at_least(v, &[key("history")], MIN_HISTORY)?;
         }
 
+        if let Some(v) = &raw.max_label_values {
+            config.max_label_values =
+                self.integer_in(v, &[key("max_label_values")], 1..=MAX_MAX_LABEL_VALUES, "")?;
+        }
+
         config.gc_log = self.gc_logs(&raw.gc_log)?;
+        for source in &mut config.gc_log {
+            source.max_label_values = config.max_label_values;
+        }
         for (i, raw_access) in raw.access_log.iter().enumerate() {
             let access = self.access_source(i, raw_access, &config.gc_log)?;
             config.access_log.push(access);
@@ -227,18 +243,37 @@ impl Ctx<'_> {
 
     /// `max_line_bytes` of a GC or access log source.
     fn line_cap(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<usize, ConfigError> {
+        self.integer_in(
+            v,
+            path,
+            MIN_MAX_LINE_BYTES..=MAX_MAX_LINE_BYTES,
+            " (16 MiB)",
+        )
+    }
+
+    /// An integer in `range`; `note` follows the range in the message.
+    fn integer_in(
+        &self,
+        v: &Spanned<Value>,
+        path: &[Seg],
+        range: std::ops::RangeInclusive<usize>,
+        note: &str,
+    ) -> Result<usize, ConfigError> {
         let Value::Integer(n) = v.get_ref() else {
             return Err(self.type_err(v, path, "an integer"));
         };
-        let range = MIN_MAX_LINE_BYTES as i64..=MAX_MAX_LINE_BYTES as i64;
-        if !range.contains(n) {
-            return Err(self.err(
+        match usize::try_from(*n) {
+            Ok(n) if range.contains(&n) => Ok(n),
+            _ => Err(self.err(
                 v.span(),
                 path,
-                format!("{n} is out of range {MIN_MAX_LINE_BYTES}..={MAX_MAX_LINE_BYTES} (16 MiB)"),
-            ));
+                format!(
+                    "{n} is out of range {}..={}{note}",
+                    range.start(),
+                    range.end()
+                ),
+            )),
         }
-        Ok(*n as usize)
     }
 }
 
@@ -474,6 +509,24 @@ mod tests {
         parse_err(&["", "", "history = '1 fortnight'"], 3, "history");
         let e = parse_err(&["checkpoint_interval = '0s'"], 1, "checkpoint_interval");
         assert!(e.message.contains("greater than zero"), "{e}");
+    }
+
+    #[test]
+    fn max_label_values_reaches_every_gc_log() {
+        let c = parse_ok(&[
+            "max_label_values = 7",
+            "[[gc_log]]",
+            "path = '/var/log/a/gc.log'",
+        ]);
+        assert_eq!((c.max_label_values, c.gc_log[0].max_label_values), (7, 7));
+        for bad in ["0", "10001", "-1"] {
+            let e = parse_err(
+                &[&format!("max_label_values = {bad}")],
+                1,
+                "max_label_values",
+            );
+            assert!(e.message.contains("out of range 1..=10000"), "{e}");
+        }
     }
 
     #[test]

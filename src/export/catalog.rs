@@ -479,6 +479,22 @@ pub static CATALOG: &[Family] = &[
         scopes: &[Scope::Stream(unparsed_lines)],
     },
     Family {
+        name: "pausewatch_label_values_overflow_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Events whose label value was past max_label_values distinct values of its family, counted under \"other\".",
+        labels: &["label"],
+        scopes: &[Scope::Stream(|s, _| {
+            ["cause", "operation"]
+                .into_iter()
+                .map(|label| Sample {
+                    labels: vec![label.into()],
+                    value: Value::Int(s.jvm.label_overflow.get(label).copied().unwrap_or(0)),
+                })
+                .collect()
+        })],
+    },
+    Family {
         name: "pausewatch_log_events_without_wall_clock_total",
         kind: Kind::Counter,
         unit: Unit::None,

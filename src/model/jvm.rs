@@ -7,6 +7,8 @@
 //! offsets it reflects: after a crash the agent resumes both at once and
 //! neither loses nor double-counts a pause.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::{Collector, Cycle, GcEvent, Generation, Pause, Safepoint};
 use serde::{Deserialize, Serialize};
@@ -63,6 +65,47 @@ pub struct HeapGauges {
     pub max_bytes: Option<u64>,
 }
 
+/// Distinct values of `cause` (or `operation`) one stream's family may take
+/// by default: HotSpot has a few dozen causes, a hostile log thousands.
+pub const DEFAULT_MAX_LABEL_VALUES: usize = 100;
+
+/// The value that label values past the cap are counted under.
+pub const OTHER_LABEL_VALUE: &str = "other";
+
+/// The cap on distinct label values of a family; from the configuration,
+/// not the checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LabelCap(pub usize);
+
+impl Default for LabelCap {
+    fn default() -> Self {
+        LabelCap(DEFAULT_MAX_LABEL_VALUES)
+    }
+}
+
+/// `value` when it may have a series of its own (it has one already, or
+/// fewer than `cap` distinct values besides [`OTHER_LABEL_VALUE`] do), else
+/// [`OTHER_LABEL_VALUE`], counted in `overflow`.
+fn capped<'a>(
+    value: String,
+    known: impl Iterator<Item = &'a str>,
+    cap: LabelCap,
+    overflow: &mut u64,
+) -> String {
+    let mut distinct = std::collections::BTreeSet::new();
+    for known in known.filter(|known| *known != OTHER_LABEL_VALUE) {
+        if known == value {
+            return value;
+        }
+        distinct.insert(known);
+    }
+    if distinct.len() < cap.0 {
+        return value;
+    }
+    *overflow += 1;
+    OTHER_LABEL_VALUE.to_string()
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct JvmState {
     pub collector: Collector,
@@ -76,6 +119,11 @@ pub struct JvmState {
     pub last_event: Option<DateTime<Utc>>,
     /// Heap after the previous collection, to derive allocation between collections.
     previous_heap_after: Option<u64>,
+    #[serde(skip)]
+    pub max_label_values: LabelCap,
+    /// Events counted under [`OTHER_LABEL_VALUE`], by label (`cause`, `operation`).
+    #[serde(default)]
+    pub label_overflow: BTreeMap<String, u64>,
 }
 
 /// Old-generation pools as HotSpot names them in `gc,heap` lines.
@@ -165,6 +213,12 @@ impl JvmState {
     fn apply_pause(&mut self, pause: &Pause, placed: Option<i64>) {
         let major = self.jdk_version.as_deref().and_then(jdk_major);
         let (gc, action, cause) = micrometer_labels(pause, major);
+        let cause = capped(
+            cause,
+            self.pauses.iter().map(|s| s.cause.as_str()),
+            self.max_label_values,
+            self.label_overflow.entry("cause".to_string()).or_default(),
+        );
         let series = match self
             .pauses
             .iter_mut()
@@ -277,7 +331,18 @@ impl JvmState {
     }
 
     fn apply_safepoint(&mut self, safepoint: &Safepoint) {
-        let operation = safepoint.operation.as_deref().unwrap_or("unknown");
+        let operation = safepoint
+            .operation
+            .clone()
+            .unwrap_or_else(|| "unknown".to_string());
+        let operation = capped(
+            operation,
+            self.safepoints.iter().map(|s| s.operation.as_str()),
+            self.max_label_values,
+            self.label_overflow
+                .entry("operation".to_string())
+                .or_default(),
+        );
         let series = match self
             .safepoints
             .iter_mut()
@@ -286,7 +351,7 @@ impl JvmState {
             Some(index) => &mut self.safepoints[index],
             None => {
                 self.safepoints.push(SafepointSeries {
-                    operation: operation.to_string(),
+                    operation,
                     ..SafepointSeries::default()
                 });
                 self.safepoints.last_mut().expect("just pushed")

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::{report_note, Source, SourceCheckpoint, SourceKey};
 use crate::config;
 use crate::follow::{Follower, Position};
+use crate::model::jvm::LabelCap;
 use crate::model::latency::LatencyState;
 use crate::store::{AgentState, Store, StreamId, StreamState};
 
@@ -76,6 +77,7 @@ impl GcLogSource {
         };
         // Labels follow the configuration, not the checkpoint.
         state.labels = source.labels.clone();
+        state.jvm.max_label_values = LabelCap(source.max_label_values);
         // A latency source will line its requests up with this JVM's stops:
         // record stops from the first event on.
         if latency_target && state.latency.is_none() {

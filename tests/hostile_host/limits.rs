@@ -314,3 +314,73 @@ fn minutes_requests_are_bounded_by_until_log_and_limit() {
         assert_eq!(got, status, "{query}: {body}");
     }
 }
+
+#[test]
+fn label_values_past_the_cap_are_counted_under_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut children = Children::new(dir.path());
+    // 30 pauses with 30 different causes, 30 safepoints with 30 different
+    // operations; the cap is 10 values per family.
+    let start = Utc::now() - TimeDelta::minutes(5);
+    let stamp = |i: i64| {
+        (start + TimeDelta::seconds(i))
+            .format("%Y-%m-%dT%H:%M:%S%.3f+0000")
+            .to_string()
+    };
+    let log_text: String = (0..30)
+        .map(|i| {
+            format!(
+                "[{}][{i}.000s][info][gc] GC({i}) Pause Young (Normal) (Cause {i:02}) 30M->20M(61M) 1.000ms\n\
+                 [{}][{i}.000s][info][safepoint] Safepoint \"Operation{i:02}\", Time since last: 1000 ns, Reaching safepoint: 1000 ns, Cleanup: 0 ns, At safepoint: 1000 ns, Total: 2000 ns\n",
+                stamp(i),
+                stamp(i)
+            )
+        })
+        .collect();
+    let log = dir.path().join("gc.log");
+    std::fs::write(&log, log_text).unwrap();
+    let port = start_agent(dir.path(), &mut children, &log, "max_label_values = 10", 30);
+    let metrics = http_get_ok(port, "/metrics").unwrap();
+    let values = |name: &str, label: &str| -> Vec<String> {
+        let key = format!("{label}=\"");
+        metrics
+            .lines()
+            .filter(|line| line.starts_with(&format!("{name}{{")))
+            .filter_map(|line| {
+                let rest = &line[line.find(&key)? + key.len()..];
+                Some(rest[..rest.find('"')?].to_string())
+            })
+            .collect()
+    };
+    let causes = values("jvm_gc_pause_seconds_count", "cause");
+    assert_eq!(causes.len(), 11, "{causes:?}");
+    assert_eq!(causes.iter().filter(|c| *c == "other").count(), 1);
+    let operations = values("pausewatch_safepoints_total", "operation");
+    assert_eq!(operations.len(), 11, "{operations:?}");
+    // Nothing is lost: all 30 are counted, 20 of them under "other".
+    assert_eq!(sum(&metrics, "jvm_gc_pause_seconds_count", &[]), 30.0);
+    assert_eq!(
+        sum(&metrics, "jvm_gc_pause_seconds_count", &["cause=\"other\""]),
+        20.0
+    );
+    assert_eq!(sum(&metrics, "pausewatch_safepoints_total", &[]), 30.0);
+    assert_eq!(
+        sum(
+            &metrics,
+            "pausewatch_safepoints_total",
+            &["operation=\"other\""]
+        ),
+        20.0
+    );
+    for label in ["cause", "operation"] {
+        assert_eq!(
+            sum(
+                &metrics,
+                "pausewatch_label_values_overflow_total",
+                &[&format!("label=\"{label}\"")]
+            ),
+            20.0,
+            "{label}"
+        );
+    }
+}
