@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
@@ -17,13 +18,22 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::HttpLimits;
 use crate::export::prometheus as metrics;
 use crate::model::correlate::{combine, CombinedMinute};
 use crate::model::minutes::FUTURE_TOLERANCE_SECONDS;
 use crate::store::{SharedStore, StreamState};
+
+/// How long to wait after a failed accept before the next.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 
 #[derive(Clone)]
 struct App {
@@ -41,21 +51,83 @@ pub fn router(store: SharedStore, registry: Arc<Registry>) -> Router {
         .with_state(App { store, registry })
 }
 
-/// Serves `router` on `listener` until the process ends.
-pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
-    serve_with_shutdown(listener, router, std::future::pending()).await
+/// Serves `router` on `listener` within `limits` until the process ends.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: HttpLimits,
+) -> std::io::Result<()> {
+    serve_with_shutdown(listener, router, limits, std::future::pending()).await
 }
 
 /// As [`serve`], but stops accepting connections when `shutdown` completes
 /// and returns once the requests in flight are answered.
+///
+/// Connections are accepted here rather than by `axum::serve`, which has no
+/// limit and no timeouts: 1,100 idle connections once used up the agent's
+/// 1,024 descriptors, so checkpoints failed and `/healthz` hung. At most
+/// `max_connections` are served at once (the rest wait in the kernel's
+/// backlog, using no descriptor), and one that sends no complete header for
+/// `header_timeout`, new or idle between requests, is closed.
 pub async fn serve_with_shutdown(
     listener: tokio::net::TcpListener,
     router: Router,
+    limits: HttpLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let (stop, stopped) = tokio::sync::watch::channel(());
+    let mut connections = tokio::task::JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = accept(&listener, &slots) => accepted,
+        };
+        let Some((stream, slot)) = accepted else {
+            continue;
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let mut stopped = stopped.clone();
+        connections.spawn(async move {
+            let _slot = slot;
+            let mut builder = http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout);
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = stopped.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    drop(stop);
+    while connections.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// The next connection with its slot, once a slot is free. `None` after an
+/// accept error (out of descriptors, a connection reset before it was
+/// accepted), after a pause so that a full descriptor table is not spun on.
+async fn accept(
+    listener: &tokio::net::TcpListener,
+    slots: &Arc<Semaphore>,
+) -> Option<(tokio::net::TcpStream, OwnedSemaphorePermit)> {
+    let slot = slots.clone().acquire_owned().await.ok()?;
+    match listener.accept().await {
+        Ok((stream, _)) => Some((stream, slot)),
+        Err(error) => {
+            tracing::warn!(%error, "cannot accept an HTTP connection");
+            tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+            None
+        }
+    }
 }
 
 async fn metrics_handler(State(app): State<App>) -> Response {
@@ -346,7 +418,11 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let registry = Arc::new(metrics::registry(state.clone(), "test"));
-        let server = tokio::spawn(serve(listener, router(state, registry)));
+        let server = tokio::spawn(serve(
+            listener,
+            router(state, registry),
+            HttpLimits::default(),
+        ));
         (addr, server)
     }
 
@@ -488,6 +564,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_idle_keep_alive_connection_is_closed_after_the_header_timeout() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(Store::default());
+        let registry = Arc::new(metrics::registry(state.clone(), "test"));
+        let limits = HttpLimits {
+            max_connections: 2,
+            header_timeout: Duration::from_secs(1),
+        };
+        let server = tokio::spawn(serve(listener, router(state, registry), limits));
+        let closed_after = tokio::task::spawn_blocking(move || {
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            stream
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                .unwrap();
+            let answered = std::time::Instant::now();
+            // One reply, then nothing until the agent closes the idle connection.
+            let mut raw = Vec::new();
+            stream.read_to_end(&mut raw).unwrap();
+            let raw = String::from_utf8(raw).unwrap();
+            assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+            assert!(raw.ends_with(r#"{"status":"ok","streams":0}"#), "{raw}");
+            answered.elapsed()
+        })
+        .await
+        .unwrap();
+        assert!(
+            closed_after >= Duration::from_millis(900) && closed_after < Duration::from_secs(5),
+            "{closed_after:?}"
+        );
+        server.abort();
+    }
+
+    #[tokio::test]
     async fn graceful_shutdown_returns() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let state = Arc::new(Store::default());
@@ -496,6 +609,7 @@ mod tests {
         let server = tokio::spawn(serve_with_shutdown(
             listener,
             router(state, registry),
+            HttpLimits::default(),
             async {
                 let _ = stopped.await;
             },

@@ -25,8 +25,9 @@ pub fn run(config: Config) -> Result<()> {
         .block_on(tokio::net::TcpListener::bind(config.listen))
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     tracing::info!(listen = %config.listen, sources = config.gc_log.len(), "pausewatch agent started");
+    let limits = config.http;
     runtime.spawn(async move {
-        if let Err(error) = server::serve(listener, router).await {
+        if let Err(error) = server::serve(listener, router, limits).await {
             tracing::error!(%error, "HTTP server stopped");
         }
     });

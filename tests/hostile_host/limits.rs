@@ -384,3 +384,53 @@ fn label_values_past_the_cap_are_counted_under_other() {
         );
     }
 }
+
+#[test]
+fn idle_connections_time_out_and_cannot_take_every_slot() {
+    use std::io::Read;
+    use std::net::TcpStream;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut children = Children::new(dir.path());
+    let log = dir.path().join("gc.log");
+    std::fs::write(&log, pause_line(Utc::now(), 0, 1.0)).unwrap();
+    let port = start_agent(
+        dir.path(),
+        &mut children,
+        &log,
+        "max_connections = 4\nhttp_header_timeout = \"2s\"",
+        1,
+    );
+    // Twice as many idle connections as the limit: each sends nothing.
+    let opened = Instant::now();
+    let mut idle: Vec<TcpStream> = (0..8)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    // The limit holds: /healthz waits for the first idle ones to be closed
+    // (2 s after they were accepted), then the next four (2 s later) ...
+    let reply = http_get_ok(port, "/healthz").unwrap();
+    let waited = opened.elapsed();
+    assert!(reply.contains("\"status\":\"ok\""), "{reply}");
+    assert!(
+        waited >= Duration::from_millis(1500) && waited < Duration::from_secs(8),
+        "/healthz answered after {waited:?}"
+    );
+    // ... and every idle connection is closed by the agent: reading gives
+    // end of file, not a timeout.
+    for stream in &mut idle {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        assert_eq!(stream.read(&mut byte).unwrap(), 0);
+    }
+    assert!(opened.elapsed() < Duration::from_secs(10));
+    // Then the agent answers at once.
+    let asked = Instant::now();
+    http_get_ok(port, "/healthz").unwrap();
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+}
