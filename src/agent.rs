@@ -376,7 +376,7 @@ impl Agent {
         let mut state = self.store.write();
         for stream in state.streams.values_mut() {
             let stream = Arc::make_mut(stream);
-            stream.jvm.minutes.prune_before(oldest);
+            stream.jvm.minutes.prune_outside(oldest, oldest + history);
             if let Some(latency) = &mut stream.latency {
                 latency.prune_before(oldest);
             }

@@ -7,20 +7,33 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::ops::Range;
 use std::sync::Arc;
+use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::HttpLimits;
 use crate::export::prometheus as metrics;
 use crate::model::correlate::{combine, CombinedMinute};
-use crate::store::SharedStore;
+use crate::model::minutes::FUTURE_TOLERANCE_SECONDS;
+use crate::store::{SharedStore, StreamState};
+
+/// How long to wait after a failed accept before the next.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 
 #[derive(Clone)]
 struct App {
@@ -38,21 +51,83 @@ pub fn router(store: SharedStore, registry: Arc<Registry>) -> Router {
         .with_state(App { store, registry })
 }
 
-/// Serves `router` on `listener` until the process ends.
-pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
-    serve_with_shutdown(listener, router, std::future::pending()).await
+/// Serves `router` on `listener` within `limits` until the process ends.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: HttpLimits,
+) -> std::io::Result<()> {
+    serve_with_shutdown(listener, router, limits, std::future::pending()).await
 }
 
 /// As [`serve`], but stops accepting connections when `shutdown` completes
 /// and returns once the requests in flight are answered.
+///
+/// Connections are accepted here rather than by `axum::serve`, which has no
+/// limit and no timeouts: 1,100 idle connections once used up the agent's
+/// 1,024 descriptors, so checkpoints failed and `/healthz` hung. At most
+/// `max_connections` are served at once (the rest wait in the kernel's
+/// backlog, using no descriptor), and one that sends no complete header for
+/// `header_timeout`, new or idle between requests, is closed.
 pub async fn serve_with_shutdown(
     listener: tokio::net::TcpListener,
     router: Router,
+    limits: HttpLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let (stop, stopped) = tokio::sync::watch::channel(());
+    let mut connections = tokio::task::JoinSet::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = accept(&listener, &slots) => accepted,
+        };
+        let Some((stream, slot)) = accepted else {
+            continue;
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let mut stopped = stopped.clone();
+        connections.spawn(async move {
+            let _slot = slot;
+            let mut builder = http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout);
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = stopped.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    drop(stop);
+    while connections.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// The next connection with its slot, once a slot is free. `None` after an
+/// accept error (out of descriptors, a connection reset before it was
+/// accepted), after a pause so that a full descriptor table is not spun on.
+async fn accept(
+    listener: &tokio::net::TcpListener,
+    slots: &Arc<Semaphore>,
+) -> Option<(tokio::net::TcpStream, OwnedSemaphorePermit)> {
+    let slot = slots.clone().acquire_owned().await.ok()?;
+    match listener.accept().await {
+        Ok((stream, _)) => Some((stream, slot)),
+        Err(error) => {
+            tracing::warn!(%error, "cannot accept an HTTP connection");
+            tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+            None
+        }
+    }
 }
 
 async fn metrics_handler(State(app): State<App>) -> Response {
@@ -91,57 +166,155 @@ pub struct JvmMinutes {
     pub minutes: Vec<CombinedMinute>,
 }
 
+/// Minutes per stream in one response unless `limit` says otherwise: a day.
+const DEFAULT_MINUTES_LIMIT: u64 = 24 * 60;
+/// The most minutes per stream one response may ask for: a week.
+pub const MAX_MINUTES_LIMIT: u64 = 7 * 24 * 60;
+
 #[derive(Debug, Deserialize)]
 struct MinutesQuery {
     since: Option<String>,
+    until: Option<String>,
+    log: Option<String>,
+    limit: Option<String>,
 }
 
-/// Parses `since`. A `+` of the offset arrives as a space when the client did
-/// not percent-encode it (`?since=2026-11-30T01:45:00+00:00`); put it back.
-fn parse_since(raw: &str) -> Result<DateTime<Utc>, chrono::ParseError> {
-    DateTime::parse_from_rfc3339(&raw.replace(' ', "+")).map(|t| t.with_timezone(&Utc))
+/// A checked `/api/v1/minutes` query.
+#[derive(Debug, Clone)]
+struct MinutesRequest {
+    since: Option<DateTime<Utc>>,
+    until: Option<DateTime<Utc>>,
+    log: Option<String>,
+    limit: u64,
 }
 
+/// Parses a time parameter. A `+` of the offset arrives as a space when the
+/// client did not percent-encode it (`?since=2026-11-30T01:45:00+00:00`);
+/// put it back.
+fn parse_time(name: &str, raw: Option<&str>) -> Result<Option<DateTime<Utc>>, String> {
+    raw.map(|raw| {
+        DateTime::parse_from_rfc3339(&raw.replace(' ', "+"))
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|error| {
+                format!("{name} must be an RFC 3339 time such as 2026-11-30T01:45:00Z: {error}")
+            })
+    })
+    .transpose()
+}
+
+impl MinutesRequest {
+    fn parse(query: MinutesQuery) -> Result<MinutesRequest, String> {
+        let limit = match query.limit.as_deref() {
+            None => DEFAULT_MINUTES_LIMIT,
+            Some(raw) => raw
+                .parse()
+                .ok()
+                .filter(|limit| (1..=MAX_MINUTES_LIMIT).contains(limit))
+                .ok_or_else(|| {
+                    format!("limit must be a number of minutes from 1 to {MAX_MINUTES_LIMIT}")
+                })?,
+        };
+        Ok(MinutesRequest {
+            since: parse_time("since", query.since.as_deref())?,
+            until: parse_time("until", query.until.as_deref())?,
+            log: query.log,
+            limit,
+        })
+    }
+
+    /// The minute keys a stream may list: from `since` to `until`, and
+    /// nothing beyond the agent's clock, so a line dated years ahead cannot
+    /// stretch the series.
+    fn window(&self, now: DateTime<Utc>) -> Range<i64> {
+        let horizon = now.timestamp() + FUTURE_TOLERANCE_SECONDS + 1;
+        self.since.map_or(i64::MIN, |since| since.timestamp())
+            ..self
+                .until
+                .map_or(horizon, |until| until.timestamp().min(horizon))
+    }
+
+    /// At most `limit` minutes of what `listed` spans: the first ones after
+    /// `since` when it is given (to page forward), else the newest.
+    fn clip(&self, listed: Range<i64>) -> Range<i64> {
+        let span = i64::try_from(self.limit * 60).unwrap_or(i64::MAX);
+        if self.since.is_some() {
+            listed.start..listed.end.min(listed.start.saturating_add(span))
+        } else {
+            listed.start.max(listed.end.saturating_sub(span))..listed.end
+        }
+    }
+}
+
+fn error(status: StatusCode, message: String) -> Response {
+    (status, Json(serde_json::json!({ "error": message }))).into_response()
+}
+
+/// The minutes of every stream, or of the one whose live path is `log`,
+/// streamed one JVM at a time: a response for hundreds of JVMs never exists
+/// in memory as a whole.
 async fn minutes(State(app): State<App>, Query(query): Query<MinutesQuery>) -> Response {
-    let since = match query.since.as_deref().map(parse_since).transpose() {
-        Ok(since) => since,
-        Err(error) => {
-            let message =
-                format!("since must be an RFC 3339 time such as 2026-11-30T01:45:00Z: {error}");
-            return (
-                StatusCode::BAD_REQUEST,
-                Json(serde_json::json!({ "error": message })),
-            )
-                .into_response();
-        }
+    let request = match MinutesRequest::parse(query) {
+        Ok(request) => request,
+        Err(message) => return error(StatusCode::BAD_REQUEST, message),
     };
-    let response = {
-        let state = app.store.snapshot();
-        MinutesResponse {
-            jvms: state
-                .streams
-                .values()
-                .map(|stream| JvmMinutes {
-                    log: stream.log.clone(),
-                    labels: stream.labels.clone(),
-                    collector: stream.jvm.collector.as_str().to_string(),
-                    jdk_version: stream.jvm.jdk_version.clone(),
-                    minutes: match &stream.latency {
-                        Some(latency) => {
-                            combine(stream.jvm.minutes.contiguous(), &latency.minutes, true)
-                        }
-                        None => {
-                            combine(stream.jvm.minutes.contiguous(), &Default::default(), false)
-                        }
-                    }
-                    .into_iter()
-                    .filter(|minute| since.is_none_or(|since| minute.gc.start >= since))
-                    .collect(),
-                })
-                .collect(),
-        }
+    let streams: Vec<Arc<StreamState>> = app
+        .store
+        .snapshot()
+        .streams
+        .into_values()
+        .filter(|stream| request.log.as_ref().is_none_or(|log| &stream.log == log))
+        .collect();
+    if let (Some(log), true) = (&request.log, streams.is_empty()) {
+        return error(StatusCode::NOT_FOUND, format!("no GC log stream {log}"));
+    }
+    let window = request.window(Utc::now());
+    // The bytes serde_json writes for `MinutesResponse`, one JVM per chunk.
+    let jvms = streams.into_iter().enumerate().map(move |(index, stream)| {
+        let jvm = JvmMinutes {
+            log: stream.log.clone(),
+            labels: stream.labels.clone(),
+            collector: stream.jvm.collector.as_str().to_string(),
+            jdk_version: stream.jvm.jdk_version.clone(),
+            minutes: window_minutes(&stream, window.clone(), &request),
+        };
+        let mut chunk = Vec::from(if index == 0 { "" } else { "," });
+        serde_json::to_writer(&mut chunk, &jvm).map(|()| Bytes::from(chunk))
+    });
+    let chunks = std::iter::once(Ok(Bytes::from_static(b"{\"jvms\":[")))
+        .chain(jvms)
+        .chain(std::iter::once(Ok(Bytes::from_static(b"]}"))));
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(futures_util::stream::iter(chunks)),
+    )
+        .into_response()
+}
+
+/// The stream's minutes in `window`, quiet ones as zeros, cut to the
+/// request's limit, with the latency of each when the stream has a latency
+/// source.
+fn window_minutes(
+    stream: &StreamState,
+    window: Range<i64>,
+    request: &MinutesRequest,
+) -> Vec<CombinedMinute> {
+    let latency = stream.latency.as_ref().map(|latency| &latency.minutes);
+    let latency_keys = latency.and_then(|minutes| {
+        let mut keys = minutes.range(window.clone()).map(|(key, _)| *key);
+        let first = keys.next()?;
+        Some(first..keys.next_back().unwrap_or(first) + 60)
+    });
+    let listed = match (stream.jvm.minutes.listed(window), latency_keys) {
+        (Some(gc), Some(latency)) => gc.start.min(latency.start)..gc.end.max(latency.end),
+        (Some(listed), None) | (None, Some(listed)) => listed,
+        (None, None) => return Vec::new(),
     };
-    Json(response).into_response()
+    let clip = request.clip(listed);
+    let gc = stream.jvm.minutes.filled(clip.clone(), u64::MAX).minutes;
+    match latency {
+        Some(latency) => combine(gc, latency.range(clip), true),
+        None => combine(gc, [], false),
+    }
 }
 
 /// Pending and firing alerts of the agent's own rules, and those resolved at
@@ -245,7 +418,11 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let registry = Arc::new(metrics::registry(state.clone(), "test"));
-        let server = tokio::spawn(serve(listener, router(state, registry)));
+        let server = tokio::spawn(serve(
+            listener,
+            router(state, registry),
+            HttpLimits::default(),
+        ));
         (addr, server)
     }
 
@@ -273,7 +450,14 @@ mod tests {
         let health: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
         assert_eq!(health, serde_json::json!({"status": "ok", "streams": 2}));
 
-        let response = minutes_of(&get(addr, "/api/v1/minutes").await);
+        let reply = get(addr, "/api/v1/minutes").await;
+        let response = minutes_of(&reply);
+        // Streamed per JVM, the body is still one compact JSON object.
+        assert!(reply.body.starts_with(r#"{"jvms":[{"log":"/var/log/pricing/gc.log","labels":{"service":"pricing"},"collector":"parallel","#));
+        assert!(reply
+            .body
+            .contains(r#"]},{"log":"/var/log/search/gc.log","labels":{},"#));
+        assert!(reply.body.ends_with("]}]}"));
         assert_eq!(response.jvms.len(), 2);
         let fixture = &response.jvms[0];
         assert_eq!(fixture.log, "/var/log/pricing/gc.log");
@@ -380,6 +564,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_idle_keep_alive_connection_is_closed_after_the_header_timeout() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = Arc::new(Store::default());
+        let registry = Arc::new(metrics::registry(state.clone(), "test"));
+        let limits = HttpLimits {
+            max_connections: 2,
+            header_timeout: Duration::from_secs(1),
+        };
+        let server = tokio::spawn(serve(listener, router(state, registry), limits));
+        let closed_after = tokio::task::spawn_blocking(move || {
+            let mut stream = std::net::TcpStream::connect(addr).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            stream
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                .unwrap();
+            let answered = std::time::Instant::now();
+            // One reply, then nothing until the agent closes the idle connection.
+            let mut raw = Vec::new();
+            stream.read_to_end(&mut raw).unwrap();
+            let raw = String::from_utf8(raw).unwrap();
+            assert!(raw.starts_with("HTTP/1.1 200"), "{raw}");
+            assert!(raw.ends_with(r#"{"status":"ok","streams":0}"#), "{raw}");
+            answered.elapsed()
+        })
+        .await
+        .unwrap();
+        assert!(
+            closed_after >= Duration::from_millis(900) && closed_after < Duration::from_secs(5),
+            "{closed_after:?}"
+        );
+        server.abort();
+    }
+
+    #[tokio::test]
     async fn graceful_shutdown_returns() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let state = Arc::new(Store::default());
@@ -388,6 +609,7 @@ mod tests {
         let server = tokio::spawn(serve_with_shutdown(
             listener,
             router(state, registry),
+            HttpLimits::default(),
             async {
                 let _ = stopped.await;
             },

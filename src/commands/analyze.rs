@@ -18,7 +18,12 @@ use crate::model::correlate::{
     CombinedMinute, Correlation, LatencySummary, RequestTiming, SlowRequest, StopIndex,
 };
 use crate::model::jvm::{EventCounters, JvmState};
+use crate::model::minutes::CLOCK_OUTLIER;
 use crate::sources::gc_log::oldest_first;
+
+/// Quiet minutes listed at most (7 days): the report's size follows the
+/// events in the log, not the time between them.
+const MAX_QUIET_MINUTES: u64 = 7 * 24 * 60;
 
 #[derive(Debug, Serialize)]
 pub struct PauseSummary {
@@ -250,6 +255,7 @@ fn summarise(
 ) -> Report {
     let mut jvm = JvmState::default();
     jvm.ingest(parser.run(), &events, None);
+    jvm.minutes.finish();
     let mut durations = Vec::new();
     let mut by_name: BTreeMap<String, NameSummary> = BTreeMap::new();
     let mut safepoints = SafepointSummary {
@@ -303,6 +309,28 @@ fn summarise(
             "{legacy} lines are in the JDK 8 (-XX:+PrintGCDetails) format, which is not parsed; use -Xlog:gc*,safepoint"
         ));
     }
+    if jvm.minutes.clock_outliers > 0 {
+        warnings.push(format!(
+            "{} events are dated more than a day from the events around them (a wrong clock or a corrupt line): counted, but not placed in minutes",
+            jvm.minutes.clock_outliers
+        ));
+    }
+    let filled = jvm.minutes.filled(i64::MIN..i64::MAX, MAX_QUIET_MINUTES);
+    if filled.quiet_left_out > 0 {
+        warnings.push(format!(
+            "quiet minutes are listed for at most {} days: {} quiet minutes between events are left out of `minutes`",
+            MAX_QUIET_MINUTES / (24 * 60),
+            filled.quiet_left_out
+        ));
+    }
+    let mut unparsed_by_kind: BTreeMap<String, u64> = stats
+        .unparsed
+        .iter()
+        .map(|(kind, count)| (kind.as_str().to_string(), *count))
+        .collect();
+    if jvm.minutes.clock_outliers > 0 {
+        unparsed_by_kind.insert(CLOCK_OUTLIER.to_string(), jvm.minutes.clock_outliers);
+    }
     let mut by_name: Vec<NameSummary> = by_name.into_values().collect();
     by_name.sort_by(|a, b| b.total_seconds.total_cmp(&a.total_seconds));
     Report {
@@ -311,7 +339,8 @@ fn summarise(
         jdk_version: parser.run().version.clone(),
         pauses: PauseSummary {
             count: durations.len() as u64,
-            total_seconds: durations.iter().sum(),
+            // From +0.0: an empty `sum()` is -0.0, printed `-0.000 ms`.
+            total_seconds: durations.iter().fold(0.0, |total, d| total + d),
             max_seconds: durations.last().copied().unwrap_or(0.0),
             p50_seconds: percentile(&durations, 0.50),
             p99_seconds: percentile(&durations, 0.99),
@@ -319,9 +348,8 @@ fn summarise(
         },
         by_name,
         safepoints,
-        minutes: jvm
+        minutes: filled
             .minutes
-            .contiguous()
             .into_iter()
             .map(|gc| CombinedMinute {
                 gc,
@@ -334,12 +362,8 @@ fn summarise(
         correlation: None,
         markers: jvm.counters,
         lines: stats.lines,
-        unparsed_lines: stats.unparsed_total(),
-        unparsed_by_kind: stats
-            .unparsed
-            .iter()
-            .map(|(kind, count)| (kind.as_str().to_string(), *count))
-            .collect(),
+        unparsed_lines: stats.unparsed_total() + jvm.minutes.clock_outliers,
+        unparsed_by_kind,
         jvm_restarts: stats.restarts,
         warnings,
         events: include_events.then_some(pauses),

@@ -11,6 +11,7 @@ use chrono::Utc;
 use crate::commands::replay::{replay_lines, ReplayOptions};
 use crate::config::{Config, GcLogSource, DEFAULT_FORGET_AFTER, DEFAULT_MAX_LINE_BYTES};
 use crate::follow::StartAt;
+use crate::model::jvm::DEFAULT_MAX_LABEL_VALUES;
 
 /// The log the demo replays.
 const DEMO_LOG: &str = include_str!("../../tests/fixtures/jvm/jdk17-g1-concurrent/gc.log");
@@ -53,5 +54,6 @@ fn demo_source(log: PathBuf) -> GcLogSource {
         max_line_bytes: DEFAULT_MAX_LINE_BYTES,
         follow_symlinks_outside: false,
         forget_after: DEFAULT_FORGET_AFTER,
+        max_label_values: DEFAULT_MAX_LABEL_VALUES,
     }
 }

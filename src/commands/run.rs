@@ -45,8 +45,9 @@ pub fn run(config: Config) -> Result<()> {
     // With port 0 the system picks one: say which.
     let bound = listener.local_addr()?;
     tracing::info!(listen = %bound, sources = config.gc_log.len(), "pausewatch agent started");
+    let limits = config.http;
     runtime.spawn(async move {
-        if let Err(error) = server::serve(listener, router).await {
+        if let Err(error) = server::serve(listener, router, limits).await {
             tracing::error!(%error, "HTTP server stopped");
         }
     });

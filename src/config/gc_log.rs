@@ -12,6 +12,7 @@ use toml::{Spanned, Value};
 
 use super::spans::{key, ConfigError, Ctx, Seg};
 use crate::follow::has_glob_chars;
+use crate::model::jvm::DEFAULT_MAX_LABEL_VALUES;
 
 use super::{label_problem, LabelUse, StartAt, DEFAULT_MAX_LINE_BYTES};
 
@@ -37,6 +38,9 @@ pub struct GcLogSource {
     /// dropped with its series (a JVM whose directory was removed).
     #[serde(serialize_with = "crate::model::serialize_duration")]
     pub forget_after: Duration,
+    /// The top-level `max_label_values`, for the source to hand to its JVM's state.
+    #[serde(skip)]
+    pub max_label_values: usize,
 }
 
 /// `forget_after` unless configured: long enough for any rotation.
@@ -135,6 +139,7 @@ impl Ctx<'_> {
                 None => DEFAULT_FORGET_AFTER,
                 Some(v) => self.positive_duration(v, &at("forget_after"))?,
             },
+            max_label_values: DEFAULT_MAX_LABEL_VALUES,
         })
     }
 

@@ -36,6 +36,7 @@ pub use spans::ConfigError;
 use crate::export::catalog::reserved_label_names;
 pub use crate::follow::StartAt;
 use crate::model::alerts::AlertsConfig;
+use crate::model::jvm::DEFAULT_MAX_LABEL_VALUES;
 use crate::model::serialize_duration;
 use access_log::RawAccessLog;
 use alerts::RawAlerts;
@@ -65,6 +66,37 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 65536;
 pub const MIN_MAX_LINE_BYTES: usize = 256;
 /// Largest accepted `max_line_bytes` (16 MiB): bounds memory per source.
 pub const MAX_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// Connections served at once by default: far below systemd's 1,024
+/// descriptors, so idle clients cannot starve the agent's files.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Largest accepted `max_connections`.
+pub const MAX_MAX_CONNECTIONS: usize = 65_536;
+/// How long a connection may take to send a request's header, or stay idle
+/// between requests, by default.
+pub const DEFAULT_HTTP_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Limits of the HTTP server: what a flood of idle or slow clients can hold.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct HttpLimits {
+    /// Connections served at once; further ones wait in the listen backlog.
+    pub max_connections: usize,
+    /// A connection that sends no complete request header for this long
+    /// (a new one, or an idle keep-alive one) is closed.
+    #[serde(rename = "http_header_timeout", serialize_with = "serialize_duration")]
+    pub header_timeout: Duration,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_timeout: DEFAULT_HTTP_HEADER_TIMEOUT,
+        }
+    }
+}
+
+/// Largest accepted `max_label_values`: past this the cap no longer bounds `/metrics`.
+pub const MAX_MAX_LABEL_VALUES: usize = 10_000;
 /// Labels the alert engine sets on every alert.
 const ALERT_LABELS: &[&str] = &["alertname", "log"];
 
@@ -84,6 +116,12 @@ pub struct Config {
     /// How much per-minute history to keep in memory (at least [`MIN_HISTORY`]).
     #[serde(serialize_with = "serialize_duration")]
     pub history: Duration,
+    /// Distinct values of `cause` (and of `operation`) per stream and family;
+    /// also set on every [`GcLogSource`], which hands it to its JVM's state.
+    pub max_label_values: usize,
+    /// `max_connections` and `http_header_timeout`, top-level keys.
+    #[serde(flatten)]
+    pub http: HttpLimits,
     /// The GC logs to follow; each entry is one logical source.
     pub gc_log: Vec<GcLogSource>,
     /// Access logs of the services those JVMs run.
@@ -104,6 +142,8 @@ impl Default for Config {
             poll_interval: DEFAULT_POLL_INTERVAL,
             checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
             history: DEFAULT_HISTORY,
+            max_label_values: DEFAULT_MAX_LABEL_VALUES,
+            http: HttpLimits::default(),
             gc_log: Vec::new(),
             access_log: Vec::new(),
             latency_histogram: Vec::new(),
@@ -139,6 +179,9 @@ struct RawConfig {
     poll_interval: Option<Spanned<Value>>,
     checkpoint_interval: Option<Spanned<Value>>,
     history: Option<Spanned<Value>>,
+    max_label_values: Option<Spanned<Value>>,
+    max_connections: Option<Spanned<Value>>,
+    http_header_timeout: Option<Spanned<Value>>,
     #[serde(default)]
     gc_log: Vec<Spanned<RawGcLog>>,
     #[serde(default)]
@@ -182,7 +225,23 @@ impl Ctx<'_> {
             config.history = self.at_least(v, &[key("history")], MIN_HISTORY)?;
         }
 
+        if let Some(v) = &raw.max_label_values {
+            config.max_label_values =
+                self.integer_in(v, &[key("max_label_values")], 1..=MAX_MAX_LABEL_VALUES, "")?;
+        }
+        if let Some(v) = &raw.max_connections {
+            config.http.max_connections =
+                self.integer_in(v, &[key("max_connections")], 1..=MAX_MAX_CONNECTIONS, "")?;
+        }
+        if let Some(v) = &raw.http_header_timeout {
+            config.http.header_timeout =
+                self.positive_duration(v, &[key("http_header_timeout")])?;
+        }
+
         config.gc_log = self.gc_logs(&raw.gc_log)?;
+        for source in &mut config.gc_log {
+            source.max_label_values = config.max_label_values;
+        }
         for (i, raw_access) in raw.access_log.iter().enumerate() {
             let access = self.access_source(i, raw_access, &config.gc_log)?;
             config.access_log.push(access);
@@ -227,18 +286,37 @@ impl Ctx<'_> {
 
     /// `max_line_bytes` of a GC or access log source.
     fn line_cap(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<usize, ConfigError> {
+        self.integer_in(
+            v,
+            path,
+            MIN_MAX_LINE_BYTES..=MAX_MAX_LINE_BYTES,
+            " (16 MiB)",
+        )
+    }
+
+    /// An integer in `range`; `note` follows the range in the message.
+    fn integer_in(
+        &self,
+        v: &Spanned<Value>,
+        path: &[Seg],
+        range: std::ops::RangeInclusive<usize>,
+        note: &str,
+    ) -> Result<usize, ConfigError> {
         let Value::Integer(n) = v.get_ref() else {
             return Err(self.type_err(v, path, "an integer"));
         };
-        let range = MIN_MAX_LINE_BYTES as i64..=MAX_MAX_LINE_BYTES as i64;
-        if !range.contains(n) {
-            return Err(self.err(
+        match usize::try_from(*n) {
+            Ok(n) if range.contains(&n) => Ok(n),
+            _ => Err(self.err(
                 v.span(),
                 path,
-                format!("{n} is out of range {MIN_MAX_LINE_BYTES}..={MAX_MAX_LINE_BYTES} (16 MiB)"),
-            ));
+                format!(
+                    "{n} is out of range {}..={}{note}",
+                    range.start(),
+                    range.end()
+                ),
+            )),
         }
-        Ok(*n as usize)
     }
 }
 
@@ -348,6 +426,9 @@ mod tests {
             "poll_interval = '100ms'",
             "checkpoint_interval = '5s'",
             "history = '2h 30m'",
+            "max_label_values = 20",
+            "max_connections = 16",
+            "http_header_timeout = '3s'",
             "",
             "[[gc_log]]",
             "path = '/var/log/app/gc.log*'",
@@ -369,6 +450,9 @@ mod tests {
         assert_eq!(c.poll_interval, Duration::from_millis(100));
         assert_eq!(c.checkpoint_interval, Duration::from_secs(5));
         assert_eq!(c.history, Duration::from_secs(9000));
+        assert_eq!(c.max_label_values, 20);
+        assert_eq!(c.http.max_connections, 16);
+        assert_eq!(c.http.header_timeout, Duration::from_secs(3));
         assert_eq!(c.gc_log.len(), 2);
         let start: DateTime<Utc> = "2026-11-30T10:00:00Z".parse().unwrap();
         let a = &c.gc_log[0];
@@ -474,6 +558,39 @@ mod tests {
         parse_err(&["", "", "history = '1 fortnight'"], 3, "history");
         let e = parse_err(&["checkpoint_interval = '0s'"], 1, "checkpoint_interval");
         assert!(e.message.contains("greater than zero"), "{e}");
+    }
+
+    #[test]
+    fn http_limits() {
+        assert_eq!(parse_ok(&[]).http, HttpLimits::default());
+        let c = parse_ok(&["max_connections = 4", "http_header_timeout = '2s'"]);
+        assert_eq!(
+            c.http,
+            HttpLimits {
+                max_connections: 4,
+                header_timeout: Duration::from_secs(2)
+            }
+        );
+        parse_err(&["max_connections = 0"], 1, "max_connections");
+        parse_err(&["http_header_timeout = '0s'"], 1, "http_header_timeout");
+    }
+
+    #[test]
+    fn max_label_values_reaches_every_gc_log() {
+        let c = parse_ok(&[
+            "max_label_values = 7",
+            "[[gc_log]]",
+            "path = '/var/log/a/gc.log'",
+        ]);
+        assert_eq!((c.max_label_values, c.gc_log[0].max_label_values), (7, 7));
+        for bad in ["0", "10001", "-1"] {
+            let e = parse_err(
+                &[&format!("max_label_values = {bad}")],
+                1,
+                "max_label_values",
+            );
+            assert!(e.message.contains("out of range 1..=10000"), "{e}");
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::model::alerts::Alert;
 use crate::model::correlate::LatencyMinute;
 use crate::model::histogram::Histogram;
 use crate::model::jvm::SafepointSeries;
+use crate::model::minutes::CLOCK_OUTLIER;
 use crate::store::{AccessStreamState, AgentState, StreamState};
 
 /// `window` label values of `pausewatch_gc_overhead_ratio` and the number of
@@ -478,6 +479,22 @@ pub static CATALOG: &[Family] = &[
         scopes: &[Scope::Stream(unparsed_lines)],
     },
     Family {
+        name: "pausewatch_label_values_overflow_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Events whose label value was past max_label_values distinct values of its family, counted under \"other\".",
+        labels: &["label"],
+        scopes: &[Scope::Stream(|s, _| {
+            ["cause", "operation"]
+                .into_iter()
+                .map(|label| Sample {
+                    labels: vec![label.into()],
+                    value: Value::Int(s.jvm.label_overflow.get(label).copied().unwrap_or(0)),
+                })
+                .collect()
+        })],
+    },
+    Family {
         name: "pausewatch_log_events_without_wall_clock_total",
         kind: Kind::Counter,
         unit: Unit::None,
@@ -788,13 +805,17 @@ fn per_operation(
         .collect()
 }
 
+/// The parser's kinds, then the model's clock outliers: lines whose event
+/// could not be placed in time.
 fn unparsed_lines(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
     let unparsed = &stream.parse.unparsed;
     UNPARSED_KINDS
         .iter()
-        .map(|kind| Sample {
-            labels: vec![kind.as_str().into()],
-            value: Value::Int(unparsed.get(kind).copied().unwrap_or(0)),
+        .map(|kind| (kind.as_str(), unparsed.get(kind).copied().unwrap_or(0)))
+        .chain([(CLOCK_OUTLIER, stream.jvm.minutes.clock_outliers)])
+        .map(|(kind, count)| Sample {
+            labels: vec![kind.into()],
+            value: Value::Int(count),
         })
         .collect()
 }

@@ -440,6 +440,7 @@ pub(crate) mod tests {
             ("pausewatch_access_log_unattributed_requests", "counter"),
             ("pausewatch_access_log_readable", "gauge"),
             ("pausewatch_alerts", "gauge"),
+            ("pausewatch_label_values_overflow", "counter"),
             ("pausewatch_log_events_without_wall_clock", "counter"),
             ("pausewatch_alert_deliveries", "counter"),
         ];

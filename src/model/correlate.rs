@@ -307,9 +307,9 @@ pub struct CombinedMinute {
 /// Joins GC minutes and latency minutes by start. Minutes only one side has
 /// are kept; with `fill`, every minute gets a latency (zeros when quiet) so
 /// that the series has one shape.
-pub fn combine(
+pub fn combine<'a>(
     gc: Vec<Minute>,
-    latency: &BTreeMap<i64, LatencyMinute>,
+    latency: impl IntoIterator<Item = (&'a i64, &'a LatencyMinute)>,
     fill: bool,
 ) -> Vec<CombinedMinute> {
     let mut minutes: BTreeMap<i64, CombinedMinute> = gc

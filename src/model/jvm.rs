@@ -7,13 +7,15 @@
 //! offsets it reflects: after a crash the agent resumes both at once and
 //! neither loses nor double-counts a pause.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::{Collector, Cycle, GcEvent, Generation, Pause, Safepoint};
 use serde::{Deserialize, Serialize};
 
 use crate::model::histogram::Histogram;
 use crate::model::latency::LatencyState;
-use crate::model::minutes::MinuteWindows;
+use crate::model::minutes::{event_end, MinuteWindows, Placement};
 use crate::model::mxbean::{jdk_major, micrometer_labels};
 
 /// One `jvm_gc_pause_seconds` series: Micrometer's `gc`, `action`, `cause`.
@@ -63,6 +65,47 @@ pub struct HeapGauges {
     pub max_bytes: Option<u64>,
 }
 
+/// Distinct values of `cause` (or `operation`) one stream's family may take
+/// by default: HotSpot has a few dozen causes, a hostile log thousands.
+pub const DEFAULT_MAX_LABEL_VALUES: usize = 100;
+
+/// The value that label values past the cap are counted under.
+pub const OTHER_LABEL_VALUE: &str = "other";
+
+/// The cap on distinct label values of a family; from the configuration,
+/// not the checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LabelCap(pub usize);
+
+impl Default for LabelCap {
+    fn default() -> Self {
+        LabelCap(DEFAULT_MAX_LABEL_VALUES)
+    }
+}
+
+/// `value` when it may have a series of its own (it has one already, or
+/// fewer than `cap` distinct values besides [`OTHER_LABEL_VALUE`] do), else
+/// [`OTHER_LABEL_VALUE`], counted in `overflow`.
+fn capped<'a>(
+    value: String,
+    known: impl Iterator<Item = &'a str>,
+    cap: LabelCap,
+    overflow: &mut u64,
+) -> String {
+    let mut distinct = std::collections::BTreeSet::new();
+    for known in known.filter(|known| *known != OTHER_LABEL_VALUE) {
+        if known == value {
+            return value;
+        }
+        distinct.insert(known);
+    }
+    if distinct.len() < cap.0 {
+        return value;
+    }
+    *overflow += 1;
+    OTHER_LABEL_VALUE.to_string()
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct JvmState {
     pub collector: Collector,
@@ -76,6 +119,11 @@ pub struct JvmState {
     pub last_event: Option<DateTime<Utc>>,
     /// Heap after the previous collection, to derive allocation between collections.
     previous_heap_after: Option<u64>,
+    #[serde(skip)]
+    pub max_label_values: LabelCap,
+    /// Events counted under [`OTHER_LABEL_VALUE`], by label (`cause`, `operation`).
+    #[serde(default)]
+    pub label_overflow: BTreeMap<String, u64>,
 }
 
 /// Old-generation pools as HotSpot names them in `gc,heap` lines.
@@ -98,36 +146,34 @@ impl JvmState {
         mut latency: Option<&mut LatencyState>,
     ) {
         self.note_run(run);
-        for event in events {
-            self.apply(event);
-            if let Some(latency) = latency.as_deref_mut() {
+        for (index, event) in events.iter().enumerate() {
+            self.minutes.settle_clock(&events[index..]);
+            let placed = self.apply(event);
+            if let (Some(latency), Placement::Minute(_)) = (latency.as_deref_mut(), placed) {
                 latency.add_event(event);
             }
         }
     }
 
-    /// Updates every figure from one event.
-    fn apply(&mut self, event: &GcEvent) {
-        self.minutes.add(event);
+    /// Updates every figure from one event, and says where it was placed. An
+    /// event whose time is not (yet) credible still counts everywhere but in
+    /// minutes, stops and the time of the last event.
+    fn apply(&mut self, event: &GcEvent) -> Placement {
+        let placement = self.minutes.add(event);
+        let placed = placement.key();
         match event {
-            GcEvent::Pause(pause) => self.apply_pause(pause),
+            GcEvent::Pause(pause) => self.apply_pause(pause, placed),
             GcEvent::Safepoint(safepoint) => self.apply_safepoint(safepoint),
-            GcEvent::Stall(stall) => {
-                match stall.kind {
-                    pausewatch_parsers::StallKind::Allocation => {
-                        self.counters.allocation_stalls += 1;
-                        self.counters.allocation_stall_seconds += stall.duration_s;
-                    }
-                    pausewatch_parsers::StallKind::Relocation => {
-                        self.counters.relocation_stalls += 1
-                    }
+            GcEvent::Stall(stall) => match stall.kind {
+                pausewatch_parsers::StallKind::Allocation => {
+                    self.counters.allocation_stalls += 1;
+                    self.counters.allocation_stall_seconds += stall.duration_s;
                 }
-                self.touch(stall.end.wall);
-            }
-            GcEvent::Cycle(cycle) => self.apply_cycle(cycle),
+                pausewatch_parsers::StallKind::Relocation => self.counters.relocation_stalls += 1,
+            },
+            GcEvent::Cycle(cycle) => self.apply_cycle(cycle, placed),
             GcEvent::ConcurrentPhase(phase) => {
                 self.counters.concurrent_phase_seconds += phase.duration_s;
-                self.touch(phase.end.wall);
             }
             GcEvent::JvmRestart(_) => {
                 self.counters.jvm_restarts += 1;
@@ -136,6 +182,10 @@ impl JvmState {
                 self.heap = HeapGauges::default();
             }
         }
+        if let Placement::Minute(_) = placement {
+            self.touch(event);
+        }
+        placement
     }
 
     /// Records what the parser knows of the JVM run (collector, version, max heap).
@@ -151,15 +201,24 @@ impl JvmState {
         }
     }
 
-    fn touch(&mut self, wall: Option<DateTime<Utc>>) {
+    /// Moves `last_event` to the end of a placed event: only a credible time
+    /// may say how fresh the stream is.
+    fn touch(&mut self, event: &GcEvent) {
+        let wall = event_end(event).and_then(|end| end.wall);
         if wall.is_some() && wall > self.last_event {
             self.last_event = wall;
         }
     }
 
-    fn apply_pause(&mut self, pause: &Pause) {
+    fn apply_pause(&mut self, pause: &Pause, placed: Option<i64>) {
         let major = self.jdk_version.as_deref().and_then(jdk_major);
         let (gc, action, cause) = micrometer_labels(pause, major);
+        let cause = capped(
+            cause,
+            self.pauses.iter().map(|s| s.cause.as_str()),
+            self.max_label_values,
+            self.label_overflow.entry("cause".to_string()).or_default(),
+        );
         let series = match self
             .pauses
             .iter_mut()
@@ -189,6 +248,7 @@ impl JvmState {
                 heap.after_bytes,
                 heap.capacity_bytes,
                 pause,
+                placed,
             );
         }
         let promoted = if pause.generation == Some(Generation::Young) {
@@ -202,14 +262,20 @@ impl JvmState {
             0
         };
         self.counters.promoted_bytes += promoted;
-        if let Some(minute) = self.minutes.minute_at(&pause.end) {
-            minute.promoted_bytes += promoted;
+        if let Some(key) = placed {
+            self.minutes.minute_mut(key).promoted_bytes += promoted;
         }
-        self.touch(pause.end.wall);
     }
 
     /// Heap after a collection; allocation is the growth since the previous one.
-    fn record_heap(&mut self, before: u64, after: u64, capacity: Option<u64>, pause: &Pause) {
+    fn record_heap(
+        &mut self,
+        before: u64,
+        after: u64,
+        capacity: Option<u64>,
+        pause: &Pause,
+        placed: Option<i64>,
+    ) {
         let allocated = self
             .previous_heap_after
             .map_or(0, |previous| before.saturating_sub(previous));
@@ -223,7 +289,8 @@ impl JvmState {
         if live {
             self.heap.live_data_bytes = Some(after);
         }
-        if let Some(minute) = self.minutes.minute_at(&pause.end) {
+        if let Some(key) = placed {
+            let minute = self.minutes.minute_mut(key);
             minute.allocated_bytes += allocated;
             minute.heap_after_gc_bytes = Some(after);
             if capacity.is_some() {
@@ -235,7 +302,7 @@ impl JvmState {
         }
     }
 
-    fn apply_cycle(&mut self, cycle: &Cycle) {
+    fn apply_cycle(&mut self, cycle: &Cycle, placed: Option<i64>) {
         self.counters.concurrent_cycles += 1;
         self.counters.concurrent_cycle_seconds += cycle.duration_s.unwrap_or(0.0);
         // ZGC has no pause with a heap transition: its cycle summary carries it.
@@ -251,7 +318,8 @@ impl JvmState {
                 if live {
                     self.heap.live_data_bytes = Some(heap.after_bytes);
                 }
-                if let Some(minute) = self.minutes.minute_at(&cycle.end) {
+                if let Some(key) = placed {
+                    let minute = self.minutes.minute_mut(key);
                     minute.allocated_bytes += allocated;
                     minute.heap_after_gc_bytes = Some(heap.after_bytes);
                     if live {
@@ -260,11 +328,21 @@ impl JvmState {
                 }
             }
         }
-        self.touch(cycle.end.wall);
     }
 
     fn apply_safepoint(&mut self, safepoint: &Safepoint) {
-        let operation = safepoint.operation.as_deref().unwrap_or("unknown");
+        let operation = safepoint
+            .operation
+            .clone()
+            .unwrap_or_else(|| "unknown".to_string());
+        let operation = capped(
+            operation,
+            self.safepoints.iter().map(|s| s.operation.as_str()),
+            self.max_label_values,
+            self.label_overflow
+                .entry("operation".to_string())
+                .or_default(),
+        );
         let series = match self
             .safepoints
             .iter_mut()
@@ -273,7 +351,7 @@ impl JvmState {
             Some(index) => &mut self.safepoints[index],
             None => {
                 self.safepoints.push(SafepointSeries {
-                    operation: operation.to_string(),
+                    operation,
                     ..SafepointSeries::default()
                 });
                 self.safepoints.last_mut().expect("just pushed")
@@ -282,7 +360,6 @@ impl JvmState {
         series.count += 1;
         series.stopped_seconds += safepoint.total_s;
         series.time_to_safepoint_seconds += safepoint.reaching_s.unwrap_or(0.0);
-        self.touch(safepoint.end.wall);
     }
 }
 
@@ -307,9 +384,7 @@ mod tests {
         parser.feed(PARALLEL.as_bytes(), &mut events);
         parser.finish(&mut events);
         let mut jvm = JvmState::default();
-        for event in &events {
-            jvm.apply(event);
-        }
+        jvm.ingest(parser.run(), &events, None);
         // Old gen grew 0K -> 27704K in the young collection.
         assert_eq!(jvm.counters.promoted_bytes, 27704 * 1024);
         // 32M after GC(0), 60M before GC(1): 28M allocated in between.

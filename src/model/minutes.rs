@@ -4,6 +4,7 @@
 //! correlation, metrics and alerts line up with request latency.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
@@ -48,11 +49,6 @@ pub fn minute_of(time: DateTime<Utc>) -> i64 {
     time.timestamp().div_euclid(60) * 60
 }
 
-/// The minute a log time falls in, if it has wall-clock time.
-pub fn minute_key(time: &LogTime) -> Option<i64> {
-    time.wall.map(minute_of)
-}
-
 /// The start of the minute keyed `key`.
 pub fn minute_start(key: i64) -> DateTime<Utc> {
     Utc.timestamp_opt(key, 0).single().unwrap_or_default()
@@ -65,7 +61,7 @@ pub fn last_complete_minute(now: DateTime<Utc>) -> DateTime<Utc> {
 }
 
 /// When an event ended; a JVM restart has no time of its own.
-fn event_end(event: &GcEvent) -> Option<&LogTime> {
+pub fn event_end(event: &GcEvent) -> Option<&LogTime> {
     match event {
         GcEvent::Pause(p) => Some(&p.end),
         GcEvent::Safepoint(s) => Some(&s.end),
@@ -76,12 +72,77 @@ fn event_end(event: &GcEvent) -> Option<&LogTime> {
     }
 }
 
+/// How far an event's time may be from the stream's recent events before it
+/// is a clock outlier. A JVM's events are seconds apart; a day covers a quiet
+/// JVM, and anything further is a corrupt or absurd date (year 9999, 1970).
+pub const MAX_CLOCK_JUMP_SECONDS: i64 = 86_400;
+
+/// The `kind` under which clock outliers are counted with the unparsed lines.
+pub const CLOCK_OUTLIER: &str = "clock_outlier";
+
+/// How far past the agent's clock a minute may start and still be kept:
+/// a log written on another host may run a little ahead.
+pub const FUTURE_TOLERANCE_SECONDS: i64 = 600;
+
+/// Decides whether an event's time is credible, from the events before it.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+struct ClockCheck {
+    /// The time of the last credible event (seconds since the epoch).
+    reference: Option<i64>,
+    /// The last event far from the reference, with its minute's figures:
+    /// the next event says whether it was an outlier (the next is near the
+    /// reference) or the clock really moved (the next is near it).
+    suspect: Option<(i64, Minute)>,
+}
+
+fn near(a: i64, b: i64) -> bool {
+    a.abs_diff(b) <= MAX_CLOCK_JUMP_SECONDS.unsigned_abs()
+}
+
+/// Where [`MinuteWindows::add`] put an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// In the minute with this key.
+    Minute(i64),
+    /// Held aside in the minute with this key until the next event says
+    /// whether its time is credible.
+    Held(i64),
+    /// Nowhere: no time, or a JVM restart.
+    Nowhere,
+}
+
+impl Placement {
+    /// The key of the minute that takes the event's figures, if any.
+    pub fn key(self) -> Option<i64> {
+        match self {
+            Placement::Minute(key) | Placement::Held(key) => Some(key),
+            Placement::Nowhere => None,
+        }
+    }
+}
+
 /// Per-minute aggregation keyed by minute start (seconds since the epoch).
+/// Sparse: only minutes that saw events are stored; quiet ones are filled in
+/// when a window is read ([`MinuteWindows::filled`]).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct MinuteWindows {
     minutes: BTreeMap<i64, Minute>,
     /// Events without a wall-clock time cannot be placed in a minute.
     pub unplaced_events: u64,
+    /// Events whose time is more than [`MAX_CLOCK_JUMP_SECONDS`] from the
+    /// stream's recent events: counted by the JVM state, not placed.
+    #[serde(default)]
+    pub clock_outliers: u64,
+    #[serde(default)]
+    clock: ClockCheck,
+}
+
+/// Minutes of a window with quiet ones filled in (see [`MinuteWindows::filled`]).
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Filled {
+    pub minutes: Vec<Minute>,
+    /// Quiet minutes between events that were not listed for lack of budget.
+    pub quiet_left_out: u64,
 }
 
 fn empty_minute(key: i64) -> Minute {
@@ -92,65 +153,144 @@ fn empty_minute(key: i64) -> Minute {
 }
 
 impl MinuteWindows {
-    /// The minute an event that ended at `end` belongs to, created on demand;
-    /// `None` for an event without wall-clock time, which [`add`](Self::add)
-    /// has counted.
-    pub fn minute_at(&mut self, end: &LogTime) -> Option<&mut Minute> {
-        let key = minute_key(end)?;
-        Some(self.minutes.entry(key).or_insert_with(|| empty_minute(key)))
+    /// The minute keyed `key` (from [`add`](Self::add)), created on demand;
+    /// the one held aside when `key` is the held event's.
+    pub fn minute_mut(&mut self, key: i64) -> &mut Minute {
+        match &mut self.clock.suspect {
+            Some((_, minute)) if minute.start.timestamp() == key => minute,
+            _ => self.minutes.entry(key).or_insert_with(|| empty_minute(key)),
+        }
+    }
+
+    /// Decides the held event, if any: an outlier when the reference was
+    /// right, else placed in its minute (the clock moved).
+    fn decide_suspect(&mut self, outlier: bool) {
+        let Some((_, held)) = self.clock.suspect.take() else {
+            return;
+        };
+        let key = held.start.timestamp();
+        if outlier || self.minutes.contains_key(&key) {
+            // A minute already there would need merging: so rare (a clock
+            // set back more than a day onto a minute seen before) that the
+            // event is counted as an outlier instead.
+            self.clock_outliers += 1;
+        } else {
+            self.minutes.insert(key, held);
+        }
+    }
+
+    /// Ends the stream: an event still held is an outlier.
+    pub fn finish(&mut self) {
+        self.decide_suspect(true);
+    }
+
+    /// Before the first event, or after a JVM restart, nothing says which
+    /// time is credible: take the first of `events` that has a neighbour
+    /// within [`MAX_CLOCK_JUMP_SECONDS`], so that one absurd first line does
+    /// not become the reference the credible lines after it are judged by.
+    pub fn settle_clock(&mut self, events: &[GcEvent]) {
+        if self.clock.reference.is_some() {
+            return;
+        }
+        let times: Vec<i64> = events
+            .iter()
+            .take_while(|e| !matches!(e, GcEvent::JvmRestart(_)))
+            .filter_map(|e| Some(event_end(e)?.wall?.timestamp()))
+            .collect();
+        let Some(&first) = times.first() else {
+            return;
+        };
+        let credible = times
+            .windows(2)
+            .find(|pair| near(pair[0], pair[1]))
+            .map_or(first, |pair| pair[0]);
+        self.clock.reference = Some(credible);
     }
 
     /// Counts the parts of an event that need no history: pauses, safepoints,
-    /// stalls, cycles. Heap-derived figures are added by the caller, which
-    /// knows the previous collection. An event without wall-clock time is
-    /// counted once in `unplaced_events`, here and nowhere else.
-    pub fn add(&mut self, event: &GcEvent) {
-        if event_end(event).is_some_and(|end| end.wall.is_none()) {
-            self.unplaced_events += 1;
+    /// stalls, cycles, and says where it was placed for the caller to add the
+    /// heap-derived figures (it knows the previous collection). An event
+    /// without wall-clock time is counted once in `unplaced_events`, here and
+    /// nowhere else. An event more than a day from the last credible one is
+    /// held aside until the next event: near it, the clock moved and both are
+    /// placed; else it is counted once in `clock_outliers` and never placed.
+    pub fn add(&mut self, event: &GcEvent) -> Placement {
+        if let GcEvent::JvmRestart(_) = event {
+            // A new JVM may start days later: its first events set the clock.
+            self.decide_suspect(true);
+            self.clock.reference = None;
+            return Placement::Nowhere;
         }
+        let Some(end) = event_end(event) else {
+            return Placement::Nowhere;
+        };
+        let Some(wall) = end.wall else {
+            self.unplaced_events += 1;
+            return Placement::Nowhere;
+        };
+        let time = wall.timestamp();
+        let key = minute_of(wall);
+        let placement = match self.clock.reference {
+            Some(reference) if !near(reference, time) => {
+                let moved = matches!(&self.clock.suspect, Some((held, _)) if near(*held, time));
+                self.decide_suspect(!moved);
+                if moved {
+                    self.clock.reference = Some(time);
+                    Placement::Minute(key)
+                } else {
+                    self.clock.suspect = Some((time, empty_minute(key)));
+                    Placement::Held(key)
+                }
+            }
+            _ => {
+                self.decide_suspect(true);
+                self.clock.reference = Some(time);
+                Placement::Minute(key)
+            }
+        };
         match event {
             GcEvent::Pause(p) => {
-                if let Some(minute) = self.minute_at(&p.end) {
-                    minute.pause_count += 1;
-                    minute.pause_total_seconds += p.duration_s;
-                    minute.pause_max_seconds = minute.pause_max_seconds.max(p.duration_s);
-                    minute.pause_histogram.observe(p.duration_s);
-                    minute.full_gcs += u64::from(p.full);
-                    minute.evacuation_failures += u64::from(p.evacuation_failure);
-                    minute.degenerated_gcs += u64::from(p.degenerated);
-                }
+                let minute = self.minute_mut(key);
+                minute.pause_count += 1;
+                minute.pause_total_seconds += p.duration_s;
+                minute.pause_max_seconds = minute.pause_max_seconds.max(p.duration_s);
+                minute.pause_histogram.observe(p.duration_s);
+                minute.full_gcs += u64::from(p.full);
+                minute.evacuation_failures += u64::from(p.evacuation_failure);
+                minute.degenerated_gcs += u64::from(p.degenerated);
             }
             GcEvent::Safepoint(s) => {
-                if let Some(minute) = self.minute_at(&s.end) {
-                    minute.safepoint_count += 1;
-                    minute.safepoint_total_seconds += s.total_s;
-                    minute.safepoint_max_seconds = minute.safepoint_max_seconds.max(s.total_s);
-                    minute.time_to_safepoint_max_seconds = minute
-                        .time_to_safepoint_max_seconds
-                        .max(s.reaching_s.unwrap_or(0.0));
-                }
+                let minute = self.minute_mut(key);
+                minute.safepoint_count += 1;
+                minute.safepoint_total_seconds += s.total_s;
+                minute.safepoint_max_seconds = minute.safepoint_max_seconds.max(s.total_s);
+                minute.time_to_safepoint_max_seconds = minute
+                    .time_to_safepoint_max_seconds
+                    .max(s.reaching_s.unwrap_or(0.0));
             }
             GcEvent::Stall(s) if s.kind == StallKind::Allocation => {
-                if let Some(minute) = self.minute_at(&s.end) {
-                    minute.allocation_stalls += 1;
-                    minute.allocation_stall_seconds += s.duration_s;
-                }
+                let minute = self.minute_mut(key);
+                minute.allocation_stalls += 1;
+                minute.allocation_stall_seconds += s.duration_s;
             }
             // Relocation stalls are not allocation stalls (JvmState counts them apart).
             GcEvent::Stall(_) => {}
             GcEvent::Cycle(c) => {
-                if let Some(minute) = self.minute_at(&c.end) {
-                    minute.concurrent_cycle_seconds += c.duration_s.unwrap_or(0.0);
-                }
+                let minute = self.minute_mut(key);
+                minute.concurrent_cycle_seconds += c.duration_s.unwrap_or(0.0);
             }
             GcEvent::ConcurrentPhase(_) | GcEvent::JvmRestart(_) => {}
         }
+        placement
     }
 
-    /// Drops minutes that started before `oldest_kept`.
-    pub fn prune_before(&mut self, oldest_kept: DateTime<Utc>) {
-        let cutoff = oldest_kept.timestamp();
-        self.minutes = self.minutes.split_off(&cutoff);
+    /// Keeps the minutes that started from `oldest_kept` up to
+    /// [`FUTURE_TOLERANCE_SECONDS`] after `now`: the agent's history, and
+    /// nothing a clock ahead of the agent's has put in the future.
+    pub fn prune_outside(&mut self, oldest_kept: DateTime<Utc>, now: DateTime<Utc>) {
+        self.minutes = self.minutes.split_off(&oldest_kept.timestamp());
+        self.minutes
+            .split_off(&(now.timestamp().saturating_add(FUTURE_TOLERANCE_SECONDS) + 1));
     }
 
     /// The minute starting at `start`, if anything happened in it.
@@ -200,24 +340,53 @@ impl MinuteWindows {
         self.minutes.values()
     }
 
-    /// Every minute from the first to the last one seen, quiet minutes included,
-    /// so that the series lines up with other per-minute data.
-    pub fn contiguous(&self) -> Vec<Minute> {
-        let (Some(first), Some(last)) = (
-            self.minutes.keys().next().copied(),
-            self.minutes.keys().next_back().copied(),
-        ) else {
-            return Vec::new();
+    /// The keys [`filled`](Self::filled) lists for `window`: from the first
+    /// minute that saw events (or the window's start, when events came
+    /// before it) to the end of the last; `None` when none is in the window.
+    pub fn listed(&self, window: Range<i64>) -> Option<Range<i64>> {
+        let mut keys = self
+            .minutes
+            .range(window.start..window.end.max(window.start))
+            .map(|(key, _)| *key);
+        let first = keys.next()?;
+        let last = keys.next_back().unwrap_or(first);
+        let start = match self.minutes.range(..window.start).next_back() {
+            Some(_) => window.start.saturating_add(59).div_euclid(60) * 60,
+            None => first,
         };
-        (first..=last)
-            .step_by(60)
-            .map(|key| {
-                self.minutes
-                    .get(&key)
-                    .cloned()
-                    .unwrap_or_else(|| empty_minute(key))
-            })
-            .collect()
+        Some(start..last + 60)
+    }
+
+    /// The minutes [`listed`](Self::listed) for `window`, quiet ones as zeros
+    /// so that the series lines up with other per-minute data. At most
+    /// `max_quiet` quiet minutes are listed: a gap longer than what is left
+    /// stays a gap, counted in `quiet_left_out`. Memory is bounded by the
+    /// events and `max_quiet`, never by the time between the first and the
+    /// last.
+    pub fn filled(&self, window: Range<i64>, max_quiet: u64) -> Filled {
+        let mut filled = Filled::default();
+        let Some(listed) = self.listed(window.clone()) else {
+            return filled;
+        };
+        let mut budget = max_quiet;
+        let mut previous = listed.start - 60;
+        for (key, minute) in self
+            .minutes
+            .range(window.start..window.end.max(window.start))
+        {
+            let gap = ((key - previous) / 60 - 1).unsigned_abs();
+            if gap <= budget {
+                budget -= gap;
+                filled
+                    .minutes
+                    .extend((1..=gap as i64).map(|i| empty_minute(previous + 60 * i)));
+            } else {
+                filled.quiet_left_out += gap;
+            }
+            filled.minutes.push(minute.clone());
+            previous = *key;
+        }
+        filled
     }
 }
 
@@ -241,5 +410,112 @@ mod tests {
         // Sub-second precision does not move the minute.
         let almost = at(1, 45, 59) + TimeDelta::milliseconds(999);
         assert_eq!(last_complete_minute(almost), at(1, 44, 0));
+    }
+
+    /// Pause lines at `times` (RFC 3339), parsed.
+    fn pauses_at(times: &[&str]) -> Vec<GcEvent> {
+        let log: String = times
+            .iter()
+            .enumerate()
+            .map(|(gc, time)| {
+                format!("[{time}][{gc}.000s][info][gc] GC({gc}) Pause Young (Normal) (G1 Evacuation Pause) 30M->20M(61M) 1.000ms\n")
+            })
+            .collect();
+        let mut parser = pausewatch_parsers::GcLogParser::default();
+        let mut events = Vec::new();
+        parser.feed(log.as_bytes(), &mut events);
+        parser.finish(&mut events);
+        events
+    }
+
+    /// The events as `analyze` sees them: all at once.
+    fn windows_of(events: &[GcEvent]) -> MinuteWindows {
+        let mut windows = MinuteWindows::default();
+        for (index, event) in events.iter().enumerate() {
+            windows.settle_clock(&events[index..]);
+            windows.add(event);
+        }
+        windows
+    }
+
+    /// Pause lines at `times`, as the agent reads them: one at a time.
+    fn live_windows(times: &[&str]) -> MinuteWindows {
+        let mut windows = MinuteWindows::default();
+        for event in pauses_at(times) {
+            windows.settle_clock(std::slice::from_ref(&event));
+            windows.add(&event);
+        }
+        windows
+    }
+
+    #[test]
+    fn a_clock_that_really_moved_loses_no_event() {
+        // Two days without a line, or a host clock set two days ahead: the
+        // first line after the jump is held until the second confirms it.
+        let windows = live_windows(&[
+            "2026-11-30T01:45:10.000+0000",
+            "2026-12-02T01:45:10.000+0000",
+            "2026-12-02T01:46:10.000+0000",
+        ]);
+        assert_eq!(windows.clock_outliers, 0);
+        let starts: Vec<String> = windows.iter().map(|m| m.start.to_rfc3339()).collect();
+        assert_eq!(
+            starts,
+            [
+                "2026-11-30T01:45:00+00:00",
+                "2026-12-02T01:45:00+00:00",
+                "2026-12-02T01:46:00+00:00"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_lone_absurd_date_is_one_outlier_once_the_next_line_arrives() {
+        let mut windows = live_windows(&[
+            "2026-11-30T01:45:10.000+0000",
+            "9999-12-31T23:59:00.000+0000",
+        ]);
+        // Held: nothing placed, nothing counted yet.
+        assert_eq!((windows.clock_outliers, windows.iter().count()), (0, 1));
+        windows.finish();
+        assert_eq!((windows.clock_outliers, windows.iter().count()), (1, 1));
+    }
+
+    #[test]
+    fn minutes_ahead_of_the_agent_clock_are_not_kept() {
+        let mut windows = windows_of(&pauses_at(&[
+            "2026-11-30T01:44:10.000+0000",
+            "2026-11-30T01:45:10.000+0000",
+            "2026-11-30T01:56:10.000+0000",
+        ]));
+        windows.prune_outside(at(1, 44, 30), at(1, 45, 0));
+        // 01:44 is before the history, 01:56 is more than ten minutes ahead.
+        let starts: Vec<DateTime<Utc>> = windows.iter().map(|m| m.start).collect();
+        assert_eq!(starts, [at(1, 45, 0)]);
+    }
+
+    #[test]
+    fn quiet_minutes_are_filled_within_the_window_and_the_budget() {
+        let windows = windows_of(&pauses_at(&[
+            "2026-11-30T01:40:10.000+0000",
+            "2026-11-30T01:42:10.000+0000",
+            "2026-11-30T01:50:10.000+0000",
+        ]));
+        let starts = |filled: &Filled| -> Vec<String> {
+            filled
+                .minutes
+                .iter()
+                .map(|m| m.start.format("%M").to_string())
+                .collect()
+        };
+        let all = windows.filled(i64::MIN..i64::MAX, u64::MAX);
+        assert_eq!(all.minutes.len(), 11);
+        // One quiet minute fits in a budget of 3, the seven after 01:42 do not.
+        let capped = windows.filled(i64::MIN..i64::MAX, 3);
+        assert_eq!(starts(&capped), ["40", "41", "42", "50"]);
+        assert_eq!(capped.quiet_left_out, 7);
+        // A window from 01:40:30 to 01:50: quiet 01:41 follows 01:40.
+        let window = windows.filled(at(1, 40, 30).timestamp()..at(1, 50, 0).timestamp(), 100);
+        assert_eq!(starts(&window), ["41", "42"]);
     }
 }

@@ -16,6 +16,7 @@ use super::procfs::JvmLogWriters;
 use super::{read_batched, report_note, NewStream, Source, SourceCheckpoint, SourceKey};
 use crate::config;
 use crate::follow::{has_glob_chars, Follower, Position};
+use crate::model::jvm::LabelCap;
 use crate::model::latency::LatencyState;
 use crate::store::{AgentState, Store, StreamId, StreamState};
 
@@ -130,6 +131,7 @@ impl GcLogSource {
         };
         // Labels follow the configuration, not the checkpoint.
         state.labels = source.labels.clone();
+        state.jvm.max_label_values = LabelCap(source.max_label_values);
         // A latency source will line its requests up with this JVM's stops:
         // record stops from the first event on.
         if latency_target && state.latency.is_none() {
