@@ -359,9 +359,14 @@ impl AccessFormat {
             AccessFormat::EnvoyJson => preset("envoy-json"),
             AccessFormat::Json {
                 time_field,
+                time_format,
                 duration_field,
-                ..
-            } => format!("JSON objects with the fields {time_field:?} and {duration_field:?}"),
+                duration_unit,
+                timestamp,
+            } => format!(
+                "JSON objects with the time in {time_field:?} ({time_format:?}, the request's {}) and the duration in {duration_field:?} ({duration_unit:?})",
+                format!("{timestamp:?}").to_lowercase()
+            ),
             AccessFormat::Regex { pattern, .. } => format!("lines matching {pattern}"),
             AccessFormat::LogFormat { server, format } => format!("{server:?} format '{format}'"),
         }
