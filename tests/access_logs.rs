@@ -199,3 +199,62 @@ fn the_latency_max_is_the_slowest_request_and_no_slow_request_explains_nothing()
     assert_eq!(report["attribution"]["slow_requests"], 0);
     assert!(report["attribution"]["explained_share"].is_null());
 }
+
+/// The field report, in the agent: every line of the log rejected by the
+/// preset configured. The malformed share is exported and the agent says so
+/// once, quoting the first line and the layout the preset expects.
+#[test]
+fn the_agent_reports_an_access_log_in_the_wrong_format() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(recorded().join("gc.log"), dir.path().join("gc.log")).unwrap();
+    let access = msec_first_layout(dir.path());
+    let port = common::free_port();
+    let config = dir.path().join("pausewatch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"listen = "127.0.0.1:{port}"
+checkpoint_dir = "{dir}/checkpoint"
+poll_interval = "100ms"
+[[gc_log]]
+path = "{dir}/gc.log"
+start_at = "beginning"
+[[access_log]]
+path = "{access}"
+format = "nginx"
+start_at = "beginning"
+"#,
+            dir = dir.path().display(),
+            access = access.display()
+        ),
+    )
+    .unwrap();
+    let mut children = common::Children::new(dir.path());
+    children.spawn_service("agent", &mut common::run_command(&config));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut metrics = String::new();
+    children.wait_until(deadline, "the malformed ratio", |_| {
+        metrics = common::http_get_ok(port, "/metrics").unwrap_or_default();
+        common::sample(&metrics, "pausewatch_access_log_malformed_lines_total") == Some(6000.0)
+    });
+    assert_eq!(
+        common::sample(&metrics, "pausewatch_access_log_malformed_ratio"),
+        Some(1.0)
+    );
+    let stderr = std::fs::read_to_string(dir.path().join("agent.stderr")).unwrap();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("do not parse"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("1796005280.254 0.001"),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        warnings[0].contains("$request_time $msec"),
+        "{}",
+        warnings[0]
+    );
+}
