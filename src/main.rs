@@ -85,12 +85,16 @@ enum Command {
 /// Lining the GC log up with a service's access log.
 #[derive(clap::Args)]
 struct LatencyArgs {
-    /// Access log of the service whose JVM wrote the GC log.
+    /// Access log of the service whose JVM wrote the GC log; repeat it for
+    /// several instances or a rotated set (their requests are combined).
     #[arg(long)]
-    latency: Option<PathBuf>,
-    /// nginx, apache, tomcat, tomcat9, envoy, envoy-json, json, regex, ...; detected when omitted.
+    latency: Vec<PathBuf>,
+    /// nginx, apache, tomcat, tomcat9, envoy, envoy-json, json, regex, ...; detected per file when omitted.
     #[arg(long, requires = "latency")]
     latency_format: Option<String>,
+    /// The server's own format string: an nginx log_format or an Apache LogFormat.
+    #[arg(long, requires = "latency")]
+    log_format: Option<String>,
     /// Requests slower than this are slow (e.g. 50ms); default: the p99.9.
     #[arg(long, requires = "latency", value_parser = humantime::parse_duration)]
     slo: Option<std::time::Duration>,
@@ -122,10 +126,11 @@ struct LatencyArgs {
 
 impl LatencyArgs {
     fn input(self) -> Result<Option<LatencyInput>> {
-        let Some(path) = self.latency else {
+        if self.latency.is_empty() {
             return Ok(None);
-        };
+        }
         let fields = AccessFields {
+            log_format: self.log_format,
             time_field: self.time_field,
             duration_field: self.duration_field,
             pattern: self.pattern,
@@ -133,17 +138,25 @@ impl LatencyArgs {
             duration_unit: self.duration_unit,
             timestamp: self.timestamp,
         };
-        let format = match self.latency_format {
-            Some(name) => Some(build_format(&name, &fields).map_err(anyhow::Error::msg)?),
-            None => None,
+        let format = match (&self.latency_format, &fields.log_format) {
+            (None, None) => None,
+            (name, _) => Some(build_format(name.as_deref(), &fields).map_err(|e| {
+                let flag = if e.key == "format" {
+                    "latency-format"
+                } else {
+                    "log-format"
+                };
+                anyhow::anyhow!("--{flag}: {e}")
+            })?),
         };
         let offset_seconds = match self.latency_offset {
             Some(text) => parse_signed_duration(&text).map_err(anyhow::Error::msg)?,
             None => 0.0,
         };
         Ok(Some(LatencyInput {
-            path,
+            paths: self.latency,
             format,
+            hints: fields,
             offset_seconds,
             attribution: AttributionOptions {
                 slo_seconds: self.slo.map(|d| d.as_secs_f64()),

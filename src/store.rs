@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::alerts::{Alert, DeliveryCounters};
 use crate::model::jvm::JvmState;
-use crate::model::latency::LatencyState;
+use crate::model::latency::{LatencyState, MalformedWindow};
 
 /// A stream's identity for the life of the agent: streams come and go
 /// (rotated sets found by a glob, JVMs that exit), so positions in a list
@@ -66,6 +66,14 @@ pub struct AccessStreamState {
     /// Requests read while no GC stream could take them.
     pub unattributed_requests: u64,
     pub errors: BTreeMap<String, u64>,
+    /// Malformed lines among the last ones: the figure of
+    /// `pausewatch_access_log_malformed_ratio`, for a wrong format.
+    #[serde(default)]
+    pub malformed_window: MalformedWindow,
+    /// The wrong-format warning was logged and the share has not fallen
+    /// back since: it is logged once per crossing, not every poll.
+    #[serde(default)]
+    pub malformed_warned: bool,
 }
 
 /// Counts an error of `kind` in an error map.

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::lines::{LineSplitter, Piece};
+use crate::log_format::{CompiledLogFormat, Server};
 
 /// Whether a line's timestamp is when the request started or when it ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -49,7 +50,7 @@ pub enum DurationUnit {
 
 impl DurationUnit {
     /// Decimal places between this unit and nanoseconds.
-    fn nanos_exponent(self) -> u32 {
+    pub(crate) fn nanos_exponent(self) -> u32 {
         match self {
             DurationUnit::Seconds => 9,
             DurationUnit::Milliseconds => 6,
@@ -109,6 +110,7 @@ impl TimeFormat {
 /// | `envoy-json` | `json_format`/`typed_json_format` with `start_time: "%START_TIME%"`, `duration: "%DURATION%"` | start, ms | ms |
 /// | `json` | [`AccessFormat::Json`]: fields, formats and units given | configured | configured |
 /// | `regex` | [`AccessFormat::Regex`]: named groups | configured | configured |
+/// | (custom) | [`AccessFormat::LogFormat`]: an nginx `log_format` or Apache `LogFormat` string | from the format | from the format |
 ///
 /// Every preset variant's documentation gives the exact directive and what the
 /// fields mean.
@@ -246,6 +248,16 @@ pub enum AccessFormat {
         duration_unit: DurationUnit,
         timestamp: TimestampMeaning,
     },
+    /// Any layout nginx or Apache httpd can write, given by the format
+    /// string of its configuration (nginx `log_format`, Apache `LogFormat`,
+    /// escapes such as `\"` as written there). It needs one time variable
+    /// (nginx `$msec`, `$time_iso8601`, `$time_local`; Apache `%t`,
+    /// `%{msec}t`, `%{usec}t`, `%{sec}t`, a strftime `%{...}t` with `%z`)
+    /// and one duration variable (nginx `$request_time`,
+    /// `$upstream_response_time`; Apache `%D`, `%{us}T`, `%{ms}T`, `%T`).
+    /// nginx times are taken at the log write (the end); Apache's `%t` is
+    /// when the request was received (the start), `%{end:...}t` the end.
+    LogFormat { server: Server, format: String },
 }
 
 /// Tomcat with `[%{begin:msec}t]` in the place of `%t`.
@@ -312,9 +324,84 @@ impl AccessFormat {
                 }
                 Ok(())
             }
-            AccessFormat::Regex { pattern, .. } => compile(pattern).map(|_| ()),
+            AccessFormat::Regex { .. } | AccessFormat::LogFormat { .. } => {
+                Compiled::new(self).map(|_| ())
+            }
             _ => Ok(()),
         }
+    }
+
+    /// What a preset expects, as the text to put in the product's
+    /// configuration; `None` for other names. The README quotes these, and
+    /// tests parse lines written from them.
+    pub fn documented(preset: &str) -> Option<&'static str> {
+        Some(match preset {
+            "nginx" => NGINX_LOG_FORMAT,
+            "apache" => APACHE_LOG_FORMAT,
+            "tomcat" | "tomcat9" | "tomcat10" => r#"%h %l %u %t "%r" %s %b %D"#,
+            "tomcat-begin-msec" | "tomcat9-begin-msec" => {
+                r#"%h %l %u [%{begin:msec}t] "%r" %s %b %D"#
+            }
+            "envoy" => ENVOY_FORMAT,
+            "envoy-json" => r#"{"start_time": "%START_TIME%", "duration": "%DURATION%"}"#,
+            _ => return None,
+        })
+    }
+
+    /// The layout this format reads, for messages about lines it rejects.
+    pub fn expected(&self) -> String {
+        let preset = |name| Self::documented(name).unwrap_or_default().to_string();
+        match self {
+            AccessFormat::Nginx => format!("nginx log_format '{NGINX_LOG_FORMAT}'"),
+            AccessFormat::Apache => format!("Apache LogFormat \"{APACHE_LOG_FORMAT}\""),
+            AccessFormat::Tomcat { .. } => format!("Tomcat pattern \"{}\"", preset("tomcat")),
+            AccessFormat::Envoy => format!("Envoy format \"{ENVOY_FORMAT}\""),
+            AccessFormat::EnvoyJson => preset("envoy-json"),
+            AccessFormat::Json {
+                time_field,
+                time_format,
+                duration_field,
+                duration_unit,
+                timestamp,
+            } => format!(
+                "JSON objects with the time in {time_field:?} ({time_format:?}, the request's {}) and the duration in {duration_field:?} ({duration_unit:?})",
+                format!("{timestamp:?}").to_lowercase()
+            ),
+            AccessFormat::Regex { pattern, .. } => format!("lines matching {pattern}"),
+            AccessFormat::LogFormat { server, format } => format!("{server:?} format '{format}'"),
+        }
+    }
+}
+
+/// The nginx `log_format` the `nginx` preset reads: `combined`, then
+/// `$request_time $msec`.
+const NGINX_LOG_FORMAT: &str = r#"$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent" $request_time $msec"#;
+
+/// The Apache `LogFormat` the `apache` preset reads: `combined`, then `%D`.
+const APACHE_LOG_FORMAT: &str =
+    r#"%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-agent}i\" %D"#;
+
+/// Envoy's default format string.
+const ENVOY_FORMAT: &str = r#"[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%" %RESPONSE_CODE% %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% %RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)% "%REQ(X-FORWARDED-FOR)%" "%REQ(USER-AGENT)%" "%REQ(X-REQUEST-ID)%" "%REQ(:AUTHORITY)%" "%UPSTREAM_HOST%"\n"#;
+
+/// The matcher a configured format compiles to (a `Regex` or `LogFormat`
+/// format); presets need none.
+#[derive(Debug, Clone)]
+enum Compiled {
+    Regex(Regex),
+    LogFormat(CompiledLogFormat),
+}
+
+impl Compiled {
+    /// `None` for formats that need no compiling.
+    fn new(format: &AccessFormat) -> Result<Option<Compiled>, String> {
+        Ok(match format {
+            AccessFormat::Regex { pattern, .. } => Some(Compiled::Regex(compile(pattern)?)),
+            AccessFormat::LogFormat { server, format } => Some(Compiled::LogFormat(
+                CompiledLogFormat::new(*server, format)?,
+            )),
+            _ => None,
+        })
     }
 }
 
@@ -357,23 +444,28 @@ pub struct AccessStats {
     pub malformed: u64,
     /// Lines longer than `max_line_bytes`, skipped.
     pub too_long: u64,
+    /// The first malformed line (its first 300 bytes), to quote when the
+    /// format is wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_malformed: Option<String>,
 }
 
 /// Streaming parser for one access log stream (a file, or a rotated set in
 /// order). Serialisable so that a tailing agent can checkpoint it; the
-/// compiled regex of a [`AccessFormat::Regex`] format is not serialised but
-/// rebuilt on the first line after deserialising.
+/// matcher of a [`AccessFormat::Regex`] or [`AccessFormat::LogFormat`]
+/// format is not serialised but rebuilt on the first line after
+/// deserialising.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AccessLogParser {
     format: AccessFormat,
     lines: LineSplitter,
     stats: AccessStats,
     #[serde(skip)]
-    regex: Option<Regex>,
-    /// The regex did not compile when rebuilt (a hand-edited checkpoint):
+    compiled: Option<Compiled>,
+    /// The format did not compile when rebuilt (a hand-edited checkpoint):
     /// every line is then malformed, without compiling again each time.
     #[serde(skip)]
-    regex_failed: bool,
+    compile_failed: bool,
 }
 
 impl AccessLogParser {
@@ -385,16 +477,13 @@ impl AccessLogParser {
         if max_line_bytes == 0 {
             return Err("max_line_bytes must be positive".to_string());
         }
-        let regex = match &format {
-            AccessFormat::Regex { pattern, .. } => Some(compile(pattern)?),
-            _ => None,
-        };
+        let compiled = Compiled::new(&format)?;
         Ok(AccessLogParser {
             format,
             lines: LineSplitter::new(max_line_bytes),
             stats: AccessStats::default(),
-            regex,
-            regex_failed: false,
+            compiled,
+            compile_failed: false,
         })
     }
 
@@ -443,20 +532,27 @@ impl AccessLogParser {
         if text.trim().is_empty() {
             return;
         }
-        if let AccessFormat::Regex { pattern, .. } = &self.format {
-            if self.regex.is_none() && !self.regex_failed {
-                match compile(pattern) {
-                    Ok(regex) => self.regex = Some(regex),
-                    Err(_) => self.regex_failed = true,
-                }
+        if self.compiled.is_none() && !self.compile_failed {
+            match Compiled::new(&self.format) {
+                Ok(compiled) => self.compiled = compiled,
+                Err(_) => self.compile_failed = true,
             }
         }
-        match parse_with(&self.format, self.regex.as_ref(), text) {
+        match parse_with(&self.format, self.compiled.as_ref(), text) {
             Some(request) => {
                 self.stats.requests += 1;
                 out.push(request);
             }
-            None => self.stats.malformed += 1,
+            None => {
+                self.stats.malformed += 1;
+                if self.stats.first_malformed.is_none() {
+                    let end = (0..=text.len().min(300))
+                        .rev()
+                        .find(|&i| text.is_char_boundary(i))
+                        .unwrap_or(0);
+                    self.stats.first_malformed = Some(text[..end].trim_end().to_string());
+                }
+            }
         }
     }
 }
@@ -464,20 +560,16 @@ impl AccessLogParser {
 /// Parses one line (without its newline) in `format`; `None` if it is blank
 /// or malformed.
 ///
-/// For [`AccessFormat::Regex`] this compiles the pattern on every call; to
-/// parse many lines use an [`AccessLogParser`], which compiles it once.
+/// For [`AccessFormat::Regex`] and [`AccessFormat::LogFormat`] this compiles
+/// the format on every call; to parse many lines use an [`AccessLogParser`],
+/// which compiles it once.
 pub fn parse_line(format: &AccessFormat, line: &str) -> Option<Request> {
-    match format {
-        AccessFormat::Regex { pattern, .. } => {
-            let regex = compile(pattern).ok()?;
-            parse_with(format, Some(&regex), line)
-        }
-        _ => parse_with(format, None, line),
-    }
+    let compiled = Compiled::new(format).ok()?;
+    parse_with(format, compiled.as_ref(), line)
 }
 
-/// Parses one line; `regex` is the compiled pattern of a `Regex` format.
-fn parse_with(format: &AccessFormat, regex: Option<&Regex>, line: &str) -> Option<Request> {
+/// Parses one line; `compiled` is the matcher of a format that needs one.
+fn parse_with(format: &AccessFormat, compiled: Option<&Compiled>, line: &str) -> Option<Request> {
     let line = line.trim_end_matches(['\r', '\n']);
     match format {
         AccessFormat::Nginx => nginx(line),
@@ -511,11 +603,24 @@ fn parse_with(format: &AccessFormat, regex: Option<&Regex>, line: &str) -> Optio
             duration_unit,
             timestamp,
             ..
-        } => by_regex(regex?, line, *time_format, *duration_unit, *timestamp),
+        } => match compiled? {
+            Compiled::Regex(regex) => {
+                by_regex(regex, line, *time_format, *duration_unit, *timestamp)
+            }
+            Compiled::LogFormat(_) => None,
+        },
+        AccessFormat::LogFormat { .. } => match compiled? {
+            Compiled::LogFormat(log_format) => log_format.parse(line),
+            Compiled::Regex(_) => None,
+        },
     }
 }
 
-fn request(at: DateTime<Utc>, meaning: TimestampMeaning, duration_nanos: i128) -> Option<Request> {
+pub(crate) fn request(
+    at: DateTime<Utc>,
+    meaning: TimestampMeaning,
+    duration_nanos: i128,
+) -> Option<Request> {
     let nanos = i64::try_from(duration_nanos).ok()?;
     if nanos < 0 {
         return None;
@@ -706,7 +811,7 @@ fn whole_number(text: &str) -> Option<i128> {
 /// 10^`exponent`, as an integer: exact, digits beyond the last place
 /// truncated. Exponent notation (`1.5e-3`, as JSON writers may print floats)
 /// goes through `f64`.
-fn scaled_decimal(text: &str, exponent: u32) -> Option<i128> {
+pub(crate) fn scaled_decimal(text: &str, exponent: u32) -> Option<i128> {
     let text = text.trim();
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
     let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
@@ -739,13 +844,13 @@ fn scaled_decimal(text: &str, exponent: u32) -> Option<i128> {
 }
 
 /// Nanoseconds since the epoch as a UTC time.
-fn epoch(nanos: i128) -> Option<DateTime<Utc>> {
+pub(crate) fn epoch(nanos: i128) -> Option<DateTime<Utc>> {
     let seconds = i64::try_from(nanos.div_euclid(1_000_000_000)).ok()?;
     let sub = u32::try_from(nanos.rem_euclid(1_000_000_000)).ok()?;
     DateTime::from_timestamp(seconds, sub)
 }
 
-fn rfc3339(text: &str) -> Option<DateTime<Utc>> {
+pub(crate) fn rfc3339(text: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text.trim())
         .ok()
         .map(|time| time.with_timezone(&Utc))
@@ -753,7 +858,7 @@ fn rfc3339(text: &str) -> Option<DateTime<Utc>> {
 
 /// `10/Oct/2000:13:55:36[.123] -0700` (or `+07:00`, `Z`; a space for the
 /// colon after the year).
-fn clf(text: &str) -> Option<DateTime<Utc>> {
+pub(crate) fn clf(text: &str) -> Option<DateTime<Utc>> {
     let (local, zone) = text.trim().rsplit_once(' ')?;
     let offset = utc_offset(zone)?;
     let (date, time) = local.split_at_checked(12)?;

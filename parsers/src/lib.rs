@@ -22,6 +22,7 @@ mod envelope;
 mod events;
 mod grammar;
 mod lines;
+mod log_format;
 mod stream;
 mod unified;
 
@@ -31,6 +32,7 @@ pub use access::{
 };
 pub use events::*;
 pub use lines::{LineSplitter, Piece};
+pub use log_format::Server;
 /// Shared by every parser so that the agent drives each source (GC and access
 /// logs now; hsperfdata, JDK 8 and Go `gctrace` parsers later) the same way.
 pub use stream::StreamParser;

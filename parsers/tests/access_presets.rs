@@ -490,6 +490,7 @@ fn malformed_blank_and_too_long_lines_are_counted_and_skipped() {
             requests: 4,
             malformed: 3, // garbage, DURATION "-", the \u{ff}\u{fe} line
             too_long: 1,
+            first_malformed: Some("garbage line".to_string()),
         }
     );
 }
@@ -592,6 +593,21 @@ fn all_formats() -> Vec<AccessFormat> {
         duration_unit: DurationUnit::Microseconds,
         timestamp: TimestampMeaning::End,
     });
+    for (server, format) in [
+        (
+            Server::Nginx,
+            r#"$msec $request_time "$request" $upstream_response_time"#,
+        ),
+        (
+            Server::Apache,
+            r#"[%{%d/%b/%Y:%H:%M:%S}t.%{msec_frac}t %{%z}t] \"%r\" %{ms}T"#,
+        ),
+    ] {
+        formats.push(AccessFormat::LogFormat {
+            server,
+            format: format.into(),
+        });
+    }
     formats
 }
 

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
@@ -12,7 +12,7 @@ use pausewatch_parsers::{
 };
 use serde::Serialize;
 
-use crate::config::access_format::{detect_preset, format_names};
+use crate::config::access_format::{detect_json, detect_preset, format_names, AccessFields};
 use crate::model::correlate::{
     attribute, combine, correlate, per_minute, stop_of, Attribution, AttributionOptions,
     CombinedMinute, Correlation, LatencySummary, RequestTiming, SlowRequest, StopIndex,
@@ -62,6 +62,9 @@ pub struct Report {
     /// The rarer events and heap flows (full GCs, evacuation failures, stalls, ...).
     pub markers: EventCounters,
     pub minutes: Vec<CombinedMinute>,
+    /// With `--latency`: each access log and the format it was read in.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub access_logs: Vec<AccessLogSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencySummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -80,11 +83,28 @@ pub struct Report {
     pub slow_requests: Option<Vec<SlowRequest>>,
 }
 
-/// The access log to line up with the GC log.
+/// One access log as `analyze` read it.
+#[derive(Debug, Serialize)]
+pub struct AccessLogSummary {
+    pub file: PathBuf,
+    /// The layout it was read in ([`AccessFormat::expected`]).
+    pub format: String,
+    /// Whether that layout was detected from its first lines.
+    pub detected: bool,
+    pub lines: u64,
+    pub requests: u64,
+    pub malformed: u64,
+}
+
+/// The access logs to line up with the GC log.
 pub struct LatencyInput {
-    pub path: PathBuf,
-    /// `None`: detect the preset from the first lines.
+    /// Several instances behind one fleet, or a rotated set: their requests
+    /// are combined.
+    pub paths: Vec<PathBuf>,
+    /// `None`: detect each file's format from its first lines.
     pub format: Option<AccessFormat>,
+    /// Flags that steer detection of JSON lines (`--time-field`, ...).
+    pub hints: AccessFields,
     /// Added to every request time (clock skew between the two logs).
     pub offset_seconds: f64,
     pub attribution: AttributionOptions,
@@ -152,7 +172,12 @@ pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
         && stops.is_empty();
     let mut report = summarise(files, events, &parser, options.include_events);
     if let Some(input) = &options.latency {
-        let requests = read_requests(input)?;
+        let mut requests = Vec::new();
+        for path in &input.paths {
+            let (summary, warning) = read_requests(path, input, &mut requests)?;
+            report.access_logs.push(summary);
+            report.warnings.extend(warning);
+        }
         if has_stops_without_time {
             report.warnings.push(
                 "the GC log has no wall-clock time, so its stops cannot be lined up with requests; pass --jvm-start (attribution and correlation left out)"
@@ -171,35 +196,72 @@ pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
     Ok(report)
 }
 
-/// Reads the access log into request timings, detecting the preset if needed.
-fn read_requests(input: &LatencyInput) -> Result<Vec<RequestTiming>> {
-    let bytes = std::fs::read(&input.path)
-        .with_context(|| format!("cannot read {}", input.path.display()))?;
-    let format = match &input.format {
-        Some(format) => format.clone(),
-        None => detect_preset(String::from_utf8_lossy(&bytes).lines()).with_context(|| {
-            format!(
-                "cannot tell the format of {}; pass --latency-format ({})",
-                input.path.display(),
-                format_names().join(", ")
-            )
-        })?,
-    };
-    let mut parser = AccessLogParser::new(format, 64 * 1024).map_err(anyhow::Error::msg)?;
-    let mut requests = Vec::new();
-    parser.feed(&bytes, &mut requests);
-    parser.finish(&mut requests);
-    if requests.is_empty() {
-        anyhow::bail!("no request could be read from {}", input.path.display());
+/// The format `input` gives, or the one detected from `text`: a preset,
+/// else JSON lines by their field names. `true` when detected.
+fn format_of(path: &Path, text: &str, input: &LatencyInput) -> Result<(AccessFormat, bool)> {
+    if let Some(format) = &input.format {
+        return Ok((format.clone(), false));
     }
+    if let Some(format) = detect_preset(text.lines()) {
+        return Ok((format, true));
+    }
+    match detect_json(text.lines(), &input.hints) {
+        Ok(Some(format)) => Ok((format, true)),
+        Err(message) => anyhow::bail!("{}: {message}", path.display()),
+        Ok(None) => anyhow::bail!(
+            "cannot tell the format of {} (first line: {:?}); pass --latency-format ({}), or --log-format with the server's nginx log_format or Apache LogFormat string",
+            path.display(),
+            text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default(),
+            format_names().join(", ")
+        ),
+    }
+}
+
+/// Reads one access log's requests into `requests`; a warning when most of
+/// its lines do not parse. Fails, quoting the first line, when none does.
+fn read_requests(
+    path: &Path,
+    input: &LatencyInput,
+    requests: &mut Vec<RequestTiming>,
+) -> Result<(AccessLogSummary, Option<String>)> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let (format, detected) = format_of(path, &String::from_utf8_lossy(&bytes), input)?;
+    let expected = format.expected();
+    let mut parser = AccessLogParser::new(format, 64 * 1024).map_err(anyhow::Error::msg)?;
+    let mut read = Vec::new();
+    parser.feed(&bytes, &mut read);
+    parser.finish(&mut read);
+    let stats = parser.stats();
+    let bad = stats.malformed + stats.too_long;
+    let first_bad = stats.first_malformed.as_deref().unwrap_or_default();
+    if read.is_empty() {
+        anyhow::bail!(
+            "no line of {} parses ({bad} of {} lines rejected); first line: {first_bad:?}; expected {expected}",
+            path.display(),
+            stats.lines
+        );
+    }
+    let warning = (bad > stats.requests).then(|| {
+        format!(
+            "{bad} of {} lines of {} do not parse (first: {first_bad:?}); expected {expected}",
+            stats.lines,
+            path.display()
+        )
+    });
     let offset = pausewatch_parsers::seconds_to_duration(input.offset_seconds);
-    Ok(requests
-        .into_iter()
-        .map(|r| RequestTiming {
-            start: r.start.checked_add_signed(offset).unwrap_or(r.start),
-            duration_s: r.duration_s,
-        })
-        .collect())
+    requests.extend(read.into_iter().map(|r| RequestTiming {
+        start: r.start.checked_add_signed(offset).unwrap_or(r.start),
+        duration_s: r.duration_s,
+    }));
+    let summary = AccessLogSummary {
+        file: path.to_path_buf(),
+        format: expected,
+        detected,
+        lines: stats.lines,
+        requests: stats.requests,
+        malformed: bad,
+    };
+    Ok((summary, warning))
 }
 
 /// Adds the latency summary, attribution, correlation and per-minute latency.
@@ -357,6 +419,7 @@ fn summarise(
                 attribution: None,
             })
             .collect(),
+        access_logs: Vec::new(),
         latency: None,
         attribution: None,
         correlation: None,
@@ -430,6 +493,18 @@ pub fn render_text(report: &Report) -> String {
         "full GCs: {}   evacuation failures: {}   degenerated: {}   humongous: {}   System.gc(): {}   allocation stalls: {}",
         m.full_gcs, m.evacuation_failures, m.degenerated_gcs, m.humongous_allocations, m.explicit_gcs, m.allocation_stalls
     );
+    for log in &report.access_logs {
+        let _ = writeln!(
+            out,
+            "\naccess log: {}   lines: {}   requests: {}   malformed: {}\n  read as {}{}",
+            log.file.display(),
+            log.lines,
+            log.requests,
+            log.malformed,
+            log.format,
+            if log.detected { " (detected)" } else { "" }
+        );
+    }
     if let (Some(latency), Some(attribution)) = (&report.latency, &report.attribution) {
         let _ = writeln!(
             out,
@@ -442,11 +517,13 @@ pub fn render_text(report: &Report) -> String {
         );
         let _ = writeln!(
             out,
-            "slow (> {} ms): {}   stop-affected: {}   time over the SLO explained by stops: {:.1} %   p99.9 without stop-affected: {} ms",
+            "slow (> {} ms): {}   stop-affected: {}   time over the SLO explained by stops: {}   p99.9 without stop-affected: {} ms",
             ms(attribution.slo_seconds),
             attribution.slow_requests,
             attribution.slow_requests_stop_affected,
-            attribution.explained_share * 100.0,
+            attribution
+                .explained_share
+                .map_or("n/a".to_string(), |share| format!("{:.1} %", share * 100.0)),
             ms(attribution.p999_without_stop_affected_seconds)
         );
     }

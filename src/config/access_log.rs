@@ -45,6 +45,7 @@ pub(super) struct RawAccessLog {
     time_format: Option<Spanned<Value>>,
     duration_unit: Option<Spanned<Value>>,
     timestamp: Option<Spanned<Value>>,
+    log_format: Option<Spanned<Value>>,
 }
 
 impl Ctx<'_> {
@@ -58,6 +59,7 @@ impl Ctx<'_> {
         let r = raw.get_ref();
         let path = self.required_string(raw.span(), &r.path, &at("path"), "a file path or glob")?;
         let fields = AccessFields {
+            log_format: self.optional_string(&r.log_format, &at("log_format"))?,
             time_field: self.optional_string(&r.time_field, &at("time_field"))?,
             duration_field: self.optional_string(&r.duration_field, &at("duration_field"))?,
             pattern: self.optional_string(&r.pattern, &at("pattern"))?,
@@ -69,15 +71,16 @@ impl Ctx<'_> {
             )?,
             timestamp: self.parsed(&r.timestamp, &at("timestamp"), parse_timestamp_meaning)?,
         };
-        let name = self.required_string(
-            raw.span(),
-            &r.format,
-            &at("format"),
-            "nginx, apache, tomcat, envoy, envoy-json, json or regex",
-        )?;
-        let format_span = r.format.as_ref().map_or(raw.span(), |v| v.span());
-        let format = build_format(&name, &fields)
-            .map_err(|message| self.err(format_span, &at("format"), message))?;
+        let name = self.optional_string(&r.format, &at("format"))?;
+        let format = build_format(name.as_deref(), &fields).map_err(|e| {
+            let value = if e.key == "log_format" {
+                &r.log_format
+            } else {
+                &r.format
+            };
+            let span = value.as_ref().map_or(raw.span(), |v| v.span());
+            self.err(span, &at(e.key), e.message)
+        })?;
         Ok(AccessLogSource {
             path,
             format,
@@ -204,5 +207,50 @@ mod tests {
             "access_log[0].gc_log",
         );
         assert!(e.message.contains("2 [[gc_log]] sources"), "{e}");
+    }
+
+    #[test]
+    fn a_custom_log_format_is_compiled_and_its_errors_name_the_key_and_the_variable() {
+        let config = parse_ok(&[
+            "[[gc_log]]",
+            "path = \"/a/gc.log\"",
+            "[[access_log]]",
+            "path = \"/a/x.log\"",
+            "format = \"nginx\"",
+            "log_format = '$msec $request_time \"$request\" $status'",
+        ]);
+        assert!(matches!(
+            config.access_log[0].format,
+            AccessFormat::LogFormat {
+                server: pausewatch_parsers::Server::Nginx,
+                ..
+            }
+        ));
+        let e = parse_err(
+            &[
+                "[[gc_log]]",
+                "path = \"/a/gc.log\"",
+                "[[access_log]]",
+                "path = \"/a/x.log\"",
+                "format = \"apache\"",
+                "log_format = '%h %t \\\"%r\\\" %>s %b'",
+            ],
+            6,
+            "access_log[0].log_format",
+        );
+        assert!(e.message.contains("no duration variable"), "{e}");
+        assert!(e.message.contains("%D"), "{e}");
+        parse_err(
+            &[
+                "[[gc_log]]",
+                "path = \"/a/gc.log\"",
+                "[[access_log]]",
+                "path = \"/a/x.log\"",
+                "format = \"envoy\"",
+                "log_format = '$msec $request_time'",
+            ],
+            5,
+            "access_log[0].format",
+        );
     }
 }

@@ -625,11 +625,11 @@ pub static CATALOG: &[Family] = &[
         name: "pausewatch_slow_time_explained_by_stops_ratio",
         kind: Kind::Gauge,
         unit: Unit::Ratio,
-        help: "Share of the slow requests' time over the SLO that overlapping stops explain, last attributed minute.",
+        help: "Share of the slow requests' time over the SLO that overlapping stops explain, last attributed minute (absent when no request was slow).",
         labels: &[],
         scopes: &[Scope::Stream(|s, _| {
             let attribution = last_latency_minute(s).and_then(|m| m.attribution);
-            known(attribution.map(|a| Value::Float(a.explained_share)))
+            known(attribution.and_then(|a| a.explained_share).map(Value::Float))
         })],
     },
     Family {
@@ -656,6 +656,16 @@ pub static CATALOG: &[Family] = &[
         labels: &[],
         scopes: &[Scope::AccessLog(|a| {
             one(Value::Int(a.stats.malformed + a.stats.too_long))
+        })],
+    },
+    Family {
+        name: "pausewatch_access_log_malformed_ratio",
+        kind: Kind::Gauge,
+        unit: Unit::Ratio,
+        help: "Share of the access log's last 500 to 1,000 non-blank lines that did not parse in the configured format (absent before any line); near 1, the format is wrong.",
+        labels: &[],
+        scopes: &[Scope::AccessLog(|a| {
+            known(a.malformed_window.ratio().map(Value::Float))
         })],
     },
     Family {
@@ -975,7 +985,10 @@ mod tests {
             LatencyMinute {
                 start: minute,
                 latency: Default::default(),
-                attribution: Some(Attribution::default()),
+                attribution: Some(Attribution {
+                    explained_share: Some(0.5),
+                    ..Attribution::default()
+                }),
             },
         );
         stream.latency = Some(latency);
@@ -990,9 +1003,9 @@ mod tests {
             resolved_at: None,
         };
         let mut state = AgentState::from_streams([stream]);
-        state
-            .access_streams
-            .insert(StreamId(2), Arc::new(AccessStreamState::default()));
+        let mut access = AccessStreamState::default();
+        access.malformed_window.add(10, 1);
+        state.access_streams.insert(StreamId(2), Arc::new(access));
         state.alerts = Arc::new(vec![alert]);
         let mut deliveries = state.deliveries.lock().unwrap();
         deliveries.delivered.insert("webhook".to_string(), 1);

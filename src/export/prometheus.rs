@@ -437,6 +437,7 @@ pub(crate) mod tests {
             ("pausewatch_pause_latency_correlation", "gauge"),
             ("pausewatch_access_log_lines", "counter"),
             ("pausewatch_access_log_malformed_lines", "counter"),
+            ("pausewatch_access_log_malformed_ratio", "gauge"),
             ("pausewatch_access_log_unattributed_requests", "counter"),
             ("pausewatch_access_log_readable", "gauge"),
             ("pausewatch_alerts", "gauge"),

@@ -39,6 +39,51 @@ impl Default for CorrelationSettings {
     }
 }
 
+/// Malformed lines among the last lines of an access log: the block being
+/// filled and the one before, so the share covers the last
+/// [`MalformedWindow::BLOCK`] to twice as many lines. A wrong format shows at
+/// once, and a log fixed later recovers within two blocks, where a
+/// share over every line ever read would take ages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MalformedWindow {
+    lines: u64,
+    malformed: u64,
+    previous_lines: u64,
+    previous_malformed: u64,
+}
+
+impl MalformedWindow {
+    pub const BLOCK: u64 = 500;
+
+    /// Counts `lines` non-blank lines read, `malformed` of them not parsed.
+    pub fn add(&mut self, lines: u64, malformed: u64) {
+        self.lines += lines;
+        self.malformed += malformed;
+        if self.lines >= Self::BLOCK {
+            self.previous_lines = self.lines;
+            self.previous_malformed = self.malformed;
+            self.lines = 0;
+            self.malformed = 0;
+        }
+    }
+
+    /// Non-blank lines the share is taken over.
+    pub fn lines(&self) -> u64 {
+        self.lines + self.previous_lines
+    }
+
+    /// Those of them that did not parse.
+    pub fn malformed(&self) -> u64 {
+        self.malformed + self.previous_malformed
+    }
+
+    /// The share of those lines that did not parse; `None` before any line.
+    pub fn ratio(&self) -> Option<f64> {
+        let lines = self.lines();
+        (lines > 0).then(|| self.malformed() as f64 / lines as f64)
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LatencyCounters {
     pub requests: u64,

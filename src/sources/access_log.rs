@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use pausewatch_parsers::{AccessLogParser, Request};
+use pausewatch_parsers::{AccessFormat, AccessLogParser, AccessStats, Request};
 use serde::{Deserialize, Serialize};
 
 use super::{read_batched, report_note, NewStream, Source, SourceCheckpoint, SourceKey};
@@ -159,6 +159,52 @@ fn hand_over(
     held.len() != was_held
 }
 
+/// Lines needed before a wrong format is reported: a few bad lines at the
+/// start (a truncated first line) are no reason to.
+const WARN_AFTER_LINES: u64 = 100;
+/// Share of malformed lines above which the format is taken to be wrong.
+const WARN_ABOVE_RATIO: f64 = 0.5;
+
+/// Counts the lines read since `access.stats` into its malformed window;
+/// the warning to log when the share first rises above half of at least
+/// 100 lines (quoting the first bad line and the format expected), once
+/// until it falls back.
+fn note_malformed(
+    access: &mut AccessStreamState,
+    stats: &AccessStats,
+    format: &AccessFormat,
+) -> Option<String> {
+    let counted = |s: &AccessStats| {
+        (
+            s.requests + s.malformed + s.too_long,
+            s.malformed + s.too_long,
+        )
+    };
+    let (lines, bad) = counted(stats);
+    let (lines_before, bad_before) = counted(&access.stats);
+    access.malformed_window.add(
+        lines.saturating_sub(lines_before),
+        bad.saturating_sub(bad_before),
+    );
+    let window = access.malformed_window;
+    let wrong = window.lines() >= WARN_AFTER_LINES
+        && window.ratio().is_some_and(|ratio| ratio > WARN_ABOVE_RATIO);
+    if !wrong {
+        access.malformed_warned = false;
+        return None;
+    }
+    if std::mem::replace(&mut access.malformed_warned, true) {
+        return None;
+    }
+    Some(format!(
+        "{} of the last {} lines of the access log do not parse; first bad line: {:?}; expected {}",
+        window.malformed(),
+        window.lines(),
+        stats.first_malformed.as_deref().unwrap_or_default(),
+        format.expected()
+    ))
+}
+
 impl Source for AccessLogSource {
     fn key(&self) -> SourceKey {
         SourceKey::AccessLog(self.follower.live_path().display().to_string())
@@ -173,6 +219,10 @@ impl Source for AccessLogSource {
         });
         let mut state = store.write();
         if let Some(access) = state.access_mut(self.id) {
+            if let Some(warning) = note_malformed(access, self.parser.stats(), self.parser.format())
+            {
+                tracing::warn!(log = %access.log, "{warning}");
+            }
             access.stats = self.parser.stats().clone();
             access.read_lag_bytes = outcome.lag_bytes;
             access.readable = outcome.readable;
@@ -224,6 +274,40 @@ mod tests {
             start: Utc::now(),
             duration_s: 0.01,
         }
+    }
+
+    /// The field report: a log written as `$msec $request_time "$request"
+    /// $status` read with the `nginx` preset, every line rejected, silently.
+    #[test]
+    fn a_log_in_the_wrong_format_is_reported_once_with_its_first_line_and_the_expected_format() {
+        let format = AccessFormat::preset("nginx").unwrap();
+        let mut parser = AccessLogParser::new(format.clone(), 64 * 1024).unwrap();
+        let line = "1700000000.500 0.250 \"GET /api/orders HTTP/1.1\" 200\n";
+        let mut access = AccessStreamState::default();
+        let mut out = Vec::new();
+        parser.feed(line.repeat(99).as_bytes(), &mut out);
+        assert_eq!(
+            note_malformed(&mut access, parser.stats(), &format),
+            None,
+            "under 100 lines"
+        );
+        access.stats = parser.stats().clone();
+        parser.feed(line.repeat(2901).as_bytes(), &mut out);
+        let warning = note_malformed(&mut access, parser.stats(), &format).expect("a warning");
+        assert!(
+            warning.contains(line.trim_end().replace('"', "\\\"").as_str()),
+            "{warning}"
+        );
+        assert!(warning.contains("$request_time $msec"), "{warning}");
+        assert_eq!(access.malformed_window.ratio(), Some(1.0));
+        access.stats = parser.stats().clone();
+        parser.feed(line.as_bytes(), &mut out);
+        assert_eq!(
+            note_malformed(&mut access, parser.stats(), &format),
+            None,
+            "once"
+        );
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -154,21 +154,28 @@ impl GcLogSource {
 
     /// For a log without wall-clock time and no configured start, anchors the
     /// parser to the start of the JVM writing it, found in /proc.
+    /// Before the first read it looks at the file's first timestamp: a log
+    /// with wall-clock decorations needs no anchor (and must not be logged
+    /// as uptime-only).
     fn probe_jvm_start(&mut self, store: &Store) {
-        let needed = self.parser.stats().lines == 0
-            || store
-                .write()
-                .streams
-                .get(&self.id)
-                .is_some_and(|s| s.jvm.minutes.unplaced_events > 0);
-        if !needed
-            || self.configured_start
+        if self.configured_start
             || self.parser.run().anchor.is_some()
             || self
                 .last_clock_probe
                 .is_some_and(|t| t.elapsed() < CLOCK_PROBE_INTERVAL)
-            || !self.follower.live_path().exists()
         {
+            return;
+        }
+        let needed = if self.parser.stats().lines == 0 {
+            first_time(self.follower.live_path()).is_some_and(|t| t.wall.is_none())
+        } else {
+            store
+                .write()
+                .streams
+                .get(&self.id)
+                .is_some_and(|s| s.jvm.minutes.unplaced_events > 0)
+        };
+        if !needed {
             return;
         }
         let fresh = self.last_clock_probe.is_none();
@@ -267,5 +274,49 @@ impl Source for GcLogSource {
         self.forget_after
             .zip(self.follower.missing_for())
             .is_some_and(|(grace, missing)| missing >= grace)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::follow::FollowOptions;
+
+    fn source_of(dir: &Path, line: &str) -> GcLogSource {
+        let live = dir.join("gc.log");
+        std::fs::write(&live, line).unwrap();
+        let config = config::GcLogSource {
+            path: live.display().to_string(),
+            start_at: config::StartAt::default(),
+            labels: Default::default(),
+            jvm_start: None,
+            max_line_bytes: 65536,
+            follow_symlinks_outside: false,
+        };
+        let new = NewStream {
+            id: StreamId(1),
+            live,
+            restored: None,
+            follow: FollowOptions::default(),
+        };
+        GcLogSource::start(new, &config, false, Arc::default(), &Store::default())
+    }
+
+    /// A log decorated with wall-clock time was said to be "uptime-only" and
+    /// anchored from /proc: only a log whose lines carry uptime alone is.
+    #[test]
+    fn only_an_uptime_only_log_looks_for_its_jvms_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let wall = "[2026-11-30T01:53:02.123+0000][0.207s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\n";
+        let mut source = source_of(dir.path(), wall);
+        source.probe_jvm_start(&Store::default());
+        assert!(source.last_clock_probe.is_none(), "wall-clock log probed");
+        let uptime = "[0.207s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\n";
+        let mut source = source_of(dir.path(), uptime);
+        source.probe_jvm_start(&Store::default());
+        assert!(
+            source.last_clock_probe.is_some(),
+            "uptime-only log not probed"
+        );
     }
 }
