@@ -29,6 +29,8 @@ use pausewatch::model::latency::{CorrelationSettings, LatencyState};
 use pausewatch::store::{AgentState, StreamState};
 use pausewatch_parsers::{GcEvent, LogTime};
 
+mod common;
+
 // ---------------------------------------------------------------------------
 // Streams from the fixtures.
 
@@ -917,6 +919,59 @@ fn stale_log_is_quiet_while_events_are_recent() {
         )
         .active
     );
+}
+
+/// The agent itself, on a configured GC log that does not exist (a JVM that
+/// never started, a wrong path): `/metrics` says it is not readable, and
+/// StaleGcLog fires once that has lasted `after`, not before.
+#[test]
+fn missing_gc_log_is_unreadable_and_fires_stale_log_after_its_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let log = dir.path().join("never-written/gc.log");
+    let agent = common::Agent::start(
+        dir.path(),
+        port,
+        &format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+             [[gc_log]]\npath = {}\n\
+             [alerts]\nevaluation_interval = \"200ms\"\n\
+             [alerts.stale_log]\nafter = \"2s\"\n",
+            common::toml_string(&dir.path().join("state")),
+            common::toml_string(&log),
+        ),
+    );
+    let metrics = agent.metrics_when(Duration::from_secs(20), |m| {
+        common::sample(m, "pausewatch_log_readable").is_some()
+    });
+    assert_eq!(
+        common::sample(&metrics, "pausewatch_log_readable"),
+        Some(0.0),
+        "{metrics}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let stale = loop {
+        let body = agent.get("/api/v1/alerts").unwrap_or_default();
+        let alerts: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let firing = alerts["alerts"].as_array().and_then(|alerts| {
+            alerts
+                .iter()
+                .find(|a| a["alertname"] == "StaleGcLog" && a["state"] == "firing")
+                .cloned()
+        });
+        if let Some(alert) = firing {
+            break alert;
+        }
+        assert!(std::time::Instant::now() < deadline, "never fired: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let since = at(stale["active_since"].as_str().unwrap());
+    let fired = at(stale["fired_at"].as_str().unwrap());
+    assert!(
+        fired - since >= TimeDelta::seconds(2),
+        "fired {fired} before `after` (2 s) from {since}"
+    );
+    assert_eq!(stale["annotations"]["summary"], "the GC log cannot be read");
 }
 
 // ---------------------------------------------------------------------------

@@ -267,6 +267,13 @@ impl AlertEngine {
         for rule in config.rules.iter().filter(|r| r.enabled) {
             for stream in state.streams.values() {
                 let finding = evaluate(rule.kind, &config.thresholds, stream, now);
+                // A log that cannot be read (or does not exist yet: a JVM
+                // that has not started) is given `after` too before it fires.
+                let for_duration = if rule.kind == RuleKind::StaleLog && !stream.readable {
+                    rule.for_duration.max(config.thresholds.stale_after)
+                } else {
+                    rule.for_duration
+                };
                 let key = (rule.kind.alertname().to_string(), stream.log.clone());
                 let mut labels = config.labels.clone();
                 labels.extend(stream.labels.clone());
@@ -293,7 +300,7 @@ impl AlertEngine {
                             fired_at: None,
                             resolved_at: None,
                         };
-                        if rule.for_duration.is_zero() {
+                        if for_duration.is_zero() {
                             alert.state = AlertState::Firing;
                             alert.fired_at = Some(now);
                             notifications.push(Notification {
@@ -308,7 +315,7 @@ impl AlertEngine {
                         alert.value = finding.value;
                         alert.annotations = annotations;
                         let held = (now - alert.active_since).to_std().unwrap_or_default();
-                        if alert.state == AlertState::Pending && held >= rule.for_duration {
+                        if alert.state == AlertState::Pending && held >= for_duration {
                             alert.state = AlertState::Firing;
                             alert.fired_at = Some(now);
                             notifications.push(Notification {
