@@ -1119,6 +1119,7 @@ fn firing_alert_is_sent_once_re_sent_for_alertmanager_and_resolved_once() {
             ("log", log.as_str()),
             ("service", "pricing"),
             ("severity", "page"),
+            ("source", "agent"),
             ("team", "payments"),
         ]
     );
@@ -1153,6 +1154,23 @@ fn resolved_alert_carries_its_times_and_default_severity() {
         .evaluate(&config, &state, resolved_at + TimeDelta::minutes(1))
         .is_empty());
     assert!(engine.alerts().is_empty());
+}
+
+#[test]
+fn resolved_notification_says_it_resolved_with_the_value_now() {
+    let config = only(RuleKind::PauseBudget);
+    let state = agent_state(stream(LONG_PAUSES));
+    let mut engine = AlertEngine::default();
+    engine.evaluate(&config, &state, at(LONG_PAUSES_NOW));
+    let resolved = engine.evaluate(&config, &state, at("2026-11-30T02:23:00Z"));
+    assert_eq!(kinds(&resolved), [(AlertState::Resolved, false)]);
+    let alert = &resolved[0].alert;
+    // 02:22 holds no pause (the fixture's last event is at 02:21:27).
+    assert_eq!(
+        alert.annotations.get("summary").map(String::as_str),
+        Some("resolved: longest GC pause 0.0 ms in the minute from 02:22 UTC, budget 50.0 ms")
+    );
+    assert_eq!(alert.value, 0.0);
 }
 
 #[test]

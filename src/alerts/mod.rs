@@ -245,6 +245,15 @@ pub fn evaluate(
     }
 }
 
+/// What a resolved notification says: that it resolved, with the figure now.
+fn resolved_summary(finding: &Finding) -> String {
+    if finding.summary.is_empty() {
+        "resolved".to_string()
+    } else {
+        format!("resolved: {}", finding.summary)
+    }
+}
+
 /// Alert states, keyed by (alertname, log).
 #[derive(Debug, Default)]
 pub struct AlertEngine {
@@ -280,6 +289,9 @@ impl AlertEngine {
                 labels.extend(rule.labels.clone());
                 labels.insert("alertname".to_string(), rule.kind.alertname().to_string());
                 labels.insert("log".to_string(), stream.log.clone());
+                // Which engine fired it, so that Alertmanager never takes the
+                // agent's alert and the Prometheus rule's for one another.
+                labels.insert("source".to_string(), "agent".to_string());
                 labels
                     .entry("severity".to_string())
                     .or_insert_with(|| "warning".to_string());
@@ -340,6 +352,13 @@ impl AlertEngine {
                         if alert.state == AlertState::Firing {
                             alert.state = AlertState::Resolved;
                             alert.resolved_at = Some(now);
+                            // The firing text would say the problem is still there.
+                            alert.value = finding.value;
+                            if !rule.annotations.contains_key("summary") {
+                                alert
+                                    .annotations
+                                    .insert("summary".to_string(), resolved_summary(&finding));
+                            }
                             notifications.push(Notification {
                                 alert: alert.clone(),
                                 repeat: false,

@@ -66,7 +66,7 @@ pub const MIN_MAX_LINE_BYTES: usize = 256;
 /// Largest accepted `max_line_bytes` (16 MiB): bounds memory per source.
 pub const MAX_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// Labels the alert engine sets on every alert.
-const ALERT_LABELS: &[&str] = &["alertname", "log"];
+const ALERT_LABELS: &[&str] = &["alertname", "log", "source"];
 
 /// The agent's effective configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
