@@ -18,6 +18,7 @@ use crate::model::histogram::Histogram;
 use crate::model::minutes::last_complete_minute;
 use crate::store::{AgentState, StreamState};
 
+pub mod rules;
 pub mod sinks;
 
 /// What a rule found for one stream at one evaluation.
