@@ -76,7 +76,18 @@ pub struct JvmState {
     pub last_event: Option<DateTime<Utc>>,
     /// Heap after the previous collection, to derive allocation between collections.
     previous_heap_after: Option<u64>,
+    /// Wall-clock starts of the JVM runs seen, oldest first (at most
+    /// [`MAX_RUN_STARTS`]): PauseRegression leaves their warm-up out of baselines.
+    #[serde(default)]
+    pub run_starts: Vec<DateTime<Utc>>,
+    /// Whether the current run's start is in `run_starts`.
+    #[serde(default)]
+    in_run: bool,
 }
+
+/// Runs remembered: restarts more frequent than this within a baseline window
+/// leave no warm-up-free minute to compare with anyway.
+const MAX_RUN_STARTS: usize = 64;
 
 /// Old-generation pools as HotSpot names them in `gc,heap` lines.
 fn is_old_pool(name: &str) -> bool {
@@ -122,15 +133,16 @@ impl JvmState {
                         self.counters.relocation_stalls += 1
                     }
                 }
-                self.touch(stall.end.wall);
+                self.touch(&stall.end);
             }
             GcEvent::Cycle(cycle) => self.apply_cycle(cycle),
             GcEvent::ConcurrentPhase(phase) => {
                 self.counters.concurrent_phase_seconds += phase.duration_s;
-                self.touch(phase.end.wall);
+                self.touch(&phase.end);
             }
             GcEvent::JvmRestart(_) => {
                 self.counters.jvm_restarts += 1;
+                self.in_run = false;
                 self.previous_heap_after = None;
                 // The new JVM's heap says nothing of the old one's live data.
                 self.heap = HeapGauges::default();
@@ -151,7 +163,23 @@ impl JvmState {
         }
     }
 
-    fn touch(&mut self, wall: Option<DateTime<Utc>>) {
+    /// Notes an event that ended at `end`: the newest event, and the start
+    /// of the run when it is the run's first placed event.
+    fn touch(&mut self, end: &pausewatch_parsers::LogTime) {
+        let wall = end.wall;
+        if !self.in_run {
+            if let Some(at) = wall {
+                // With uptime the JVM's own start; without, its first event.
+                let start = end
+                    .uptime_s
+                    .map_or(at, |up| end.earlier_by(up).wall.unwrap_or(at));
+                self.run_starts.push(start);
+                if self.run_starts.len() > MAX_RUN_STARTS {
+                    self.run_starts.remove(0);
+                }
+                self.in_run = true;
+            }
+        }
         if wall.is_some() && wall > self.last_event {
             self.last_event = wall;
         }
@@ -205,7 +233,7 @@ impl JvmState {
         if let Some(minute) = self.minutes.minute_at(&pause.end) {
             minute.promoted_bytes += promoted;
         }
-        self.touch(pause.end.wall);
+        self.touch(&pause.end);
     }
 
     /// Heap after a collection; allocation is the growth since the previous one.
@@ -260,7 +288,7 @@ impl JvmState {
                 }
             }
         }
-        self.touch(cycle.end.wall);
+        self.touch(&cycle.end);
     }
 
     fn apply_safepoint(&mut self, safepoint: &Safepoint) {
@@ -282,7 +310,7 @@ impl JvmState {
         series.count += 1;
         series.stopped_seconds += safepoint.total_s;
         series.time_to_safepoint_seconds += safepoint.reaching_s.unwrap_or(0.0);
-        self.touch(safepoint.end.wall);
+        self.touch(&safepoint.end);
     }
 }
 
