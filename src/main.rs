@@ -66,6 +66,12 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Print the Prometheus rule file for the configuration's alert thresholds.
+    Rules {
+        /// TOML configuration; without it, the defaults (the shipped file).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Append a recorded GC log to a file line by line at its own pace (for demos and tests).
     Replay {
         source: PathBuf,
@@ -200,6 +206,16 @@ fn main() -> ExitCode {
                 Err(error) => fail(error),
             }
         }
+        Command::Rules { config } => match pausewatch::commands::rules::rules(config.as_deref()) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("pausewatch: {error}");
+                ExitCode::from(2)
+            }
+        },
         Command::Replay {
             source,
             destination,

@@ -29,6 +29,8 @@ use pausewatch::model::latency::{CorrelationSettings, LatencyState};
 use pausewatch::store::{AgentState, StreamState};
 use pausewatch_parsers::{GcEvent, LogTime};
 
+mod common;
+
 // ---------------------------------------------------------------------------
 // Streams from the fixtures.
 
@@ -222,6 +224,16 @@ const LONG_PAUSES_P99: f64 = 0.1705;
 /// 33.553); rank 0.99 * 15 = 14.85, so 0.02 + 0.03 * (14.85 - 12) / 3.
 const PARALLEL_STEADY: &str = "jvm/jdk17-parallel-steady";
 
+/// The fixtures are JVM runs of seconds: these cases compare them whole, so
+/// neither warm-up nor a minimum of baseline minutes applies.
+fn regression_thresholds() -> Thresholds {
+    Thresholds {
+        regression_warmup: Duration::ZERO,
+        regression_min_baseline: Duration::ZERO,
+        ..Thresholds::default()
+    }
+}
+
 #[test]
 fn pause_regression_against_the_same_window_a_day_earlier() {
     // Yesterday the same service ran healthy (jdk17-parallel-steady, moved to
@@ -235,7 +247,7 @@ fn pause_regression_against_the_same_window_a_day_earlier() {
     ]);
     let finding = check(
         RuleKind::PauseRegression,
-        &Thresholds::default(),
+        &regression_thresholds(),
         &stream,
         LONG_PAUSES_NOW,
     );
@@ -262,7 +274,7 @@ fn pause_regression_against_the_same_window_a_day_earlier() {
     ]);
     let finding = check(
         RuleKind::PauseRegression,
-        &Thresholds::default(),
+        &regression_thresholds(),
         &stream,
         LONG_PAUSES_NOW,
     );
@@ -288,7 +300,7 @@ fn pause_regression_against_the_trailing_hours_without_day_old_data() {
     ]);
     let finding = check(
         RuleKind::PauseRegression,
-        &Thresholds::default(),
+        &regression_thresholds(),
         &stream,
         LONG_PAUSES_NOW,
     );
@@ -309,7 +321,7 @@ fn pause_regression_against_the_trailing_hours_without_day_old_data() {
     ]);
     quiet(&check(
         RuleKind::PauseRegression,
-        &Thresholds::default(),
+        &regression_thresholds(),
         &stream,
         LONG_PAUSES_NOW,
     ));
@@ -328,7 +340,7 @@ fn pause_regression_against_a_pinned_baseline() {
     ]);
     let mut thresholds = Thresholds {
         regression_pinned: Some(Duration::from_millis(120)),
-        ..Thresholds::default()
+        ..regression_thresholds()
     };
     let finding = check(
         RuleKind::PauseRegression,
@@ -389,7 +401,7 @@ fn pause_regression_below_the_min_pause_floor_does_not_matter() {
     let now = "2026-11-30T01:46:00Z";
     let finding = check(
         RuleKind::PauseRegression,
-        &Thresholds::default(),
+        &regression_thresholds(),
         &stream,
         now,
     );
@@ -400,7 +412,7 @@ fn pause_regression_below_the_min_pause_floor_does_not_matter() {
     // With the floor at 5 ms the same data is a regression.
     let thresholds = Thresholds {
         regression_min_pause: Duration::from_millis(5),
-        ..Thresholds::default()
+        ..regression_thresholds()
     };
     fires(
         &check(RuleKind::PauseRegression, &thresholds, &stream, now),
@@ -424,7 +436,7 @@ fn pause_regression_is_quiet_on_a_healthy_log_like_the_day_before() {
     ]);
     let finding = check(
         RuleKind::PauseRegression,
-        &Thresholds::default(),
+        &regression_thresholds(),
         &stream,
         HEALTHY_NOW,
     );
@@ -436,6 +448,114 @@ fn pause_regression_is_quiet_on_a_healthy_log_like_the_day_before() {
             .contains("baseline 17.5 ms (the same window a day earlier)"),
         "{finding:?}"
     );
+}
+
+/// A G1 log of a JVM started at `start` (uptime decorations): one pause per
+/// `(time, milliseconds)`, parsed as the agent parses it.
+fn synthetic_stream(start: &str, pauses: &[(DateTime<Utc>, f64)]) -> StreamState {
+    let start = at(start);
+    let mut text = String::new();
+    for (id, (time, ms)) in pauses.iter().enumerate() {
+        let uptime = (*time - start).num_milliseconds() as f64 / 1000.0;
+        text.push_str(&format!(
+            "[{}][{uptime:.3}s][info][gc] GC({id}) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) {ms:.3}ms\n",
+            time.format("%Y-%m-%dT%H:%M:%S%.3f+0000"),
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gc.log");
+    std::fs::write(&path, text).unwrap();
+    let (events, parser) = pausewatch::commands::analyze::parse_files(&[path], None).unwrap();
+    let mut jvm = JvmState::default();
+    jvm.ingest(parser.run(), &events, None);
+    StreamState {
+        log: "gc.log".to_string(),
+        last_event_processed_at: jvm.last_event,
+        readable: true,
+        jvm,
+        ..StreamState::default()
+    }
+}
+
+/// The field case: a JVM started at 01:00 with a 109 ms start-up pause, then
+/// one pause a minute, the minute maxima cycling 18..27 ms from 01:01 to
+/// 01:59, then 130..138 ms from 02:00. At 02:15 (statistic `max`) the
+/// trailing baseline leaves out the warm-up (01:00-01:04) and takes the p90
+/// of the 55 minute maxima of 01:05-01:59: sorted, 18-22 ms five times each
+/// and 23-27 ms six times each; rank 0.9 * 54 = 48.6 lies between 26 ms
+/// (rank 48) and 27 ms (rank 49): 26.6 ms. 138 ms is more than 1.5 times
+/// that. (The longest pause of the trailing hours, 109 ms, hid it.)
+#[test]
+fn pause_regression_baseline_leaves_out_jvm_warm_up_and_one_long_pause() {
+    let pauses = |from: &str| -> Vec<(DateTime<Utc>, f64)> {
+        let mut pauses = vec![(at("2026-11-30T01:00:02Z"), 109.0)];
+        for i in 1..75i64 {
+            let time = at("2026-11-30T01:00:30Z") + TimeDelta::minutes(i);
+            let ms = if i < 60 { 18 + i % 10 } else { 130 + i % 9 };
+            if time >= at(from) {
+                pauses.push((time, ms as f64));
+            }
+        }
+        pauses
+    };
+    let thresholds = Thresholds {
+        regression_statistic: RegressionStatistic::Max,
+        ..Thresholds::default()
+    };
+    let stream = synthetic_stream("2026-11-30T01:00:00Z", &pauses("2026-11-30T01:00:00Z"));
+    let finding = check(
+        RuleKind::PauseRegression,
+        &thresholds,
+        &stream,
+        "2026-11-30T02:15:00Z",
+    );
+    // 02:14 is minute 74: 130 + 74 % 9 = 132 ms; the window's longest is 138 ms.
+    fires(
+        &finding,
+        0.138,
+        1e-9,
+        "max pause over the last 15m is 138.0 ms, baseline 26.6 ms (the trailing hours)",
+    );
+}
+
+/// The same JVM started at 01:35: after its warm-up (to 01:39) only 20
+/// minutes with pauses precede the window, under the 30 minutes a baseline
+/// needs, so there is nothing to compare with and the rule stays quiet.
+#[test]
+fn pause_regression_needs_min_baseline_of_minutes_with_pauses() {
+    let mut pauses = Vec::new();
+    for i in 35..75i64 {
+        let time = at("2026-11-30T01:00:30Z") + TimeDelta::minutes(i);
+        pauses.push((time, if i < 60 { 20.0 } else { 135.0 }));
+    }
+    let stream = synthetic_stream("2026-11-30T01:35:00Z", &pauses);
+    for statistic in [RegressionStatistic::Max, RegressionStatistic::P99] {
+        let thresholds = Thresholds {
+            regression_statistic: statistic,
+            ..Thresholds::default()
+        };
+        quiet(&check(
+            RuleKind::PauseRegression,
+            &thresholds,
+            &stream,
+            "2026-11-30T02:15:00Z",
+        ));
+        // With 20 minutes enough, the same data is a regression.
+        let thresholds = Thresholds {
+            regression_min_baseline: Duration::from_secs(20 * 60),
+            ..thresholds
+        };
+        assert!(
+            check(
+                RuleKind::PauseRegression,
+                &thresholds,
+                &stream,
+                "2026-11-30T02:15:00Z"
+            )
+            .active,
+            "{statistic:?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -919,6 +1039,59 @@ fn stale_log_is_quiet_while_events_are_recent() {
     );
 }
 
+/// The agent itself, on a configured GC log that does not exist (a JVM that
+/// never started, a wrong path): `/metrics` says it is not readable, and
+/// StaleGcLog fires once that has lasted `after`, not before.
+#[test]
+fn missing_gc_log_is_unreadable_and_fires_stale_log_after_its_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let log = dir.path().join("never-written/gc.log");
+    let agent = common::Agent::start(
+        dir.path(),
+        port,
+        &format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+             [[gc_log]]\npath = {}\n\
+             [alerts]\nevaluation_interval = \"200ms\"\n\
+             [alerts.stale_log]\nafter = \"2s\"\n",
+            common::toml_string(&dir.path().join("state")),
+            common::toml_string(&log),
+        ),
+    );
+    let metrics = agent.metrics_when(Duration::from_secs(20), |m| {
+        common::sample(m, "pausewatch_log_readable").is_some()
+    });
+    assert_eq!(
+        common::sample(&metrics, "pausewatch_log_readable"),
+        Some(0.0),
+        "{metrics}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let stale = loop {
+        let body = agent.get("/api/v1/alerts").unwrap_or_default();
+        let alerts: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let firing = alerts["alerts"].as_array().and_then(|alerts| {
+            alerts
+                .iter()
+                .find(|a| a["alertname"] == "StaleGcLog" && a["state"] == "firing")
+                .cloned()
+        });
+        if let Some(alert) = firing {
+            break alert;
+        }
+        assert!(std::time::Instant::now() < deadline, "never fired: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let since = at(stale["active_since"].as_str().unwrap());
+    let fired = at(stale["fired_at"].as_str().unwrap());
+    assert!(
+        fired - since >= TimeDelta::seconds(2),
+        "fired {fired} before `after` (2 s) from {since}"
+    );
+    assert_eq!(stale["annotations"]["summary"], "the GC log cannot be read");
+}
+
 // ---------------------------------------------------------------------------
 // Lifecycle through the engine.
 
@@ -1064,6 +1237,7 @@ fn firing_alert_is_sent_once_re_sent_for_alertmanager_and_resolved_once() {
             ("log", log.as_str()),
             ("service", "pricing"),
             ("severity", "page"),
+            ("source", "agent"),
             ("team", "payments"),
         ]
     );
@@ -1098,6 +1272,23 @@ fn resolved_alert_carries_its_times_and_default_severity() {
         .evaluate(&config, &state, resolved_at + TimeDelta::minutes(1))
         .is_empty());
     assert!(engine.alerts().is_empty());
+}
+
+#[test]
+fn resolved_notification_says_it_resolved_with_the_value_now() {
+    let config = only(RuleKind::PauseBudget);
+    let state = agent_state(stream(LONG_PAUSES));
+    let mut engine = AlertEngine::default();
+    engine.evaluate(&config, &state, at(LONG_PAUSES_NOW));
+    let resolved = engine.evaluate(&config, &state, at("2026-11-30T02:23:00Z"));
+    assert_eq!(kinds(&resolved), [(AlertState::Resolved, false)]);
+    let alert = &resolved[0].alert;
+    // 02:22 holds no pause (the fixture's last event is at 02:21:27).
+    assert_eq!(
+        alert.annotations.get("summary").map(String::as_str),
+        Some("resolved: longest GC pause 0.0 ms in the minute from 02:22 UTC, budget 50.0 ms")
+    );
+    assert_eq!(alert.value, 0.0);
 }
 
 #[test]
@@ -1170,6 +1361,8 @@ statistic = "max"
 trailing = "6h"
 baseline = "40ms"
 min_pause = "20ms"
+warmup = "10m"
+min_baseline = "1h"
 
 [alerts.gc_overhead]
 threshold = 0.05
@@ -1219,6 +1412,8 @@ enabled = false
         regression_trailing: Duration::from_secs(6 * 3600),
         regression_pinned: Some(Duration::from_millis(40)),
         regression_min_pause: Duration::from_millis(20),
+        regression_warmup: Duration::from_secs(600),
+        regression_min_baseline: Duration::from_secs(3600),
         overhead_ratio: 0.05,
         overhead_window: Duration::from_secs(600),
         heap_share: 0.8,

@@ -1,6 +1,7 @@
 //! The generic JSON webhook sink: transitions are posted once each, in order,
 //! Alertmanager's re-sends are not, and a receiver that fails at first still
-//! gets everything once it answers.
+//! gets everything once it answers. What it posts is what
+//! `schemas/webhook.schema.json` documents.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -10,7 +11,10 @@ use std::time::Duration;
 
 use chrono::Utc;
 use pausewatch::alerts::sinks::{sender_loop, Sink};
-use pausewatch::model::alerts::{Alert, AlertState, DeliveryCounters, Notification};
+use pausewatch::alerts::AlertEngine;
+use pausewatch::model::alerts::{Alert, AlertState, AlertsConfig, DeliveryCounters, Notification};
+use pausewatch::model::jvm::JvmState;
+use pausewatch::store::{AgentState, StreamId, StreamState};
 use serde_json::Value;
 
 /// Accepts HTTP requests; answers 503 to the first `failures`, then 200.
@@ -108,4 +112,77 @@ fn webhook_gets_each_transition_once_and_survives_a_failing_receiver() {
     let counters = counters.lock().unwrap();
     assert_eq!(counters.delivered.get("webhook"), Some(&2));
     assert_eq!(counters.failed.get("webhook"), Some(&1));
+}
+
+fn schema() -> jsonschema::Validator {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/webhook.schema.json");
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).expect("a valid JSON Schema")
+}
+
+fn problems(validator: &jsonschema::Validator, body: &Value) -> Vec<String> {
+    validator
+        .iter_errors(body)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect()
+}
+
+/// The alert engine on a real log (five full GCs of 76-104 ms in 02:21:
+/// PauseBudgetExceeded and FullGc), firing at 02:22 and resolving at 02:23, through the real sender to a real
+/// socket: both bodies, and the documented example, match the schema, and
+/// the schema is not vacuous (a body without `state` does not).
+#[test]
+fn webhook_payloads_validate_against_the_published_schema() {
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/latency/jdk17-parallel/gc.log"
+    );
+    let (events, parser) =
+        pausewatch::commands::analyze::parse_files(&[fixture.into()], None).unwrap();
+    let mut jvm = JvmState::default();
+    jvm.ingest(parser.run(), &events, None);
+    let mut state = AgentState::default();
+    state.streams.insert(
+        StreamId(1),
+        StreamState {
+            log: fixture.to_string(),
+            readable: true,
+            last_event_processed_at: jvm.last_event,
+            jvm,
+            ..StreamState::default()
+        }
+        .into(),
+    );
+    let config = AlertsConfig::default();
+    let mut engine = AlertEngine::default();
+    let (url, received) = receiver(0);
+    let (notify, notifications) = mpsc::channel();
+    let counters = Arc::new(Mutex::new(DeliveryCounters::default()));
+    std::thread::spawn(move || sender_loop(Sink::Webhook(url), notifications, counters));
+    for now in ["2026-11-30T02:22:00Z", "2026-11-30T02:23:00Z"] {
+        for notification in engine.evaluate(&config, &state, now.parse().unwrap()) {
+            notify.send(notification).unwrap();
+        }
+    }
+    let validator = schema();
+    let mut states = Vec::new();
+    while let Ok(body) = received.recv_timeout(Duration::from_secs(5)) {
+        assert_eq!(problems(&validator, &body), Vec::<String>::new(), "{body}");
+        states.push((body["alertname"].clone(), body["state"].clone()));
+    }
+    assert_eq!(
+        states,
+        [
+            (Value::from("PauseBudgetExceeded"), Value::from("firing")),
+            (Value::from("FullGc"), Value::from("firing")),
+            (Value::from("PauseBudgetExceeded"), Value::from("resolved")),
+            (Value::from("FullGc"), Value::from("resolved")),
+        ]
+    );
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/webhook.example.json");
+    let mut example: Value =
+        serde_json::from_str(&std::fs::read_to_string(example).unwrap()).unwrap();
+    assert_eq!(problems(&validator, &example), Vec::<String>::new());
+    example.as_object_mut().unwrap().remove("state");
+    assert!(!problems(&validator, &example).is_empty());
 }

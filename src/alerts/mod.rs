@@ -15,9 +15,10 @@ use crate::model::alerts::{
     Alert, AlertState, AlertsConfig, Notification, RegressionStatistic, RuleKind, Thresholds,
 };
 use crate::model::histogram::Histogram;
-use crate::model::minutes::last_complete_minute;
+use crate::model::minutes::{last_complete_minute, Minute};
 use crate::store::{AgentState, StreamState};
 
+pub mod rules;
 pub mod sinks;
 
 /// What a rule found for one stream at one evaluation.
@@ -37,25 +38,82 @@ fn ms(seconds: f64) -> String {
     format!("{:.1} ms", seconds * 1000.0)
 }
 
+/// The regression statistic of the pauses in `[end - window, end)`.
 fn window_statistic(
     stream: &StreamState,
     end: DateTime<Utc>,
     window: Duration,
     statistic: RegressionStatistic,
 ) -> Option<f64> {
-    let mut merged = Histogram::default();
-    let mut max: Option<f64> = None;
-    for minute in stream.jvm.minutes.window_ending(end, window) {
-        merged.merge(&minute.pause_histogram);
-        if minute.pause_count > 0 {
-            max = Some(max.unwrap_or(0.0).max(minute.pause_max_seconds));
-        }
-    }
+    let minutes: Vec<&Minute> = stream.jvm.minutes.window_ending(end, window).collect();
     match statistic {
-        RegressionStatistic::P99 => merged.quantile(0.99),
-        RegressionStatistic::Max => max,
+        RegressionStatistic::P99 => p99(&minutes),
+        RegressionStatistic::Max => minutes
+            .iter()
+            .filter(|m| m.pause_count > 0)
+            .map(|m| m.pause_max_seconds)
+            .reduce(f64::max),
     }
 }
+
+fn p99(minutes: &[&Minute]) -> Option<f64> {
+    let mut merged = Histogram::default();
+    for minute in minutes {
+        merged.merge(&minute.pause_histogram);
+    }
+    merged.quantile(0.99)
+}
+
+/// Quantile `q` of `values` as PromQL's `quantile_over_time` computes it
+/// (linear between the closest ranks), so both engines agree.
+fn quantile(q: f64, values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
+    let rank = q * (values.len().checked_sub(1)? as f64);
+    let (low, high) = (rank.floor() as usize, rank.ceil() as usize);
+    Some(values[low] + (values[high] - values[low]) * (rank - low as f64))
+}
+
+/// The baseline of `[end - window, end)`: only minutes with pauses outside a
+/// JVM run's warm-up count, and there must be `min_baseline` of them (all of
+/// a shorter window). For
+/// `max`, the p90 of those minutes' maxima: one long pause is not the norm.
+fn baseline_statistic(
+    stream: &StreamState,
+    end: DateTime<Utc>,
+    window: Duration,
+    thresholds: &Thresholds,
+) -> Option<f64> {
+    let warmup = TimeDelta::from_std(thresholds.regression_warmup).unwrap_or_default();
+    let in_warmup = |minute: &Minute| {
+        let minute_end = minute.start + TimeDelta::minutes(1);
+        stream
+            .jvm
+            .run_starts
+            .iter()
+            .any(|&start| minute.start.max(start) < minute_end.min(start + warmup))
+    };
+    let minutes: Vec<&Minute> = stream
+        .jvm
+        .minutes
+        .window_ending(end, window)
+        .filter(|m| m.pause_count > 0 && !in_warmup(m))
+        .collect();
+    // A window shorter than `min_baseline` (the day-old one) must be full.
+    let needed = thresholds.regression_min_baseline.min(window);
+    if (minutes.len() as u64) * 60 < needed.as_secs() {
+        return None;
+    }
+    match thresholds.regression_statistic {
+        RegressionStatistic::P99 => p99(&minutes),
+        RegressionStatistic::Max => {
+            let mut maxima: Vec<f64> = minutes.iter().map(|m| m.pause_max_seconds).collect();
+            quantile(BASELINE_QUANTILE, &mut maxima)
+        }
+    }
+}
+
+/// Which quantile of the baseline minutes' maxima stands for their norm.
+const BASELINE_QUANTILE: f64 = 0.9;
 
 /// Evaluates one rule for one stream at `now`.
 pub fn evaluate(
@@ -100,13 +158,13 @@ pub fn evaluate(
             let Some(recent) = window_statistic(stream, end, window, statistic) else {
                 return inactive(0.0);
             };
-            let day_ago = window_statistic(stream, end - TimeDelta::days(1), window, statistic);
+            let day_ago = baseline_statistic(stream, end - TimeDelta::days(1), window, thresholds);
             let window_start = end - TimeDelta::from_std(window).unwrap_or_default();
-            let trailing = window_statistic(
+            let trailing = baseline_statistic(
                 stream,
                 window_start,
                 thresholds.regression_trailing,
-                statistic,
+                thresholds,
             );
             let (baseline, source) = match (thresholds.regression_pinned, day_ago, trailing) {
                 (Some(pinned), _, _) => (seconds(pinned), "pinned"),
@@ -245,6 +303,15 @@ pub fn evaluate(
     }
 }
 
+/// What a resolved notification says: that it resolved, with the figure now.
+fn resolved_summary(finding: &Finding) -> String {
+    if finding.summary.is_empty() {
+        "resolved".to_string()
+    } else {
+        format!("resolved: {}", finding.summary)
+    }
+}
+
 /// Alert states, keyed by (alertname, log).
 #[derive(Debug, Default)]
 pub struct AlertEngine {
@@ -267,12 +334,22 @@ impl AlertEngine {
         for rule in config.rules.iter().filter(|r| r.enabled) {
             for stream in state.streams.values() {
                 let finding = evaluate(rule.kind, &config.thresholds, stream, now);
+                // A log that cannot be read (or does not exist yet: a JVM
+                // that has not started) is given `after` too before it fires.
+                let for_duration = if rule.kind == RuleKind::StaleLog && !stream.readable {
+                    rule.for_duration.max(config.thresholds.stale_after)
+                } else {
+                    rule.for_duration
+                };
                 let key = (rule.kind.alertname().to_string(), stream.log.clone());
                 let mut labels = config.labels.clone();
                 labels.extend(stream.labels.clone());
                 labels.extend(rule.labels.clone());
                 labels.insert("alertname".to_string(), rule.kind.alertname().to_string());
                 labels.insert("log".to_string(), stream.log.clone());
+                // Which engine fired it, so that Alertmanager never takes the
+                // agent's alert and the Prometheus rule's for one another.
+                labels.insert("source".to_string(), "agent".to_string());
                 labels
                     .entry("severity".to_string())
                     .or_insert_with(|| "warning".to_string());
@@ -293,7 +370,7 @@ impl AlertEngine {
                             fired_at: None,
                             resolved_at: None,
                         };
-                        if rule.for_duration.is_zero() {
+                        if for_duration.is_zero() {
                             alert.state = AlertState::Firing;
                             alert.fired_at = Some(now);
                             notifications.push(Notification {
@@ -308,7 +385,7 @@ impl AlertEngine {
                         alert.value = finding.value;
                         alert.annotations = annotations;
                         let held = (now - alert.active_since).to_std().unwrap_or_default();
-                        if alert.state == AlertState::Pending && held >= rule.for_duration {
+                        if alert.state == AlertState::Pending && held >= for_duration {
                             alert.state = AlertState::Firing;
                             alert.fired_at = Some(now);
                             notifications.push(Notification {
@@ -333,6 +410,13 @@ impl AlertEngine {
                         if alert.state == AlertState::Firing {
                             alert.state = AlertState::Resolved;
                             alert.resolved_at = Some(now);
+                            // The firing text would say the problem is still there.
+                            alert.value = finding.value;
+                            if !rule.annotations.contains_key("summary") {
+                                alert
+                                    .annotations
+                                    .insert("summary".to_string(), resolved_summary(&finding));
+                            }
                             notifications.push(Notification {
                                 alert: alert.clone(),
                                 repeat: false,

@@ -160,6 +160,10 @@ impl Ctx<'_> {
                 ("baseline", RuleKind::PauseRegression) => {
                     thresholds.regression_pinned = Some(duration()?)
                 }
+                ("warmup", RuleKind::PauseRegression) => thresholds.regression_warmup = duration()?,
+                ("min_baseline", RuleKind::PauseRegression) => {
+                    thresholds.regression_min_baseline = duration()?
+                }
                 ("min_pause", RuleKind::PauseRegression) => {
                     thresholds.regression_min_pause = duration()?
                 }

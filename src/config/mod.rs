@@ -98,7 +98,7 @@ impl Default for HttpLimits {
 /// Largest accepted `max_label_values`: past this the cap no longer bounds `/metrics`.
 pub const MAX_MAX_LABEL_VALUES: usize = 10_000;
 /// Labels the alert engine sets on every alert.
-const ALERT_LABELS: &[&str] = &["alertname", "log"];
+const ALERT_LABELS: &[&str] = &["alertname", "log", "source"];
 
 /// The agent's effective configuration.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -112,6 +112,12 @@ pub struct Thresholds {
     pub regression_trailing: Duration,
     pub regression_pinned: Option<Duration>,
     pub regression_min_pause: Duration,
+    /// PauseRegression baselines leave out each JVM run's first
+    /// `regression_warmup` (class loading, JIT, heap sizing pause longer),
+    /// and need `regression_min_baseline` of minutes with pauses: a baseline
+    /// of a few seconds says nothing.
+    pub regression_warmup: Duration,
+    pub regression_min_baseline: Duration,
     /// GcOverheadHigh: fraction of wall time paused over `overhead_window`.
     pub overhead_ratio: f64,
     pub overhead_window: Duration,
@@ -136,6 +142,8 @@ impl Default for Thresholds {
             regression_trailing: Duration::from_secs(3 * 3600),
             regression_pinned: None,
             regression_min_pause: Duration::from_millis(10),
+            regression_warmup: Duration::from_secs(300),
+            regression_min_baseline: Duration::from_secs(1800),
             overhead_ratio: 0.1,
             overhead_window: Duration::from_secs(300),
             heap_share: 0.9,

@@ -124,7 +124,18 @@ pub struct JvmState {
     /// Events counted under [`OTHER_LABEL_VALUE`], by label (`cause`, `operation`).
     #[serde(default)]
     pub label_overflow: BTreeMap<String, u64>,
+    /// Wall-clock starts of the JVM runs seen, oldest first (at most
+    /// [`MAX_RUN_STARTS`]): PauseRegression leaves their warm-up out of baselines.
+    #[serde(default)]
+    pub run_starts: Vec<DateTime<Utc>>,
+    /// Whether the current run's start is in `run_starts`.
+    #[serde(default)]
+    in_run: bool,
 }
+
+/// Runs remembered: restarts more frequent than this within a baseline window
+/// leave no warm-up-free minute to compare with anyway.
+const MAX_RUN_STARTS: usize = 64;
 
 /// Old-generation pools as HotSpot names them in `gc,heap` lines.
 fn is_old_pool(name: &str) -> bool {
@@ -177,6 +188,7 @@ impl JvmState {
             }
             GcEvent::JvmRestart(_) => {
                 self.counters.jvm_restarts += 1;
+                self.in_run = false;
                 self.previous_heap_after = None;
                 // The new JVM's heap says nothing of the old one's live data.
                 self.heap = HeapGauges::default();
@@ -201,10 +213,25 @@ impl JvmState {
         }
     }
 
-    /// Moves `last_event` to the end of a placed event: only a credible time
-    /// may say how fresh the stream is.
+    /// Moves `last_event` to the end of a placed event (only a credible time
+    /// may say how fresh the stream is), and notes the run's start at its
+    /// first placed event.
     fn touch(&mut self, event: &GcEvent) {
-        let wall = event_end(event).and_then(|end| end.wall);
+        let Some(end) = event_end(event) else { return };
+        let wall = end.wall;
+        if !self.in_run {
+            if let Some(at) = wall {
+                // With uptime the JVM's own start; without, its first event.
+                let start = end
+                    .uptime_s
+                    .map_or(at, |up| end.earlier_by(up).wall.unwrap_or(at));
+                self.run_starts.push(start);
+                if self.run_starts.len() > MAX_RUN_STARTS {
+                    self.run_starts.remove(0);
+                }
+                self.in_run = true;
+            }
+        }
         if wall.is_some() && wall > self.last_event {
             self.last_event = wall;
         }

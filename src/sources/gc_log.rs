@@ -236,7 +236,9 @@ impl Source for GcLogSource {
             stream.parse = parser.stats().clone();
             stream.read_lag_bytes = outcome.lag_bytes;
             stream.files_followed = outcome.files_known;
-            stream.readable = outcome.readable;
+            // A live file that is missing, with no file of the set open,
+            // leaves nothing to read: not readable, so StaleGcLog can say so.
+            stream.readable = outcome.readable && outcome.files_known > 0;
             for note in &outcome.notes {
                 report_note(note, self.follower.live_path(), &mut stream.errors);
             }
@@ -292,6 +294,8 @@ mod tests {
             jvm_start: None,
             max_line_bytes: 65536,
             follow_symlinks_outside: false,
+            forget_after: config::DEFAULT_FORGET_AFTER,
+            max_label_values: crate::model::jvm::DEFAULT_MAX_LABEL_VALUES,
         };
         let new = NewStream {
             id: StreamId(1),

@@ -1,0 +1,130 @@
+//! The Prometheus rule file for the agent's thresholds (`pausewatch rules`):
+//! one source of truth for both engines, so that a threshold tuned in the
+//! agent's configuration is the one Prometheus alerts on too.
+//!
+//! The file is `rules.yml` with `@name@` placeholders filled in. A template
+//! rather than serialized structures keeps its comments, which are the
+//! rules' documentation; `promtool check rules` parses the output (tests).
+
+use std::time::Duration;
+
+use crate::model::alerts::AlertsConfig;
+
+const TEMPLATE: &str = include_str!("rules.yml");
+
+/// A duration as PromQL writes it: `50ms`, `15m`, `1h30m`.
+fn promql_duration(d: Duration) -> String {
+    let mut ms = d.as_millis();
+    if ms == 0 {
+        return "0s".to_string();
+    }
+    let mut out = String::new();
+    for (unit, size) in [("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)] {
+        if ms >= size {
+            out.push_str(&format!("{}{unit}", ms / size));
+            ms %= size;
+        }
+    }
+    out
+}
+
+/// A window in words for the annotations: `15 minutes`, `3 hours`.
+fn words(d: Duration) -> String {
+    let secs = d.as_secs();
+    let (n, unit) = match secs {
+        s if s > 0 && s % 3600 == 0 => (s / 3600, "hour"),
+        s if s > 0 && s % 60 == 0 => (s / 60, "minute"),
+        _ => return promql_duration(d),
+    };
+    format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
+}
+
+fn percent(share: f64) -> String {
+    format!("{}%", (share * 1000.0).round() / 10.0)
+}
+
+/// The rule file for `config`; `from` names the configuration file in its
+/// header (`None`: the defaults). An `Err` says which threshold Prometheus
+/// cannot express.
+pub fn prometheus_rules(config: &AlertsConfig, from: Option<&str>) -> Result<String, String> {
+    let t = &config.thresholds;
+    let overhead_window = promql_duration(t.overhead_window);
+    // The agent exports the paused share over these two windows only.
+    if !["1m", "5m"].contains(&overhead_window.as_str()) {
+        return Err(format!(
+            "[alerts.gc_overhead] window = \"{overhead_window}\": the Prometheus rules read pausewatch_gc_overhead_ratio, exported for 1m and 5m only"
+        ));
+    }
+    let seconds = |d: Duration| d.as_secs_f64().to_string();
+    let values: Vec<(&str, String)> = vec![
+        (
+            "config",
+            from.map(|f| format!(" --config {f}")).unwrap_or_default(),
+        ),
+        ("max_pause", promql_duration(t.max_pause)),
+        ("max_pause_s", seconds(t.max_pause)),
+        ("regression_window", promql_duration(t.regression_window)),
+        ("regression_window_text", words(t.regression_window)),
+        (
+            "regression_trailing",
+            promql_duration(t.regression_trailing),
+        ),
+        ("regression_trailing_text", words(t.regression_trailing)),
+        ("regression_ratio", t.regression_ratio.to_string()),
+        ("min_pause", promql_duration(t.regression_min_pause)),
+        ("min_pause_s", seconds(t.regression_min_pause)),
+        ("overhead_window", overhead_window),
+        ("overhead_window_text", words(t.overhead_window)),
+        ("overhead_ratio", t.overhead_ratio.to_string()),
+        ("overhead_pct", percent(t.overhead_ratio)),
+        ("heap_share", t.heap_share.to_string()),
+        ("heap_pct", percent(t.heap_share)),
+        ("tail_slo", promql_duration(t.tail_slo)),
+        ("tail_slo_s", seconds(t.tail_slo)),
+        ("tail_share", t.tail_affected_share.to_string()),
+        ("tail_share_pct", percent(t.tail_affected_share)),
+        (
+            "tail_share_text",
+            if t.tail_affected_share == 0.5 {
+                "half".to_string()
+            } else {
+                percent(t.tail_affected_share)
+            },
+        ),
+        ("ttsp_max", promql_duration(t.max_time_to_safepoint)),
+        ("ttsp_max_s", seconds(t.max_time_to_safepoint)),
+        ("stale_after", promql_duration(t.stale_after)),
+        ("stale_after_s", seconds(t.stale_after)),
+    ];
+    let mut out = String::with_capacity(TEMPLATE.len());
+    let mut rest = TEMPLATE;
+    while let Some(at) = rest.find('@') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let end = after.find('@').expect("a placeholder closes on its line");
+        let name = &after[..end];
+        let value = values
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("rules.yml: unknown placeholder @{name}@"));
+        out.push_str(&value.1);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_written_as_promql_reads_them() {
+        assert_eq!(promql_duration(Duration::from_millis(50)), "50ms");
+        assert_eq!(promql_duration(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(promql_duration(Duration::from_secs(600)), "10m");
+        assert_eq!(words(Duration::from_secs(900)), "15 minutes");
+        assert_eq!(words(Duration::from_secs(3600)), "1 hour");
+        assert_eq!(percent(0.1), "10%");
+    }
+}
