@@ -290,15 +290,26 @@ fn live_run_with_sigstop_freezes() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out: PathBuf = dir.path().join("run");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/latency/run.sh");
-    let status = Command::new("bash")
-        .arg(&script)
-        .arg(&out)
-        .arg("30")
-        .status()
-        .unwrap();
-    assert!(status.success(), "tests/latency/run.sh failed: {status}");
+    // On a loaded machine a 30 s run may see too few full GCs slow a
+    // request (the JVM's own GC notifications say so): record once more
+    // before judging; `check` still demands them.
+    let mut out = PathBuf::new();
+    for attempt in 1..=2 {
+        out = dir.path().join(format!("run{attempt}"));
+        let status = Command::new("bash")
+            .arg(&script)
+            .arg(&out)
+            .arg("30")
+            .status()
+            .unwrap();
+        assert!(status.success(), "tests/latency/run.sh failed: {status}");
+        let truth = truth(&out);
+        if expected(&truth.requests, &truth).gc_slowed >= 3 {
+            break;
+        }
+        eprintln!("note: recording {attempt} had fewer than 3 GC-slowed requests");
+    }
     if !check(&out) {
         eprintln!("note: in this run the freezes, not GC, made the p99.9; the drop of the tail was not checked");
     }
