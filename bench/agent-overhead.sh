@@ -26,30 +26,8 @@ POLL_MS="${POLL_MS:-5}"
 SCRAPE_SECONDS="${SCRAPE_SECONDS:-15}"
 WARMUP_SECONDS=3
 
-for tool in python3 tail getconf; do
-    command -v "$tool" >/dev/null || { echo "agent-overhead: $tool is required" >&2; exit 1; }
-done
-
-if [[ -n "${PAUSEWATCH_BIN:-}" ]]; then
-    BIN="$PAUSEWATCH_BIN"
-else
-    (cd "$ROOT" && cargo build --release --quiet)
-    BIN="$ROOT/target/release/pausewatch"
-fi
-
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/pausewatch-bench.XXXXXX")"
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do
-        kill "$pid" 2>/dev/null || true
-    done
-    for pid in "${PIDS[@]}"; do
-        wait "$pid" 2>/dev/null || true
-    done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+source "$ROOT/bench/lib.sh"
+bench_setup agent-overhead
 
 # --- helpers (Python: HTTP, the probe, percentiles) ---------------------------
 cat > "$WORK/bench.py" <<'PY'
@@ -215,15 +193,6 @@ PIDS+=("$AGENT")
 py ready "$PORT"
 
 TICKS=$(getconf CLK_TCK)
-# utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat;
-# the command name in field 2 may hold spaces, so count from its closing paren).
-cpu_ticks() {
-    local stat rest
-    read -r stat < "/proc/$1/stat"
-    rest="${stat##*) }"
-    local -a f=($rest)
-    echo $((f[11] + f[12]))
-}
 # Whether PID runs (an exited child stays a zombie until waited for).
 running() {
     local stat

@@ -23,25 +23,8 @@ SECONDS_MEASURED="${SECONDS_MEASURED:-60}"
 WARMUP_SECONDS=5
 
 case "$MODE" in live | idle | requests) ;; *) echo "usage: $0 live|idle|requests" >&2; exit 2 ;; esac
-for tool in python3 tail getconf; do
-    command -v "$tool" >/dev/null || { echo "many-streams: $tool is required" >&2; exit 1; }
-done
-if [[ -n "${PAUSEWATCH_BIN:-}" ]]; then
-    BIN="$PAUSEWATCH_BIN"
-else
-    (cd "$ROOT" && cargo build --release --quiet)
-    BIN="$ROOT/target/release/pausewatch"
-fi
-
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/pausewatch-many.XXXXXX")"
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+source "$ROOT/bench/lib.sh"
+bench_setup many-streams
 
 # The writers: one write() per line, as HotSpot and web servers do.
 cat > "$WORK/write.py" <<'PY'
@@ -151,13 +134,6 @@ PIDS+=("$TAIL")
 sleep "$WARMUP_SECONDS"
 
 TICKS=$(getconf CLK_TCK)
-cpu_ticks() {
-    local stat rest
-    read -r stat < "/proc/$1/stat"
-    rest="${stat##*) }"
-    local -a f=($rest)
-    echo $((f[11] + f[12]))
-}
 # Bytes the agent wrote with write(2) and friends (checkpoints; no scrape runs in the window).
 written() { awk '$1 == "wchar:" { print $2 }' "/proc/$1/io"; }
 
