@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::Result;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::agent::{Agent, Wake};
 use crate::config::Config;
@@ -39,6 +40,12 @@ pub fn run(config: Config) -> Result<()> {
         .worker_threads(1)
         .enable_all()
         .build()?;
+    // Handlers first: a signal that arrives once /healthz answers must not
+    // meet the default action, which kills the process for SIGHUP and SIGUSR*.
+    let signals = {
+        let _context = runtime.enter();
+        Signals::install()?
+    };
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(config.listen))
         .map_err(|error| SetupError(format!("cannot listen on {}: {error}", config.listen)))?;
@@ -53,9 +60,7 @@ pub fn run(config: Config) -> Result<()> {
     });
     let waker = agent.waker();
     runtime.spawn(async move {
-        if let Err(error) = forward_signals(waker).await {
-            tracing::error!(%error, "cannot handle signals");
-        }
+        signals.forward(waker).await;
     });
     let result = agent.run();
     tracing::info!("pausewatch agent stopped");
@@ -63,27 +68,42 @@ pub fn run(config: Config) -> Result<()> {
     result
 }
 
-/// Turns signals into wake-ups of the agent's loop, so that each takes
-/// effect at once whatever the poll interval: SIGTERM and SIGINT stop the
-/// agent after a final checkpoint; SIGHUP, SIGUSR1 and SIGUSR2 never kill it.
-async fn forward_signals(waker: std::sync::mpsc::Sender<Wake>) -> std::io::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut hangup = signal(SignalKind::hangup())?;
-    let mut user1 = signal(SignalKind::user_defined1())?;
-    let mut user2 = signal(SignalKind::user_defined2())?;
-    loop {
-        let wake = tokio::select! {
-            _ = terminate.recv() => Wake::Shutdown,
-            _ = interrupt.recv() => Wake::Shutdown,
-            _ = hangup.recv() => Wake::Reload,
-            _ = user1.recv() => Wake::Checkpoint,
-            _ = user2.recv() => Wake::Status,
-        };
-        let shutdown = wake == Wake::Shutdown;
-        if waker.send(wake).is_err() || shutdown {
-            return Ok(());
+/// The signals the agent handles, registered before it answers anything.
+struct Signals {
+    terminate: Signal,
+    interrupt: Signal,
+    hangup: Signal,
+    user1: Signal,
+    user2: Signal,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Self> {
+        Ok(Self {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+            hangup: signal(SignalKind::hangup())?,
+            user1: signal(SignalKind::user_defined1())?,
+            user2: signal(SignalKind::user_defined2())?,
+        })
+    }
+
+    /// Turns signals into wake-ups of the agent's loop, so that each takes
+    /// effect at once whatever the poll interval: SIGTERM and SIGINT stop the
+    /// agent after a final checkpoint; SIGHUP, SIGUSR1 and SIGUSR2 never kill it.
+    async fn forward(mut self, waker: std::sync::mpsc::Sender<Wake>) {
+        loop {
+            let wake = tokio::select! {
+                _ = self.terminate.recv() => Wake::Shutdown,
+                _ = self.interrupt.recv() => Wake::Shutdown,
+                _ = self.hangup.recv() => Wake::Reload,
+                _ = self.user1.recv() => Wake::Checkpoint,
+                _ = self.user2.recv() => Wake::Status,
+            };
+            let shutdown = wake == Wake::Shutdown;
+            if waker.send(wake).is_err() || shutdown {
+                return;
+            }
         }
     }
 }
