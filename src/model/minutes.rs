@@ -10,6 +10,7 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use pausewatch_parsers::{GcEvent, LogTime, StallKind};
 use serde::{Deserialize, Serialize};
 
+use crate::model::changes::Changes;
 use crate::model::histogram::Histogram;
 
 /// One wall-clock minute. Events belong to the minute in which they ended.
@@ -79,9 +80,14 @@ fn event_end(event: &GcEvent) -> Option<&LogTime> {
 /// Per-minute aggregation keyed by minute start (seconds since the epoch).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct MinuteWindows {
+    /// Not in a checkpoint's record of the stream: the journal writes the
+    /// minutes that changed apart (`changes`). Read from older checkpoints.
+    #[serde(default, skip_serializing)]
     minutes: BTreeMap<i64, Minute>,
     /// Events without a wall-clock time cannot be placed in a minute.
     pub unplaced_events: u64,
+    #[serde(skip)]
+    changes: Changes,
 }
 
 fn empty_minute(key: i64) -> Minute {
@@ -97,7 +103,18 @@ impl MinuteWindows {
     /// has counted.
     pub fn minute_at(&mut self, end: &LogTime) -> Option<&mut Minute> {
         let key = minute_key(end)?;
+        self.changes.touch(key);
         Some(self.minutes.entry(key).or_insert_with(|| empty_minute(key)))
+    }
+
+    /// Which minutes changed when, for the checkpoint journal.
+    pub fn changes(&self) -> &Changes {
+        &self.changes
+    }
+
+    /// Puts back a minute read from a checkpoint (not a change).
+    pub fn restore(&mut self, minute: Minute) {
+        self.minutes.insert(minute.start.timestamp(), minute);
     }
 
     /// Counts the parts of an event that need no history: pauses, safepoints,
@@ -151,6 +168,7 @@ impl MinuteWindows {
     pub fn prune_before(&mut self, oldest_kept: DateTime<Utc>) {
         let cutoff = oldest_kept.timestamp();
         self.minutes = self.minutes.split_off(&cutoff);
+        self.changes.prune_before(cutoff);
     }
 
     /// The minute starting at `start`, if anything happened in it.
