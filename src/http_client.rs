@@ -33,6 +33,9 @@ pub struct HttpClient {
     host: Option<String>,
     authorization: Option<Secret>,
     timeout: Duration,
+    /// A server that requires a client certificate may close a TLS 1.3
+    /// connection without one before its alert is read: worth a hint.
+    tls_without_client_cert: bool,
 }
 
 /// Resolves the configured host whatever host the request names: with
@@ -96,6 +99,8 @@ impl HttpClient {
             host,
             authorization: settings.authorization.clone(),
             timeout,
+            tls_without_client_cert: configured.scheme_str() == Some("https")
+                && settings.tls.identity.is_none(),
         })
     }
 
@@ -143,6 +148,15 @@ impl HttpClient {
             }
             ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
                 format!("{method} {url}: timed out after {timeout:?} ({io})")
+            }
+            ureq::Error::Io(io)
+                if self.tls_without_client_cert
+                    && matches!(
+                        io.kind(),
+                        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+                    ) =>
+            {
+                format!("{method} {url}: the server closed the TLS connection ({io}); if it requires a client certificate, set tls_config cert_file and key_file")
             }
             ureq::Error::BodyExceedsLimit(limit) => {
                 format!("{method} {url}: response body larger than {limit} bytes")

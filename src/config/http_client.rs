@@ -124,10 +124,15 @@ impl Ctx<'_> {
             }
             config.tls = self.tls_settings(&value, &path)?;
         }
-        let given: Vec<_> = ["basic_auth", "authorization", "bearer_token", "bearer_token_file"]
-            .into_iter()
-            .filter_map(spanned)
-            .collect();
+        let given: Vec<_> = [
+            "basic_auth",
+            "authorization",
+            "bearer_token",
+            "bearer_token_file",
+        ]
+        .into_iter()
+        .filter_map(spanned)
+        .collect();
         if let [_, (second, path), ..] = given.as_slice() {
             return Err(self.err(
                 second.span(),
@@ -188,11 +193,7 @@ impl Ctx<'_> {
                 let username = match self.field(table, path, value.span(), "username") {
                     Some((v, p)) => self.string(&v, &p)?.to_string(),
                     None => {
-                        return Err(self.err(
-                            value.span(),
-                            path,
-                            "missing required key `username`",
-                        ))
+                        return Err(self.err(value.span(), path, "missing required key `username`"))
                     }
                 };
                 let inline = Inline {
@@ -218,8 +219,7 @@ impl Ctx<'_> {
                     value_key: "credentials",
                     file_key: "credentials_file",
                 };
-                let Some(credentials) =
-                    self.inline_or_file(table, path, value.span(), &inline)?
+                let Some(credentials) = self.inline_or_file(table, path, value.span(), &inline)?
                 else {
                     return Err(self.err(
                         value.span(),
@@ -261,7 +261,11 @@ impl Ctx<'_> {
         }
     }
 
-    fn tls_settings(&self, value: &Spanned<Value>, path: &[Seg]) -> Result<TlsSettings, ConfigError> {
+    fn tls_settings(
+        &self,
+        value: &Spanned<Value>,
+        path: &[Seg],
+    ) -> Result<TlsSettings, ConfigError> {
         let table = self.table(value, path)?;
         let fields = [
             "ca_file",
@@ -276,7 +280,11 @@ impl Ctx<'_> {
         if let Some((v, p)) = field("server_name") {
             let name = self.non_empty(&v, &p)?;
             if rustls_pki_types::ServerName::try_from(name).is_err() {
-                return Err(self.err(v.span(), &p, format!("{name:?} is not a DNS name or IP address")));
+                return Err(self.err(
+                    v.span(),
+                    &p,
+                    format!("{name:?} is not a DNS name or IP address"),
+                ));
             }
             tls.server_name = Some(name.to_string());
         }
@@ -412,14 +420,22 @@ impl Ctx<'_> {
         }
     }
 
-    fn table<'v>(&self, value: &'v Spanned<Value>, path: &[Seg]) -> Result<&'v toml::Table, ConfigError> {
+    fn table<'v>(
+        &self,
+        value: &'v Spanned<Value>,
+        path: &[Seg],
+    ) -> Result<&'v toml::Table, ConfigError> {
         value
             .get_ref()
             .as_table()
             .ok_or_else(|| self.type_err(value, path, "a table"))
     }
 
-    fn non_empty<'v>(&self, value: &'v Spanned<Value>, path: &[Seg]) -> Result<&'v str, ConfigError> {
+    fn non_empty<'v>(
+        &self,
+        value: &'v Spanned<Value>,
+        path: &[Seg],
+    ) -> Result<&'v str, ConfigError> {
         let text = self.string(value, path)?;
         if text.trim().is_empty() {
             return Err(self.err(value.span(), path, "must not be empty"));

@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use toml::{Spanned, Value};
 
 pub use access_log::AccessLogSource;
-pub use correlation::CorrelationConfig;
 pub use alerts::AlertSinks;
+pub use correlation::CorrelationConfig;
 pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
 pub use http_client::{ClientIdentity, Endpoint, HttpClientConfig, Secret, TlsSettings};
 pub use latency_histogram::LatencyHistogramSource;
