@@ -480,3 +480,228 @@ impl Ctx<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::parse;
+    use super::super::tests::{doc, parse_err, FILE};
+
+    /// A CA certificate, and a client certificate with its key and a key of
+    /// another certificate, as PEM files in a temporary directory.
+    fn pem_files() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        let ca = rcgen::generate_simple_self_signed(vec!["ca.test".to_string()]).unwrap();
+        write("ca.pem", &ca.cert.pem());
+        let client = rcgen::generate_simple_self_signed(vec!["client".to_string()]).unwrap();
+        write("client.pem", &client.cert.pem());
+        write("client-key.pem", &client.signing_key.serialize_pem());
+        let other = rcgen::generate_simple_self_signed(vec!["other".to_string()]).unwrap();
+        write("other-key.pem", &other.signing_key.serialize_pem());
+        write("password", "s3cret\n");
+        write("empty", "\n");
+        write("not-pem.txt", "hello\n");
+        dir
+    }
+
+    fn histogram(settings: &[&str]) -> Vec<String> {
+        let mut lines: Vec<String> = [
+            "[[gc_log]]",
+            "path = '/l/gc.log'",
+            "[[latency_histogram]]",
+            "url = 'https://app:8443/metrics'",
+        ]
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+        lines.extend(settings.iter().map(|l| l.to_string()));
+        lines
+    }
+
+    fn histogram_err(settings: &[&str], line: usize, key: &str) -> String {
+        let lines = histogram(settings);
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        parse_err(&lines, line, key).message
+    }
+
+    #[test]
+    fn files_are_read_and_checked_at_load() {
+        let dir = pem_files();
+        let file = |name: &str| dir.path().join(name).display().to_string();
+        let tls = |inner: String| format!("tls_config = {{ {inner} }}");
+        let key = "latency_histogram[0].tls_config";
+
+        let message = histogram_err(
+            &[&tls(format!("ca_file = '{}'", file("nope.pem")))],
+            5,
+            &format!("{key}.ca_file"),
+        );
+        assert!(message.contains("No such file"), "{message}");
+        let message = histogram_err(
+            &[&tls(format!("ca_file = '{}'", file("not-pem.txt")))],
+            5,
+            &format!("{key}.ca_file"),
+        );
+        assert!(message.contains("not a PEM certificate file"), "{message}");
+        let message = histogram_err(
+            &[&tls(format!("cert_file = '{}'", file("client.pem")))],
+            5,
+            &format!("{key}.cert_file"),
+        );
+        assert!(message.contains("give both or neither"), "{message}");
+        let mismatch = format!(
+            "cert_file = '{}', key_file = '{}'",
+            file("client.pem"),
+            file("other-key.pem")
+        );
+        let message = histogram_err(&[&tls(mismatch)], 5, &format!("{key}.key_file"));
+        assert!(message.contains("does not fit"), "{message}");
+        let message = histogram_err(
+            &[&tls(format!(
+                "key_file = '{0}', cert_file = '{0}'",
+                file("client.pem")
+            ))],
+            5,
+            &format!("{key}.key_file"),
+        );
+        assert!(message.contains("no PEM private key"), "{message}");
+        let message = histogram_err(
+            &["tls_config = { server_name = 'a b' }"],
+            5,
+            &format!("{key}.server_name"),
+        );
+        assert!(message.contains("not a DNS name"), "{message}");
+        let message = histogram_err(
+            &["tls_config = { verify = false }"],
+            5,
+            &format!("{key}.verify"),
+        );
+        assert!(message.contains("unknown key"), "{message}");
+        let message = histogram_err(
+            &[&format!("bearer_token_file = '{}'", file("empty"))],
+            5,
+            "latency_histogram[0].bearer_token_file",
+        );
+        assert!(message.contains("is empty"), "{message}");
+    }
+
+    #[test]
+    fn one_credential_at_a_time() {
+        let dir = pem_files();
+        let password_file = dir.path().join("password").display().to_string();
+        let both = format!(
+            "basic_auth = {{ username = 'u', password = 'p', password_file = '{password_file}' }}"
+        );
+        let message = histogram_err(&[&both], 5, "latency_histogram[0].basic_auth.password_file");
+        assert!(
+            message.contains("either password or password_file, not both"),
+            "{message}"
+        );
+        let message = histogram_err(
+            &[
+                "bearer_token = 't'",
+                "basic_auth = { username = 'u', password = 'p' }",
+            ],
+            5,
+            "latency_histogram[0].bearer_token",
+        );
+        assert!(message.contains("only one of"), "{message}");
+        let message = histogram_err(
+            &["basic_auth = { password = 'p' }"],
+            5,
+            "latency_histogram[0].basic_auth",
+        );
+        assert!(
+            message.contains("missing required key `username`"),
+            "{message}"
+        );
+        let message = histogram_err(
+            &["authorization = { type = 'Bearer' }"],
+            5,
+            "latency_histogram[0].authorization",
+        );
+        assert!(message.contains("credentials"), "{message}");
+    }
+
+    #[test]
+    fn urls_and_tables_that_cannot_work() {
+        let e = parse_err(
+            &[
+                "[alerts]",
+                "alertmanager_url = 'http://am:9093'",
+                "[alerts.alertmanager]",
+                "tls_config = { insecure_skip_verify = true }",
+            ],
+            4,
+            "alerts.alertmanager.tls_config",
+        );
+        assert!(e.message.contains("plain http"), "{e}");
+        let e = parse_err(
+            &["[alerts]", "webhook_url = 'https://bot:pw@hooks.test/x'"],
+            2,
+            "alerts.webhook_url",
+        );
+        assert!(e.message.contains("credentials in the URL"), "{e}");
+        let e = parse_err(
+            &["[alerts.webhook]", "bearer_token = 't'"],
+            1,
+            "alerts.webhook",
+        );
+        assert!(e.message.contains("set [alerts] webhook_url"), "{e}");
+        let e = parse_err(
+            &[
+                "[alerts]",
+                "webhook_url = 'https://hooks.test/x'",
+                "[alerts.webhook]",
+                "token = 't'",
+            ],
+            4,
+            "alerts.webhook.token",
+        );
+        assert!(e.message.contains("unknown key"), "{e}");
+    }
+
+    #[test]
+    fn loaded_settings_and_relative_paths() {
+        let dir = pem_files();
+        let text = doc(&[
+            "[alerts]",
+            "alertmanager_url = 'https://am.test:9093'",
+            "webhook_url = 'https://hooks.test/pausewatch'",
+            "[alerts.alertmanager]",
+            "tls_config = { ca_file = 'ca.pem', cert_file = 'client.pem', key_file = 'client-key.pem', server_name = 'alertmanager.internal' }",
+            "basic_auth = { username = 'pausewatch', password_file = 'password' }",
+            "[alerts.webhook]",
+            "authorization = { type = 'Token', credentials = 'abc' }",
+        ]);
+        let origin = dir.path().join("pausewatch.toml");
+        let config = parse(&text, &origin).unwrap_or_else(|e| panic!("{e}"));
+        let alertmanager = config.alert_sinks.alertmanager.unwrap();
+        let tls = &alertmanager.client.tls;
+        assert_eq!(
+            tls.ca_file.as_deref(),
+            Some(dir.path().join("ca.pem").as_path())
+        );
+        assert_eq!(tls.roots.as_ref().map(Vec::len), Some(1));
+        assert_eq!(tls.identity.as_ref().map(|i| i.chain.len()), Some(1));
+        assert_eq!(tls.server_name.as_deref(), Some("alertmanager.internal"));
+        // base64("pausewatch:s3cret"): the file's content without its newline.
+        let authorization = alertmanager.client.authorization.as_ref().unwrap();
+        assert_eq!(authorization.expose(), "Basic cGF1c2V3YXRjaDpzM2NyZXQ=");
+        let webhook = config.alert_sinks.webhook.unwrap();
+        assert_eq!(
+            webhook.client.authorization.as_ref().unwrap().expose(),
+            "Token abc"
+        );
+        // Debug output (what a `{:?}` in a log line would show) holds no secret.
+        let shown = format!("{alertmanager:?} {webhook:?}");
+        assert!(!shown.contains("cGF1c2V3YXRjaDpzM2NyZXQ="), "{shown}");
+        assert!(!shown.contains("abc"), "{shown}");
+        assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+        // Elsewhere, a relative path is relative to that file's directory.
+        let e = parse(&text, Path::new(FILE)).unwrap_err();
+        assert!(e.message.contains("/etc/ca.pem"), "{e}");
+    }
+}
