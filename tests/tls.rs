@@ -359,7 +359,7 @@ fn alertmanager_requiring_tls_client_certificate_and_basic_auth() {
             "HTTP 401 Unauthorized (the server refused the configured credentials)",
         ),
         // Refused by an alert, or (TLS 1.3) by closing before the alert is read.
-        ("no-client-cert", "set tls_config cert_file and key_file"),
+        ("no-client-cert", "tls_config cert_file and key_file"),
     ];
     for ((name, why), port) in expected.iter().zip(&ports[2..]) {
         assert_eq!(deliveries(*port, "alertmanager", "success"), 0.0, "{name}");
