@@ -519,6 +519,7 @@ impl AccessLogParser {
     fn piece(&mut self, piece: Piece<'_>, out: &mut Vec<Request>) {
         self.stats.lines += 1;
         match piece {
+            Piece::Text(text) => self.line(text.as_bytes(), out),
             Piece::Line(raw) => self.line(raw, out),
             Piece::TooLong => self.stats.too_long += 1,
         }

@@ -12,6 +12,11 @@ use serde::{Deserialize, Serialize};
 /// What the splitter hands on: a complete line (without its `\n` or NULs), or
 /// the news that a line was longer than the cap and is being skipped.
 pub enum Piece<'a> {
+    /// A line already known to be UTF-8: it was checked with the rest of its
+    /// chunk, in one call (per line, the check's setup cost more than the check).
+    Text(&'a str),
+    /// A line not checked yet: it spanned two chunks, or its chunk was not
+    /// all UTF-8.
     Line(&'a [u8]),
     TooLong,
 }
@@ -47,30 +52,37 @@ impl LineSplitter {
     /// Hands every complete line in `bytes` to `on_piece`; chunk boundaries
     /// never change what is handed on.
     pub fn feed(&mut self, bytes: &[u8], mut on_piece: impl FnMut(Piece<'_>)) {
-        let mut rest = bytes;
-        while let Some(position) = memchr::memchr2(b'\n', 0, rest) {
-            let line = &rest[..position];
-            let by_nul = rest[position] == 0;
-            rest = &rest[position + 1..];
+        // Every line found below ends at or before the chunk's last terminator.
+        let complete = memchr::memrchr2(b'\n', 0, bytes).map_or(0, |end| end + 1);
+        let text = simdutf8::basic::from_utf8(&bytes[..complete]).ok();
+        let mut start = 0;
+        while let Some(found) = memchr::memchr2(b'\n', 0, &bytes[start..]) {
+            let line = start..start + found;
+            let by_nul = bytes[line.end] == 0;
+            start = line.end + 1;
             if by_nul {
                 // Skipped in one go: a crash can leave megabytes of them.
-                let run = rest.iter().position(|&b| b != 0).unwrap_or(rest.len());
-                rest = &rest[run..];
+                start += bytes[start..].iter().take_while(|&&b| b == 0).count();
             }
             if self.skipping {
                 self.skipping = false;
             } else if self.partial.is_empty() {
                 if !(by_nul && line.is_empty()) {
-                    self.hand_on(line, &mut on_piece);
+                    // Lines start and end next to ASCII terminators: char boundaries.
+                    match text {
+                        Some(text) => self.hand_on(&text[line], Piece::Text, &mut on_piece),
+                        None => self.hand_on(&bytes[line], Piece::Line, &mut on_piece),
+                    }
                 }
             } else {
                 let mut joined = std::mem::take(&mut self.partial);
-                joined.extend_from_slice(line);
-                self.hand_on(&joined, &mut on_piece);
+                joined.extend_from_slice(&bytes[line]);
+                self.hand_on(&joined[..], Piece::Line, &mut on_piece);
                 joined.clear();
                 self.partial = joined;
             }
         }
+        let rest = &bytes[start..];
         if rest.is_empty() || self.skipping {
             return;
         }
@@ -89,15 +101,20 @@ impl LineSplitter {
         self.skipping = false;
         if !self.partial.is_empty() {
             let last = std::mem::take(&mut self.partial);
-            self.hand_on(&last, &mut on_piece);
+            self.hand_on(&last[..], Piece::Line, &mut on_piece);
         }
     }
 
-    fn hand_on(&self, line: &[u8], on_piece: &mut impl FnMut(Piece<'_>)) {
-        if line.len() > self.max_line_bytes {
+    fn hand_on<'a, T: AsRef<[u8]> + ?Sized>(
+        &self,
+        line: &'a T,
+        piece: impl FnOnce(&'a T) -> Piece<'a>,
+        on_piece: &mut impl FnMut(Piece<'_>),
+    ) {
+        if line.as_ref().len() > self.max_line_bytes {
             on_piece(Piece::TooLong);
         } else {
-            on_piece(Piece::Line(line));
+            on_piece(piece(line));
         }
     }
 }
@@ -112,6 +129,7 @@ mod tests {
         let mut pieces = Vec::new();
         let mut collect = |piece: Piece<'_>| {
             pieces.push(match piece {
+                Piece::Text(line) => Some(line.as_bytes().to_vec()),
                 Piece::Line(line) => Some(line.to_vec()),
                 Piece::TooLong => None,
             })

@@ -396,7 +396,8 @@ impl GcLogParser {
 
     fn piece(&mut self, piece: Piece<'_>, out: &mut Vec<GcEvent>) {
         match piece {
-            Piece::Line(line) => self.line(line, out),
+            Piece::Text(text) => self.line(text.as_bytes(), Some(text), out),
+            Piece::Line(line) => self.line(line, None, out),
             Piece::TooLong => {
                 self.stats.lines += 1;
                 self.flush(out);
@@ -428,7 +429,8 @@ impl GcLogParser {
         *self.stats.unparsed.entry(kind).or_insert(0) += 1;
     }
 
-    fn line(&mut self, raw: &[u8], out: &mut Vec<GcEvent>) {
+    /// One line; `checked` is the same line when it is known to be UTF-8.
+    fn line(&mut self, raw: &[u8], checked: Option<&str>, out: &mut Vec<GcEvent>) {
         self.stats.lines += 1;
         // Trailing CR (CRLF files) and padding; ASCII only, cheaper than `trim_end`.
         let end = raw
@@ -439,12 +441,16 @@ impl GcLogParser {
         // Validated once; only a line with invalid bytes pays for a lossy copy,
         // so a stray byte in a cause or a trailing field does not lose its event.
         let lossy;
-        let (text, valid) = match std::str::from_utf8(raw) {
-            Ok(text) => (text, true),
-            Err(_) => {
-                lossy = String::from_utf8_lossy(raw);
-                (&*lossy, false)
-            }
+        // The bytes trimmed are ASCII, so `end` is a char boundary of `checked`.
+        let (text, valid) = match checked.map(|text| &text[..end]) {
+            Some(text) => (text, true),
+            None => match std::str::from_utf8(raw) {
+                Ok(text) => (text, true),
+                Err(_) => {
+                    lossy = String::from_utf8_lossy(raw);
+                    (&*lossy, false)
+                }
+            },
         };
         match self.text_line(text, out) {
             Outcome::Used => {}
@@ -847,7 +853,12 @@ impl GcLogParser {
         }
         // `PSYoungGen: 33275K->5090K(38400K)`, `Eden regions: 6->0(6)`: checked by
         // label first, since most `Label: value` lines are detail we ignore.
-        if let Some((label, value)) = body.split_once(": ") {
+        // memchr, not `split_once`: this runs on most lines of a trace-level
+        // log, and the two-way string search was a seventh of the whole run.
+        let label_value = memchr::memchr_iter(b':', body.as_bytes())
+            .find(|&at| body.as_bytes().get(at + 1) == Some(&b' '))
+            .map(|at| (&body[..at], &body[at + 2..]));
+        if let Some((label, value)) = label_value {
             if let Some(collector) = collector_from_pool(label) {
                 // JDK 17+ appends the Eden/From breakdown after the pool's own figures.
                 let parsed = grammar::heap_transition(value)

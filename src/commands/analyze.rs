@@ -132,7 +132,7 @@ pub fn parse_files(
         ..ParserOptions::default()
     });
     let mut events = Vec::new();
-    let mut buffer = vec![0u8; 256 * 1024];
+    let mut buffer = vec![0u8; 1024 * 1024];
     for path in paths {
         let mut file =
             File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
@@ -157,9 +157,28 @@ pub struct AnalyzeOptions {
 }
 
 pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
-    // An unreadable file is reported by `parse_files`.
-    let files = oldest_first(paths.to_vec());
-    let (events, parser) = parse_files(&files, options.jvm_start)?;
+    // The GC log and each access log are read on threads of their own: they
+    // are independent until attribution, and archives are large.
+    let (parsed, access_logs) = std::thread::scope(|scope| {
+        let gc = scope.spawn(|| {
+            // An unreadable file is reported by `parse_files`.
+            let files = oldest_first(paths.to_vec());
+            parse_files(&files, options.jvm_start).map(|parsed| (files, parsed))
+        });
+        let access: Vec<_> = options
+            .latency
+            .iter()
+            .flat_map(|input| input.paths.iter().map(move |path| (path, input)))
+            .map(|(path, input)| scope.spawn(move || read_requests(path, input)))
+            .collect();
+        let access_logs: Result<Vec<_>> = access
+            .into_iter()
+            .map(|reader| reader.join().expect("an access-log reader panicked"))
+            .collect();
+        (gc.join().expect("the GC-log reader panicked"), access_logs)
+    });
+    let (files, (events, parser)) = parsed?;
+    let access_logs = access_logs?;
     let mut stops = StopIndex::default();
     for event in &events {
         if let Some(stop) = stop_of(event) {
@@ -173,10 +192,10 @@ pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
     let mut report = summarise(files, events, &parser, options.include_events);
     if let Some(input) = &options.latency {
         let mut requests = Vec::new();
-        for path in &input.paths {
-            let (summary, warning) = read_requests(path, input, &mut requests)?;
+        for (summary, warning, read) in access_logs {
             report.access_logs.push(summary);
             report.warnings.extend(warning);
+            requests.extend(read);
         }
         if has_stops_without_time {
             report.warnings.push(
@@ -219,11 +238,10 @@ fn format_of(path: &Path, text: &str, input: &LatencyInput) -> Result<(AccessFor
 
 /// Reads one access log's requests into `requests`; a warning when most of
 /// its lines do not parse. Fails, quoting the first line, when none does.
-fn read_requests(
-    path: &Path,
-    input: &LatencyInput,
-    requests: &mut Vec<RequestTiming>,
-) -> Result<(AccessLogSummary, Option<String>)> {
+/// One access log's summary, its warning if most lines did not parse, and its requests.
+type AccessLogRead = (AccessLogSummary, Option<String>, Vec<RequestTiming>);
+
+fn read_requests(path: &Path, input: &LatencyInput) -> Result<AccessLogRead> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let (format, detected) = format_of(path, &String::from_utf8_lossy(&bytes), input)?;
     let expected = format.expected();
@@ -249,10 +267,13 @@ fn read_requests(
         )
     });
     let offset = pausewatch_parsers::seconds_to_duration(input.offset_seconds);
-    requests.extend(read.into_iter().map(|r| RequestTiming {
-        start: r.start.checked_add_signed(offset).unwrap_or(r.start),
-        duration_s: r.duration_s,
-    }));
+    let requests = read
+        .into_iter()
+        .map(|r| RequestTiming {
+            start: r.start.checked_add_signed(offset).unwrap_or(r.start),
+            duration_s: r.duration_s,
+        })
+        .collect();
     let summary = AccessLogSummary {
         file: path.to_path_buf(),
         format: expected,
@@ -261,7 +282,7 @@ fn read_requests(
         requests: stats.requests,
         malformed: bad,
     };
-    Ok((summary, warning))
+    Ok((summary, warning, requests))
 }
 
 /// Adds the latency summary, attribution, correlation and per-minute latency.
