@@ -30,32 +30,13 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Timelike, Utc};
 use serde_json::Value;
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_pausewatch");
 const ALERT: &str = "PauseBudgetExceeded";
 
 fn fixture_log() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/latency/jdk17-parallel/gc.log")
-}
-
-/// `prometheus-alertmanager` (Debian) or `alertmanager` (upstream) on PATH.
-fn alertmanager_binary() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    ["prometheus-alertmanager", "alertmanager"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .chain([PathBuf::from("/usr/bin/prometheus-alertmanager")])
-        .find(|candidate| candidate.is_file())
-}
-
-fn skip_without_alertmanager(test: &str) -> Option<PathBuf> {
-    let binary = alertmanager_binary();
-    if binary.is_none() {
-        eprintln!(
-            "\n*** SKIPPED {test}: prometheus-alertmanager is not installed \
-             (apt-get install prometheus-alertmanager) ***\n"
-        );
-    }
-    binary
 }
 
 fn free_port() -> u16 {
@@ -237,24 +218,13 @@ impl Setup {
 
     /// Alertmanager with one receiver that does nothing, clustering off.
     fn start_alertmanager(&self) -> Process {
-        let config = self.dir.path().join("alertmanager.yml");
-        std::fs::write(
-            &config,
-            "route:\n  receiver: blackhole\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n\
-             receivers:\n  - name: blackhole\n",
-        )
-        .expect("alertmanager.yml");
-        let storage = self.dir.path().join("alertmanager-data");
         let mut process = Process::spawn(
             "alertmanager",
-            Command::new(&self.alertmanager_binary)
-                .arg(format!("--config.file={}", config.display()))
-                .arg(format!("--storage.path={}", storage.display()))
-                .arg(format!(
-                    "--web.listen-address=127.0.0.1:{}",
-                    self.alertmanager_port
-                ))
-                .arg("--cluster.listen-address="),
+            &mut common::alertmanager_command(
+                &self.alertmanager_binary,
+                self.dir.path(),
+                self.alertmanager_port,
+            ),
             self.dir.path().join("alertmanager.log"),
         );
         let ready = format!("{}/-/ready", self.alertmanager_url());
@@ -427,7 +397,7 @@ fn time_left_until(minute_end: DateTime<Utc>, slack: Duration) -> Duration {
 
 #[test]
 fn fires_in_alertmanager_and_resolves() {
-    let Some(binary) = skip_without_alertmanager("fires_in_alertmanager_and_resolves") else {
+    let Some(binary) = common::alertmanager_or_skip("fires_in_alertmanager_and_resolves") else {
         return;
     };
     let started = Instant::now();
@@ -545,7 +515,7 @@ fn fires_in_alertmanager_and_resolves() {
 #[test]
 fn reaches_alertmanager_that_was_down_when_it_fired() {
     let Some(binary) =
-        skip_without_alertmanager("reaches_alertmanager_that_was_down_when_it_fired")
+        common::alertmanager_or_skip("reaches_alertmanager_that_was_down_when_it_fired")
     else {
         return;
     };

@@ -493,6 +493,7 @@ fn every_dashboard_query_returns_data() {
         prom_port,
         &agent_ports,
         &rule_files,
+        None,
     );
 
     for port in &agent_ports {

@@ -446,7 +446,8 @@ pub struct Prometheus {
 impl Prometheus {
     /// Writes `prometheus.yml` into the children's directory (scrapes and rule
     /// evaluations every second, the job `pausewatch` scraping the agents on
-    /// `targets`, and `rule_files`) and starts `binary` listening on `port`,
+    /// `targets`, `rule_files`, alerts sent to the Alertmanager on port
+    /// `alertmanager`) and starts `binary` listening on `port`,
     /// its TSDB in `tsdb/`.
     pub fn start(
         children: &mut Children,
@@ -454,6 +455,7 @@ impl Prometheus {
         port: u16,
         targets: &[u16],
         rule_files: &[PathBuf],
+        alertmanager: Option<u16>,
     ) -> Prometheus {
         let mut yaml = vec![
             "global:".to_string(),
@@ -464,6 +466,14 @@ impl Prometheus {
         if !rule_files.is_empty() {
             yaml.push("rule_files:".to_string());
             yaml.extend(rule_files.iter().map(|f| format!("  - {}", toml_string(f))));
+        }
+        if let Some(port) = alertmanager {
+            yaml.extend([
+                "alerting:".to_string(),
+                "  alertmanagers:".to_string(),
+                "    - static_configs:".to_string(),
+                format!("        - targets: ['127.0.0.1:{port}']"),
+            ]);
         }
         let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
         yaml.extend([
@@ -574,6 +584,49 @@ pub fn sample_value(sample: &Value) -> f64 {
         .unwrap_or_else(|| panic!("no value in {sample}"));
     text.parse()
         .unwrap_or_else(|e| panic!("bad value {text:?} in {sample}: {e}"))
+}
+
+// ---------------------------------------------------------------- Alertmanager
+
+/// `prometheus-alertmanager` (Debian) or `alertmanager` (upstream) on PATH;
+/// without one, prints a loud SKIPPED line for `test` and gives `None`.
+pub fn alertmanager_or_skip(test: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let binary = ["prometheus-alertmanager", "alertmanager"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .chain([PathBuf::from("/usr/bin/prometheus-alertmanager")])
+        .find(|candidate| candidate.is_file());
+    if binary.is_none() {
+        eprintln!(
+            "\n*** SKIPPED {test}: prometheus-alertmanager is not installed \
+             (apt-get install prometheus-alertmanager) ***\n"
+        );
+    }
+    binary
+}
+
+/// Alertmanager on `port` with one receiver that does nothing and alerts
+/// grouped within a second, clustering off; its configuration and storage
+/// in `dir`.
+pub fn alertmanager_command(binary: &Path, dir: &Path, port: u16) -> Command {
+    let config = dir.join("alertmanager.yml");
+    std::fs::write(
+        &config,
+        "route:\n  receiver: blackhole\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n\
+         receivers:\n  - name: blackhole\n",
+    )
+    .expect("alertmanager.yml");
+    let mut command = Command::new(binary);
+    command
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.path={}",
+            dir.join("alertmanager-data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--cluster.listen-address=");
+    command
 }
 
 // ---------------------------------------------------------------- Java
