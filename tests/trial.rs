@@ -19,7 +19,7 @@
 //! the minute maxima of the 3 minutes before (`trailing`), without each run's
 //! first 30 s (`warmup`), and needs 2 such minutes (`min_baseline`). With
 //! `B` the first minute after the first run's warm-up, the first run lasts
-//! until `B+2`, the second until just before `B+3`. The start-up minute, and
+//! until just before `B+2`, the second from `B+2` until just before `B+3`. The start-up minute, and
 //! every minute up to `B+1`, has too little baseline to compare with; `B+2`
 //! has the second run's long pauses against `B` and `B+1`. The test ends once
 //! `B+3` (no requests) has closed: 4.5 to 5.5 minutes in all.
@@ -129,8 +129,9 @@ fn service_run(classes: &Path, dir: &Path, run: u32, cache_share: &str, seconds:
     command
 }
 
-/// Runs the service from now until `until` (Unix seconds), less the time its
-/// JVM takes to start and fill its cache, and waits for it to end.
+/// Runs the service from now until shortly before `until` (Unix seconds):
+/// its JVM takes a second or two to start and fill its cache, and its last
+/// requests must end in the minute before. Waits for it to end.
 fn run_service(
     children: &mut Children,
     deadline: Instant,
@@ -139,7 +140,7 @@ fn run_service(
     (run, cache_share): (u32, &str),
     until: f64,
 ) {
-    let seconds = until - unix_now() - 3.0;
+    let seconds = until - unix_now() - 5.0;
     assert!(seconds > 10.0, "run {run}: only {seconds:.1} s left");
     eprintln!("run {run}: wl.live={cache_share} for {seconds:.1} s");
     let name = format!("service-{run}");
@@ -263,6 +264,11 @@ fn a_cache_change_fires_both_engines_and_the_panel_draws_each_minute() {
         (1, "0.1"),
         regression_minute,
     );
+    // The second run starts inside the regression minute, so that its
+    // warm-up leaves the baseline minutes alone.
+    children.wait_until(deadline, "the regression minute", |_| {
+        unix_now() >= regression_minute + 0.5
+    });
     let second_run = unix_now();
     run_service(
         &mut children,

@@ -86,6 +86,10 @@ pub fn prometheus_rules(config: &AlertsConfig, from: Option<&str>) -> Result<Str
         ),
         ("regression_trailing_text", words(t.regression_trailing)),
         ("regression_ratio", t.regression_ratio.to_string()),
+        (
+            "regression_offset",
+            promql_duration(t.regression_window + Duration::from_secs(60)),
+        ),
         ("regression_warmup", promql_duration(t.regression_warmup)),
         ("regression_warmup_text", words(t.regression_warmup)),
         ("baseline_minute", baseline_minute(t.regression_warmup)),
