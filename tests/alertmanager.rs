@@ -28,6 +28,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Timelike, Utc};
+use common::alertmanager_or_skip;
 use serde_json::Value;
 
 mod common;
@@ -397,7 +398,7 @@ fn time_left_until(minute_end: DateTime<Utc>, slack: Duration) -> Duration {
 
 #[test]
 fn fires_in_alertmanager_and_resolves() {
-    let Some(binary) = common::alertmanager_or_skip("fires_in_alertmanager_and_resolves") else {
+    let Some(binary) = alertmanager_or_skip("fires_in_alertmanager_and_resolves") else {
         return;
     };
     let started = Instant::now();
@@ -514,8 +515,7 @@ fn fires_in_alertmanager_and_resolves() {
 
 #[test]
 fn reaches_alertmanager_that_was_down_when_it_fired() {
-    let Some(binary) =
-        common::alertmanager_or_skip("reaches_alertmanager_that_was_down_when_it_fired")
+    let Some(binary) = alertmanager_or_skip("reaches_alertmanager_that_was_down_when_it_fired")
     else {
         return;
     };

@@ -412,6 +412,53 @@ impl Drop for Children {
     }
 }
 
+// ---------------------------------------------------------------- Alertmanager
+
+/// `prometheus-alertmanager` (Debian) or `alertmanager` (upstream) on PATH.
+pub fn alertmanager_binary() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    ["prometheus-alertmanager", "alertmanager"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .chain([PathBuf::from("/usr/bin/prometheus-alertmanager")])
+        .find(|candidate| candidate.is_file())
+}
+
+/// [`alertmanager_binary`]; without one, prints a loud SKIPPED line for `test`.
+pub fn alertmanager_or_skip(test: &str) -> Option<PathBuf> {
+    let binary = alertmanager_binary();
+    if binary.is_none() {
+        eprintln!(
+            "\n*** SKIPPED {test}: prometheus-alertmanager is not installed \
+             (apt-get install prometheus-alertmanager) ***\n"
+        );
+    }
+    binary
+}
+
+/// Alertmanager on `port` with one receiver that does nothing and alerts
+/// grouped within a second, clustering off; its configuration and storage
+/// in `dir`.
+pub fn alertmanager_command(binary: &Path, dir: &Path, port: u16) -> Command {
+    let config = dir.join("alertmanager.yml");
+    std::fs::write(
+        &config,
+        "route:\n  receiver: blackhole\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n\
+         receivers:\n  - name: blackhole\n",
+    )
+    .expect("alertmanager.yml");
+    let mut command = Command::new(binary);
+    command
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.path={}",
+            dir.join("alertmanager-data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--cluster.listen-address=");
+    command
+}
+
 // ---------------------------------------------------------------- Prometheus
 
 /// `/usr/bin/prometheus` (Debian's package, which CI installs), else the first
@@ -584,49 +631,6 @@ pub fn sample_value(sample: &Value) -> f64 {
         .unwrap_or_else(|| panic!("no value in {sample}"));
     text.parse()
         .unwrap_or_else(|e| panic!("bad value {text:?} in {sample}: {e}"))
-}
-
-// ---------------------------------------------------------------- Alertmanager
-
-/// `prometheus-alertmanager` (Debian) or `alertmanager` (upstream) on PATH;
-/// without one, prints a loud SKIPPED line for `test` and gives `None`.
-pub fn alertmanager_or_skip(test: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let binary = ["prometheus-alertmanager", "alertmanager"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .chain([PathBuf::from("/usr/bin/prometheus-alertmanager")])
-        .find(|candidate| candidate.is_file());
-    if binary.is_none() {
-        eprintln!(
-            "\n*** SKIPPED {test}: prometheus-alertmanager is not installed \
-             (apt-get install prometheus-alertmanager) ***\n"
-        );
-    }
-    binary
-}
-
-/// Alertmanager on `port` with one receiver that does nothing and alerts
-/// grouped within a second, clustering off; its configuration and storage
-/// in `dir`.
-pub fn alertmanager_command(binary: &Path, dir: &Path, port: u16) -> Command {
-    let config = dir.join("alertmanager.yml");
-    std::fs::write(
-        &config,
-        "route:\n  receiver: blackhole\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n\
-         receivers:\n  - name: blackhole\n",
-    )
-    .expect("alertmanager.yml");
-    let mut command = Command::new(binary);
-    command
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.path={}",
-            dir.join("alertmanager-data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--cluster.listen-address=");
-    command
 }
 
 // ---------------------------------------------------------------- Java
