@@ -21,7 +21,6 @@ use chrono::{DateTime, Utc};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use prometheus_client::registry::Registry;
 use serde::{Deserialize, Serialize};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -38,11 +37,11 @@ const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 #[derive(Clone)]
 struct App {
     store: SharedStore,
-    registry: Arc<Registry>,
+    registry: Arc<metrics::Exposition>,
 }
 
 /// Routes `/metrics`, `/healthz` and `/api/v1/minutes`; any other path is 404.
-pub fn router(store: SharedStore, registry: Arc<Registry>) -> Router {
+pub fn router(store: SharedStore, registry: Arc<metrics::Exposition>) -> Router {
     Router::new()
         .route("/metrics", get(metrics_handler))
         .route("/healthz", get(healthz))

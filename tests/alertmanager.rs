@@ -219,24 +219,13 @@ impl Setup {
 
     /// Alertmanager with one receiver that does nothing, clustering off.
     fn start_alertmanager(&self) -> Process {
-        let config = self.dir.path().join("alertmanager.yml");
-        std::fs::write(
-            &config,
-            "route:\n  receiver: blackhole\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n\
-             receivers:\n  - name: blackhole\n",
-        )
-        .expect("alertmanager.yml");
-        let storage = self.dir.path().join("alertmanager-data");
         let mut process = Process::spawn(
             "alertmanager",
-            Command::new(&self.alertmanager_binary)
-                .arg(format!("--config.file={}", config.display()))
-                .arg(format!("--storage.path={}", storage.display()))
-                .arg(format!(
-                    "--web.listen-address=127.0.0.1:{}",
-                    self.alertmanager_port
-                ))
-                .arg("--cluster.listen-address="),
+            &mut common::alertmanager_command(
+                &self.alertmanager_binary,
+                self.dir.path(),
+                self.alertmanager_port,
+            ),
             self.dir.path().join("alertmanager.log"),
         );
         let ready = format!("{}/-/ready", self.alertmanager_url());

@@ -73,6 +73,10 @@ const ALLOWED_EMPTY: [(&str, &str); 2] = [
     ),
 ];
 
+/// An expression containing this reads per-minute figures minute by minute:
+/// each minute's sample stands at its start, and for 59 s after it.
+const PER_MINUTE: &str = "[59s]";
+
 /// An expression containing this is a fleet-wide median of a service: it
 /// filters by service but deliberately not by instance.
 const FLEET_MEDIAN: &str = "quantile by (service) (0.5,";
@@ -489,6 +493,7 @@ fn every_dashboard_query_returns_data() {
         prom_port,
         &agent_ports,
         &rule_files,
+        None,
     );
 
     for port in &agent_ports {
@@ -546,7 +551,8 @@ fn every_dashboard_query_returns_data() {
         .open(&access_log)
         .and_then(|mut f| f.write_all(shifted_access_log(shift).as_bytes()))
         .expect("write the access log");
-    let minute_end = (replay_start.timestamp().div_euclid(60) + 1) * 60;
+    let first_minute = replay_start.timestamp().div_euclid(60) * 60;
+    let minute_end = first_minute + 60;
     eprintln!(
         "replay started at {replay_start} (:{:.1}); its first minute is attributed at about {}",
         second_of_minute(replay_start),
@@ -589,7 +595,9 @@ fn every_dashboard_query_returns_data() {
     for q in &queries {
         let promql = substitute(&q.expr).unwrap_or_else(|e| panic!("{}: {e}", q.name()));
         let allowed = allowed_empty(&q.expr);
-        match prom.query(&promql) {
+        // A per-minute query draws a minute at its start only: run it there.
+        let at = q.expr.contains(PER_MINUTE).then_some(first_minute);
+        match prom.query_at(&promql, at) {
             Err(error) => {
                 eprintln!(
                     "[FAIL] error    {}\n       {promql}\n       {error}",
@@ -645,6 +653,11 @@ fn every_dashboard_query_returns_data() {
             failures.push(format!("variable ${name}: no {label} values of {selector}"));
         }
     }
+
+    // The headline panel over the replay's minute and the one before (quiet,
+    // no requests), point by point against each agent's own minutes.
+    let points = common::check_headline_panel(&prom, &agent_ports, first_minute - 60, first_minute);
+    eprintln!("headline panel: {points} points drawn at their minute");
 
     let elapsed = started.elapsed();
     eprintln!(

@@ -79,7 +79,14 @@ fn real_prometheus_scrapes_the_agent() {
     let mut children = Children::new(&dir);
     children.dump_on_failure(&[agent_port], &MAIN_SERIES);
     children.spawn_service("agent", &mut common::run_command(&agent_config));
-    let prom = Prometheus::start(&mut children, &prometheus, prom_port, &[agent_port], &[]);
+    let prom = Prometheus::start(
+        &mut children,
+        &prometheus,
+        prom_port,
+        &[agent_port],
+        &[],
+        None,
+    );
 
     children.wait_until(
         Instant::now() + Duration::from_secs(10),

@@ -39,6 +39,21 @@ fn words(d: Duration) -> String {
     format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
 
+/// A PromQL filter, evaluated at a minute's start, that keeps the JVMs for
+/// which that minute is a PauseRegression baseline minute: it had pauses and
+/// lies past the run's `warmup`.
+fn baseline_minute(warmup: Duration) -> String {
+    format!(
+        "last_over_time(pausewatch_gc_pauses_last_minute[59s]) > 0 and time() - pausewatch_jvm_start_time_seconds >= {}",
+        warmup.as_secs_f64()
+    )
+}
+
+/// Whole minutes that make up `d`, as the agent counts baseline minutes.
+fn minutes_needed(d: Duration) -> String {
+    d.as_secs().div_ceil(60).to_string()
+}
+
 fn percent(share: f64) -> String {
     format!("{}%", (share * 1000.0).round() / 10.0)
 }
@@ -71,6 +86,21 @@ pub fn prometheus_rules(config: &AlertsConfig, from: Option<&str>) -> Result<Str
         ),
         ("regression_trailing_text", words(t.regression_trailing)),
         ("regression_ratio", t.regression_ratio.to_string()),
+        (
+            "regression_offset",
+            promql_duration(t.regression_window + Duration::from_secs(60)),
+        ),
+        ("regression_warmup", promql_duration(t.regression_warmup)),
+        ("regression_warmup_text", words(t.regression_warmup)),
+        ("baseline_minute", baseline_minute(t.regression_warmup)),
+        (
+            "day_minutes",
+            minutes_needed(t.regression_min_baseline.min(t.regression_window)),
+        ),
+        (
+            "trailing_minutes",
+            minutes_needed(t.regression_min_baseline.min(t.regression_trailing)),
+        ),
         ("min_pause", promql_duration(t.regression_min_pause)),
         ("min_pause_s", seconds(t.regression_min_pause)),
         ("overhead_window", overhead_window),

@@ -16,7 +16,7 @@ use crate::model::alerts::Alert;
 use crate::model::correlate::LatencyMinute;
 use crate::model::histogram::Histogram;
 use crate::model::jvm::SafepointSeries;
-use crate::model::minutes::CLOCK_OUTLIER;
+use crate::model::minutes::{last_complete_minute, Minute, CLOCK_OUTLIER};
 use crate::store::{AccessStreamState, AgentState, StreamState};
 
 /// `window` label values of `pausewatch_gc_overhead_ratio` and the number of
@@ -67,6 +67,11 @@ pub struct Sample<'a> {
     /// Values of [`Family::labels`], in that order.
     pub labels: Vec<Cow<'a, str>>,
     pub value: Value<'a>,
+    /// The wall-clock minute a per-minute figure describes. It is published
+    /// only once the minute is complete, so an exporter that stamps it with
+    /// the minute's start lets a dashboard draw it at that minute rather than
+    /// at the scrape.
+    pub minute: Option<DateTime<Utc>>,
 }
 
 /// Reads one GC stream; `now` decides which minute is the last complete one.
@@ -133,6 +138,8 @@ pub struct Series<'a> {
     /// then the family's own.
     pub labels: Labels<'a>,
     pub value: Value<'a>,
+    /// As [`Sample::minute`].
+    pub minute: Option<DateTime<Utc>>,
 }
 
 /// Label names and values.
@@ -195,6 +202,7 @@ impl Family {
             Series {
                 labels: scope_labels.iter().cloned().chain(own).collect(),
                 value: sample.value,
+                minute: sample.minute,
             }
         })
     }
@@ -225,7 +233,7 @@ pub static CATALOG: &[Family] = &[
         help: "Exact longest GC pause that ended in the last complete wall-clock minute, 0 if none (not Micrometer's decaying max).",
         labels: &[],
         scopes: &[Scope::Stream(|s, now| {
-            one(Value::Float(s.jvm.minutes.last_complete(now).map_or(0.0, |m| m.pause_max_seconds)))
+            last_complete(s, now, |m| Value::Float(m.map_or(0.0, |m| m.pause_max_seconds)))
         })],
     },
     Family {
@@ -235,7 +243,7 @@ pub static CATALOG: &[Family] = &[
         help: "GC pauses that ended in the last complete wall-clock minute.",
         labels: &[],
         scopes: &[Scope::Stream(|s, now| {
-            one(Value::Int(s.jvm.minutes.last_complete(now).map_or(0, |m| m.pause_count)))
+            last_complete(s, now, |m| Value::Int(m.map_or(0, |m| m.pause_count)))
         })],
     },
     Family {
@@ -281,8 +289,9 @@ pub static CATALOG: &[Family] = &[
         help: "Longest time to safepoint in the last complete wall-clock minute, 0 if none.",
         labels: &[],
         scopes: &[Scope::Stream(|s, now| {
-            let minute = s.jvm.minutes.last_complete(now);
-            one(Value::Float(minute.map_or(0.0, |m| m.time_to_safepoint_max_seconds)))
+            last_complete(s, now, |m| {
+                Value::Float(m.map_or(0.0, |m| m.time_to_safepoint_max_seconds))
+            })
         })],
     },
     Family {
@@ -356,6 +365,17 @@ pub static CATALOG: &[Family] = &[
         help: "JVM restarts seen in the log stream (a new run started writing it).",
         labels: &[],
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.jvm_restarts)))],
+    },
+    Family {
+        name: "pausewatch_jvm_start_time_seconds",
+        kind: Kind::Gauge,
+        unit: Unit::Seconds,
+        help: "Start of the JVM run writing the log, Unix time (from the log's uptime, else its first event): the Prometheus rules leave each run's warm-up out of PauseRegression baselines.",
+        labels: &[],
+        scopes: &[Scope::Stream(|s, _| {
+            let start = s.jvm.run_starts.last();
+            known(start.map(|t| Value::Float(t.timestamp_millis() as f64 / 1000.0)))
+        })],
     },
     Family {
         name: "jvm_gc_memory_promoted_bytes_total",
@@ -490,6 +510,7 @@ pub static CATALOG: &[Family] = &[
                 .map(|label| Sample {
                     labels: vec![label.into()],
                     value: Value::Int(s.jvm.label_overflow.get(label).copied().unwrap_or(0)),
+                    minute: None,
                 })
                 .collect()
         })],
@@ -597,7 +618,7 @@ pub static CATALOG: &[Family] = &[
         help: "p99 request latency of the last attributed minute.",
         labels: &[],
         scopes: &[Scope::Stream(|s, _| {
-            known(last_latency_minute(s).map(|m| Value::Float(m.latency.p99_seconds)))
+            latency_minute(s, |m| Some(Value::Float(m.latency.p99_seconds)))
         })],
     },
     Family {
@@ -607,7 +628,7 @@ pub static CATALOG: &[Family] = &[
         help: "p99.9 request latency of the last attributed minute.",
         labels: &[],
         scopes: &[Scope::Stream(|s, _| {
-            known(last_latency_minute(s).map(|m| Value::Float(m.latency.p999_seconds)))
+            latency_minute(s, |m| Some(Value::Float(m.latency.p999_seconds)))
         })],
     },
     Family {
@@ -617,8 +638,10 @@ pub static CATALOG: &[Family] = &[
         help: "p99.9 of the last attributed minute recomputed without stop-affected requests: the tail without pauses.",
         labels: &[],
         scopes: &[Scope::Stream(|s, _| {
-            let attribution = last_latency_minute(s).and_then(|m| m.attribution);
-            known(attribution.map(|a| Value::Float(a.p999_without_stop_affected_seconds)))
+            latency_minute(s, |m| {
+                let attribution = m.attribution?;
+                Some(Value::Float(attribution.p999_without_stop_affected_seconds))
+            })
         })],
     },
     Family {
@@ -628,8 +651,7 @@ pub static CATALOG: &[Family] = &[
         help: "Share of the slow requests' time over the SLO that overlapping stops explain, last attributed minute (absent when no request was slow).",
         labels: &[],
         scopes: &[Scope::Stream(|s, _| {
-            let attribution = last_latency_minute(s).and_then(|m| m.attribution);
-            known(attribution.and_then(|a| a.explained_share).map(Value::Float))
+            latency_minute(s, |m| m.attribution?.explained_share.map(Value::Float))
         })],
     },
     Family {
@@ -754,6 +776,7 @@ fn one(value: Value<'_>) -> Vec<Sample<'_>> {
     vec![Sample {
         labels: Vec::new(),
         value,
+        minute: None,
     }]
 }
 
@@ -767,6 +790,7 @@ fn info(labels: Vec<Cow<'_, str>>) -> Vec<Sample<'_>> {
     vec![Sample {
         labels,
         value: Value::Int(1),
+        minute: None,
     }]
 }
 
@@ -782,6 +806,7 @@ fn pauses(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
                 series.cause.as_str().into(),
             ],
             value: Value::Histogram(&series.histogram),
+            minute: None,
         })
         .collect()
 }
@@ -794,6 +819,7 @@ fn overhead(stream: &StreamState, now: DateTime<Utc>) -> Vec<Sample<'_>> {
             Sample {
                 labels: vec![window.into()],
                 value: Value::Float(stream.jvm.minutes.paused_share(now, span)),
+                minute: None,
             }
         })
         .collect()
@@ -811,6 +837,7 @@ fn per_operation(
         .map(|series| Sample {
             labels: vec![series.operation.as_str().into()],
             value: value(series),
+            minute: None,
         })
         .collect()
 }
@@ -826,6 +853,7 @@ fn unparsed_lines(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
         .map(|(kind, count)| Sample {
             labels: vec![kind.into()],
             value: Value::Int(count),
+            minute: None,
         })
         .collect()
 }
@@ -836,12 +864,42 @@ fn by_kind(errors: &BTreeMap<String, u64>) -> Vec<Sample<'_>> {
         .map(|(kind, count)| Sample {
             labels: vec![kind.as_str().into()],
             value: Value::Int(*count),
+            minute: None,
         })
         .collect()
 }
 
-fn last_latency_minute(stream: &StreamState) -> Option<&LatencyMinute> {
-    stream.latency.as_ref()?.last_minute()
+/// A figure of the last complete minute, stamped with that minute.
+fn last_complete<'a>(
+    stream: &'a StreamState,
+    now: DateTime<Utc>,
+    value: impl FnOnce(Option<&'a Minute>) -> Value<'a>,
+) -> Vec<Sample<'a>> {
+    let minute = last_complete_minute(now);
+    vec![Sample {
+        labels: Vec::new(),
+        value: value(stream.jvm.minutes.get(minute)),
+        minute: Some(minute),
+    }]
+}
+
+/// A figure of the current attributed minute, stamped with that minute;
+/// none once traffic stopped (see [`crate::model::latency::LatencyState::current_minute`]).
+fn latency_minute<'a>(
+    stream: &'a StreamState,
+    value: impl FnOnce(&'a LatencyMinute) -> Option<Value<'a>>,
+) -> Vec<Sample<'a>> {
+    let Some(minute) = stream.latency.as_ref().and_then(|l| l.current_minute()) else {
+        return Vec::new();
+    };
+    value(minute)
+        .map(|value| Sample {
+            labels: Vec::new(),
+            value,
+            minute: Some(minute.start),
+        })
+        .into_iter()
+        .collect()
 }
 
 fn correlations(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
@@ -861,6 +919,7 @@ fn correlations(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
             Some(Sample {
                 labels: vec![method.into(), quantile.into()],
                 value: Value::Float(value?),
+                minute: None,
             })
         })
         .collect()
@@ -884,6 +943,7 @@ fn alert_deliveries(agent: &AgentState) -> Vec<Sample<'static>> {
             counts.iter().map(move |(sink, count)| Sample {
                 labels: vec![sink.clone().into(), result.into()],
                 value: Value::Int(*count),
+                minute: None,
             })
         })
         .collect()

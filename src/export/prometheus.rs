@@ -5,8 +5,15 @@
 //! every scrape instead of mirroring it into prometheus-client metric
 //! objects, so the state (which the checkpoint also holds) stays the single
 //! source of truth and a scrape can never disagree with `/api/v1/minutes`.
+//!
+//! Per-minute figures carry their minute's start as the sample's timestamp
+//! (OpenMetrics allows one; prometheus-client 0.26 cannot write it, so
+//! [`render`] appends it): a minute is published only once complete, and
+//! stamped at the scrape it would be drawn one to two minutes late.
 
 use std::fmt;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use prometheus_client::collector::Collector;
@@ -27,8 +34,22 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 static SECONDS: PrometheusUnit = PrometheusUnit::Seconds;
 static BYTES: PrometheusUnit = PrometheusUnit::Bytes;
 
-/// A registry whose only content is a collector over `state`.
-pub fn registry(store: SharedStore, build_version: &'static str) -> Registry {
+/// What `/metrics` serves: a registry whose only content is a collector
+/// over the store, and the minutes that collector stamped on its walk.
+#[derive(Debug)]
+pub struct Exposition {
+    registry: Registry,
+    stamps: Stamps,
+    /// One render at a time: the stamps belong to one walk.
+    rendering: Mutex<()>,
+}
+
+/// The family and minute (Unix seconds) of each stamped sample, in
+/// exposition order.
+type Stamps = Arc<Mutex<Vec<(&'static str, i64)>>>;
+
+/// The exposition of `store`.
+pub fn registry(store: SharedStore, build_version: &'static str) -> Exposition {
     registry_with_clock(store, build_version, Utc::now)
 }
 
@@ -38,23 +59,55 @@ pub fn registry_with_clock(
     store: SharedStore,
     build_version: &'static str,
     clock: fn() -> DateTime<Utc>,
-) -> Registry {
+) -> Exposition {
+    let stamps = Stamps::default();
     let mut registry = Registry::default();
     registry.register_collector(Box::new(StateCollector {
         store,
         build_version,
         clock,
+        stamps: stamps.clone(),
     }));
-    registry
+    Exposition {
+        registry,
+        stamps,
+        rendering: Mutex::new(()),
+    }
 }
 
-/// The OpenMetrics text exposition of `registry`, ending in `# EOF`.
-pub fn render(registry: &Registry) -> String {
-    let mut out = String::with_capacity(16 * 1024);
+/// The OpenMetrics text exposition, ending in `# EOF`.
+pub fn render(exposition: &Exposition) -> String {
+    let _one_at_a_time = exposition
+        .rendering
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let mut text = String::with_capacity(16 * 1024);
     // Writing into a String cannot fail, and the collector only fails when
     // the writer does.
-    prometheus_client::encoding::text::encode(&mut out, registry)
+    prometheus_client::encoding::text::encode(&mut text, &exposition.registry)
         .expect("encoding into a String does not fail");
+    let stamps = std::mem::take(
+        &mut *exposition
+            .stamps
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner),
+    );
+    stamp(&text, &stamps)
+}
+
+/// `text` with each stamped sample's timestamp after its value. Stamped
+/// families are gauges: one line per series, in the walk's order.
+fn stamp(text: &str, stamps: &[(&str, i64)]) -> String {
+    let mut out = String::with_capacity(text.len() + stamps.len() * 12);
+    let mut stamps = stamps.iter().peekable();
+    for line in text.lines() {
+        out.push_str(line);
+        let name = line.split(['{', ' ']).next().unwrap_or_default();
+        if let Some((_, at)) = stamps.next_if(|(family, _)| *family == name) {
+            write!(out, " {at}").expect("writing into a String does not fail");
+        }
+        out.push('\n');
+    }
     out
 }
 
@@ -64,19 +117,25 @@ struct StateCollector {
     store: SharedStore,
     build_version: &'static str,
     clock: fn() -> DateTime<Utc>,
+    stamps: Stamps,
 }
 
 impl Collector for StateCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
         let now = (self.clock)();
         let state = self.store.snapshot();
+        let mut stamps = Vec::new();
         for family in CATALOG {
             let mut metric = descriptor(&mut encoder, family)?;
             for series in family.read(&state, self.build_version, now) {
                 let sample = metric.encode_family(&series.labels)?;
                 encode_value(sample, family, series.value)?;
+                if let Some(minute) = series.minute {
+                    stamps.push((family.name, minute.timestamp()));
+                }
             }
         }
+        *self.stamps.lock().unwrap_or_else(PoisonError::into_inner) = stamps;
         Ok(())
     }
 }
@@ -221,6 +280,8 @@ pub(crate) mod tests {
         name: String,
         labels: BTreeMap<String, String>,
         value: f64,
+        /// Unix seconds, for per-minute figures.
+        timestamp: Option<i64>,
     }
 
     fn parse_labels(text: &str) -> BTreeMap<String, String> {
@@ -297,7 +358,18 @@ pub(crate) mod tests {
                 continue;
             }
             assert!(!line.starts_with('#'), "unexpected comment {line:?}");
-            let (series, value) = line.rsplit_once(' ').expect("sample has a value");
+            // The series ends where its labels close, or at the first space.
+            let split = line
+                .find('}')
+                .map_or_else(|| line.find(' '), |close| Some(close + 1));
+            let (series, rest) = line.split_at(split.expect("sample has a value"));
+            let mut fields = rest.split_whitespace();
+            let value = fields.next().expect("sample has a value");
+            let timestamp = fields.next().map(|t| {
+                t.parse::<i64>()
+                    .unwrap_or_else(|_| panic!("bad timestamp in {line:?}"))
+            });
+            assert_eq!(fields.next(), None, "trailing text in {line:?}");
             let value: f64 = match value {
                 "+Inf" => f64::INFINITY,
                 "-Inf" => f64::NEG_INFINITY,
@@ -315,7 +387,7 @@ pub(crate) mod tests {
             assert!(is_name(name), "bad metric name in {line:?}");
             // Nothing pausewatch exposes can be negative, not even -0.0.
             assert!(
-                !line.ends_with(" -0.0") && value >= 0.0,
+                !rest.starts_with(" -0.0") && value >= 0.0,
                 "negative value in {line:?}"
             );
             let (family, kind) = current.as_ref().expect("sample before any # TYPE");
@@ -336,6 +408,7 @@ pub(crate) mod tests {
                 name: name.to_string(),
                 labels,
                 value,
+                timestamp,
             });
         }
         (samples, types)
@@ -413,6 +486,7 @@ pub(crate) mod tests {
             ("pausewatch_gc_humongous_allocations", "counter"),
             ("pausewatch_gc_explicit", "counter"),
             ("pausewatch_jvm_restarts", "counter"),
+            ("pausewatch_jvm_start_time_seconds", "gauge"),
             ("pausewatch_jvm_info", "gauge"),
             ("pausewatch_log_lines", "counter"),
             ("pausewatch_log_bytes", "counter"),
@@ -639,6 +713,18 @@ pub(crate) mod tests {
         );
         assert!(close(one, 0.13099 / 60.0), "{one}");
         assert!(close(five, 0.13099 / 300.0), "{five}");
+        // Each per-minute figure is stamped with its minute, 01:45, and
+        // nothing else is stamped (Prometheus stamps it at the scrape).
+        let minute = at(1, 45, 0).timestamp();
+        for sample in &samples {
+            let per_minute = [
+                "pausewatch_gc_pause_max_seconds",
+                "pausewatch_gc_pauses_last_minute",
+                "pausewatch_safepoint_time_to_safepoint_max_seconds",
+            ]
+            .contains(&sample.name.as_str());
+            assert_eq!(sample.timestamp, per_minute.then_some(minute), "{sample:?}");
+        }
 
         // While 01:45 is still the current minute it is not complete: zeros.
         let (samples, _) = parse_exposition(&render_at(|| at(1, 45, 59)));
@@ -688,6 +774,11 @@ pub(crate) mod tests {
     #[test]
     fn safepoint_heap_and_health_figures_match_the_log() {
         let (samples, _) = parse_exposition(&render_at(a_minute_later));
+        // The log's first line, `[2026-11-30T01:45:14.354+0000][0.003s]`:
+        // the JVM started at 01:45:14.351 (each line rounds to a millisecond).
+        let start = value(&samples, "pausewatch_jvm_start_time_seconds", &[]);
+        let expected = at(1, 45, 14).timestamp() as f64 + 0.351;
+        assert!((start - expected).abs() <= 0.002, "{start} vs {expected}");
         let op = [("operation", "ParallelGCFailedAllocation")];
         // 15 `Safepoint "ParallelGCFailedAllocation"` lines; their `Total:`
         // and `Reaching safepoint:` fields sum to 132030792 ns and 125998 ns.

@@ -111,6 +111,10 @@ pub struct LatencyState {
     pub correlation: Correlation,
     /// The newest minute attributed: requests completing in or before it are late.
     finalized_through: Option<i64>,
+    /// The newest minute whose requests `finalize` has closed, with requests
+    /// or not: a newer one than the last attributed means traffic stopped.
+    #[serde(default)]
+    closed_through: Option<i64>,
     /// Which `minutes` changed, and the stops as they arrived: for the journal.
     #[serde(skip)]
     minute_changes: Changes,
@@ -161,6 +165,7 @@ impl LatencyState {
         pauses: &MinuteWindows,
     ) {
         let cutoff = now.timestamp() - settings.finalize_after_seconds - 60;
+        self.closed_through = Some(cutoff.div_euclid(60) * 60);
         let ready: Vec<i64> = self
             .pending
             .range(..=cutoff)
@@ -208,6 +213,20 @@ impl LatencyState {
         self.minutes.values().next_back()
     }
 
+    /// The newest attributed minute while it is the newest closed one: a
+    /// minute without requests has no latency, so the figures of the last
+    /// minute that had some are not the current ones. Minutes from a latency
+    /// histogram close at its first scrape after them, up to a minute after
+    /// `finalize` closed them, so they stay current that minute longer.
+    pub fn current_minute(&self) -> Option<&LatencyMinute> {
+        let last = self.last_minute()?;
+        let Some(closed) = self.closed_through else {
+            return Some(last);
+        };
+        let lag = if last.attribution.is_some() { 0 } else { 60 };
+        (last.start.timestamp() + lag >= closed).then_some(last)
+    }
+
     pub fn prune_before(&mut self, oldest_kept: DateTime<Utc>) {
         self.minutes = self.minutes.split_off(&oldest_kept.timestamp());
         self.minute_changes.prune_before(oldest_kept.timestamp());
@@ -247,5 +266,39 @@ impl LatencyState {
                 .filter(|(minute, _)| done.is_none_or(|done| *minute > done)),
         );
         self.stops.restore(stops);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    fn at(minute: u32, second: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 30, 2, minute, second)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_current_minute_is_gone_once_a_minute_passes_without_requests() {
+        let settings = CorrelationSettings::default();
+        let pauses = MinuteWindows::default();
+        let mut latency = LatencyState::default();
+        latency.add_request(RequestTiming {
+            start: at(10, 30),
+            duration_s: 0.02,
+        });
+        // 02:10 is attributed 15 s after it ends, and current until 02:11
+        // has been closed too, without requests.
+        latency.finalize(at(11, 14), &settings, &pauses);
+        assert!(latency.current_minute().is_none());
+        latency.finalize(at(11, 15), &settings, &pauses);
+        assert_eq!(latency.current_minute().map(|m| m.start), Some(at(10, 0)));
+        latency.finalize(at(12, 14), &settings, &pauses);
+        assert_eq!(latency.current_minute().map(|m| m.start), Some(at(10, 0)));
+        latency.finalize(at(12, 15), &settings, &pauses);
+        assert!(latency.current_minute().is_none());
+        assert_eq!(latency.last_minute().map(|m| m.start), Some(at(10, 0)));
     }
 }

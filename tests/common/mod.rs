@@ -232,8 +232,17 @@ pub fn sample(metrics: &str, name: &str) -> Option<f64> {
     metrics
         .lines()
         .find(|line| line.starts_with(name) && line[name.len()..].starts_with(['{', ' ']))
-        .and_then(|line| line.rsplit(' ').next())
-        .and_then(|value| value.parse().ok())
+        .and_then(line_value)
+}
+
+/// The value of a sample line: after the series (whose label values may
+/// hold spaces), before the timestamp that per-minute figures carry.
+pub fn line_value(line: &str) -> Option<f64> {
+    let after_series = match line.rfind('}') {
+        Some(close) => &line[close + 1..],
+        None => line.split_once(' ')?.1,
+    };
+    after_series.split_whitespace().next()?.parse().ok()
 }
 
 /// Sum of every sample of `name` whose line contains all of `contains`.
@@ -242,7 +251,7 @@ pub fn sum(metrics: &str, name: &str, contains: &[&str]) -> f64 {
         .lines()
         .filter(|line| line.starts_with(name) && line[name.len()..].starts_with(['{', ' ']))
         .filter(|line| contains.iter().all(|c| line.contains(c)))
-        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .filter_map(line_value)
         .sum()
 }
 
@@ -427,6 +436,29 @@ pub fn alertmanager_or_skip(test: &str) -> Option<PathBuf> {
     binary
 }
 
+/// Alertmanager on `port` with one receiver that does nothing and alerts
+/// grouped within a second, clustering off; its configuration and storage
+/// in `dir`.
+pub fn alertmanager_command(binary: &Path, dir: &Path, port: u16) -> Command {
+    let config = dir.join("alertmanager.yml");
+    std::fs::write(
+        &config,
+        "route:\n  receiver: blackhole\n  group_wait: 1s\n  group_interval: 1s\n  repeat_interval: 1h\n\
+         receivers:\n  - name: blackhole\n",
+    )
+    .expect("alertmanager.yml");
+    let mut command = Command::new(binary);
+    command
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.path={}",
+            dir.join("alertmanager-data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--cluster.listen-address=");
+    command
+}
+
 // ---------------------------------------------------------------- Prometheus
 
 /// `/usr/bin/prometheus` (Debian's package, which CI installs), else the first
@@ -461,7 +493,8 @@ pub struct Prometheus {
 impl Prometheus {
     /// Writes `prometheus.yml` into the children's directory (scrapes and rule
     /// evaluations every second, the job `pausewatch` scraping the agents on
-    /// `targets`, and `rule_files`) and starts `binary` listening on `port`,
+    /// `targets`, `rule_files`, alerts sent to the Alertmanager on port
+    /// `alertmanager`) and starts `binary` listening on `port`,
     /// its TSDB in `tsdb/`.
     pub fn start(
         children: &mut Children,
@@ -469,6 +502,7 @@ impl Prometheus {
         port: u16,
         targets: &[u16],
         rule_files: &[PathBuf],
+        alertmanager: Option<u16>,
     ) -> Prometheus {
         let mut yaml = vec![
             "global:".to_string(),
@@ -479,6 +513,14 @@ impl Prometheus {
         if !rule_files.is_empty() {
             yaml.push("rule_files:".to_string());
             yaml.extend(rule_files.iter().map(|f| format!("  - {}", toml_string(f))));
+        }
+        if let Some(port) = alertmanager {
+            yaml.extend([
+                "alerting:".to_string(),
+                "  alertmanagers:".to_string(),
+                "    - static_configs:".to_string(),
+                format!("        - targets: ['127.0.0.1:{port}']"),
+            ]);
         }
         let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
         yaml.extend([
@@ -524,11 +566,36 @@ impl Prometheus {
 
     /// An instant query's result vector, or why not.
     pub fn query(&self, promql: &str) -> Result<Vec<Value>, String> {
+        self.query_at(promql, None)
+    }
+
+    /// An instant query at `at` (Unix seconds; `None`: now).
+    pub fn query_at(&self, promql: &str, at: Option<i64>) -> Result<Vec<Value>, String> {
+        let time = at.map(|t| format!("&time={t}")).unwrap_or_default();
         let data = self
-            .data(&format!("/api/v1/query?query={}", url_encode(promql)))
+            .data(&format!("/api/v1/query?query={}{time}", url_encode(promql)))
             .map_err(|e| format!("{promql}: {e}"))?;
         if data["resultType"] != "vector" {
             return Err(format!("{promql}: not a vector: {data}"));
+        }
+        Ok(data["result"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// A range query's result matrix over `[start, end]` (Unix seconds).
+    pub fn query_range(
+        &self,
+        promql: &str,
+        start: i64,
+        end: i64,
+        step_seconds: u32,
+    ) -> Result<Vec<Value>, String> {
+        let target = format!(
+            "/api/v1/query_range?query={}&start={start}&end={end}&step={step_seconds}",
+            url_encode(promql)
+        );
+        let data = self.data(&target).map_err(|e| format!("{promql}: {e}"))?;
+        if data["resultType"] != "matrix" {
+            return Err(format!("{promql}: not a matrix: {data}"));
         }
         Ok(data["result"].as_array().cloned().unwrap_or_default())
     }
@@ -605,4 +672,121 @@ pub fn compile_workloads(dir: &Path) {
         "javac failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+// ---------------------------------------------------------------- the headline panel
+
+/// The dashboard whose headline panel the tests check.
+const DASHBOARD: &str = "dashboards/grafana/pausewatch.json";
+/// The headline panel's id: max GC pause beside p99.9 latency, per minute.
+const HEADLINE_PANEL: u64 = 2;
+
+/// The headline panel's targets: `(refId, expr)`, with `$service` and
+/// `$instance` matching every series.
+pub fn headline_panel() -> Vec<(String, String)> {
+    let path = root().join(DASHBOARD);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{DASHBOARD}: {e}"));
+    let dashboard: Value = serde_json::from_str(&text).expect("the dashboard is JSON");
+    let panel = dashboard["panels"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|panel| panel["id"] == HEADLINE_PANEL)
+        .expect("the headline panel");
+    assert_eq!(panel["interval"], "1m", "the panel's step is a minute");
+    panel["targets"]
+        .as_array()
+        .expect("targets")
+        .iter()
+        .map(|target| {
+            let expr = target["expr"].as_str().expect("expr");
+            (
+                target["refId"].as_str().expect("refId").to_string(),
+                expr.replace("$service", ".+").replace("$instance", ".+"),
+            )
+        })
+        .collect()
+}
+
+/// One minute of an agent's `/api/v1/minutes`: its max pause and, when it
+/// had requests, its p99.9.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MinuteFigures {
+    pub pause_max_seconds: f64,
+    pub p999_seconds: Option<f64>,
+}
+
+/// The agent's minutes (of its only JVM) by start, Unix seconds.
+pub fn agent_minutes(port: u16) -> BTreeMap<i64, MinuteFigures> {
+    let body = http_get_ok(port, "/api/v1/minutes").expect("/api/v1/minutes");
+    let json: Value = serde_json::from_str(&body).expect("minutes JSON");
+    let minutes = json["jvms"][0]["minutes"].as_array().cloned();
+    minutes
+        .unwrap_or_default()
+        .iter()
+        .map(|minute| {
+            let start = minute["start"].as_str().expect("start");
+            let start = chrono::DateTime::parse_from_rfc3339(start).expect("RFC 3339 start");
+            let latency = &minute["latency"];
+            let p999_seconds = (latency["count"].as_u64().unwrap_or(0) > 0)
+                .then(|| latency["p999_seconds"].as_f64().expect("p999_seconds"));
+            let figures = MinuteFigures {
+                pause_max_seconds: minute["pause_max_seconds"].as_f64().expect("pause max"),
+                p999_seconds,
+            };
+            (start.timestamp(), figures)
+        })
+        .collect()
+}
+
+/// Runs the headline panel's queries over the minutes `from..=to` (Unix
+/// seconds, minute starts) as Grafana does for its 1m interval, and checks
+/// each point against the agent's `/api/v1/minutes` for the minute starting
+/// at that point: every minute has its max pause there, every minute with
+/// requests its p99.9, and a minute without requests no latency point.
+/// Returns the points checked.
+pub fn check_headline_panel(prom: &Prometheus, agent_ports: &[u16], from: i64, to: i64) -> usize {
+    let mut checked = 0;
+    for (ref_id, expr) in headline_panel() {
+        let latency = expr.contains("latency");
+        let result = prom.query_range(&expr, from, to, 60).expect("range query");
+        for port in agent_ports {
+            let instance = format!("127.0.0.1:{port}");
+            let minutes = agent_minutes(*port);
+            let points: BTreeMap<i64, f64> = result
+                .iter()
+                .filter(|series| series["metric"]["instance"] == instance.as_str())
+                .flat_map(|series| series["values"].as_array().cloned().unwrap_or_default())
+                .map(|point| {
+                    let at = point[0].as_f64().expect("point time") as i64;
+                    let value = point[1].as_str().expect("point value").parse::<f64>();
+                    (at, value.expect("a number"))
+                })
+                .collect();
+            eprintln!("panel {ref_id} {instance}: {points:?}");
+            for minute in (from..=to).step_by(60) {
+                let figures = minutes.get(&minute).copied().unwrap_or(MinuteFigures {
+                    pause_max_seconds: 0.0,
+                    p999_seconds: None,
+                });
+                let expected = if latency {
+                    figures.p999_seconds
+                } else {
+                    Some(figures.pause_max_seconds)
+                };
+                let drawn = points.get(&minute).copied();
+                let matches = match (drawn, expected) {
+                    (Some(drawn), Some(expected)) => (drawn - expected).abs() <= 1e-9,
+                    (drawn, expected) => drawn == expected,
+                };
+                assert!(
+                    matches,
+                    "panel {ref_id}, {instance}, minute {}: drawn {drawn:?}, the agent's minute says {expected:?}",
+                    chrono::DateTime::from_timestamp(minute, 0).unwrap()
+                );
+                checked += 1;
+            }
+        }
+    }
+    checked
 }
