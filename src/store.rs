@@ -94,6 +94,8 @@ pub struct AgentState {
     pub deliveries: Arc<Mutex<DeliveryCounters>>,
     /// Errors not tied to one stream (`checkpoint_write`, `watch`, ...).
     pub errors: BTreeMap<String, u64>,
+    /// OTLP exports by result, updated by the exporter's thread.
+    pub otlp_exports: Arc<Mutex<BTreeMap<&'static str, u64>>>,
 }
 
 impl AgentState {

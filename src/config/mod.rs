@@ -18,6 +18,7 @@ mod alerts;
 mod correlation;
 mod gc_log;
 mod latency_histogram;
+mod otlp;
 mod spans;
 
 use std::net::SocketAddr;
@@ -31,6 +32,7 @@ pub use access_log::AccessLogSource;
 pub use correlation::CorrelationConfig;
 pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
 pub use latency_histogram::LatencyHistogramSource;
+pub use otlp::{OtlpConfig, Protocol, Temporality, TlsFiles};
 pub use spans::ConfigError;
 
 use crate::export::catalog::reserved_label_names;
@@ -43,6 +45,7 @@ use alerts::RawAlerts;
 use correlation::RawCorrelation;
 use gc_log::RawGcLog;
 use latency_histogram::RawHistogram;
+use otlp::RawOtlp;
 use spans::{key, Ctx, Seg};
 
 /// Default metrics address: loopback, so nothing is exposed until asked for.
@@ -132,6 +135,10 @@ pub struct Config {
     /// Not printed with the effective config: rules read back only from their tables.
     #[serde(skip)]
     pub alerts: AlertsConfig,
+    /// OTLP export, on when the file has an `[otlp]` table. Not printed: its
+    /// headers hold credentials.
+    #[serde(skip)]
+    pub otlp: Option<OtlpConfig>,
 }
 
 impl Default for Config {
@@ -149,6 +156,7 @@ impl Default for Config {
             latency_histogram: Vec::new(),
             correlation: CorrelationConfig::default(),
             alerts: AlertsConfig::default(),
+            otlp: None,
         }
     }
 }
@@ -166,9 +174,14 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 
 /// Parses config text; `origin` is used only in error messages.
 pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+    parse_with_env(text, origin, &|name| std::env::var(name).ok())
+}
+
+/// As [`parse`], with the environment `[otlp]` reads (`OTEL_*`) from `env`.
+fn parse_with_env(text: &str, origin: &Path, env: otlp::Env) -> Result<Config, ConfigError> {
     let ctx = Ctx { text, origin };
     let raw: RawConfig = toml::from_str(text).map_err(|e| ctx.toml_error(&e))?;
-    ctx.validate(raw)
+    ctx.validate(raw, env)
 }
 
 #[derive(Deserialize)]
@@ -190,10 +203,11 @@ struct RawConfig {
     latency_histogram: Vec<Spanned<RawHistogram>>,
     correlation: Option<RawCorrelation>,
     alerts: Option<RawAlerts>,
+    otlp: Option<RawOtlp>,
 }
 
 impl Ctx<'_> {
-    fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
+    fn validate(&self, raw: RawConfig, env: otlp::Env) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         if let Some(v) = &raw.listen {
             let path = [key("listen")];
@@ -258,6 +272,9 @@ impl Ctx<'_> {
         }
         if let Some(raw_alerts) = &raw.alerts {
             self.alerts(raw_alerts, &mut config.alerts)?;
+        }
+        if let Some(raw_otlp) = &raw.otlp {
+            config.otlp = Some(self.otlp(raw_otlp, env)?);
         }
         Ok(config)
     }

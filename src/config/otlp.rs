@@ -1,0 +1,535 @@
+//! `[otlp]`: pushing the catalog's metrics to an OpenTelemetry receiver.
+//!
+//! Keys left out of the table are taken from the `OTEL_EXPORTER_OTLP_*`
+//! environment variables as the OpenTelemetry SDKs read them (the
+//! metrics-specific variable before the general one), then from the
+//! defaults; a key in the file wins over the environment.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::{Spanned, Value};
+
+use super::spans::{key, ConfigError, Ctx, Seg};
+
+/// The transport of OTLP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Grpc,
+    HttpProtobuf,
+}
+
+/// What a sum or histogram point holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Temporality {
+    /// Everything since the series started.
+    Cumulative,
+    /// What happened since the previous export the receiver acknowledged.
+    Delta,
+}
+
+/// PEM files for TLS, read when the configuration is loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TlsFiles {
+    /// CA certificates to trust instead of the system's.
+    pub ca: Option<Vec<u8>>,
+    /// Client certificate chain and key, for mutual TLS.
+    pub client: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// The `[otlp]` section, with the environment applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpConfig {
+    /// Full URL of the receiver: for http/protobuf including `/v1/metrics`.
+    pub endpoint: String,
+    pub protocol: Protocol,
+    pub interval: Duration,
+    /// Of one export request, connecting included.
+    pub timeout: Duration,
+    /// Sent with every request (authentication).
+    pub headers: BTreeMap<String, String>,
+    pub temporality: Temporality,
+    pub tls: TlsFiles,
+    /// Resource attributes of every resource, over `OTEL_RESOURCE_ATTRIBUTES`.
+    pub resource_attributes: BTreeMap<String, String>,
+    /// The opt-in `jvm.gc.cause` attribute on `jvm.gc.duration`: one series
+    /// per cause, as `jvm_gc_pause_seconds` has.
+    pub gc_cause: bool,
+}
+
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(15);
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an [otlp] table")]
+pub(super) struct RawOtlp {
+    endpoint: Option<Spanned<Value>>,
+    protocol: Option<Spanned<Value>>,
+    interval: Option<Spanned<Value>>,
+    timeout: Option<Spanned<Value>>,
+    headers: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    temporality: Option<Spanned<Value>>,
+    ca_file: Option<Spanned<Value>>,
+    client_cert_file: Option<Spanned<Value>>,
+    client_key_file: Option<Spanned<Value>>,
+    resource_attributes: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    gc_cause: Option<Spanned<Value>>,
+}
+
+/// Reads environment variables; tests pass their own.
+pub(super) type Env<'e> = &'e dyn Fn(&str) -> Option<String>;
+
+/// The value of the metrics-specific variable `OTEL_EXPORTER_OTLP_METRICS_<suffix>`,
+/// else of `OTEL_EXPORTER_OTLP_<suffix>`, with the name it came from.
+fn otlp_env(env: Env, suffix: &str) -> Option<(String, String)> {
+    [
+        format!("OTEL_EXPORTER_OTLP_METRICS_{suffix}"),
+        format!("OTEL_EXPORTER_OTLP_{suffix}"),
+    ]
+    .into_iter()
+    .find_map(|name| {
+        let value = env(&name).filter(|v| !v.trim().is_empty())?;
+        Some((name, value))
+    })
+}
+
+/// A setting that comes from the file (with its span and key) or from an
+/// environment variable (by name), for errors that say which.
+enum Origin<'v> {
+    File(&'v Spanned<Value>, Vec<Seg>),
+    Env(String),
+}
+
+impl Ctx<'_> {
+    pub(super) fn otlp(&self, raw: &RawOtlp, env: Env) -> Result<OtlpConfig, ConfigError> {
+        let at = |k: &str| vec![key("otlp"), key(k)];
+        let from_env = |name: String| ConfigError {
+            file: self.origin.to_path_buf(),
+            line: None,
+            key: None,
+            message: format!("environment variable {name}: "),
+        };
+        let fail = |origin: &Origin, message: String| match origin {
+            Origin::File(v, path) => self.err(v.span(), path, message),
+            Origin::Env(name) => {
+                let mut e = from_env(name.clone());
+                e.message.push_str(&message);
+                e
+            }
+        };
+
+        let protocol = match &raw.protocol {
+            Some(v) => {
+                let path = at("protocol");
+                (self.string(v, &path)?.to_string(), Origin::File(v, path))
+            }
+            None => otlp_env(env, "PROTOCOL")
+                .map(|(name, value)| (value, Origin::Env(name)))
+                .unwrap_or(("http/protobuf".to_string(), Origin::Env(String::new()))),
+        };
+        let protocol = match protocol.0.trim() {
+            "grpc" => Protocol::Grpc,
+            "http/protobuf" => Protocol::HttpProtobuf,
+            other => {
+                return Err(fail(
+                    &protocol.1,
+                    format!("unknown protocol {other:?}, expected \"grpc\" or \"http/protobuf\" (http/json is not supported)"),
+                ))
+            }
+        };
+
+        let endpoint = match &raw.endpoint {
+            Some(v) => {
+                let path = at("endpoint");
+                let text = self.string(v, &path)?;
+                let origin = Origin::File(v, path);
+                endpoint_url(text, protocol, false).map_err(|m| fail(&origin, m))?
+            }
+            None => {
+                let specific = env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").filter(|v| !v.is_empty());
+                let (name, text, as_is) = match specific {
+                    Some(text) => ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", text, true),
+                    None => match env("OTEL_EXPORTER_OTLP_ENDPOINT").filter(|v| !v.is_empty()) {
+                        Some(text) => ("OTEL_EXPORTER_OTLP_ENDPOINT", text, false),
+                        None => ("", default_endpoint(protocol).to_string(), false),
+                    },
+                };
+                // The general variable is a base URL: the signal's path is
+                // always appended to it (the SDKs' rule); the specific one is used as is.
+                let text = if !as_is && !name.is_empty() && protocol == Protocol::HttpProtobuf {
+                    format!("{}/v1/metrics", text.trim_end_matches('/'))
+                } else {
+                    text
+                };
+                endpoint_url(&text, protocol, as_is || !name.is_empty())
+                    .map_err(|m| fail(&Origin::Env(name.to_string()), m))?
+            }
+        };
+
+        let interval = match &raw.interval {
+            Some(v) => self.positive_duration(v, &at("interval"))?,
+            None => match env("OTEL_METRIC_EXPORT_INTERVAL").filter(|v| !v.is_empty()) {
+                Some(ms) => env_millis("OTEL_METRIC_EXPORT_INTERVAL", &ms).map_err(|m| {
+                    fail(&Origin::Env("OTEL_METRIC_EXPORT_INTERVAL".to_string()), m)
+                })?,
+                None => DEFAULT_INTERVAL,
+            },
+        };
+        let timeout = match &raw.timeout {
+            Some(v) => self.positive_duration(v, &at("timeout"))?,
+            None => match otlp_env(env, "TIMEOUT") {
+                Some((name, ms)) => {
+                    env_millis(&name, &ms).map_err(|m| fail(&Origin::Env(name.clone()), m))?
+                }
+                None => DEFAULT_TIMEOUT,
+            },
+        };
+
+        let headers = match &raw.headers {
+            Some(table) => {
+                let mut headers = BTreeMap::new();
+                for (name, value) in table {
+                    let mut path = at("headers");
+                    path.push(Seg::Key(name.get_ref().clone()));
+                    if let Some(problem) = header_problem(name.get_ref(), value.get_ref()) {
+                        return Err(self.err(name.span(), &path, problem));
+                    }
+                    headers.insert(name.get_ref().to_ascii_lowercase(), value.get_ref().clone());
+                }
+                headers
+            }
+            None => match otlp_env(env, "HEADERS") {
+                Some((name, text)) => {
+                    env_headers(&text).map_err(|m| fail(&Origin::Env(name.clone()), m))?
+                }
+                None => BTreeMap::new(),
+            },
+        };
+
+        let temporality = match &raw.temporality {
+            Some(v) => {
+                let path = at("temporality");
+                (self.string(v, &path)?.to_string(), Origin::File(v, path))
+            }
+            None => {
+                let name = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE";
+                match env(name).filter(|v| !v.is_empty()) {
+                    Some(value) => (value.to_ascii_lowercase(), Origin::Env(name.to_string())),
+                    None => ("cumulative".to_string(), Origin::Env(String::new())),
+                }
+            }
+        };
+        let temporality = match temporality.0.trim() {
+            "cumulative" => Temporality::Cumulative,
+            "delta" => Temporality::Delta,
+            other => {
+                return Err(fail(
+                    &temporality.1,
+                    format!("unknown temporality {other:?}, expected \"cumulative\" or \"delta\""),
+                ))
+            }
+        };
+
+        let file = |value: &Option<Spanned<Value>>, k: &str, suffix: &str| {
+            let origin = match value {
+                Some(v) => {
+                    let path = at(k);
+                    Origin::File(v, path)
+                }
+                None => match otlp_env(env, suffix) {
+                    Some((name, _)) => Origin::Env(name),
+                    None => return Ok(None),
+                },
+            };
+            let path = match &origin {
+                Origin::File(v, path) => PathBuf::from(self.string(v, path)?),
+                Origin::Env(name) => PathBuf::from(env(name).unwrap_or_default()),
+            };
+            read_pem(&path)
+                .map(|pem| Some((pem, path)))
+                .map_err(|m| fail(&origin, m))
+        };
+        let ca = file(&raw.ca_file, "ca_file", "CERTIFICATE")?.map(|(pem, _)| pem);
+        let cert = file(
+            &raw.client_cert_file,
+            "client_cert_file",
+            "CLIENT_CERTIFICATE",
+        )?;
+        let key_pem = file(&raw.client_key_file, "client_key_file", "CLIENT_KEY")?;
+        let client = match (cert, key_pem) {
+            (Some((cert, _)), Some((key_pem, _))) => Some((cert, key_pem)),
+            (None, None) => None,
+            (Some(_), None) | (None, Some(_)) => {
+                let (v, k) = match (&raw.client_cert_file, &raw.client_key_file) {
+                    (Some(v), _) => (v, "client_cert_file"),
+                    (_, Some(v)) => (v, "client_key_file"),
+                    (None, None) => {
+                        return Err(fail(
+                            &Origin::Env("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE".to_string()),
+                            "a client certificate needs its key (OTEL_EXPORTER_OTLP_CLIENT_KEY) and the other way round".to_string(),
+                        ))
+                    }
+                };
+                return Err(self.err(
+                    v.span(),
+                    &at(k),
+                    "client_cert_file and client_key_file go together",
+                ));
+            }
+        };
+
+        let mut resource_attributes = BTreeMap::new();
+        for (name, value) in raw.resource_attributes.iter().flatten() {
+            if name.get_ref().trim().is_empty() {
+                let mut path = at("resource_attributes");
+                path.push(Seg::Key(name.get_ref().clone()));
+                return Err(self.err(name.span(), &path, "an attribute name must not be empty"));
+            }
+            resource_attributes.insert(name.get_ref().clone(), value.get_ref().clone());
+        }
+
+        let gc_cause = match &raw.gc_cause {
+            Some(v) => v
+                .get_ref()
+                .as_bool()
+                .ok_or_else(|| self.type_err(v, &at("gc_cause"), "true or false"))?,
+            None => false,
+        };
+
+        Ok(OtlpConfig {
+            endpoint,
+            protocol,
+            interval,
+            timeout,
+            headers,
+            temporality,
+            tls: TlsFiles { ca, client },
+            resource_attributes,
+            gc_cause,
+        })
+    }
+}
+
+fn default_endpoint(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::Grpc => "http://localhost:4317",
+        Protocol::HttpProtobuf => "http://localhost:4318/v1/metrics",
+    }
+}
+
+/// Checks an endpoint URL; for http/protobuf, `/v1/metrics` is added to one
+/// given without a path unless `as_is`.
+fn endpoint_url(text: &str, protocol: Protocol, as_is: bool) -> Result<String, String> {
+    let text = text.trim();
+    let mut url = reqwest::Url::parse(text).map_err(|e| {
+        format!("invalid endpoint {text:?}: {e} (expected http://HOST:PORT or https://HOST:PORT)")
+    })?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!(
+            "invalid endpoint {text:?}: expected an http:// or https:// URL with a host"
+        ));
+    }
+    if protocol == Protocol::HttpProtobuf && !as_is && matches!(url.path(), "" | "/") {
+        url.set_path("/v1/metrics");
+    }
+    let mut url = url.to_string();
+    // gRPC wants the bare origin; the URL type adds a `/` path to it.
+    if protocol == Protocol::Grpc && url.ends_with('/') {
+        url.pop();
+    }
+    Ok(url)
+}
+
+/// `OTEL_*_TIMEOUT` and `OTEL_METRIC_EXPORT_INTERVAL`: integer milliseconds.
+fn env_millis(name: &str, text: &str) -> Result<Duration, String> {
+    match text.trim().parse::<u64>() {
+        Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+        _ => Err(format!(
+            "{text:?} is not a positive number of milliseconds ({name})"
+        )),
+    }
+}
+
+/// `OTEL_EXPORTER_OTLP_HEADERS`: `key1=value1,key2=value2`, values
+/// percent-encoded (the W3C baggage format the SDKs read).
+fn env_headers(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut headers = BTreeMap::new();
+    for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
+        let Some((name, value)) = pair.split_once('=') else {
+            return Err(format!("{pair:?} is not key=value"));
+        };
+        let (name, value) = (name.trim(), percent_decode(value.trim())?);
+        if let Some(problem) = header_problem(name, &value) {
+            return Err(problem);
+        }
+        headers.insert(name.to_ascii_lowercase(), value);
+    }
+    Ok(headers)
+}
+
+fn percent_decode(text: &str) -> Result<String, String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        if b == b'%' {
+            let hex = tail
+                .get(..2)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("bad percent-encoding in {text:?}"))?;
+            bytes.push(hex);
+            rest = &tail[2..];
+        } else {
+            bytes.push(b);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{text:?} does not decode to UTF-8"))
+}
+
+/// Why `name: value` cannot be sent as an HTTP header or gRPC metadata.
+fn header_problem(name: &str, value: &str) -> Option<String> {
+    let name_ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if !name_ok {
+        return Some(format!(
+            "{name:?} is not a valid header name (letters, digits, '-', '_', '.')"
+        ));
+    }
+    if name.to_ascii_lowercase().starts_with("grpc-") {
+        return Some(format!("header {name:?}: grpc- headers are gRPC's own"));
+    }
+    if value.bytes().any(|b| b < 0x20 && b != b'\t' || b == 0x7f) {
+        return Some(format!("header {name:?}: the value has control characters"));
+    }
+    None
+}
+
+/// A PEM file, checked now so that a wrong path stops the agent at start.
+fn read_pem(path: &Path) -> Result<Vec<u8>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !pem.windows(11).any(|w| w == b"-----BEGIN ") {
+        return Err(format!("{} is not a PEM file", path.display()));
+    }
+    Ok(pem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{doc, parse_err, FILE};
+    use super::*;
+
+    fn parse_with(lines: &[&str], vars: &[(&str, &str)]) -> Result<OtlpConfig, ConfigError> {
+        let vars: BTreeMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let env = move |name: &str| vars.get(name).cloned();
+        super::super::parse_with_env(&doc(lines), Path::new(FILE), &env)
+            .map(|c| c.otlp.expect("[otlp] given"))
+    }
+
+    #[test]
+    fn defaults_are_the_sdks() {
+        let c = parse_with(&["[otlp]"], &[]).unwrap();
+        assert_eq!(c.endpoint, "http://localhost:4318/v1/metrics");
+        assert_eq!(c.protocol, Protocol::HttpProtobuf);
+        assert_eq!(c.interval, Duration::from_secs(15));
+        assert_eq!(c.temporality, Temporality::Cumulative);
+        assert!(!c.gc_cause);
+        let grpc = parse_with(&["[otlp]", "protocol = 'grpc'"], &[]).unwrap();
+        assert_eq!(grpc.endpoint, "http://localhost:4317");
+    }
+
+    #[test]
+    fn the_http_path_is_added_only_when_missing() {
+        let c = parse_with(&["[otlp]", "endpoint = 'http://collector:4318'"], &[]).unwrap();
+        assert_eq!(c.endpoint, "http://collector:4318/v1/metrics");
+        let c = parse_with(
+            &["[otlp]", "endpoint = 'https://c:8443/otlp/v1/metrics'"],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(c.endpoint, "https://c:8443/otlp/v1/metrics");
+    }
+
+    #[test]
+    fn the_environment_fills_what_the_file_leaves_out() {
+        let vars = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/base"),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "Authorization=Bearer%20abc,x-tenant=7",
+            ),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+            ("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "Delta"),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "5000"),
+        ];
+        let c = parse_with(&["[otlp]"], &vars).unwrap();
+        assert_eq!(c.endpoint, "http://collector:4318/base/v1/metrics");
+        assert_eq!(c.headers["authorization"], "Bearer abc");
+        assert_eq!(c.headers["x-tenant"], "7");
+        assert_eq!(c.timeout, Duration::from_millis(2500));
+        assert_eq!(c.temporality, Temporality::Delta);
+        assert_eq!(c.interval, Duration::from_secs(5));
+        // The metrics-specific endpoint is used as is; the file wins over both.
+        let specific = [
+            ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://m:9/x"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
+        ];
+        assert_eq!(
+            parse_with(&["[otlp]"], &specific).unwrap().endpoint,
+            "http://m:9/x"
+        );
+        let c = parse_with(&["[otlp]", "timeout = '1s'"], &vars).unwrap();
+        assert_eq!(c.timeout, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn bad_environment_names_the_variable() {
+        let e =
+            parse_with(&["[otlp]"], &[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")]).unwrap_err();
+        let shown = e.to_string();
+        assert!(shown.starts_with(FILE), "{shown}");
+        assert!(shown.contains("OTEL_EXPORTER_OTLP_PROTOCOL"), "{shown}");
+        let e = parse_with(&["[otlp]"], &[("OTEL_EXPORTER_OTLP_TIMEOUT", "10s")]).unwrap_err();
+        assert!(e.to_string().contains("OTEL_EXPORTER_OTLP_TIMEOUT"), "{e}");
+    }
+
+    #[test]
+    fn bad_keys_name_file_line_and_key() {
+        parse_err(&["[otlp]", "protocol = 'http/json'"], 2, "otlp.protocol");
+        parse_err(
+            &["[otlp]", "endpoint = 'collector:4317'"],
+            2,
+            "otlp.endpoint",
+        );
+        parse_err(
+            &["[otlp]", "temporality = 'lowmemory'"],
+            2,
+            "otlp.temporality",
+        );
+        parse_err(&["[otlp]", "interval = '0s'"], 2, "otlp.interval");
+        parse_err(
+            &["[otlp]", "ca_file = '/nonexistent/ca.pem'"],
+            2,
+            "otlp.ca_file",
+        );
+        parse_err(
+            &["[otlp]", "client_key_file = 'Cargo.toml'"],
+            2,
+            "otlp.client_key_file",
+        );
+        parse_err(&["[otlp]", "gc_cause = 'yes'"], 2, "otlp.gc_cause");
+        parse_err(
+            &["[otlp]", "headers = { 'bad name' = 'x' }"],
+            2,
+            "otlp.headers.\"bad name\"",
+        );
+        parse_err(&["[otlp]", "colour = 'blue'"], 2, "otlp.colour");
+    }
+}

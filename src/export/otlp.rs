@@ -1,0 +1,698 @@
+//! OTLP export: the agent state pushed to an OpenTelemetry receiver, as the
+//! [catalog](super::catalog) defines it, over gRPC or http/protobuf.
+//!
+//! Like `/metrics`, each export reads a [`Store::snapshot`](crate::store::Store::snapshot)
+//! and walks the catalog, so both exporters always agree. The request is
+//! built from the OpenTelemetry project's generated OTLP types: the SDK
+//! cannot carry a histogram that is already aggregated, and the model's
+//! histograms are. One request holds a resource per JVM (its log stream)
+//! and one for the agent's own metrics.
+//!
+//! Delivery runs on a thread of its own and never touches the agent's loop.
+//! A failed export is not queued: the next attempt (1 s later, doubling up
+//! to 60 s) reads a newer snapshot, whose cumulative figures include
+//! everything the failed one held; delta points are computed against what
+//! the receiver last acknowledged, so they lose nothing either.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::PoisonError;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use chrono::Utc;
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_client::MetricsServiceClient;
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::metrics::v1::{
+    metric, number_data_point, AggregationTemporality, Gauge, HistogramDataPoint, Metric,
+    NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use prost::Message;
+
+use super::catalog::{Family, Kind, Sample, Scope, Unit, Value, CATALOG};
+use crate::config::{OtlpConfig, Protocol, Temporality};
+use crate::model::histogram::{Histogram, PAUSE_BUCKETS};
+use crate::store::{AgentState, SharedStore, StreamState};
+
+/// Results of `pausewatch_otlp_exports_total`.
+const RESULTS: [&str; 3] = ["success", "failure", "rejected"];
+const MIN_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// A failing receiver is logged at once, then at most this often.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// Starts the exporter's thread: an export every `interval`, retried with
+/// backoff while the receiver fails.
+pub fn spawn(
+    config: OtlpConfig,
+    store: SharedStore,
+    build_version: &'static str,
+) -> anyhow::Result<()> {
+    // reqwest's rustls takes the process's crypto provider; tonic picks ring itself.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let transport = {
+        let _context = runtime.enter();
+        Transport::new(&config)?
+    };
+    let counts = store.write().otlp_exports.clone();
+    counts
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .extend(RESULTS.map(|result| (result, 0)));
+    let mut exporter = Exporter::new(config, build_version);
+    std::thread::Builder::new()
+        .name("otlp".to_string())
+        .spawn(move || {
+            let mut failures = 0u32;
+            let mut last_warning: Option<Instant> = None;
+            loop {
+                let wait = match failures {
+                    0 => exporter.config.interval,
+                    n => (MIN_BACKOFF * 2u32.saturating_pow(n - 1)).min(MAX_BACKOFF),
+                };
+                std::thread::sleep(wait);
+                let state = store.snapshot();
+                let export = exporter.build(&state, SystemTime::now());
+                drop(state);
+                let result = runtime.block_on(transport.send(export.request.clone()));
+                let outcome = match &result {
+                    Ok(0) => "success",
+                    Ok(_) => "rejected",
+                    Err(_) => "failure",
+                };
+                *counts
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .entry(outcome)
+                    .or_insert(0) += 1;
+                match result {
+                    Ok(rejected) => {
+                        if failures > 0 {
+                            tracing::info!(after = failures, "OTLP export succeeds again");
+                        }
+                        if rejected > 0 {
+                            tracing::warn!(rejected, "the OTLP receiver rejected data points");
+                        }
+                        failures = 0;
+                        exporter.acknowledge(export);
+                    }
+                    Err(error) => {
+                        failures += 1;
+                        if last_warning.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+                            tracing::warn!(%error, failures, "OTLP export failed; retrying with backoff");
+                            last_warning = Some(Instant::now());
+                        }
+                    }
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// The sender: a gRPC channel or an HTTP client, with the configured headers.
+enum Transport {
+    Grpc {
+        client: MetricsServiceClient<tonic::transport::Channel>,
+        metadata: tonic::metadata::MetadataMap,
+        timeout: Duration,
+    },
+    Http {
+        client: reqwest::Client,
+        url: String,
+        headers: reqwest::header::HeaderMap,
+    },
+}
+
+impl Transport {
+    /// Needs a tokio runtime entered (the gRPC channel connects lazily on it).
+    fn new(config: &OtlpConfig) -> anyhow::Result<Transport> {
+        match config.protocol {
+            Protocol::Grpc => {
+                let mut endpoint =
+                    tonic::transport::Endpoint::from_shared(config.endpoint.clone())?
+                        .connect_timeout(config.timeout)
+                        .timeout(config.timeout);
+                if config.endpoint.starts_with("https:") {
+                    let mut tls = tonic::transport::ClientTlsConfig::new();
+                    tls = match &config.tls.ca {
+                        Some(ca) => tls.ca_certificate(tonic::transport::Certificate::from_pem(ca)),
+                        None => tls.with_native_roots(),
+                    };
+                    if let Some((cert, key)) = &config.tls.client {
+                        tls = tls.identity(tonic::transport::Identity::from_pem(cert, key));
+                    }
+                    endpoint = endpoint.tls_config(tls)?;
+                }
+                let mut metadata = tonic::metadata::MetadataMap::new();
+                for (name, value) in &config.headers {
+                    let name = tonic::metadata::MetadataKey::from_bytes(name.as_bytes())?;
+                    metadata.insert(name, value.parse()?);
+                }
+                Ok(Transport::Grpc {
+                    client: MetricsServiceClient::new(endpoint.connect_lazy()),
+                    metadata,
+                    timeout: config.timeout,
+                })
+            }
+            Protocol::HttpProtobuf => {
+                let mut builder = reqwest::Client::builder()
+                    .timeout(config.timeout)
+                    .connect_timeout(config.timeout)
+                    .user_agent(concat!("pausewatch/", env!("CARGO_PKG_VERSION")));
+                if let Some(ca) = &config.tls.ca {
+                    builder = builder.tls_certs_only(reqwest::Certificate::from_pem_bundle(ca)?);
+                }
+                if let Some((cert, key)) = &config.tls.client {
+                    builder = builder.identity(reqwest::Identity::from_pem(
+                        &[cert.as_slice(), b"\n", key].concat(),
+                    )?);
+                }
+                let mut headers = reqwest::header::HeaderMap::new();
+                for (name, value) in &config.headers {
+                    headers.insert(
+                        reqwest::header::HeaderName::from_bytes(name.as_bytes())?,
+                        value.parse()?,
+                    );
+                }
+                Ok(Transport::Http {
+                    client: builder.build()?,
+                    url: config.endpoint.clone(),
+                    headers,
+                })
+            }
+        }
+    }
+
+    /// Sends one request; `Ok` holds the data points the receiver rejected.
+    async fn send(&self, request: ExportMetricsServiceRequest) -> Result<i64, String> {
+        let response = match self {
+            Transport::Grpc {
+                client,
+                metadata,
+                timeout,
+            } => {
+                let mut request = tonic::Request::new(request);
+                *request.metadata_mut() = metadata.clone();
+                request.set_timeout(*timeout);
+                client
+                    .clone()
+                    .export(request)
+                    .await
+                    .map_err(|status| format!("gRPC {:?}: {}", status.code(), status.message()))?
+                    .into_inner()
+            }
+            Transport::Http {
+                client,
+                url,
+                headers,
+            } => {
+                let response = client
+                    .post(url)
+                    .headers(headers.clone())
+                    .header("Content-Type", "application/x-protobuf")
+                    .body(request.encode_to_vec())
+                    .send()
+                    .await
+                    .map_err(|e| format!("POST {url}: {e}"))?;
+                let status = response.status();
+                let body = response
+                    .bytes()
+                    .await
+                    .map_err(|e| format!("POST {url}: {e}"))?;
+                if !status.is_success() {
+                    let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+                    return Err(format!("POST {url}: HTTP {status}: {text}"));
+                }
+                // Receivers may answer 200 with an empty body.
+                ExportMetricsServiceResponse::decode(body).unwrap_or_default()
+            }
+        };
+        Ok(response
+            .partial_success
+            .map_or(0, |partial| partial.rejected_data_points))
+    }
+}
+
+/// Identifies a series across exports, for delta points.
+type SeriesKey = (String, Cow<'static, str>, Vec<(String, String)>);
+
+/// A point's figure, owned so it can be remembered.
+#[derive(Debug, Clone, PartialEq)]
+enum Figure {
+    Int(u64),
+    Float(f64),
+    Histogram(Histogram),
+}
+
+impl Figure {
+    fn of(value: Value<'_>) -> Figure {
+        match value {
+            Value::Int(v) => Figure::Int(v),
+            Value::Float(v) => Figure::Float(v),
+            Value::Histogram(h) => Figure::Histogram(h.clone()),
+        }
+    }
+
+    /// Adds a series that differs only by a dropped attribute (`jvm.gc.cause`).
+    fn add(&mut self, other: &Figure) {
+        match (self, other) {
+            (Figure::Int(a), Figure::Int(b)) => *a += b,
+            (Figure::Float(a), Figure::Float(b)) => *a += b,
+            (Figure::Histogram(a), Figure::Histogram(b)) => a.merge(b),
+            (a, b) => unreachable!("a family reads one kind of value: {a:?} and {b:?}"),
+        }
+    }
+
+    /// What happened since `before`; `None` when the series went back (a
+    /// stream forgotten and found again): then it starts over.
+    fn since(&self, before: &Figure) -> Option<Figure> {
+        match (self, before) {
+            (Figure::Int(now), Figure::Int(then)) => now.checked_sub(*then).map(Figure::Int),
+            (Figure::Float(now), Figure::Float(then)) => {
+                (now >= then).then(|| Figure::Float(now - then))
+            }
+            (Figure::Histogram(now), Figure::Histogram(then)) => {
+                let count = now.count.checked_sub(then.count)?;
+                let buckets = PAUSE_BUCKETS
+                    .iter()
+                    .enumerate()
+                    .map(|(i, _)| {
+                        let at = |h: &Histogram| h.buckets.get(i).copied().unwrap_or(0);
+                        at(now).checked_sub(at(then))
+                    })
+                    .collect::<Option<Vec<u64>>>()?;
+                Some(Figure::Histogram(Histogram {
+                    buckets,
+                    count,
+                    sum: now.sum - then.sum,
+                }))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What the receiver last acknowledged of a series: for delta points.
+#[derive(Debug, Clone)]
+struct Acknowledged {
+    figure: Figure,
+    at: SystemTime,
+}
+
+/// One built export: the request, and the figures it reported.
+pub struct Export {
+    pub request: ExportMetricsServiceRequest,
+    sent: Vec<(SeriesKey, Figure)>,
+    at: SystemTime,
+}
+
+/// Builds requests from snapshots; remembers what was acknowledged.
+pub struct Exporter {
+    config: OtlpConfig,
+    build_version: &'static str,
+    /// When the cumulative series start: the agent's start.
+    started: SystemTime,
+    host: String,
+    /// `OTEL_RESOURCE_ATTRIBUTES`, then `[otlp] resource_attributes`.
+    common_attributes: BTreeMap<String, String>,
+    /// `OTEL_SERVICE_NAME`, which names the agent's resource.
+    service_name: Option<String>,
+    acknowledged: BTreeMap<SeriesKey, Acknowledged>,
+}
+
+/// The resource of the agent's own metrics.
+const AGENT: &str = "agent";
+
+impl Exporter {
+    pub fn new(config: OtlpConfig, build_version: &'static str) -> Exporter {
+        let from_env = opentelemetry_sdk::Resource::builder_empty()
+            .with_detector(Box::new(
+                opentelemetry_sdk::resource::EnvResourceDetector::new(),
+            ))
+            .build();
+        let mut common_attributes: BTreeMap<String, String> = from_env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_str().into_owned()))
+            .collect();
+        common_attributes.extend(config.resource_attributes.clone());
+        let service_name = std::env::var("OTEL_SERVICE_NAME")
+            .ok()
+            .filter(|name| !name.trim().is_empty());
+        Exporter {
+            config,
+            build_version,
+            started: SystemTime::now(),
+            host: host_name(),
+            common_attributes,
+            service_name,
+            acknowledged: BTreeMap::new(),
+        }
+    }
+
+    /// The request for `state` at `now`.
+    pub fn build(&self, state: &AgentState, now: SystemTime) -> Export {
+        let clock = chrono::DateTime::<Utc>::from(now);
+        // Resource key -> family index -> points.
+        let mut points: BTreeMap<String, BTreeMap<usize, Vec<Point>>> = BTreeMap::new();
+        for (index, family) in CATALOG.iter().enumerate() {
+            for scope in family.scopes {
+                match scope {
+                    Scope::Stream(read) => {
+                        for stream in state.streams.values() {
+                            let into = points.entry(stream.log.clone()).or_default();
+                            self.add(into, index, Vec::new(), read(stream, clock));
+                        }
+                    }
+                    Scope::AccessLog(read) => {
+                        for access in state.access_streams.values() {
+                            // On the resource of the JVM the requests are lined up with.
+                            let resource = match &access.target {
+                                Some(log) if state.stream_by_log(log).is_some() => log.clone(),
+                                _ => AGENT.to_string(),
+                            };
+                            let scope =
+                                vec![("pausewatch.access_log".to_string(), access.log.clone())];
+                            let into = points.entry(resource).or_default();
+                            self.add(into, index, scope, read(access));
+                        }
+                    }
+                    Scope::Alert(read) => {
+                        for alert in state.alerts.iter() {
+                            let scope = alert
+                                .labels
+                                .iter()
+                                .filter(|(name, _)| !family.labels.contains(&name.as_str()))
+                                .map(|(name, value)| (name.clone(), value.clone()))
+                                .collect();
+                            let into = points.entry(AGENT.to_string()).or_default();
+                            self.add(into, index, scope, read(alert));
+                        }
+                    }
+                    Scope::Agent(read) => {
+                        let into = points.entry(AGENT.to_string()).or_default();
+                        self.add(into, index, Vec::new(), read(state, self.build_version));
+                    }
+                }
+            }
+        }
+
+        let streams: BTreeMap<&str, &StreamState> = state
+            .streams
+            .values()
+            .map(|stream| (stream.log.as_str(), stream.as_ref()))
+            .collect();
+        let mut sent = Vec::new();
+        let resource_metrics = points
+            .into_iter()
+            .map(|(resource, families)| {
+                let attributes = match streams.get(resource.as_str()) {
+                    Some(stream) => self.jvm_resource(stream),
+                    None => self.agent_resource(),
+                };
+                let metrics = families
+                    .into_iter()
+                    .filter(|(_, points)| !points.is_empty())
+                    .map(|(index, points)| {
+                        self.metric(&CATALOG[index], &resource, points, now, &mut sent)
+                    })
+                    .collect();
+                ResourceMetrics {
+                    resource: Some(Resource {
+                        attributes: key_values(attributes),
+                        ..Default::default()
+                    }),
+                    scope_metrics: vec![ScopeMetrics {
+                        scope: Some(InstrumentationScope {
+                            name: "pausewatch".to_string(),
+                            version: self.build_version.to_string(),
+                            ..Default::default()
+                        }),
+                        metrics,
+                        schema_url: String::new(),
+                    }],
+                    schema_url: String::new(),
+                }
+            })
+            .collect();
+        Export {
+            request: ExportMetricsServiceRequest { resource_metrics },
+            sent,
+            at: now,
+        }
+    }
+
+    /// Remembers what an export the receiver accepted reported.
+    pub fn acknowledge(&mut self, export: Export) {
+        if self.config.temporality == Temporality::Cumulative {
+            return;
+        }
+        for (key, figure) in export.sent {
+            self.acknowledged.insert(
+                key,
+                Acknowledged {
+                    figure,
+                    at: export.at,
+                },
+            );
+        }
+    }
+
+    /// Adds the family's samples, with attributes under OpenTelemetry's
+    /// names; samples left alike by dropping `jvm.gc.cause` are added up.
+    fn add(
+        &self,
+        into: &mut BTreeMap<usize, Vec<Point>>,
+        index: usize,
+        scope: Vec<(String, String)>,
+        samples: Vec<Sample<'_>>,
+    ) {
+        let family = &CATALOG[index];
+        let points = into.entry(index).or_default();
+        for sample in samples {
+            let mut attributes = scope.clone();
+            let fixed = family.semconv.map_or(&[][..], |s| s.attributes);
+            attributes.extend(fixed.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+            for (label, value) in family.labels.iter().zip(sample.labels) {
+                if *label == "cause" && !self.config.gc_cause {
+                    continue;
+                }
+                attributes.push((
+                    Family::otel_attribute(label).to_string(),
+                    value.into_owned(),
+                ));
+            }
+            let figure = Figure::of(sample.value);
+            match points.iter_mut().find(|p| p.attributes == attributes) {
+                Some(point) => point.figure.add(&figure),
+                None => points.push(Point { attributes, figure }),
+            }
+        }
+    }
+
+    fn metric(
+        &self,
+        family: &Family,
+        resource: &str,
+        points: Vec<Point>,
+        now: SystemTime,
+        sent: &mut Vec<(SeriesKey, Figure)>,
+    ) -> Metric {
+        let name = family.otel_name();
+        let delta = self.config.temporality == Temporality::Delta;
+        let temporality = if delta {
+            AggregationTemporality::Delta
+        } else {
+            AggregationTemporality::Cumulative
+        } as i32;
+        let time = unix_nanos(now);
+        let cumulative = matches!(family.kind, Kind::Counter | Kind::Histogram);
+        let mut reported = Vec::new();
+        for point in points {
+            let (figure, start) = if delta && cumulative {
+                let key = (resource.to_string(), name.clone(), point.attributes.clone());
+                let before = self.acknowledged.get(&key);
+                let since = before.and_then(|b| Some((point.figure.since(&b.figure)?, b.at)));
+                sent.push((key, point.figure.clone()));
+                since.unwrap_or((point.figure, self.started))
+            } else {
+                (point.figure, self.started)
+            };
+            let start = if cumulative { unix_nanos(start) } else { 0 };
+            reported.push((key_values(point.attributes), figure, start));
+        }
+        let numbers = |reported: Vec<(Vec<KeyValue>, Figure, u64)>| {
+            reported
+                .into_iter()
+                .map(|(attributes, figure, start)| NumberDataPoint {
+                    attributes,
+                    start_time_unix_nano: start,
+                    time_unix_nano: time,
+                    value: Some(match figure {
+                        Figure::Int(v) => number_data_point::Value::AsInt(v as i64),
+                        Figure::Float(v) => number_data_point::Value::AsDouble(v),
+                        Figure::Histogram(_) => unreachable!("numbers only"),
+                    }),
+                    ..Default::default()
+                })
+                .collect()
+        };
+        let data = match family.kind {
+            Kind::Counter => metric::Data::Sum(Sum {
+                data_points: numbers(reported),
+                aggregation_temporality: temporality,
+                is_monotonic: true,
+            }),
+            Kind::Gauge | Kind::Info => metric::Data::Gauge(Gauge {
+                data_points: numbers(reported),
+            }),
+            Kind::Histogram => {
+                metric::Data::Histogram(opentelemetry_proto::tonic::metrics::v1::Histogram {
+                    data_points: reported
+                        .into_iter()
+                        .map(|(attributes, figure, start)| {
+                            let Figure::Histogram(h) = figure else {
+                                unreachable!("histogram families read histograms")
+                            };
+                            histogram_point(attributes, &h, start, time)
+                        })
+                        .collect(),
+                    aggregation_temporality: temporality,
+                })
+            }
+        };
+        Metric {
+            name: name.into_owned(),
+            description: family.help.to_string(),
+            unit: otel_unit(family.unit).to_string(),
+            data: Some(data),
+            ..Default::default()
+        }
+    }
+
+    /// A JVM's resource: what identifies the service and the process.
+    fn jvm_resource(&self, stream: &StreamState) -> BTreeMap<String, String> {
+        let mut attributes = self.common_attributes.clone();
+        // Configured labels (`env`, `team`) describe the JVM; `service` names it.
+        attributes.extend(
+            (stream.labels.iter())
+                .filter(|(name, _)| *name != "service")
+                .map(|(name, value)| (name.clone(), value.clone())),
+        );
+        let service = stream
+            .labels
+            .get("service")
+            .cloned()
+            .unwrap_or_else(|| "unknown_service:java".to_string());
+        attributes.insert("service.name".to_string(), service);
+        attributes.insert(
+            "service.instance.id".to_string(),
+            format!("{}:{}", self.host, stream.log),
+        );
+        attributes.insert("host.name".to_string(), self.host.clone());
+        attributes.insert("pausewatch.log".to_string(), stream.log.clone());
+        if let Some(version) = &stream.jvm.jdk_version {
+            attributes.insert("process.runtime.version".to_string(), version.clone());
+        }
+        attributes
+    }
+
+    /// The agent's resource, for its own metrics.
+    fn agent_resource(&self) -> BTreeMap<String, String> {
+        let pid = std::process::id().to_string();
+        let mut attributes = BTreeMap::from([
+            ("service.name".to_string(), "pausewatch".to_string()),
+            (
+                "service.version".to_string(),
+                self.build_version.to_string(),
+            ),
+            (
+                "service.instance.id".to_string(),
+                format!("{}:{pid}", self.host),
+            ),
+            ("host.name".to_string(), self.host.clone()),
+            ("process.pid".to_string(), pid),
+        ]);
+        attributes.extend(self.common_attributes.clone());
+        if let Some(name) = &self.service_name {
+            attributes.insert("service.name".to_string(), name.clone());
+        }
+        attributes
+    }
+}
+
+/// One data point before it is encoded.
+struct Point {
+    attributes: Vec<(String, String)>,
+    figure: Figure,
+}
+
+/// OTLP wants cumulative bucket bounds without the `+Inf` one, and a count per bucket.
+fn histogram_point(
+    attributes: Vec<KeyValue>,
+    histogram: &Histogram,
+    start: u64,
+    time: u64,
+) -> HistogramDataPoint {
+    HistogramDataPoint {
+        attributes,
+        start_time_unix_nano: start,
+        time_unix_nano: time,
+        count: histogram.count,
+        sum: Some(histogram.sum),
+        bucket_counts: (0..PAUSE_BUCKETS.len())
+            .map(|i| histogram.buckets.get(i).copied().unwrap_or(0))
+            .collect(),
+        explicit_bounds: PAUSE_BUCKETS
+            .iter()
+            .copied()
+            .filter(|bound| bound.is_finite())
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// UCUM, as the semantic conventions spell units.
+fn otel_unit(unit: Unit) -> &'static str {
+    match unit {
+        Unit::Seconds => "s",
+        Unit::Bytes => "By",
+        Unit::Ratio | Unit::None => "1",
+    }
+}
+
+/// String attributes, but `process.pid`, which the conventions make an int.
+fn key_values(attributes: impl IntoIterator<Item = (String, String)>) -> Vec<KeyValue> {
+    attributes
+        .into_iter()
+        .map(|(key, value)| {
+            let value = match (key.as_str(), value.parse()) {
+                ("process.pid", Ok(pid)) => any_value::Value::IntValue(pid),
+                _ => any_value::Value::StringValue(value),
+            };
+            KeyValue {
+                key,
+                value: Some(AnyValue { value: Some(value) }),
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+fn unix_nanos(at: SystemTime) -> u64 {
+    at.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
