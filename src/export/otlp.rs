@@ -696,3 +696,138 @@ fn host_name() -> String {
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "localhost".to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::export::prometheus::tests::fixture_stream;
+
+    fn config(temporality: Temporality, gc_cause: bool) -> OtlpConfig {
+        OtlpConfig {
+            endpoint: "http://localhost:4318/v1/metrics".to_string(),
+            protocol: Protocol::HttpProtobuf,
+            interval: Duration::from_secs(15),
+            timeout: Duration::from_secs(10),
+            headers: BTreeMap::new(),
+            temporality,
+            tls: Default::default(),
+            resource_attributes: BTreeMap::new(),
+            gc_cause,
+        }
+    }
+
+    /// `jvm.gc.duration` points of the request: attributes, count, sum, start.
+    fn gc_points(request: &ExportMetricsServiceRequest) -> Vec<(Vec<String>, u64, f64, u64)> {
+        let metrics = request
+            .resource_metrics
+            .iter()
+            .flat_map(|r| &r.scope_metrics)
+            .flat_map(|s| &s.metrics);
+        let mut points = Vec::new();
+        for metric in metrics.filter(|m| m.name == "jvm.gc.duration") {
+            let Some(metric::Data::Histogram(h)) = &metric.data else {
+                panic!("jvm.gc.duration is a histogram");
+            };
+            for p in &h.data_points {
+                let attributes = p.attributes.iter().map(|kv| format!("{kv:?}")).collect();
+                points.push((attributes, p.count, p.sum.unwrap(), p.start_time_unix_nano));
+            }
+        }
+        points
+    }
+
+    #[test]
+    fn otel_names_are_distinct_and_follow_the_conventions() {
+        let mut seen = BTreeSet::new();
+        for family in CATALOG {
+            let name = family.otel_name();
+            assert!(seen.insert(name.clone()), "{name} twice");
+            match family.semconv {
+                Some(_) => assert!(name.starts_with("jvm."), "{name}"),
+                None => assert!(name.starts_with("pausewatch."), "{name}"),
+            }
+            for suffix in ["_total", "_seconds", "_bytes"] {
+                assert!(
+                    !name.ends_with(suffix),
+                    "{name}: the unit is {:?}",
+                    family.unit
+                );
+            }
+        }
+        let gc = CATALOG
+            .iter()
+            .find(|f| f.name == "jvm_gc_pause_seconds")
+            .unwrap();
+        assert_eq!(gc.otel_name(), "jvm.gc.duration");
+        let stalls = CATALOG
+            .iter()
+            .find(|f| f.name == "pausewatch_allocation_stall_seconds_total")
+            .unwrap();
+        assert_eq!(stalls.otel_name(), "pausewatch.allocation_stall");
+    }
+
+    #[test]
+    fn causes_are_added_up_unless_asked_for() {
+        let state = AgentState::from_streams([fixture_stream()]);
+        let series = &state.streams.values().next().unwrap().jvm.pauses;
+        let now = SystemTime::now();
+        let with = Exporter::new(config(Temporality::Cumulative, true), "1");
+        let by_cause = gc_points(&with.build(&state, now).request);
+        assert_eq!(by_cause.len(), series.len());
+        let without = Exporter::new(config(Temporality::Cumulative, false), "1");
+        let merged = gc_points(&without.build(&state, now).request);
+        let collectors: BTreeSet<(&str, &str)> = series
+            .iter()
+            .map(|s| (s.gc.as_str(), s.action.as_str()))
+            .collect();
+        assert_eq!(merged.len(), collectors.len());
+        let total = |points: &[(Vec<String>, u64, f64, u64)]| -> (u64, f64) {
+            (
+                points.iter().map(|p| p.1).sum(),
+                points.iter().map(|p| p.2).sum(),
+            )
+        };
+        let (count, sum) = total(&merged);
+        assert_eq!(count, series.iter().map(|s| s.histogram.count).sum::<u64>());
+        assert!((sum - total(&by_cause).1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn delta_points_cover_what_the_receiver_has_not_acknowledged() {
+        let stream = fixture_stream();
+        let all = stream.jvm.pauses[0].histogram.count;
+        let mut state = AgentState::from_streams([stream]);
+        let mut exporter = Exporter::new(config(Temporality::Delta, true), "1");
+        let t0 = UNIX_EPOCH + Duration::from_secs(1_000);
+        let first = exporter.build(&state, t0);
+        assert_eq!(
+            gc_points(&first.request)[0].1,
+            all,
+            "first delta: everything"
+        );
+        exporter.acknowledge(first);
+
+        let observe = |state: &mut AgentState, pause: f64| {
+            let stream = state.stream_mut(crate::store::StreamId(1)).unwrap();
+            stream.jvm.pauses[0].histogram.observe(pause);
+        };
+        observe(&mut state, 0.25);
+        let t1 = t0 + Duration::from_secs(15);
+        // Not acknowledged (the receiver was down): the next delta holds it too.
+        let lost = exporter.build(&state, t1);
+        assert_eq!(gc_points(&lost.request)[0].1, 1);
+        drop(lost);
+        observe(&mut state, 0.5);
+        let t2 = t1 + Duration::from_secs(15);
+        let second = exporter.build(&state, t2);
+        let (_, count, sum, start) = gc_points(&second.request)[0].clone();
+        assert_eq!(count, 2);
+        assert!((sum - 0.75).abs() < 1e-12, "{sum}");
+        assert_eq!(start, unix_nanos(t0), "from the last acknowledged export");
+        exporter.acknowledge(second);
+        let third = exporter.build(&state, t2 + Duration::from_secs(15));
+        assert_eq!(gc_points(&third.request)[0].1, 0);
+    }
+}
