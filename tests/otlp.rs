@@ -93,6 +93,8 @@ impl Rotel {
             .args([
                 "--debug-log",
                 "metrics",
+                "--debug-log",
+                "logs",
                 "--debug-log-verbosity",
                 "detailed",
             ])
@@ -126,6 +128,14 @@ impl Rotel {
         self.outputs
             .iter()
             .flat_map(|output| parse_debug_log(&std::fs::read_to_string(output).unwrap()))
+            .collect()
+    }
+
+    /// Every log record received so far, by all runs, in order.
+    fn records(&self) -> Vec<Record> {
+        self.outputs
+            .iter()
+            .flat_map(|output| parse_log_records(&std::fs::read_to_string(output).unwrap()))
             .collect()
     }
 }
@@ -235,6 +245,84 @@ fn parse_debug_log(text: &str) -> Vec<Point> {
     }
     finish(&mut points, &current, in_point);
     points
+}
+
+/// One log record as rotel logged it.
+#[derive(Debug, Clone, Default)]
+struct Record {
+    resource: BTreeMap<String, String>,
+    event_name: String,
+    time: u64,
+    attributes: BTreeMap<String, String>,
+}
+
+/// The log records of rotel's detailed debug output.
+fn parse_log_records(text: &str) -> Vec<Record> {
+    let mut records = Vec::new();
+    let mut resource = BTreeMap::new();
+    let mut current: Option<Record> = None;
+    let mut in_resource = false;
+    for line in text.lines().map(str::trim_end) {
+        if line.starts_with("ResourceLog #") || line.starts_with("ResourceMetrics #") {
+            records.extend(current.take());
+            resource.clear();
+            in_resource = false;
+        } else if line == "Resource attributes:" {
+            in_resource = true;
+        } else if line.starts_with("ScopeLogs #") || line.starts_with("ScopeMetrics #") {
+            in_resource = false;
+        } else if line.starts_with("LogRecord #") {
+            records.extend(current.take());
+            current = Some(Record {
+                resource: resource.clone(),
+                ..Record::default()
+            });
+        } else if let Some(rest) = line.trim_start().strip_prefix("-> ") {
+            let Some((key, value)) = rest.split_once(": ") else {
+                continue;
+            };
+            let value = (value.split_once('('))
+                .and_then(|(_, v)| v.strip_suffix(')'))
+                .unwrap_or(value)
+                .to_string();
+            match (&mut current, in_resource) {
+                (_, true) => {
+                    resource.insert(key.to_string(), value);
+                }
+                (Some(record), false) => {
+                    record.attributes.insert(key.to_string(), value);
+                }
+                (None, false) => {}
+            }
+        } else if let Some(record) = &mut current {
+            if let Some(name) = line.strip_prefix("EventName: ") {
+                record.event_name = name.to_string();
+            } else if let Some(time) = line.strip_prefix("Timestamp: ") {
+                record.time = time.parse().unwrap_or(0);
+            }
+        }
+    }
+    records.extend(current);
+    records
+}
+
+/// Per `jvm.gc.name`: the `jvm.gc.pause` records of agent `agent` and
+/// their durations added up.
+fn record_totals(records: &[Record], agent: &str) -> BTreeMap<String, (u64, f64)> {
+    let mut totals: BTreeMap<String, (u64, f64)> = BTreeMap::new();
+    for record in records.iter().filter(|r| {
+        r.event_name == "jvm.gc.pause"
+            && r.resource.get("test.agent").map(String::as_str) == Some(agent)
+    }) {
+        let total = totals
+            .entry(record.attributes["jvm.gc.name"].clone())
+            .or_default();
+        total.0 += 1;
+        total.1 += record.attributes["pausewatch.pause.duration"]
+            .parse::<f64>()
+            .unwrap();
+    }
+    totals
 }
 
 /// The `jvm.gc.duration` points of the resource with `resource` attribute
@@ -460,6 +548,9 @@ fn both_protocols_deliver_the_jvms_pauses_and_the_resources() {
         assert_agree(&gc_totals(&points, agent), &metrics_totals(port), &truth);
     }
 
+    // Pause records are off unless asked for.
+    assert!(receiver.records().is_empty());
+
     // jvm.gc.cause only where asked for; every point in seconds.
     for point in gc_duration(&points, "http") {
         assert!(!point.attributes.contains_key("jvm.gc.cause"), "{point:?}");
@@ -527,10 +618,13 @@ fn delta_adds_up_and_a_receiver_outage_loses_nothing() {
         "cumulative",
         ports[0],
         &gc_log,
-        &[format!(
-            "endpoint = \"http://127.0.0.1:{}\"",
-            cumulative_receiver.http
-        )],
+        &[
+            format!(
+                "endpoint = \"http://127.0.0.1:{}\"",
+                cumulative_receiver.http
+            ),
+            "pause_events = true".to_string(),
+        ],
     );
     let delta = agent_config(
         dir,
@@ -595,7 +689,10 @@ fn delta_adds_up_and_a_receiver_outage_loses_nothing() {
         |_| {
             let cumulative = gc_totals(&cumulative_receiver.points(), "cumulative");
             let delta = gc_totals(&delta_receiver.points(), "delta");
-            complete(&cumulative, ports[0], &truth) && complete(&delta, ports[1], &truth)
+            let records = record_totals(&cumulative_receiver.records(), "cumulative");
+            complete(&cumulative, ports[0], &truth)
+                && complete(&delta, ports[1], &truth)
+                && complete(&records, ports[0], &truth)
         },
     );
     // Two more exports: nothing is counted twice.
@@ -622,6 +719,21 @@ fn delta_adds_up_and_a_receiver_outage_loses_nothing() {
         }
     }
     assert!(exports(ports[1], "success") >= 2.0);
+
+    // One pause record per pause, none twice, across the outage.
+    let records = cumulative_receiver.records();
+    assert_agree(
+        &record_totals(&records, "cumulative"),
+        &metrics_totals(ports[0]),
+        &truth,
+    );
+    for record in records.iter().filter(|r| r.event_name == "jvm.gc.pause") {
+        let start = &record.attributes["pausewatch.pause.start"];
+        let end = &record.attributes["pausewatch.pause.end"];
+        assert!(start <= end, "{record:?}");
+        assert!(record.attributes.contains_key("pausewatch.pause.name"));
+        assert_eq!(record.attributes["pausewatch.collector"], "g1");
+    }
 }
 
 #[test]

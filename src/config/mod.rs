@@ -274,7 +274,13 @@ impl Ctx<'_> {
             self.alerts(raw_alerts, &mut config.alerts)?;
         }
         if let Some(raw_otlp) = &raw.otlp {
-            config.otlp = Some(self.otlp(raw_otlp, env)?);
+            let otlp = self.otlp(raw_otlp, env)?;
+            if otlp.pause_events {
+                for source in &mut config.gc_log {
+                    source.pause_records = otlp::PAUSE_RECORDS_KEPT;
+                }
+            }
+            config.otlp = Some(otlp);
         }
         Ok(config)
     }

@@ -57,7 +57,19 @@ pub struct OtlpConfig {
     /// The opt-in `jvm.gc.cause` attribute on `jvm.gc.duration`: one series
     /// per cause, as `jvm_gc_pause_seconds` has.
     pub gc_cause: bool,
+    /// Each pause as a `jvm.gc.pause` log record, to the logs endpoint.
+    pub pause_events: bool,
+    /// Where the pause records go, while `pause_events` is on: for
+    /// http/protobuf `/v1/logs` beside `/v1/metrics`; for gRPC the endpoint.
+    pub logs_endpoint: Option<String>,
 }
+
+/// Pauses each JVM keeps for the records while the receiver is away; older
+/// ones are dropped and counted (`pausewatch_otlp_pause_records_dropped_total`).
+pub const PAUSE_RECORDS_KEPT: usize = 10_000;
+/// The paths OTLP/HTTP receivers serve, appended to an endpoint without one.
+const METRICS_PATH: &str = "/v1/metrics";
+const LOGS_PATH: &str = "/v1/logs";
 
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(15);
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -76,6 +88,8 @@ pub(super) struct RawOtlp {
     client_key_file: Option<Spanned<Value>>,
     resource_attributes: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     gc_cause: Option<Spanned<Value>>,
+    pause_events: Option<Spanned<Value>>,
+    logs_endpoint: Option<Spanned<Value>>,
 }
 
 /// Reads environment variables; tests pass their own.
@@ -145,7 +159,7 @@ impl Ctx<'_> {
                 let path = at("endpoint");
                 let text = self.string(v, &path)?;
                 let origin = Origin::File(v, path);
-                endpoint_url(text, protocol, false).map_err(|m| fail(&origin, m))?
+                endpoint_url(text, protocol, METRICS_PATH, false).map_err(|m| fail(&origin, m))?
             }
             None => {
                 let specific = env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").filter(|v| !v.is_empty());
@@ -163,7 +177,7 @@ impl Ctx<'_> {
                 } else {
                     text
                 };
-                endpoint_url(&text, protocol, as_is || !name.is_empty())
+                endpoint_url(&text, protocol, METRICS_PATH, as_is || !name.is_empty())
                     .map_err(|m| fail(&Origin::Env(name.to_string()), m))?
             }
         };
@@ -290,12 +304,45 @@ impl Ctx<'_> {
             resource_attributes.insert(name.get_ref().clone(), value.get_ref().clone());
         }
 
-        let gc_cause = match &raw.gc_cause {
+        let flag = |value: &Option<Spanned<Value>>, k: &str| match value {
             Some(v) => v
                 .get_ref()
                 .as_bool()
-                .ok_or_else(|| self.type_err(v, &at("gc_cause"), "true or false"))?,
-            None => false,
+                .ok_or_else(|| self.type_err(v, &at(k), "true or false")),
+            None => Ok(false),
+        };
+        let gc_cause = flag(&raw.gc_cause, "gc_cause")?;
+        let pause_events = flag(&raw.pause_events, "pause_events")?;
+        let logs_endpoint = match (&raw.logs_endpoint, protocol) {
+            _ if !pause_events => None,
+            (Some(v), _) => {
+                let path = at("logs_endpoint");
+                let text = self.string(v, &path)?;
+                let origin = Origin::File(v, path);
+                Some(endpoint_url(text, protocol, LOGS_PATH, false).map_err(|m| fail(&origin, m))?)
+            }
+            (None, Protocol::Grpc) => Some(endpoint.clone()),
+            (None, Protocol::HttpProtobuf) => {
+                let name = "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT";
+                let beside = endpoint
+                    .strip_suffix(METRICS_PATH)
+                    .map(|base| format!("{base}{LOGS_PATH}"));
+                match (raw.endpoint.is_none().then(|| env(name)).flatten(), beside) {
+                    (Some(text), _) => Some(
+                        endpoint_url(&text, protocol, LOGS_PATH, true)
+                            .map_err(|m| fail(&Origin::Env(name.to_string()), m))?,
+                    ),
+                    (None, Some(url)) => Some(url),
+                    (None, None) => {
+                        let v = raw.pause_events.as_ref().expect("pause_events is on");
+                        return Err(self.err(
+                            v.span(),
+                            &at("pause_events"),
+                            format!("the endpoint {endpoint} does not end in {METRICS_PATH}: set logs_endpoint"),
+                        ));
+                    }
+                }
+            }
         };
 
         Ok(OtlpConfig {
@@ -308,6 +355,8 @@ impl Ctx<'_> {
             tls: TlsFiles { ca, client },
             resource_attributes,
             gc_cause,
+            pause_events,
+            logs_endpoint,
         })
     }
 }
@@ -319,9 +368,9 @@ fn default_endpoint(protocol: Protocol) -> &'static str {
     }
 }
 
-/// Checks an endpoint URL; for http/protobuf, `/v1/metrics` is added to one
-/// given without a path unless `as_is`.
-fn endpoint_url(text: &str, protocol: Protocol, as_is: bool) -> Result<String, String> {
+/// Checks an endpoint URL; for http/protobuf, the signal's `path` is added
+/// to one given without a path unless `as_is`.
+fn endpoint_url(text: &str, protocol: Protocol, path: &str, as_is: bool) -> Result<String, String> {
     let text = text.trim();
     let mut url = reqwest::Url::parse(text).map_err(|e| {
         format!("invalid endpoint {text:?}: {e} (expected http://HOST:PORT or https://HOST:PORT)")
@@ -332,7 +381,7 @@ fn endpoint_url(text: &str, protocol: Protocol, as_is: bool) -> Result<String, S
         ));
     }
     if protocol == Protocol::HttpProtobuf && !as_is && matches!(url.path(), "" | "/") {
-        url.set_path("/v1/metrics");
+        url.set_path(path);
     }
     let mut url = url.to_string();
     // gRPC wants the bare origin; the URL type adds a `/` path to it.
@@ -443,6 +492,42 @@ mod tests {
         assert!(!c.gc_cause);
         let grpc = parse_with(&["[otlp]", "protocol = 'grpc'"], &[]).unwrap();
         assert_eq!(grpc.endpoint, "http://localhost:4317");
+        assert_eq!(c.logs_endpoint, None);
+    }
+
+    #[test]
+    fn pause_records_go_beside_the_metrics() {
+        let on = |lines: &[&str]| {
+            let mut lines = lines.to_vec();
+            lines.insert(0, "[otlp]");
+            lines.push("pause_events = true");
+            parse_with(&lines, &[]).map(|c| c.logs_endpoint.unwrap())
+        };
+        assert_eq!(on(&[]).unwrap(), "http://localhost:4318/v1/logs");
+        assert_eq!(
+            on(&["endpoint = 'https://c:4318/otlp/v1/metrics'"]).unwrap(),
+            "https://c:4318/otlp/v1/logs"
+        );
+        assert_eq!(
+            on(&["protocol = 'grpc'", "endpoint = 'http://c:4317'"]).unwrap(),
+            "http://c:4317"
+        );
+        assert_eq!(
+            on(&["endpoint = 'http://c/m'", "logs_endpoint = 'http://c'"]).unwrap(),
+            "http://c/v1/logs"
+        );
+        parse_err(
+            &["[otlp]", "endpoint = 'http://c/m'", "pause_events = true"],
+            3,
+            "otlp.pause_events",
+        );
+        let config = super::super::tests::parse_ok(&[
+            "[[gc_log]]",
+            "path = '/x/gc.log'",
+            "[otlp]",
+            "pause_events = true",
+        ]);
+        assert_eq!(config.gc_log[0].pause_records, PAUSE_RECORDS_KEPT);
     }
 
     #[test]

@@ -815,21 +815,30 @@ pub static CATALOG: &[Family] = &[
         name: "pausewatch_otlp_exports_total",
         kind: Kind::Counter,
         unit: Unit::None,
-        help: "OTLP metric exports by result: success, failure (retried with backoff; cumulative figures lose nothing) or rejected (the receiver refused some points).",
-        labels: &["result"],
+        help: "OTLP export requests by signal (metrics, logs) and result: success, failure (retried with backoff; nothing is lost) or rejected (the receiver refused some items).",
+        labels: &["signal", "result"],
         semconv: None,
         scopes: &[Scope::Agent(|agent, _| {
-            let exports = agent
-                .otlp_exports
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            exports
-                .iter()
-                .map(|(result, count)| Sample {
-                    labels: vec![(*result).into()],
+            let otlp = agent.otlp.lock().unwrap_or_else(PoisonError::into_inner);
+            (otlp.exports.iter())
+                .map(|((signal, result), count)| Sample {
+                    labels: vec![(*signal).into(), (*result).into()],
                     value: Value::Int(*count),
                 })
                 .collect()
+        })],
+    },
+    Family {
+        name: "pausewatch_otlp_pause_records_dropped_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Pause log records dropped from a JVM's bounded queue (the oldest first) while the OTLP receiver did not take them.",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Agent(|agent, _| {
+            let otlp = agent.otlp.lock().unwrap_or_else(PoisonError::into_inner);
+            let on = otlp.exports.keys().any(|(signal, _)| *signal == "logs");
+            known(on.then_some(Value::Int(otlp.pause_records_dropped)))
         })],
     },
     Family {
@@ -1143,7 +1152,9 @@ mod tests {
         let mut deliveries = state.deliveries.lock().unwrap();
         deliveries.delivered.insert("webhook".to_string(), 1);
         drop(deliveries);
-        state.otlp_exports.lock().unwrap().insert("success", 1);
+        let mut otlp = state.otlp.lock().unwrap();
+        otlp.exports.insert(("logs", "success"), 1);
+        drop(otlp);
         state
     }
 

@@ -13,18 +13,28 @@
 //! to 60 s) reads a newer snapshot, whose cumulative figures include
 //! everything the failed one held; delta points are computed against what
 //! the receiver last acknowledged, so they lose nothing either.
+//!
+//! With `pause_events`, each pause also goes out as a `jvm.gc.pause` log
+//! record, from the bounded queue of recent pauses each JVM's state keeps
+//! ([`RecentPauses`](crate::model::jvm::RecentPauses)): the exporter sends
+//! those after the last one the receiver took.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::PoisonError;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use chrono::Utc;
+use opentelemetry_proto::tonic::collector::logs::v1::logs_service_client::LogsServiceClient;
+use opentelemetry_proto::tonic::collector::logs::v1::{
+    ExportLogsServiceRequest, ExportLogsServiceResponse,
+};
 use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_client::MetricsServiceClient;
 use opentelemetry_proto::tonic::collector::metrics::v1::{
     ExportMetricsServiceRequest, ExportMetricsServiceResponse,
 };
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs, SeverityNumber};
 use opentelemetry_proto::tonic::metrics::v1::{
     metric, number_data_point, AggregationTemporality, Gauge, HistogramDataPoint, Metric,
     NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum,
@@ -35,7 +45,8 @@ use prost::Message;
 use super::catalog::{Family, Kind, Sample, Scope, Unit, Value, CATALOG};
 use crate::config::{OtlpConfig, Protocol, Temporality};
 use crate::model::histogram::{Histogram, PAUSE_BUCKETS};
-use crate::store::{AgentState, SharedStore, StreamState};
+use crate::model::jvm::PauseRecord;
+use crate::store::{AgentState, OtlpCounters, SharedStore, StreamId, StreamState};
 
 /// Results of `pausewatch_otlp_exports_total`.
 const RESULTS: [&str; 3] = ["success", "failure", "rejected"];
@@ -60,11 +71,19 @@ pub fn spawn(
         let _context = runtime.enter();
         Transport::new(&config)?
     };
-    let counts = store.write().otlp_exports.clone();
-    counts
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .extend(RESULTS.map(|result| (result, 0)));
+    let counts = store.snapshot().otlp;
+    let signals: &[&'static str] = if config.pause_events {
+        &["metrics", "logs"]
+    } else {
+        &["metrics"]
+    };
+    let mut counters = counts.lock().unwrap_or_else(PoisonError::into_inner);
+    for signal in signals {
+        counters
+            .exports
+            .extend(RESULTS.map(|result| ((*signal, result), 0)));
+    }
+    drop(counters);
     let mut exporter = Exporter::new(config, build_version);
     std::thread::Builder::new()
         .name("otlp".to_string())
@@ -77,32 +96,42 @@ pub fn spawn(
                     n => (MIN_BACKOFF * 2u32.saturating_pow(n - 1)).min(MAX_BACKOFF),
                 };
                 std::thread::sleep(wait);
+                let now = SystemTime::now();
                 let state = store.snapshot();
-                let export = exporter.build(&state, SystemTime::now());
+                let metrics = exporter.build(&state, now);
+                let records = exporter
+                    .config
+                    .pause_events
+                    .then(|| exporter.pause_records(&state, now));
                 drop(state);
-                let result = runtime.block_on(transport.send(export.request.clone()));
-                let outcome = match &result {
-                    Ok(0) => "success",
-                    Ok(_) => "rejected",
-                    Err(_) => "failure",
-                };
-                *counts
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .entry(outcome)
-                    .or_insert(0) += 1;
-                match result {
-                    Ok(rejected) => {
+                let mut error = None;
+                let sent = runtime.block_on(transport.send_metrics(metrics.request.clone()));
+                match count(&counts, "metrics", sent) {
+                    Ok(()) => exporter.acknowledge(metrics),
+                    Err(e) => error = Some(e),
+                }
+                if let Some(records) = &records {
+                    counts
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .pause_records_dropped += records.dropped;
+                }
+                let records = records.filter(|r| !r.request.resource_logs.is_empty());
+                if let Some(records) = records {
+                    let sent = runtime.block_on(transport.send_logs(records.request.clone()));
+                    match count(&counts, "logs", sent) {
+                        Ok(()) => exporter.delivered.extend(records.next),
+                        Err(e) => error = error.or(Some(e)),
+                    }
+                }
+                match error {
+                    None => {
                         if failures > 0 {
                             tracing::info!(after = failures, "OTLP export succeeds again");
                         }
-                        if rejected > 0 {
-                            tracing::warn!(rejected, "the OTLP receiver rejected data points");
-                        }
                         failures = 0;
-                        exporter.acknowledge(export);
                     }
-                    Err(error) => {
+                    Some(error) => {
                         failures += 1;
                         if last_warning.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
                             tracing::warn!(%error, failures, "OTLP export failed; retrying with backoff");
@@ -115,16 +144,41 @@ pub fn spawn(
     Ok(())
 }
 
+/// Counts an export's result; a partial rejection is logged but not retried
+/// (the receiver refused those items: sending them again would not help).
+fn count(
+    counts: &Mutex<OtlpCounters>,
+    signal: &'static str,
+    sent: Result<i64, String>,
+) -> Result<(), String> {
+    let result = match &sent {
+        Ok(0) => "success",
+        Ok(_) => "rejected",
+        Err(_) => "failure",
+    };
+    let mut counters = counts.lock().unwrap_or_else(PoisonError::into_inner);
+    *counters.exports.entry((signal, result)).or_insert(0) += 1;
+    match sent {
+        Ok(0) => Ok(()),
+        Ok(rejected) => {
+            tracing::warn!(signal, rejected, "the OTLP receiver rejected some items");
+            Ok(())
+        }
+        Err(error) => Err(error),
+    }
+}
+
 /// The sender: a gRPC channel or an HTTP client, with the configured headers.
 enum Transport {
     Grpc {
-        client: MetricsServiceClient<tonic::transport::Channel>,
+        channel: tonic::transport::Channel,
         metadata: tonic::metadata::MetadataMap,
         timeout: Duration,
     },
     Http {
         client: reqwest::Client,
-        url: String,
+        metrics_url: String,
+        logs_url: Option<String>,
         headers: reqwest::header::HeaderMap,
     },
 }
@@ -155,7 +209,7 @@ impl Transport {
                     metadata.insert(name, value.parse()?);
                 }
                 Ok(Transport::Grpc {
-                    client: MetricsServiceClient::new(endpoint.connect_lazy()),
+                    channel: endpoint.connect_lazy(),
                     metadata,
                     timeout: config.timeout,
                 })
@@ -169,9 +223,8 @@ impl Transport {
                     builder = builder.tls_certs_only(reqwest::Certificate::from_pem_bundle(ca)?);
                 }
                 if let Some((cert, key)) = &config.tls.client {
-                    builder = builder.identity(reqwest::Identity::from_pem(
-                        &[cert.as_slice(), b"\n", key].concat(),
-                    )?);
+                    let pem = [cert.as_slice(), b"\n", key].concat();
+                    builder = builder.identity(reqwest::Identity::from_pem(&pem)?);
                 }
                 let mut headers = reqwest::header::HeaderMap::new();
                 for (name, value) in &config.headers {
@@ -182,61 +235,96 @@ impl Transport {
                 }
                 Ok(Transport::Http {
                     client: builder.build()?,
-                    url: config.endpoint.clone(),
+                    metrics_url: config.endpoint.clone(),
+                    logs_url: config.logs_endpoint.clone(),
                     headers,
                 })
             }
         }
     }
 
-    /// Sends one request; `Ok` holds the data points the receiver rejected.
-    async fn send(&self, request: ExportMetricsServiceRequest) -> Result<i64, String> {
+    /// Sends metrics; `Ok` holds the data points the receiver rejected.
+    async fn send_metrics(&self, request: ExportMetricsServiceRequest) -> Result<i64, String> {
         let response = match self {
-            Transport::Grpc {
-                client,
-                metadata,
-                timeout,
-            } => {
-                let mut request = tonic::Request::new(request);
-                *request.metadata_mut() = metadata.clone();
-                request.set_timeout(*timeout);
-                client
-                    .clone()
-                    .export(request)
-                    .await
-                    .map_err(|status| format!("gRPC {:?}: {}", status.code(), status.message()))?
-                    .into_inner()
-            }
+            Transport::Grpc { channel, .. } => MetricsServiceClient::new(channel.clone())
+                .export(self.grpc_request(request))
+                .await
+                .map_err(grpc_error)?
+                .into_inner(),
             Transport::Http {
-                client,
-                url,
-                headers,
-            } => {
-                let response = client
-                    .post(url)
-                    .headers(headers.clone())
-                    .header("Content-Type", "application/x-protobuf")
-                    .body(request.encode_to_vec())
-                    .send()
-                    .await
-                    .map_err(|e| format!("POST {url}: {e}"))?;
-                let status = response.status();
-                let body = response
-                    .bytes()
-                    .await
-                    .map_err(|e| format!("POST {url}: {e}"))?;
-                if !status.is_success() {
-                    let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-                    return Err(format!("POST {url}: HTTP {status}: {text}"));
-                }
-                // Receivers may answer 200 with an empty body.
-                ExportMetricsServiceResponse::decode(body).unwrap_or_default()
+                metrics_url: url, ..
+            } => ExportMetricsServiceResponse::decode(&self.post(url, request).await?[..])
+                .unwrap_or_default(),
+        };
+        Ok(response
+            .partial_success
+            .map_or(0, |p| p.rejected_data_points))
+    }
+
+    /// Sends pause records; `Ok` holds the records the receiver rejected.
+    async fn send_logs(&self, request: ExportLogsServiceRequest) -> Result<i64, String> {
+        let response = match self {
+            Transport::Grpc { channel, .. } => LogsServiceClient::new(channel.clone())
+                .export(self.grpc_request(request))
+                .await
+                .map_err(grpc_error)?
+                .into_inner(),
+            Transport::Http { logs_url, .. } => {
+                let url = logs_url.as_deref().ok_or("no logs endpoint")?;
+                ExportLogsServiceResponse::decode(&self.post(url, request).await?[..])
+                    .unwrap_or_default()
             }
         };
         Ok(response
             .partial_success
-            .map_or(0, |partial| partial.rejected_data_points))
+            .map_or(0, |p| p.rejected_log_records))
     }
+
+    /// A gRPC request with the configured metadata and timeout.
+    fn grpc_request<T>(&self, message: T) -> tonic::Request<T> {
+        let mut request = tonic::Request::new(message);
+        if let Transport::Grpc {
+            metadata, timeout, ..
+        } = self
+        {
+            *request.metadata_mut() = metadata.clone();
+            request.set_timeout(*timeout);
+        }
+        request
+    }
+
+    /// POSTs a protobuf message; the response body of a 2xx answer (empty
+    /// when the receiver has nothing to say, which decodes as "all taken").
+    async fn post(&self, url: &str, message: impl Message) -> Result<Vec<u8>, String> {
+        let Transport::Http {
+            client, headers, ..
+        } = self
+        else {
+            unreachable!("only the HTTP transport posts")
+        };
+        let response = client
+            .post(url)
+            .headers(headers.clone())
+            .header("Content-Type", "application/x-protobuf")
+            .body(message.encode_to_vec())
+            .send()
+            .await
+            .map_err(|e| format!("POST {url}: {e}"))?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| format!("POST {url}: {e}"))?;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+            return Err(format!("POST {url}: HTTP {status}: {text}"));
+        }
+        Ok(body.to_vec())
+    }
+}
+
+fn grpc_error(status: tonic::Status) -> String {
+    format!("gRPC {:?}: {}", status.code(), status.message())
 }
 
 /// Identifies a series across exports, for delta points.
@@ -324,6 +412,17 @@ pub struct Exporter {
     /// `OTEL_SERVICE_NAME`, which names the agent's resource.
     service_name: Option<String>,
     acknowledged: BTreeMap<SeriesKey, Acknowledged>,
+    /// Per JVM, the `seq` of the first pause the receiver has not taken.
+    delivered: BTreeMap<StreamId, u64>,
+}
+
+/// One built request of pause records.
+pub struct PauseRecords {
+    pub request: ExportLogsServiceRequest,
+    /// Per JVM, the `seq` to resume from once the receiver took these.
+    next: Vec<(StreamId, u64)>,
+    /// Pauses that left the queue before they could be sent.
+    dropped: u64,
 }
 
 /// The resource of the agent's own metrics.
@@ -352,6 +451,7 @@ impl Exporter {
             common_attributes,
             service_name,
             acknowledged: BTreeMap::new(),
+            delivered: BTreeMap::new(),
         }
     }
 
@@ -428,11 +528,7 @@ impl Exporter {
                         ..Default::default()
                     }),
                     scope_metrics: vec![ScopeMetrics {
-                        scope: Some(InstrumentationScope {
-                            name: "pausewatch".to_string(),
-                            version: self.build_version.to_string(),
-                            ..Default::default()
-                        }),
+                        scope: Some(self.scope()),
                         metrics,
                         schema_url: String::new(),
                     }],
@@ -444,6 +540,57 @@ impl Exporter {
             request: ExportMetricsServiceRequest { resource_metrics },
             sent,
             at: now,
+        }
+    }
+
+    /// The pauses of every JVM the receiver has not taken yet, as log records.
+    pub fn pause_records(&mut self, state: &AgentState, now: SystemTime) -> PauseRecords {
+        let mut resource_logs = Vec::new();
+        let mut next = Vec::new();
+        let mut dropped = 0;
+        for (id, stream) in &state.streams {
+            let recent = &stream.jvm.recent_pauses;
+            let from = self.delivered.entry(*id).or_insert(0);
+            if let Some(oldest) = recent.pauses.front() {
+                if oldest.seq > *from {
+                    dropped += oldest.seq - *from;
+                    *from = oldest.seq;
+                }
+            }
+            let from = *from;
+            let log_records: Vec<LogRecord> = (recent.pauses.iter())
+                .filter(|pause| pause.seq >= from)
+                .map(|pause| pause_record(pause, now))
+                .collect();
+            if log_records.is_empty() {
+                continue;
+            }
+            next.push((*id, recent.next_seq));
+            resource_logs.push(ResourceLogs {
+                resource: Some(Resource {
+                    attributes: key_values(self.jvm_resource(stream)),
+                    ..Default::default()
+                }),
+                scope_logs: vec![ScopeLogs {
+                    scope: Some(self.scope()),
+                    log_records,
+                    schema_url: String::new(),
+                }],
+                schema_url: String::new(),
+            });
+        }
+        PauseRecords {
+            request: ExportLogsServiceRequest { resource_logs },
+            next,
+            dropped,
+        }
+    }
+
+    fn scope(&self) -> InstrumentationScope {
+        InstrumentationScope {
+            name: "pausewatch".to_string(),
+            version: self.build_version.to_string(),
+            ..Default::default()
         }
     }
 
@@ -626,6 +773,54 @@ impl Exporter {
     }
 }
 
+/// A pause as a `jvm.gc.pause` event: stamped with its start, so that it
+/// lines up with request spans; its end and duration as attributes.
+fn pause_record(pause: &PauseRecord, now: SystemTime) -> LogRecord {
+    let start = SystemTime::from(pause.start);
+    let ms = pause.duration_s * 1000.0;
+    let cause = pause.cause.as_deref();
+    let body = match cause {
+        Some(cause) => format!("{} ({cause}) {ms:.3}ms", pause.name),
+        None => format!("{} {ms:.3}ms", pause.name),
+    };
+    let rfc3339 =
+        |at: chrono::DateTime<Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let mut attributes = vec![
+        ("jvm.gc.name".to_string(), pause.gc.clone()),
+        ("jvm.gc.action".to_string(), pause.action.clone()),
+        ("pausewatch.pause.name".to_string(), pause.name.clone()),
+        (
+            "pausewatch.collector".to_string(),
+            pause.collector.as_str().to_string(),
+        ),
+        ("pausewatch.pause.start".to_string(), rfc3339(pause.start)),
+        ("pausewatch.pause.end".to_string(), rfc3339(pause.end)),
+    ];
+    if let Some(cause) = cause {
+        attributes.push(("jvm.gc.cause".to_string(), cause.to_string()));
+    }
+    let mut attributes = key_values(attributes);
+    attributes.push(KeyValue {
+        key: "pausewatch.pause.duration".to_string(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::DoubleValue(pause.duration_s)),
+        }),
+        ..Default::default()
+    });
+    LogRecord {
+        time_unix_nano: unix_nanos(start),
+        observed_time_unix_nano: unix_nanos(now),
+        severity_number: SeverityNumber::Info as i32,
+        severity_text: "INFO".to_string(),
+        body: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(body)),
+        }),
+        attributes,
+        event_name: "jvm.gc.pause".to_string(),
+        ..Default::default()
+    }
+}
+
 /// One data point before it is encoded.
 struct Point {
     attributes: Vec<(String, String)>,
@@ -715,6 +910,8 @@ mod tests {
             tls: Default::default(),
             resource_attributes: BTreeMap::new(),
             gc_cause,
+            pause_events: false,
+            logs_endpoint: None,
         }
     }
 
@@ -792,6 +989,55 @@ mod tests {
         let (count, sum) = total(&merged);
         assert_eq!(count, series.iter().map(|s| s.histogram.count).sum::<u64>());
         assert!((sum - total(&by_cause).1).abs() < 1e-12);
+    }
+
+    /// The fixture's stream with its pauses kept as records, at most `capacity`.
+    fn recording(capacity: usize) -> AgentState {
+        let mut stream = fixture_stream();
+        stream.jvm = Default::default();
+        stream.jvm.recent_pauses.capacity = capacity;
+        let (events, parser) = crate::commands::analyze::parse_files(
+            &[crate::export::prometheus::tests::fixture_path("gc.log")],
+            None,
+        )
+        .unwrap();
+        stream.jvm.ingest(parser.run(), &events, None);
+        AgentState::from_streams([stream])
+    }
+
+    fn records(request: &ExportLogsServiceRequest) -> Vec<&LogRecord> {
+        (request.resource_logs.iter())
+            .flat_map(|r| &r.scope_logs)
+            .flat_map(|s| &s.log_records)
+            .collect()
+    }
+
+    #[test]
+    fn pause_records_resume_after_the_last_taken_and_count_what_was_dropped() {
+        // The fixture has 17 pauses (4 young, 13 full, says its mxbeans.json).
+        let state = recording(100);
+        let mut exporter = Exporter::new(config(Temporality::Cumulative, false), "1");
+        let first = exporter.pause_records(&state, SystemTime::now());
+        let sent = records(&first.request);
+        assert_eq!((sent.len(), first.dropped), (17, 0));
+        assert!(sent.iter().all(|r| r.event_name == "jvm.gc.pause"));
+        assert!(sent
+            .windows(2)
+            .all(|w| w[0].time_unix_nano <= w[1].time_unix_nano));
+        // Not taken: the same again. Taken: nothing new.
+        let again = exporter.pause_records(&state, SystemTime::now());
+        assert_eq!(records(&again.request).len(), 17);
+        exporter.delivered.extend(again.next);
+        let after = exporter.pause_records(&state, SystemTime::now());
+        assert!(after.request.resource_logs.is_empty());
+
+        // A queue of 5: the 12 oldest were dropped before anything was sent.
+        let state = recording(5);
+        let mut exporter = Exporter::new(config(Temporality::Cumulative, false), "1");
+        let first = exporter.pause_records(&state, SystemTime::now());
+        assert_eq!((records(&first.request).len(), first.dropped), (5, 12));
+        let again = exporter.pause_records(&state, SystemTime::now());
+        assert_eq!(again.dropped, 0, "counted once");
     }
 
     #[test]

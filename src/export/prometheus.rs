@@ -445,6 +445,7 @@ pub(crate) mod tests {
             ("pausewatch_log_events_without_wall_clock", "counter"),
             ("pausewatch_alert_deliveries", "counter"),
             ("pausewatch_otlp_exports", "counter"),
+            ("pausewatch_otlp_pause_records_dropped", "counter"),
         ];
         for (family, kind) in expected {
             assert_eq!(
