@@ -32,7 +32,6 @@ pub use access_log::AccessLogSource;
 pub use correlation::CorrelationConfig;
 pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
 pub use latency_histogram::LatencyHistogramSource;
-pub use otlp::{OtlpConfig, Protocol, Temporality, TlsFiles};
 pub use spans::ConfigError;
 
 use crate::export::catalog::reserved_label_names;
@@ -138,7 +137,7 @@ pub struct Config {
     /// OTLP export, on when the file has an `[otlp]` table. Not printed: its
     /// headers hold credentials.
     #[serde(skip)]
-    pub otlp: Option<OtlpConfig>,
+    pub otlp: Option<crate::export::otlp::OtlpConfig>,
 }
 
 impl Default for Config {
