@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -745,6 +745,7 @@ fn configured_and_environment_headers_reach_the_receiver() {
         let captured = captured.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
                 if let Some(head) = answer_ok(stream) {
                     captured.lock().unwrap().push(head);
                 }
@@ -817,20 +818,14 @@ fn configured_and_environment_headers_reach_the_receiver() {
 
 /// Reads one HTTP/1.1 request (head and `Content-Length` body), answers
 /// `200` with an empty body, and gives the head.
-fn answer_ok(stream: TcpStream) -> Option<String> {
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut head = String::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        head.push_str(&line);
-        if line == "\r\n" {
-            break;
-        }
+fn answer_ok(mut stream: impl Read + Write) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).ok()?;
+        head.push(byte[0]);
     }
+    let head = String::from_utf8(head).ok()?;
     let length: usize = head
         .lines()
         .find_map(|l| {
@@ -841,10 +836,203 @@ fn answer_ok(stream: TcpStream) -> Option<String> {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
     let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    let mut stream = stream;
+    stream.read_exact(&mut body).ok()?;
     stream
         .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         .ok()?;
+    stream.flush().ok()?;
     Some(head)
+}
+
+/// Runs `openssl ARGS` in `dir`; panics when it fails.
+fn openssl(dir: &Path, args: &[&str]) {
+    let output = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run openssl");
+    assert!(
+        output.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate it
+/// signed, made by the openssl command: `ca.pem`, `server.{pem,key}`,
+/// `client.{pem,key}`.
+fn make_certificates(dir: &Path) {
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec![
+        "req",
+        "-x509",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=pausewatch test CA",
+    ];
+    ca.extend(ec);
+    ca.extend(["-keyout", "ca.key", "-out", "ca.pem"]);
+    openssl(dir, &ca);
+    for (name, extensions) in [
+        (
+            "server",
+            "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+        ),
+        ("client", "extendedKeyUsage=clientAuth\n"),
+    ] {
+        let (key, csr, pem, ext) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.pem"),
+            format!("{name}.ext"),
+        );
+        std::fs::write(dir.join(&ext), extensions).unwrap();
+        let subject = format!("/CN={name}");
+        let mut request = vec![
+            "req",
+            "-subj",
+            subject.as_str(),
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+        ];
+        request.extend(ec);
+        openssl(dir, &request);
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "1",
+                "-extfile",
+                &ext,
+                "-out",
+                &pem,
+            ],
+        );
+    }
+}
+
+/// A TLS server on 127.0.0.1 that wants a client certificate signed by
+/// `dir/ca.pem` and records the head of every request it answers.
+fn mutual_tls_receiver(dir: &Path) -> (u16, Arc<Mutex<Vec<String>>>) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in CertificateDer::pem_file_iter(dir.join("ca.pem")).unwrap() {
+        roots.add(ca.unwrap()).unwrap();
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let chain: Vec<CertificateDer> = CertificateDer::pem_file_iter(dir.join("server.pem"))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+        .unwrap();
+    let config = Arc::new(config);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let captured: Arc<Mutex<Vec<String>>> = Arc::default();
+    let heads = captured.clone();
+    std::thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
+            let connection = rustls::ServerConnection::new(config.clone()).unwrap();
+            // A client without a certificate fails the handshake here.
+            if let Some(head) = answer_ok(rustls::StreamOwned::new(connection, tcp)) {
+                heads.lock().unwrap().push(head);
+            }
+        }
+    });
+    (port, captured)
+}
+
+#[test]
+fn mutual_tls_with_the_configured_ca_and_client_certificate() {
+    if Command::new("openssl").arg("version").output().is_err() {
+        eprintln!("SKIPPED tests/otlp.rs mutual_tls: no openssl command to make certificates");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    make_certificates(dir);
+    let (port, captured) = mutual_tls_receiver(dir);
+    let gc_log = dir.join("gc.log");
+    std::fs::copy(
+        common::jvm_fixture("jdk17-parallel-full").join("gc.log"),
+        &gc_log,
+    )
+    .unwrap();
+    let endpoint = format!("endpoint = \"https://127.0.0.1:{port}\"");
+    let ca = format!("ca_file = {}", toml_string(&dir.join("ca.pem")));
+    let ports = common::free_ports(3);
+    let configs = [
+        (
+            "mtls",
+            vec![
+                endpoint.clone(),
+                ca.clone(),
+                format!(
+                    "client_cert_file = {}",
+                    toml_string(&dir.join("client.pem"))
+                ),
+                format!("client_key_file = {}", toml_string(&dir.join("client.key"))),
+            ],
+        ),
+        // The server asks for a client certificate: refused.
+        ("no-client-cert", vec![endpoint.clone(), ca]),
+        // The system's roots do not know the test CA: refused.
+        ("system-roots", vec![endpoint]),
+    ];
+    let mut children = Children::new(dir);
+    children.dump_on_failure(&ports, &["pausewatch_otlp"]);
+    for ((name, otlp), port) in configs.iter().zip(&ports) {
+        let config = agent_config(dir, name, *port, &gc_log, otlp);
+        children.spawn_service(name, &mut common::run_command(&config));
+    }
+    children.wait_until(
+        Instant::now() + Duration::from_secs(30),
+        "an export over mutual TLS and two refused ones",
+        |_| {
+            exports(ports[0], "success") >= 1.0
+                && exports(ports[1], "failure") >= 1.0
+                && exports(ports[2], "failure") >= 1.0
+        },
+    );
+    assert_eq!(exports(ports[1], "success"), 0.0);
+    assert_eq!(exports(ports[2], "success"), 0.0);
+    let heads = captured.lock().unwrap();
+    assert!(
+        heads.iter().all(|h| h.starts_with("POST /v1/metrics ")),
+        "{heads:?}"
+    );
+    assert!(!heads.is_empty());
 }
