@@ -83,24 +83,16 @@ impl Ctx<'_> {
             }
         };
 
-        let protocol = match &raw.protocol {
-            Some(v) => {
-                let path = at("protocol");
-                (self.string(v, &path)?.to_string(), Origin::File(v, path))
-            }
-            None => otlp_env(env, "PROTOCOL")
-                .map(|(name, value)| (value, Origin::Env(name)))
-                .unwrap_or(("http/protobuf".to_string(), Origin::Env(String::new()))),
-        };
-        let protocol = match protocol.0.trim() {
-            "grpc" => Protocol::Grpc,
-            "http/protobuf" => Protocol::HttpProtobuf,
-            other => {
-                return Err(fail(
-                    &protocol.1,
+        let protocol = match self.named_choice(&raw.protocol, "protocol", otlp_env(env, "PROTOCOL"))? {
+            None => Protocol::HttpProtobuf,
+            Some((text, origin)) => match text.as_str() {
+                "grpc" => Protocol::Grpc,
+                "http/protobuf" => Protocol::HttpProtobuf,
+                other => return Err(fail(
+                    &origin,
                     format!("unknown protocol {other:?}, expected \"grpc\" or \"http/protobuf\" (http/json is not supported)"),
-                ))
-            }
+                )),
+            },
         };
 
         let endpoint = match &raw.endpoint {
@@ -171,28 +163,21 @@ impl Ctx<'_> {
             },
         };
 
-        let temporality = match &raw.temporality {
-            Some(v) => {
-                let path = at("temporality");
-                (self.string(v, &path)?.to_string(), Origin::File(v, path))
-            }
-            None => {
-                let name = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE";
-                match env(name).filter(|v| !v.is_empty()) {
-                    Some(value) => (value.to_ascii_lowercase(), Origin::Env(name.to_string())),
-                    None => ("cumulative".to_string(), Origin::Env(String::new())),
+        let preference = otlp_env(env, "TEMPORALITY_PREFERENCE");
+        let temporality = match self.named_choice(&raw.temporality, "temporality", preference)? {
+            None => Temporality::Cumulative,
+            Some((text, origin)) => match text.as_str() {
+                "cumulative" => Temporality::Cumulative,
+                "delta" => Temporality::Delta,
+                other => {
+                    return Err(fail(
+                        &origin,
+                        format!(
+                            "unknown temporality {other:?}, expected \"cumulative\" or \"delta\""
+                        ),
+                    ))
                 }
-            }
-        };
-        let temporality = match temporality.0.trim() {
-            "cumulative" => Temporality::Cumulative,
-            "delta" => Temporality::Delta,
-            other => {
-                return Err(fail(
-                    &temporality.1,
-                    format!("unknown temporality {other:?}, expected \"cumulative\" or \"delta\""),
-                ))
-            }
+            },
         };
 
         let file = |value: &Option<Spanned<Value>>, k: &str, suffix: &str| {
@@ -307,6 +292,29 @@ impl Ctx<'_> {
             pause_events,
             logs_endpoint,
         })
+    }
+}
+
+impl Ctx<'_> {
+    /// A named choice from the file's `[otlp] k`, else from the environment
+    /// (lower-cased, as the SDKs read it), else `None` for the default.
+    fn named_choice<'v>(
+        &self,
+        value: &'v Option<Spanned<Value>>,
+        k: &str,
+        from_env: Option<(String, String)>,
+    ) -> Result<Option<(String, Origin<'v>)>, ConfigError> {
+        let (text, origin) = match value {
+            Some(v) => {
+                let path = vec![key("otlp"), key(k)];
+                (self.string(v, &path)?.to_string(), Origin::File(v, path))
+            }
+            None => match from_env {
+                Some((name, value)) => (value.to_ascii_lowercase(), Origin::Env(name)),
+                None => return Ok(None),
+            },
+        };
+        Ok(Some((text.trim().to_string(), origin)))
     }
 }
 

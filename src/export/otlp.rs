@@ -576,10 +576,7 @@ impl Exporter {
                     })
                     .collect();
                 ResourceMetrics {
-                    resource: Some(Resource {
-                        attributes: key_values(attributes),
-                        ..Default::default()
-                    }),
+                    resource: Some(resource_of(attributes)),
                     scope_metrics: vec![ScopeMetrics {
                         scope: Some(self.scope()),
                         metrics,
@@ -620,10 +617,7 @@ impl Exporter {
             }
             next.push((*id, recent.next_seq));
             resource_logs.push(ResourceLogs {
-                resource: Some(Resource {
-                    attributes: key_values(self.jvm_resource(stream)),
-                    ..Default::default()
-                }),
+                resource: Some(resource_of(self.jvm_resource(stream))),
                 scope_logs: vec![ScopeLogs {
                     scope: Some(self.scope()),
                     log_records,
@@ -911,6 +905,13 @@ fn otel_unit(unit: Unit) -> &'static str {
         Unit::Seconds => "s",
         Unit::Bytes => "By",
         Unit::Ratio | Unit::None => "1",
+    }
+}
+
+fn resource_of(attributes: BTreeMap<String, String>) -> Resource {
+    Resource {
+        attributes: key_values(attributes),
+        ..Default::default()
     }
 }
 
