@@ -548,6 +548,22 @@ fn both_protocols_deliver_the_jvms_pauses_and_the_resources() {
         assert_agree(&gc_totals(&points, agent), &metrics_totals(port), &truth);
     }
 
+    // And `pausewatch analyze` of the same log.
+    let output = Command::new(common::PAUSEWATCH)
+        .args(["analyze", "--format", "json"])
+        .arg(&gc_log)
+        .output()
+        .unwrap();
+    let analyzed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for agent in ["http", "grpc"] {
+        let totals = gc_totals(&points, agent);
+        let count: u64 = totals.values().map(|(count, _)| count).sum();
+        let sum: f64 = totals.values().map(|(_, sum)| sum).sum();
+        assert_eq!(count, analyzed["pauses"]["count"].as_u64().unwrap());
+        let analyzed_sum = analyzed["pauses"]["total_seconds"].as_f64().unwrap();
+        assert!((sum - analyzed_sum).abs() < 1e-9, "{sum} vs {analyzed_sum}");
+    }
+
     // Pause records are off unless asked for.
     assert!(receiver.records().is_empty());
 
