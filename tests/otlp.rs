@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{toml_string, Children, MxBeans};
+use rcgen::ExtendedKeyUsagePurpose;
 
 mod common;
 
@@ -860,88 +861,21 @@ fn answer_ok(mut stream: impl Read + Write) -> Option<String> {
     Some(head)
 }
 
-/// Runs `openssl ARGS` in `dir`; panics when it fails.
-fn openssl(dir: &Path, args: &[&str]) {
-    let output = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run openssl");
-    assert!(
-        output.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// A CA, a server certificate for 127.0.0.1 and a client certificate it
-/// signed, made by the openssl command: `ca.pem`, `server.{pem,key}`,
-/// `client.{pem,key}`.
-fn make_certificates(dir: &Path) {
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec![
-        "req",
-        "-x509",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=pausewatch test CA",
-    ];
-    ca.extend(ec);
-    ca.extend(["-keyout", "ca.key", "-out", "ca.pem"]);
-    openssl(dir, &ca);
-    for (name, extensions) in [
-        (
-            "server",
-            "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
-        ),
-        ("client", "extendedKeyUsage=clientAuth\n"),
+/// A CA (`ca.pem`, and `other-ca.pem` that signed nothing), a server
+/// certificate for 127.0.0.1 (`server.pem`, `server-key.pem`) and a client
+/// certificate (`client.pem`, `client-key.pem`).
+fn write_pki(dir: &Path) {
+    let ca = common::new_ca("pausewatch test CA");
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    write("ca.pem", &ca.pem());
+    write("other-ca.pem", &common::new_ca("some other CA").pem());
+    for (name, subject, usage) in [
+        ("server", "127.0.0.1", ExtendedKeyUsagePurpose::ServerAuth),
+        ("client", "pausewatch", ExtendedKeyUsagePurpose::ClientAuth),
     ] {
-        let (key, csr, pem, ext) = (
-            format!("{name}.key"),
-            format!("{name}.csr"),
-            format!("{name}.pem"),
-            format!("{name}.ext"),
-        );
-        std::fs::write(dir.join(&ext), extensions).unwrap();
-        let subject = format!("/CN={name}");
-        let mut request = vec![
-            "req",
-            "-subj",
-            subject.as_str(),
-            "-keyout",
-            &key,
-            "-out",
-            &csr,
-        ];
-        request.extend(ec);
-        openssl(dir, &request);
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &csr,
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-days",
-                "1",
-                "-extfile",
-                &ext,
-                "-out",
-                &pem,
-            ],
-        );
+        let (cert, key) = common::leaf(&ca, &[subject], usage);
+        write(&format!("{name}.pem"), &cert);
+        write(&format!("{name}-key.pem"), &key);
     }
 }
 
@@ -966,7 +900,7 @@ fn mutual_tls_receiver(dir: &Path) -> (u16, Arc<Mutex<Vec<String>>>) {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).unwrap();
+    let key = PrivateKeyDer::from_pem_file(dir.join("server-key.pem")).unwrap();
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
@@ -993,13 +927,9 @@ fn mutual_tls_receiver(dir: &Path) -> (u16, Arc<Mutex<Vec<String>>>) {
 
 #[test]
 fn mutual_tls_with_the_configured_ca_and_client_certificate() {
-    if Command::new("openssl").arg("version").output().is_err() {
-        eprintln!("SKIPPED tests/otlp.rs mutual_tls: no openssl command to make certificates");
-        return;
-    }
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    make_certificates(dir);
+    write_pki(dir);
     let (port, captured) = mutual_tls_receiver(dir);
     let gc_log = dir.join("gc.log");
     std::fs::copy(
@@ -1008,23 +938,26 @@ fn mutual_tls_with_the_configured_ca_and_client_certificate() {
     )
     .unwrap();
     let endpoint = format!("endpoint = \"https://127.0.0.1:{port}\"");
-    let ca = format!("ca_file = {}", toml_string(&dir.join("ca.pem")));
-    let ports = common::free_ports(3);
+    let tls = |settings: &str| format!("tls_config = {{ {settings} }}");
+    let ports = common::free_ports(4);
     let configs = [
         (
             "mtls",
             vec![
                 endpoint.clone(),
-                ca.clone(),
-                format!(
-                    "client_cert_file = {}",
-                    toml_string(&dir.join("client.pem"))
-                ),
-                format!("client_key_file = {}", toml_string(&dir.join("client.key"))),
+                tls("ca_file = \"ca.pem\", cert_file = \"client.pem\", key_file = \"client-key.pem\""),
             ],
         ),
         // The server asks for a client certificate: refused.
-        ("no-client-cert", vec![endpoint.clone(), ca]),
+        ("no-client-cert", vec![endpoint.clone(), tls("ca_file = \"ca.pem\"")]),
+        // Another CA does not vouch for the server: refused.
+        (
+            "other-ca",
+            vec![
+                endpoint.clone(),
+                tls("ca_file = \"other-ca.pem\", cert_file = \"client.pem\", key_file = \"client-key.pem\""),
+            ],
+        ),
         // The system's roots do not know the test CA: refused.
         ("system-roots", vec![endpoint]),
     ];
@@ -1036,19 +969,21 @@ fn mutual_tls_with_the_configured_ca_and_client_certificate() {
     }
     children.wait_until(
         Instant::now() + Duration::from_secs(30),
-        "an export over mutual TLS and two refused ones",
+        "an export over mutual TLS and three refused ones",
         |_| {
             exports(ports[0], "success") >= 1.0
-                && exports(ports[1], "failure") >= 1.0
-                && exports(ports[2], "failure") >= 1.0
+                && ports[1..]
+                    .iter()
+                    .all(|&port| exports(port, "failure") >= 1.0)
         },
     );
-    assert_eq!(exports(ports[1], "success"), 0.0);
-    assert_eq!(exports(ports[2], "success"), 0.0);
+    for &port in &ports[1..] {
+        assert_eq!(exports(port, "success"), 0.0);
+    }
     let heads = captured.lock().unwrap();
+    assert!(!heads.is_empty());
     assert!(
         heads.iter().all(|h| h.starts_with("POST /v1/metrics ")),
         "{heads:?}"
     );
-    assert!(!heads.is_empty());
 }

@@ -6,7 +6,7 @@
 //! defaults; a key in the file wins over the environment.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -32,9 +32,7 @@ pub(super) struct RawOtlp {
     timeout: Option<Spanned<Value>>,
     headers: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     temporality: Option<Spanned<Value>>,
-    ca_file: Option<Spanned<Value>>,
-    client_cert_file: Option<Spanned<Value>>,
-    client_key_file: Option<Spanned<Value>>,
+    tls_config: Option<Spanned<Value>>,
     resource_attributes: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     gc_cause: Option<Spanned<Value>>,
     pause_events: Option<Spanned<Value>>,
@@ -180,51 +178,32 @@ impl Ctx<'_> {
             },
         };
 
-        let file = |value: &Option<Spanned<Value>>, k: &str, suffix: &str| {
-            let origin = match value {
-                Some(v) => {
-                    let path = at(k);
-                    Origin::File(v, path)
-                }
-                None => match otlp_env(env, suffix) {
-                    Some((name, _)) => Origin::Env(name),
-                    None => return Ok(None),
-                },
-            };
-            let path = match &origin {
-                Origin::File(v, path) => PathBuf::from(self.string(v, path)?),
-                Origin::Env(name) => PathBuf::from(env(name).unwrap_or_default()),
-            };
-            read_pem(&path)
-                .map(|pem| Some((pem, path)))
-                .map_err(|m| fail(&origin, m))
-        };
-        let ca = file(&raw.ca_file, "ca_file", "CERTIFICATE")?.map(|(pem, _)| pem);
-        let cert = file(
-            &raw.client_cert_file,
-            "client_cert_file",
-            "CLIENT_CERTIFICATE",
-        )?;
-        let key_pem = file(&raw.client_key_file, "client_key_file", "CLIENT_KEY")?;
-        let client = match (cert, key_pem) {
-            (Some((cert, _)), Some((key_pem, _))) => Some((cert, key_pem)),
-            (None, None) => None,
-            (Some(_), None) | (None, Some(_)) => {
-                let (v, k) = match (&raw.client_cert_file, &raw.client_key_file) {
-                    (Some(v), _) => (v, "client_cert_file"),
-                    (_, Some(v)) => (v, "client_key_file"),
-                    (None, None) => {
+        let tls = match &raw.tls_config {
+            Some(v) => self.otlp_tls(v, &at("tls_config"), &endpoint)?,
+            None => {
+                // The SDKs' variables: each names one PEM file.
+                let file = |suffix: &str| -> Result<Option<Vec<u8>>, ConfigError> {
+                    let Some((name, path)) = otlp_env(env, suffix) else {
+                        return Ok(None);
+                    };
+                    read_pem(Path::new(&path))
+                        .map(Some)
+                        .map_err(|m| fail(&Origin::Env(name), m))
+                };
+                let client = match (file("CLIENT_CERTIFICATE")?, file("CLIENT_KEY")?) {
+                    (Some(cert), Some(key)) => Some((cert, key)),
+                    (None, None) => None,
+                    _ => {
                         return Err(fail(
                             &Origin::Env("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE".to_string()),
-                            "a client certificate needs its key (OTEL_EXPORTER_OTLP_CLIENT_KEY) and the other way round".to_string(),
+                            "a client certificate and its key (OTEL_EXPORTER_OTLP_CLIENT_KEY) go together".to_string(),
                         ))
                     }
                 };
-                return Err(self.err(
-                    v.span(),
-                    &at(k),
-                    "client_cert_file and client_key_file go together",
-                ));
+                TlsFiles {
+                    ca: file("CERTIFICATE")?,
+                    client,
+                }
             }
         };
 
@@ -286,7 +265,7 @@ impl Ctx<'_> {
             timeout,
             headers,
             temporality,
-            tls: TlsFiles { ca, client },
+            tls,
             resource_attributes,
             gc_cause,
             pause_events,
@@ -296,6 +275,47 @@ impl Ctx<'_> {
 }
 
 impl Ctx<'_> {
+    /// `tls_config` as every outgoing URL spells it, its files checked by the
+    /// same code; `server_name` and `insecure_skip_verify` are refused, the
+    /// gRPC client taking neither.
+    fn otlp_tls(
+        &self,
+        value: &Spanned<Value>,
+        path: &[Seg],
+        endpoint: &str,
+    ) -> Result<TlsFiles, ConfigError> {
+        if !endpoint.starts_with("https://") {
+            return Err(self.err(
+                value.span(),
+                path,
+                format!("{endpoint:?} is plain http: TLS settings would be ignored; use an https:// endpoint or remove tls_config"),
+            ));
+        }
+        let settings = self.tls_settings(value, path)?;
+        if settings.server_name.is_some() || settings.insecure_skip_verify {
+            return Err(self.err(
+                value.span(),
+                path,
+                "server_name and insecure_skip_verify are not supported for [otlp]",
+            ));
+        }
+        let read = |file: &Path| {
+            std::fs::read(file)
+                .map_err(|e| self.err(value.span(), path, format!("{}: {e}", file.display())))
+        };
+        let client = match (&settings.cert_file, &settings.identity) {
+            (Some(cert_file), Some(identity)) => Some((
+                read(cert_file)?,
+                identity.key_pem.expose().as_bytes().to_vec(),
+            )),
+            _ => None,
+        };
+        Ok(TlsFiles {
+            ca: settings.ca_file.as_deref().map(read).transpose()?,
+            client,
+        })
+    }
+
     /// A named choice from the file's `[otlp] k`, else from the environment
     /// (lower-cased, as the SDKs read it), else `None` for the default.
     fn named_choice<'v>(
@@ -556,15 +576,18 @@ mod tests {
             "otlp.temporality",
         );
         parse_err(&["[otlp]", "interval = '0s'"], 2, "otlp.interval");
+        let tls = "tls_config = { ca_file = '/nonexistent/ca.pem' }";
         parse_err(
-            &["[otlp]", "ca_file = '/nonexistent/ca.pem'"],
-            2,
-            "otlp.ca_file",
+            &["[otlp]", "endpoint = 'https://c'", tls],
+            3,
+            "otlp.tls_config.ca_file",
         );
+        parse_err(&["[otlp]", tls], 2, "otlp.tls_config");
+        let server_name = "tls_config = { server_name = 'collector' }";
         parse_err(
-            &["[otlp]", "client_key_file = 'Cargo.toml'"],
-            2,
-            "otlp.client_key_file",
+            &["[otlp]", "endpoint = 'https://c'", server_name],
+            3,
+            "otlp.tls_config",
         );
         parse_err(&["[otlp]", "gc_cause = 'yes'"], 2, "otlp.gc_cause");
         parse_err(
