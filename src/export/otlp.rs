@@ -21,7 +21,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use chrono::Utc;
@@ -44,8 +44,8 @@ use prost::Message;
 
 use super::catalog::{Family, Kind, Sample, Scope, Unit, Value, CATALOG};
 use crate::model::histogram::{Histogram, PAUSE_BUCKETS};
-use crate::model::jvm::PauseRecord;
-use crate::store::{AgentState, OtlpCounters, SharedStore, StreamId, StreamState};
+use crate::model::jvm::{PauseQueue, PauseRecord};
+use crate::store::{AgentState, OtlpCounters, SharedStore, StreamState};
 
 /// The transport of OTLP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,7 +173,7 @@ pub fn spawn(
                 if let Some(records) = records {
                     let sent = runtime.block_on(transport.send_logs(records.request.clone()));
                     match count(&counts, "logs", sent) {
-                        Ok(()) => exporter.delivered.extend(records.next),
+                        Ok(()) => records.delivered(),
                         Err(e) => error = error.or(Some(e)),
                     }
                 }
@@ -465,15 +465,13 @@ pub struct Exporter {
     /// `OTEL_SERVICE_NAME`, which names the agent's resource.
     service_name: Option<String>,
     acknowledged: BTreeMap<SeriesKey, Acknowledged>,
-    /// Per JVM, the `seq` of the first pause the receiver has not taken.
-    delivered: BTreeMap<StreamId, u64>,
 }
 
 /// One built request of pause records.
 pub struct PauseRecords {
     pub request: ExportLogsServiceRequest,
-    /// Per JVM, the `seq` to resume from once the receiver took these.
-    next: Vec<(StreamId, u64)>,
+    /// Per JVM, its queue and the last pause sent.
+    sent: Vec<(Arc<Mutex<PauseQueue>>, u64)>,
     /// Pauses that left the queue before they could be sent.
     dropped: u64,
 }
@@ -504,7 +502,6 @@ impl Exporter {
             common_attributes,
             service_name,
             acknowledged: BTreeMap::new(),
-            delivered: BTreeMap::new(),
         }
     }
 
@@ -594,28 +591,22 @@ impl Exporter {
     }
 
     /// The pauses of every JVM the receiver has not taken yet, as log records.
-    pub fn pause_records(&mut self, state: &AgentState, now: SystemTime) -> PauseRecords {
+    pub fn pause_records(&self, state: &AgentState, now: SystemTime) -> PauseRecords {
         let mut resource_logs = Vec::new();
-        let mut next = Vec::new();
+        let mut sent = Vec::new();
         let mut dropped = 0;
-        for (id, stream) in &state.streams {
-            let recent = &stream.jvm.recent_pauses;
-            let from = self.delivered.entry(*id).or_insert(0);
-            if let Some(oldest) = recent.pauses.front() {
-                if oldest.seq > *from {
-                    dropped += oldest.seq - *from;
-                    *from = oldest.seq;
-                }
-            }
-            let from = *from;
-            let log_records: Vec<LogRecord> = (recent.pauses.iter())
-                .filter(|pause| pause.seq >= from)
+        for stream in state.streams.values() {
+            let shared = &stream.jvm.recent_pauses.queue;
+            let mut queue = shared.lock().unwrap_or_else(PoisonError::into_inner);
+            dropped += std::mem::take(&mut queue.dropped);
+            let Some(last) = queue.pauses.back().map(|pause| pause.seq) else {
+                continue;
+            };
+            let log_records = (queue.pauses.iter())
                 .map(|pause| pause_record(pause, now))
                 .collect();
-            if log_records.is_empty() {
-                continue;
-            }
-            next.push((*id, recent.next_seq));
+            drop(queue);
+            sent.push((shared.clone(), last));
             resource_logs.push(ResourceLogs {
                 resource: Some(resource_of(self.jvm_resource(stream))),
                 scope_logs: vec![ScopeLogs {
@@ -628,7 +619,7 @@ impl Exporter {
         }
         PauseRecords {
             request: ExportLogsServiceRequest { resource_logs },
-            next,
+            sent,
             dropped,
         }
     }
@@ -817,6 +808,16 @@ impl Exporter {
             attributes.insert("service.name".to_string(), name.clone());
         }
         attributes
+    }
+}
+
+impl PauseRecords {
+    /// The receiver took them: out of their queues.
+    fn delivered(self) {
+        for (queue, last) in self.sent {
+            let mut queue = queue.lock().unwrap_or_else(PoisonError::into_inner);
+            queue.delivered(last);
+        }
     }
 }
 
@@ -1070,7 +1071,7 @@ mod tests {
     fn pause_records_resume_after_the_last_taken_and_count_what_was_dropped() {
         // The fixture has 17 pauses (4 young, 13 full, says its mxbeans.json).
         let state = recording(100);
-        let mut exporter = Exporter::new(config(Temporality::Cumulative, false), "1");
+        let exporter = Exporter::new(config(Temporality::Cumulative, false), "1");
         let first = exporter.pause_records(&state, SystemTime::now());
         let sent = records(&first.request);
         assert_eq!((sent.len(), first.dropped), (17, 0));
@@ -1081,13 +1082,12 @@ mod tests {
         // Not taken: the same again. Taken: nothing new.
         let again = exporter.pause_records(&state, SystemTime::now());
         assert_eq!(records(&again.request).len(), 17);
-        exporter.delivered.extend(again.next);
+        again.delivered();
         let after = exporter.pause_records(&state, SystemTime::now());
         assert!(after.request.resource_logs.is_empty());
 
         // A queue of 5: the 12 oldest were dropped before anything was sent.
         let state = recording(5);
-        let mut exporter = Exporter::new(config(Temporality::Cumulative, false), "1");
         let first = exporter.pause_records(&state, SystemTime::now());
         assert_eq!((records(&first.request).len(), first.dropped), (5, 12));
         let again = exporter.pause_records(&state, SystemTime::now());

@@ -8,6 +8,7 @@
 //! neither loses nor double-counts a pause.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::{Collector, Cycle, GcEvent, Generation, Pause, Safepoint};
@@ -38,16 +39,35 @@ pub struct PauseRecord {
     pub collector: Collector,
 }
 
-/// The latest pauses, oldest first, while the OTLP pause records are on:
-/// a bounded queue the exporter reads from snapshots, so a receiver that is
-/// down neither holds up the agent nor grows its memory past `capacity`.
+/// While the OTLP pause records are on, the pauses the receiver has not
+/// taken yet: a bounded queue shared with the exporter's thread through its
+/// own lock (a copy of the stream shares it too, so copying a stream on
+/// write never copies the queue). The agent pushes; the exporter removes
+/// what was delivered. A receiver that is down neither holds up the agent
+/// nor grows its memory past `capacity`: the oldest pauses are dropped.
 #[derive(Debug, Clone, Default)]
 pub struct RecentPauses {
     /// Pauses kept; 0 (the default) keeps none.
     pub capacity: usize,
     /// `seq` of the next pause.
-    pub next_seq: u64,
+    next_seq: u64,
+    pub queue: Arc<Mutex<PauseQueue>>,
+}
+
+#[derive(Debug, Default)]
+pub struct PauseQueue {
     pub pauses: VecDeque<PauseRecord>,
+    /// Pauses dropped to make room, not counted by the exporter yet.
+    pub dropped: u64,
+}
+
+impl PauseQueue {
+    /// Removes the pauses up to `seq`, which the receiver took.
+    pub fn delivered(&mut self, seq: u64) {
+        while self.pauses.front().is_some_and(|pause| pause.seq <= seq) {
+            self.pauses.pop_front();
+        }
+    }
 }
 
 impl RecentPauses {
@@ -63,7 +83,8 @@ impl RecentPauses {
             .unwrap_or_else(|| pause.end.earlier_by(pause.duration_s).wall.unwrap_or(end));
         let qualifiers: String = pause.qualifiers.iter().map(|q| format!(" ({q})")).collect();
         let name = format!("{}{qualifiers}", pause.name);
-        self.pauses.push_back(PauseRecord {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.pauses.push_back(PauseRecord {
             seq: self.next_seq,
             start,
             end,
@@ -75,8 +96,9 @@ impl RecentPauses {
             collector: pause.collector,
         });
         self.next_seq += 1;
-        while self.pauses.len() > self.capacity {
-            self.pauses.pop_front();
+        while queue.pauses.len() > self.capacity {
+            queue.pauses.pop_front();
+            queue.dropped += 1;
         }
     }
 }
