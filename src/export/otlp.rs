@@ -137,64 +137,86 @@ pub fn spawn(
             .extend(RESULTS.map(|result| ((*signal, result), 0)));
     }
     drop(counters);
-    let mut exporter = Exporter::new(config, build_version);
+    let delivery = Delivery {
+        exporter: Exporter::new(config, build_version),
+        transport,
+        runtime,
+        store,
+        counts,
+    };
     std::thread::Builder::new()
         .name("otlp".to_string())
-        .spawn(move || {
-            let mut failures = 0u32;
-            let mut last_warning: Option<Instant> = None;
-            loop {
-                let wait = match failures {
-                    0 => exporter.config.interval,
-                    n => (MIN_BACKOFF * 2u32.saturating_pow(n - 1)).min(MAX_BACKOFF),
-                };
-                std::thread::sleep(wait);
-                let now = SystemTime::now();
-                let state = store.snapshot();
-                let metrics = exporter.build(&state, now);
-                let records = exporter
-                    .config
-                    .pause_events
-                    .then(|| exporter.pause_records(&state, now));
-                drop(state);
-                let mut error = None;
-                let sent = runtime.block_on(transport.send_metrics(metrics.request.clone()));
-                match count(&counts, "metrics", sent) {
-                    Ok(()) => exporter.acknowledge(metrics),
-                    Err(e) => error = Some(e),
-                }
-                if let Some(records) = &records {
-                    counts
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .pause_records_dropped += records.dropped;
-                }
-                let records = records.filter(|r| !r.request.resource_logs.is_empty());
-                if let Some(records) = records {
-                    let sent = runtime.block_on(transport.send_logs(records.request.clone()));
-                    match count(&counts, "logs", sent) {
-                        Ok(()) => records.delivered(),
-                        Err(e) => error = error.or(Some(e)),
+        .spawn(move || delivery.run())?;
+    Ok(())
+}
+
+/// The exporter's thread: what it builds requests with and sends them by.
+struct Delivery {
+    exporter: Exporter,
+    transport: Transport,
+    runtime: tokio::runtime::Runtime,
+    store: SharedStore,
+    counts: Arc<Mutex<OtlpCounters>>,
+}
+
+impl Delivery {
+    fn run(mut self) {
+        let mut failures = 0u32;
+        let mut last_warning: Option<Instant> = None;
+        loop {
+            let wait = match failures {
+                0 => self.exporter.config.interval,
+                n => (MIN_BACKOFF * 2u32.saturating_pow(n - 1)).min(MAX_BACKOFF),
+            };
+            std::thread::sleep(wait);
+            match self.export() {
+                Ok(()) => {
+                    if failures > 0 {
+                        tracing::info!(after = failures, "OTLP export succeeds again");
                     }
+                    failures = 0;
                 }
-                match error {
-                    None => {
-                        if failures > 0 {
-                            tracing::info!(after = failures, "OTLP export succeeds again");
-                        }
-                        failures = 0;
-                    }
-                    Some(error) => {
-                        failures += 1;
-                        if last_warning.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
-                            tracing::warn!(%error, failures, "OTLP export failed; retrying with backoff");
-                            last_warning = Some(Instant::now());
-                        }
+                Err(error) => {
+                    failures += 1;
+                    if last_warning.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+                        tracing::warn!(%error, failures, "OTLP export failed; retrying with backoff");
+                        last_warning = Some(Instant::now());
                     }
                 }
             }
-        })?;
-    Ok(())
+        }
+    }
+
+    /// One export of a fresh snapshot: the metrics, then the pause records.
+    fn export(&mut self) -> Result<(), String> {
+        let now = SystemTime::now();
+        let state = self.store.snapshot();
+        let metrics = self.exporter.build(&state, now);
+        let records =
+            (self.exporter.config.pause_events).then(|| self.exporter.pause_records(&state, now));
+        drop(state);
+        let sent = (self.runtime).block_on(self.transport.send_metrics(metrics.request.clone()));
+        let metrics_sent = count(&self.counts, "metrics", sent);
+        if metrics_sent.is_ok() {
+            self.exporter.acknowledge(metrics);
+        }
+        let Some(records) = records else {
+            return metrics_sent;
+        };
+        self.counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pause_records_dropped += records.dropped;
+        if records.request.resource_logs.is_empty() {
+            return metrics_sent;
+        }
+        let sent = (self.runtime).block_on(self.transport.send_logs(records.request.clone()));
+        let records_sent = count(&self.counts, "logs", sent);
+        if records_sent.is_ok() {
+            records.delivered();
+        }
+        metrics_sent.and(records_sent)
+    }
 }
 
 /// Counts an export's result; a partial rejection is logged but not retried
