@@ -398,6 +398,18 @@ fn agent_config(dir: &Path, name: &str, port: u16, gc_log: &Path, otlp: &[String
     path
 }
 
+/// Stops `receiver` right after the agent on `port` counts one more
+/// successful export (exports are `interval = 1s` apart).
+fn stop_between_exports(receiver: &mut Rotel, port: u16) {
+    let before = exports(port, "success");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while exports(port, "success") == before {
+        assert!(Instant::now() < deadline, "no export acknowledged");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    receiver.stop();
+}
+
 /// Per `gc` label of `jvm_gc_pause_seconds`: count and sum on `/metrics`.
 fn metrics_totals(port: u16) -> BTreeMap<String, (u64, f64)> {
     let metrics = common::http_get_ok(port, "/metrics").unwrap_or_default();
@@ -420,12 +432,14 @@ fn metrics_totals(port: u16) -> BTreeMap<String, (u64, f64)> {
     totals
 }
 
+/// `pausewatch_otlp_exports_total` of the metrics requests with `result`.
 fn exports(port: u16, result: &str) -> f64 {
     let metrics = common::http_get_ok(port, "/metrics").unwrap_or_default();
+    let result = format!("result=\"{result}\"");
     common::sum(
         &metrics,
         "pausewatch_otlp_exports_total",
-        &[&format!("result=\"{result}\"")],
+        &["signal=\"metrics\"", &result],
     )
 }
 
@@ -668,14 +682,25 @@ fn delta_adds_up_and_a_receiver_outage_loses_nothing() {
     };
     children.wait_until(
         Instant::now() + Duration::from_secs(30),
-        "the first half to arrive",
+        "the first half to arrive whole",
         |_| {
+            let cumulative = gc_totals(&cumulative_receiver.points(), "cumulative");
+            let delta = gc_totals(&delta_receiver.points(), "delta");
+            let records = record_totals(&cumulative_receiver.records(), "cumulative");
+            let (cumulative_read, delta_read) =
+                (metrics_totals(ports[0]), metrics_totals(ports[1]));
             received(&cumulative_receiver, "cumulative") > 0
-                && received(&delta_receiver, "delta") > 0
+                && counts(&cumulative) == counts(&cumulative_read)
+                && counts(&records) == counts(&cumulative_read)
+                && counts(&delta) == counts(&delta_read)
         },
     );
-    cumulative_receiver.stop();
-    delta_receiver.stop();
+    // Each receiver is stopped just after its agent counted a metrics export
+    // acknowledged, a second before the next one: never mid-request, where
+    // the receiver would keep what the agent then sends again (with the
+    // first half delivered, no pause records follow those exports).
+    stop_between_exports(&mut cumulative_receiver, ports[0]);
+    stop_between_exports(&mut delta_receiver, ports[1]);
     let before_outage = received(&cumulative_receiver, "cumulative");
     let total: u64 = truth.values().map(|(count, _)| count).sum();
     assert!(before_outage < total, "the first half holds every pause");
