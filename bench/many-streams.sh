@@ -12,6 +12,8 @@
 #   REQUESTS=800         access-log lines per second (requests)
 #   SECONDS_MEASURED=60  length of the window
 #   PAUSEWATCH_BIN=...   use this binary instead of building target/release/pausewatch
+#   OTLP_ENDPOINT=...    also push over OTLP (http/protobuf) to this receiver
+#   OTLP_INTERVAL=15s    its export interval
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -112,6 +114,11 @@ case "$MODE" in
             "${FILES[0]}" "${FILES[1]}" >> "$WORK/pausewatch.toml"
         ;;
 esac
+
+if [[ -n "${OTLP_ENDPOINT:-}" ]]; then
+    printf '[otlp]\nendpoint = "%s"\ninterval = "%s"\n' "$OTLP_ENDPOINT" "${OTLP_INTERVAL:-15s}" \
+        >> "$WORK/pausewatch.toml"
+fi
 
 "$BIN" run --config "$WORK/pausewatch.toml" 2> "$WORK/agent.stderr" &
 AGENT=$!

@@ -94,6 +94,17 @@ pub struct AgentState {
     pub deliveries: Arc<Mutex<DeliveryCounters>>,
     /// Errors not tied to one stream (`checkpoint_write`, `watch`, ...).
     pub errors: BTreeMap<String, u64>,
+    /// What the OTLP exporter's thread counts.
+    pub otlp: Arc<Mutex<OtlpCounters>>,
+}
+
+/// The OTLP exporter's counts; empty while it is off.
+#[derive(Debug, Default)]
+pub struct OtlpCounters {
+    /// Export requests by signal (`metrics`, `logs`) and result.
+    pub exports: BTreeMap<(&'static str, &'static str), u64>,
+    /// Pause records that left a JVM's bounded queue before the receiver took them.
+    pub pause_records_dropped: u64,
 }
 
 impl AgentState {

@@ -89,3 +89,20 @@ fn the_readme_analyze_examples_are_what_the_commands_print() {
     }
     assert!(checked >= 2, "README examples found: {checked}");
 }
+
+/// Every family the agent exports is in the README's metrics table, and
+/// each one the OpenTelemetry conventions name is on the row of its
+/// OpenTelemetry name.
+#[test]
+fn the_readme_names_every_family_for_both_exporters() {
+    use pausewatch::export::catalog::CATALOG;
+    let readme = readme();
+    for family in CATALOG {
+        let prometheus = format!("`{}`", family.name);
+        assert!(readme.contains(&prometheus), "README lacks {prometheus}");
+        if family.semconv.is_some() {
+            let otel = format!("| `{}` | {prometheus} |", family.otel_name());
+            assert!(readme.contains(&otel), "README lacks the row {otel}");
+        }
+    }
+}

@@ -55,5 +55,6 @@ fn demo_source(log: PathBuf) -> GcLogSource {
         follow_symlinks_outside: false,
         forget_after: DEFAULT_FORGET_AFTER,
         max_label_values: DEFAULT_MAX_LABEL_VALUES,
+        pause_records: 0,
     }
 }

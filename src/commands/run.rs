@@ -8,6 +8,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::agent::{Agent, Wake};
 use crate::config::Config;
+use crate::export::otlp;
 use crate::export::prometheus as metrics;
 use crate::server;
 use crate::store::Store;
@@ -34,6 +35,10 @@ pub fn run(config: Config) -> Result<()> {
             Err(error) => error,
         }
     })?;
+    if let Some(otlp) = config.otlp.clone() {
+        otlp::spawn(otlp, store.clone(), env!("CARGO_PKG_VERSION"))
+            .map_err(|error| SetupError(format!("cannot start the OTLP exporter: {error}")))?;
+    }
     let registry = Arc::new(metrics::registry(store.clone(), env!("CARGO_PKG_VERSION")));
     let router = server::router(store, registry);
     let runtime = tokio::runtime::Builder::new_multi_thread()

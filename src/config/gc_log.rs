@@ -41,6 +41,9 @@ pub struct GcLogSource {
     /// The top-level `max_label_values`, for the source to hand to its JVM's state.
     #[serde(skip)]
     pub max_label_values: usize,
+    /// Pauses kept for the OTLP pause records (`[otlp] pause_events`); 0: none.
+    #[serde(skip)]
+    pub pause_records: usize,
 }
 
 /// `forget_after` unless configured: long enough for any rotation.
@@ -140,6 +143,7 @@ impl Ctx<'_> {
                 Some(v) => self.positive_duration(v, &at("forget_after"))?,
             },
             max_label_values: DEFAULT_MAX_LABEL_VALUES,
+            pause_records: 0,
         })
     }
 

@@ -261,7 +261,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn tls_settings(
+    pub(super) fn tls_settings(
         &self,
         value: &Spanned<Value>,
         path: &[Seg],

@@ -19,6 +19,7 @@ mod correlation;
 mod gc_log;
 mod http_client;
 mod latency_histogram;
+mod otlp;
 mod spans;
 
 use std::net::SocketAddr;
@@ -46,6 +47,7 @@ use alerts::RawAlerts;
 use correlation::RawCorrelation;
 use gc_log::RawGcLog;
 use latency_histogram::RawHistogram;
+use otlp::RawOtlp;
 use spans::{key, Ctx, Seg};
 
 /// Default metrics address: loopback, so nothing is exposed until asked for.
@@ -138,6 +140,10 @@ pub struct Config {
     /// Where alerts go: not printed, they carry credentials.
     #[serde(skip)]
     pub alert_sinks: AlertSinks,
+    /// OTLP export, on when the file has an `[otlp]` table. Not printed: its
+    /// headers hold credentials.
+    #[serde(skip)]
+    pub otlp: Option<crate::export::otlp::OtlpConfig>,
 }
 
 impl Default for Config {
@@ -156,6 +162,7 @@ impl Default for Config {
             correlation: CorrelationConfig::default(),
             alerts: AlertsConfig::default(),
             alert_sinks: AlertSinks::default(),
+            otlp: None,
         }
     }
 }
@@ -173,9 +180,14 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 
 /// Parses config text; `origin` is used only in error messages.
 pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+    parse_with_env(text, origin, &|name| std::env::var(name).ok())
+}
+
+/// As [`parse`], with the environment `[otlp]` reads (`OTEL_*`) from `env`.
+fn parse_with_env(text: &str, origin: &Path, env: otlp::Env) -> Result<Config, ConfigError> {
     let ctx = Ctx { text, origin };
     let raw: RawConfig = toml::from_str(text).map_err(|e| ctx.toml_error(&e))?;
-    ctx.validate(raw)
+    ctx.validate(raw, env)
 }
 
 #[derive(Deserialize)]
@@ -197,10 +209,11 @@ struct RawConfig {
     latency_histogram: Vec<Spanned<RawHistogram>>,
     correlation: Option<RawCorrelation>,
     alerts: Option<RawAlerts>,
+    otlp: Option<RawOtlp>,
 }
 
 impl Ctx<'_> {
-    fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
+    fn validate(&self, raw: RawConfig, env: otlp::Env) -> Result<Config, ConfigError> {
         let mut config = Config::default();
         if let Some(v) = &raw.listen {
             let path = [key("listen")];
@@ -265,6 +278,15 @@ impl Ctx<'_> {
         }
         if let Some(raw_alerts) = &raw.alerts {
             config.alert_sinks = self.alerts(raw_alerts, &mut config.alerts)?;
+        }
+        if let Some(raw_otlp) = &raw.otlp {
+            let otlp = self.otlp(raw_otlp, env)?;
+            if otlp.pause_events {
+                for source in &mut config.gc_log {
+                    source.pause_records = otlp::PAUSE_RECORDS_KEPT;
+                }
+            }
+            config.otlp = Some(otlp);
         }
         Ok(config)
     }

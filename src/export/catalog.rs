@@ -126,10 +126,29 @@ pub struct Family {
     pub help: &'static str,
     /// The family's own label names, after the scope's labels on each series.
     pub labels: &'static [&'static str],
+    /// The OpenTelemetry JVM semantic conventions' metric this family is,
+    /// where they have it; `None`: exported as [`Family::otel_name`] derives.
+    pub semconv: Option<Semconv>,
     /// Where the samples come from, in exposition order; only
     /// `pausewatch_errors_total` has three (per stream, per access log, then the agent's).
     pub scopes: &'static [Scope],
 }
+
+/// A metric of the OpenTelemetry JVM semantic conventions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Semconv {
+    pub name: &'static str,
+    /// Attributes every point carries (`jvm.memory.type = heap`).
+    pub attributes: &'static [(&'static str, &'static str)],
+}
+
+/// Attribute names of the semantic conventions for the catalog's label
+/// names, where they differ.
+const OTEL_ATTRIBUTES: [(&str, &str); 3] = [
+    ("gc", "jvm.gc.name"),
+    ("action", "jvm.gc.action"),
+    ("cause", "jvm.gc.cause"),
+];
 
 /// One series as exporters see it: every label, and the value.
 #[derive(Debug, Clone, PartialEq)]
@@ -146,6 +165,32 @@ pub struct Series<'a> {
 pub type Labels<'a> = Vec<(&'a str, Cow<'a, str>)>;
 
 impl Family {
+    /// The OpenTelemetry name: the semantic conventions' where they have the
+    /// metric, else `pausewatch.` and the Prometheus name without its
+    /// prefix, `_total` and unit (the unit travels beside the name in OTLP).
+    pub fn otel_name(&self) -> Cow<'static, str> {
+        if let Some(semconv) = self.semconv {
+            return semconv.name.into();
+        }
+        let name = self.name.strip_suffix("_total").unwrap_or(self.name);
+        let name = match self.unit {
+            Unit::Seconds => name.strip_suffix("_seconds"),
+            Unit::Bytes => name.strip_suffix("_bytes"),
+            Unit::Ratio | Unit::None => None,
+        }
+        .unwrap_or(name);
+        let name = name.strip_prefix("pausewatch_").unwrap_or(name);
+        format!("pausewatch.{name}").into()
+    }
+
+    /// The OpenTelemetry attribute name of the family's label `label`.
+    pub fn otel_attribute(label: &str) -> &str {
+        OTEL_ATTRIBUTES
+            .iter()
+            .find(|(name, _)| *name == label)
+            .map_or(label, |(_, otel)| otel)
+    }
+
     /// Every series of the family in `state`, scope by scope in exposition
     /// order; `build_version` is the agent's version, `now` the clock that
     /// decides the last complete minute.
@@ -216,6 +261,15 @@ fn log_labels<'a>(log: &'a str, configured: &'a BTreeMap<String, String>) -> Lab
         .collect()
 }
 
+/// A `jvm.memory.*` metric of the heap as a whole: the log gives no
+/// per-pool figures, so points carry `jvm.memory.type` but no pool name.
+const fn heap_memory(name: &'static str) -> Semconv {
+    Semconv {
+        name,
+        attributes: &[("jvm.memory.type", "heap")],
+    }
+}
+
 /// Every family, in exposition order.
 pub static CATALOG: &[Family] = &[
     Family {
@@ -224,6 +278,10 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Stop-the-world GC pauses read from the GC log, labelled as Micrometer labels jvm.gc.pause.",
         labels: &["gc", "action", "cause"],
+        semconv: Some(Semconv {
+            name: "jvm.gc.duration",
+            attributes: &[],
+        }),
         scopes: &[Scope::Stream(pauses)],
     },
     Family {
@@ -232,6 +290,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Exact longest GC pause that ended in the last complete wall-clock minute, 0 if none (not Micrometer's decaying max).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, now| {
             last_complete(s, now, |m| Value::Float(m.map_or(0.0, |m| m.pause_max_seconds)))
         })],
@@ -242,6 +301,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "GC pauses that ended in the last complete wall-clock minute.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, now| {
             last_complete(s, now, |m| Value::Int(m.map_or(0, |m| m.pause_count)))
         })],
@@ -252,6 +312,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Ratio,
         help: "Fraction of wall-clock time spent in GC pauses over the last 1 or 5 complete minutes.",
         labels: &["window"],
+        semconv: None,
         scopes: &[Scope::Stream(overhead)],
     },
     Family {
@@ -260,6 +321,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Safepoints (every stop of the application threads, GC or not), by VM operation.",
         labels: &["operation"],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| per_operation(s, |op| Value::Int(op.count)))],
     },
     Family {
@@ -268,6 +330,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Time the application threads were stopped at safepoints, by VM operation.",
         labels: &["operation"],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             per_operation(s, |op| Value::Float(op.stopped_seconds))
         })],
@@ -278,6 +341,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Time spent bringing the application threads to safepoints, by VM operation.",
         labels: &["operation"],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             per_operation(s, |op| Value::Float(op.time_to_safepoint_seconds))
         })],
@@ -288,6 +352,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Longest time to safepoint in the last complete wall-clock minute, 0 if none.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, now| {
             last_complete(s, now, |m| {
                 Value::Float(m.map_or(0.0, |m| m.time_to_safepoint_max_seconds))
@@ -300,6 +365,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Allocation stalls: application threads blocked until the collector freed memory (ZGC).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.allocation_stalls)))],
     },
     Family {
@@ -308,6 +374,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Relocation stalls: application threads blocked on object relocation (ZGC).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.relocation_stalls)))],
     },
     Family {
@@ -316,6 +383,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Concurrent GC cycles completed (G1 mark cycles, ZGC and Shenandoah cycles).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.concurrent_cycles)))],
     },
     Family {
@@ -324,6 +392,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Full GCs.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.full_gcs)))],
     },
     Family {
@@ -332,6 +401,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "GC pauses with an evacuation failure (G1 to-space exhausted).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.evacuation_failures)))],
     },
     Family {
@@ -340,6 +410,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Degenerated GCs (Shenandoah).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.degenerated_gcs)))],
     },
     Family {
@@ -348,6 +419,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "GC pauses caused by a humongous allocation (G1).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.humongous_allocations)))],
     },
     Family {
@@ -356,6 +428,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "GC pauses requested explicitly with System.gc().",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.explicit_gcs)))],
     },
     Family {
@@ -364,6 +437,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "JVM restarts seen in the log stream (a new run started writing it).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.jvm_restarts)))],
     },
     Family {
@@ -372,6 +446,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Start of the JVM run writing the log, Unix time (from the log's uptime, else its first event): the Prometheus rules leave each run's warm-up out of PauseRegression baselines.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             let start = s.jvm.run_starts.last();
             known(start.map(|t| Value::Float(t.timestamp_millis() as f64 / 1000.0)))
@@ -383,6 +458,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Bytes promoted into the old generation by young collections.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.promoted_bytes)))],
     },
     Family {
@@ -391,6 +467,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Bytes allocated: heap growth from the end of one collection to the start of the next.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.allocated_bytes)))],
     },
     Family {
@@ -399,6 +476,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Time application threads spent in allocation stalls (ZGC).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             one(Value::Float(s.jvm.counters.allocation_stall_seconds))
         })],
@@ -409,6 +487,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Wall-clock duration of concurrent GC cycles; not pause time.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             one(Value::Float(s.jvm.counters.concurrent_cycle_seconds))
         })],
@@ -419,6 +498,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Duration of concurrent GC phases, which run alongside the application; not pause time.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             one(Value::Float(s.jvm.counters.concurrent_phase_seconds))
         })],
@@ -429,6 +509,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "The JVM writing the log: collector and JDK version; the value is always 1.",
         labels: &["collector", "jdk_version"],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             let version = s.jvm.jdk_version.as_deref().unwrap_or("unknown");
             info(vec![s.jvm.collector.as_str().into(), version.into()])
@@ -440,6 +521,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Heap occupancy after the latest collection.",
         labels: &[],
+        semconv: Some(heap_memory("jvm.memory.used_after_last_gc")),
         scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.after_gc_bytes.map(Value::Int)))],
     },
     Family {
@@ -448,6 +530,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Heap capacity reported by the latest collection.",
         labels: &[],
+        semconv: Some(heap_memory("jvm.memory.committed")),
         scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.committed_bytes.map(Value::Int)))],
     },
     Family {
@@ -456,6 +539,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Maximum heap size from the log preamble.",
         labels: &[],
+        semconv: Some(heap_memory("jvm.memory.limit")),
         scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.max_bytes.map(Value::Int)))],
     },
     Family {
@@ -464,6 +548,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Heap occupancy after the latest full, mixed or major collection: the live data set.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.live_data_bytes.map(Value::Int)))],
     },
     Family {
@@ -472,6 +557,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Maximum heap size from the log preamble.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.max_bytes.map(Value::Int)))],
     },
     Family {
@@ -480,6 +566,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Lines read from the log stream.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.parse.lines)))],
     },
     Family {
@@ -488,6 +575,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Bytes read from the log stream.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.parse.bytes)))],
     },
     Family {
@@ -496,6 +584,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Lines of the log stream that were not understood, by reason.",
         labels: &["kind"],
+        semconv: None,
         scopes: &[Scope::Stream(unparsed_lines)],
     },
     Family {
@@ -504,6 +593,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Events whose label value was past max_label_values distinct values of its family, counted under \"other\".",
         labels: &["label"],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             ["cause", "operation"]
                 .into_iter()
@@ -521,6 +611,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Events that could not be placed in wall-clock time (uptime-only log without a JVM start): not in minutes, alerts or correlation.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.minutes.unplaced_events)))],
     },
     Family {
@@ -529,6 +620,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Files of the log stream currently followed (live file and rotated ones).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.files_followed)))],
     },
     Family {
@@ -537,6 +629,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Bytes written to the live log file that the agent has not read yet.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(s.read_lag_bytes)))],
     },
     Family {
@@ -545,6 +638,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Time since the agent last processed an event of the log stream.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, now| {
             let age = s.last_event_processed_at.map(|at| age_seconds(at, now));
             known(age.map(Value::Float))
@@ -556,6 +650,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Whether the live log file could be read at the last attempt (1) or not (0).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| one(Value::Int(u64::from(s.readable))))],
     },
     Family {
@@ -564,6 +659,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Agent errors by kind; errors of one log stream carry its labels.",
         labels: &["kind"],
+        semconv: None,
         scopes: &[
             Scope::Stream(|s, _| by_kind(&s.errors)),
             Scope::AccessLog(|a| by_kind(&a.errors)),
@@ -576,6 +672,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Request durations read from the service's access log (buckets as jvm_gc_pause_seconds).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             known(s.latency.as_ref().map(|l| Value::Histogram(&l.histogram)))
         })],
@@ -586,6 +683,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Requests read from the access log or counted by the latency histogram.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             known(s.latency.as_ref().map(|l| Value::Int(l.counters.requests)))
         })],
@@ -596,6 +694,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Requests slower than the SLO (or their minute's p99.9 without one), in attributed minutes.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             known(s.latency.as_ref().map(|l| Value::Int(l.counters.slow_requests)))
         })],
@@ -606,6 +705,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Slow requests of which GC pauses and safepoints covered at least the configured share.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             let latency = s.latency.as_ref();
             known(latency.map(|l| Value::Int(l.counters.slow_requests_stop_affected)))
@@ -617,6 +717,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "p99 request latency of the last attributed minute.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             latency_minute(s, |m| Some(Value::Float(m.latency.p99_seconds)))
         })],
@@ -627,6 +728,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "p99.9 request latency of the last attributed minute.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             latency_minute(s, |m| Some(Value::Float(m.latency.p999_seconds)))
         })],
@@ -637,6 +739,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "p99.9 of the last attributed minute recomputed without stop-affected requests: the tail without pauses.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             latency_minute(s, |m| {
                 let attribution = m.attribution?;
@@ -650,6 +753,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Ratio,
         help: "Share of the slow requests' time over the SLO that overlapping stops explain, last attributed minute (absent when no request was slow).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             latency_minute(s, |m| m.attribution?.explained_share.map(Value::Float))
         })],
@@ -660,6 +764,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Correlation of each minute's max pause with its p99 or p99.9 over the sliding window (absent below the minimum of minutes).",
         labels: &["method", "quantile"],
+        semconv: None,
         scopes: &[Scope::Stream(correlations)],
     },
     Family {
@@ -668,6 +773,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Lines read from the access log.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::AccessLog(|a| one(Value::Int(a.stats.lines)))],
     },
     Family {
@@ -676,6 +782,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Access log lines that did not parse in the configured format.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::AccessLog(|a| {
             one(Value::Int(a.stats.malformed + a.stats.too_long))
         })],
@@ -686,6 +793,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Ratio,
         help: "Share of the access log's last 500 to 1,000 non-blank lines that did not parse in the configured format (absent before any line); near 1, the format is wrong.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::AccessLog(|a| {
             known(a.malformed_window.ratio().map(Value::Float))
         })],
@@ -696,6 +804,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Requests read while no GC stream could take them (its log not found yet).",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::AccessLog(|a| one(Value::Int(a.unattributed_requests)))],
     },
     Family {
@@ -704,6 +813,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "1 when the access log could be read at the last attempt.",
         labels: &[],
+        semconv: None,
         scopes: &[Scope::AccessLog(|a| one(Value::Int(u64::from(a.readable))))],
     },
     Family {
@@ -712,6 +822,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Alerts of the agent's own rules: 1 per alert in its state (pending, firing, or resolved at the last evaluation).",
         labels: &["state"],
+        semconv: None,
         scopes: &[Scope::Alert(|alert| info(vec![alert.state.as_str().into()]))],
     },
     Family {
@@ -720,7 +831,39 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Alert deliveries to Alertmanager and the webhook, by result (failed attempts are retried with backoff).",
         labels: &["sink", "result"],
+        semconv: None,
         scopes: &[Scope::Agent(|agent, _| alert_deliveries(agent))],
+    },
+    Family {
+        name: "pausewatch_otlp_exports_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "OTLP export requests by signal (metrics, logs) and result: success, failure (retried with backoff; nothing is lost) or rejected (the receiver refused some items).",
+        labels: &["signal", "result"],
+        semconv: None,
+        scopes: &[Scope::Agent(|agent, _| {
+            let otlp = agent.otlp.lock().unwrap_or_else(PoisonError::into_inner);
+            (otlp.exports.iter())
+                .map(|((signal, result), count)| Sample {
+                    labels: vec![(*signal).into(), (*result).into()],
+                    value: Value::Int(*count),
+                    minute: None,
+                })
+                .collect()
+        })],
+    },
+    Family {
+        name: "pausewatch_otlp_pause_records_dropped_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Pause log records dropped from a JVM's bounded queue (the oldest first) while the OTLP receiver did not take them.",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Agent(|agent, _| {
+            let otlp = agent.otlp.lock().unwrap_or_else(PoisonError::into_inner);
+            let on = otlp.exports.keys().any(|(signal, _)| *signal == "logs");
+            known(on.then_some(Value::Int(otlp.pause_records_dropped)))
+        })],
     },
     Family {
         name: "pausewatch_build_info",
@@ -728,6 +871,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "pausewatch build; the value is always 1.",
         labels: &["version"],
+        semconv: None,
         scopes: &[Scope::Agent(|_, version| info(vec![version.into()]))],
     },
 ];
@@ -1070,6 +1214,9 @@ mod tests {
         let mut deliveries = state.deliveries.lock().unwrap();
         deliveries.delivered.insert("webhook".to_string(), 1);
         drop(deliveries);
+        let mut otlp = state.otlp.lock().unwrap();
+        otlp.exports.insert(("logs", "success"), 1);
+        drop(otlp);
         state
     }
 

@@ -518,6 +518,8 @@ pub(crate) mod tests {
             ("pausewatch_label_values_overflow", "counter"),
             ("pausewatch_log_events_without_wall_clock", "counter"),
             ("pausewatch_alert_deliveries", "counter"),
+            ("pausewatch_otlp_exports", "counter"),
+            ("pausewatch_otlp_pause_records_dropped", "counter"),
         ];
         for (family, kind) in expected {
             assert_eq!(
@@ -533,7 +535,8 @@ pub(crate) mod tests {
         );
         // Every family has a series for this stream, and every stream series
         // carries `log` and the configured labels.
-        // This fixture has no latency source and no alert: those families are declared, empty.
+        // This fixture has no latency source, no alert and no OTLP export:
+        // those families are declared, empty.
         let latency_family = |family: &str| {
             [
                 "pausewatch_request",
@@ -541,6 +544,7 @@ pub(crate) mod tests {
                 "pausewatch_pause_latency",
                 "pausewatch_access_log",
                 "pausewatch_alert",
+                "pausewatch_otlp",
             ]
             .iter()
             .any(|prefix| family.starts_with(prefix))

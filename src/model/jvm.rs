@@ -7,7 +7,8 @@
 //! offsets it reflects: after a crash the agent resumes both at once and
 //! neither loses nor double-counts a pause.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::{Collector, Cycle, GcEvent, Generation, Pause, Safepoint};
@@ -17,6 +18,90 @@ use crate::model::histogram::Histogram;
 use crate::model::latency::LatencyState;
 use crate::model::minutes::{event_end, MinuteWindows, Placement};
 use crate::model::mxbean::{jdk_major, micrometer_labels};
+
+/// One stop-the-world pause as an event of its own, for the OTLP
+/// `jvm.gc.pause` log records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PauseRecord {
+    /// Position in the stream's pauses since the agent started: the
+    /// exporter resumes after the last one the receiver took.
+    pub seq: u64,
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    pub duration_s: f64,
+    /// The log's name with its qualifiers: `Pause Young (Normal)`.
+    pub name: String,
+    /// Micrometer's `gc` and `action`, as on `jvm_gc_pause_seconds`.
+    pub gc: String,
+    pub action: String,
+    /// HotSpot's cause, not capped like the `cause` label: one record has one.
+    pub cause: Option<String>,
+    pub collector: Collector,
+}
+
+/// While the OTLP pause records are on, the pauses the receiver has not
+/// taken yet: a bounded queue shared with the exporter's thread through its
+/// own lock (a copy of the stream shares it too, so copying a stream on
+/// write never copies the queue). The agent pushes; the exporter removes
+/// what was delivered. A receiver that is down neither holds up the agent
+/// nor grows its memory past `capacity`: the oldest pauses are dropped.
+#[derive(Debug, Clone, Default)]
+pub struct RecentPauses {
+    /// Pauses kept; 0 (the default) keeps none.
+    pub capacity: usize,
+    /// `seq` of the next pause.
+    next_seq: u64,
+    pub queue: Arc<Mutex<PauseQueue>>,
+}
+
+#[derive(Debug, Default)]
+pub struct PauseQueue {
+    pub pauses: VecDeque<PauseRecord>,
+    /// Pauses dropped to make room, not counted by the exporter yet.
+    pub dropped: u64,
+}
+
+impl PauseQueue {
+    /// Removes the pauses up to `seq`, which the receiver took.
+    pub fn delivered(&mut self, seq: u64) {
+        while self.pauses.front().is_some_and(|pause| pause.seq <= seq) {
+            self.pauses.pop_front();
+        }
+    }
+}
+
+impl RecentPauses {
+    fn push(&mut self, pause: &Pause, gc: &str, action: &str) {
+        if self.capacity == 0 {
+            return;
+        }
+        // Only a pause placed in wall-clock time can go on a timeline.
+        let Some(end) = pause.end.wall else { return };
+        let start = pause
+            .start
+            .wall
+            .unwrap_or_else(|| pause.end.earlier_by(pause.duration_s).wall.unwrap_or(end));
+        let qualifiers: String = pause.qualifiers.iter().map(|q| format!(" ({q})")).collect();
+        let name = format!("{}{qualifiers}", pause.name);
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.pauses.push_back(PauseRecord {
+            seq: self.next_seq,
+            start,
+            end,
+            duration_s: pause.duration_s,
+            name,
+            gc: gc.to_string(),
+            action: action.to_string(),
+            cause: pause.cause.clone(),
+            collector: pause.collector,
+        });
+        self.next_seq += 1;
+        while queue.pauses.len() > self.capacity {
+            queue.pauses.pop_front();
+            queue.dropped += 1;
+        }
+    }
+}
 
 /// One `jvm_gc_pause_seconds` series: Micrometer's `gc`, `action`, `cause`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,6 +216,9 @@ pub struct JvmState {
     /// Whether the current run's start is in `run_starts`.
     #[serde(default)]
     in_run: bool,
+    /// For the OTLP pause records; not checkpointed (events, not figures).
+    #[serde(skip)]
+    pub recent_pauses: RecentPauses,
 }
 
 /// Runs remembered: restarts more frequent than this within a baseline window
@@ -240,6 +328,7 @@ impl JvmState {
     fn apply_pause(&mut self, pause: &Pause, placed: Option<i64>) {
         let major = self.jdk_version.as_deref().and_then(jdk_major);
         let (gc, action, cause) = micrometer_labels(pause, major);
+        self.recent_pauses.push(pause, &gc, &action);
         let cause = capped(
             cause,
             self.pauses.iter().map(|s| s.cause.as_str()),

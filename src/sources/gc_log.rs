@@ -132,6 +132,7 @@ impl GcLogSource {
         // Labels follow the configuration, not the checkpoint.
         state.labels = source.labels.clone();
         state.jvm.max_label_values = LabelCap(source.max_label_values);
+        state.jvm.recent_pauses.capacity = source.pause_records;
         // A latency source will line its requests up with this JVM's stops:
         // record stops from the first event on.
         if latency_target && state.latency.is_none() {
@@ -296,6 +297,7 @@ mod tests {
             follow_symlinks_outside: false,
             forget_after: config::DEFAULT_FORGET_AFTER,
             max_label_values: crate::model::jvm::DEFAULT_MAX_LABEL_VALUES,
+            pause_records: 0,
         };
         let new = NewStream {
             id: StreamId(1),
