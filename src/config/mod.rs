@@ -16,6 +16,7 @@ pub mod access_format;
 mod access_log;
 mod alerts;
 mod correlation;
+mod discovery;
 mod gc_log;
 mod latency_histogram;
 mod spans;
@@ -29,6 +30,7 @@ use toml::{Spanned, Value};
 
 pub use access_log::AccessLogSource;
 pub use correlation::CorrelationConfig;
+pub use discovery::{DiscoveryConfig, DiscoveryRule, RuntimeStatsConfig, DISCOVERY_LABELS};
 pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
 pub use latency_histogram::LatencyHistogramSource;
 pub use spans::ConfigError;
@@ -41,6 +43,7 @@ use crate::model::serialize_duration;
 use access_log::RawAccessLog;
 use alerts::RawAlerts;
 use correlation::RawCorrelation;
+use discovery::{RawDiscovery, RawRuntimeStats};
 use gc_log::RawGcLog;
 use latency_histogram::RawHistogram;
 use spans::{key, Ctx, Seg};
@@ -129,6 +132,8 @@ pub struct Config {
     /// Latency histograms scraped from the services, where there is no access log.
     pub latency_histogram: Vec<LatencyHistogramSource>,
     pub correlation: CorrelationConfig,
+    pub discovery: DiscoveryConfig,
+    pub runtime_stats: RuntimeStatsConfig,
     /// Not printed with the effective config: rules read back only from their tables.
     #[serde(skip)]
     pub alerts: AlertsConfig,
@@ -148,6 +153,8 @@ impl Default for Config {
             access_log: Vec::new(),
             latency_histogram: Vec::new(),
             correlation: CorrelationConfig::default(),
+            discovery: DiscoveryConfig::default(),
+            runtime_stats: RuntimeStatsConfig::default(),
             alerts: AlertsConfig::default(),
         }
     }
@@ -189,6 +196,8 @@ struct RawConfig {
     #[serde(default)]
     latency_histogram: Vec<Spanned<RawHistogram>>,
     correlation: Option<RawCorrelation>,
+    discovery: Option<RawDiscovery>,
+    runtime_stats: Option<RawRuntimeStats>,
     alerts: Option<RawAlerts>,
 }
 
@@ -252,6 +261,12 @@ impl Ctx<'_> {
         }
         if let Some(raw_correlation) = &raw.correlation {
             config.correlation = self.correlation(raw_correlation)?;
+        }
+        if let Some(raw_discovery) = &raw.discovery {
+            config.discovery = self.discovery(raw_discovery)?;
+        }
+        if let Some(raw_runtime_stats) = &raw.runtime_stats {
+            config.runtime_stats = self.runtime_stats(raw_runtime_stats)?;
         }
         if let Some(slo) = config.correlation.slo {
             config.alerts.thresholds.tail_slo = slo;
