@@ -357,7 +357,7 @@ impl Agent {
         let sources: Vec<SourceCheckpoint> = self
             .sources
             .iter()
-            .map(|source| source.checkpoint(&snapshot))
+            .filter_map(|source| source.checkpoint(&snapshot))
             // Sources not seen this time keep their checkpoint for when they return.
             .chain(self.registry.unclaimed().cloned())
             .collect();
@@ -424,7 +424,15 @@ impl Agent {
                 .config
                 .poll_interval
                 .saturating_sub(last_full_poll.elapsed());
-            let mut wakes = match self.woken.recv_timeout(until_full_poll) {
+            // Discovered JVMs are sampled on their own period, often shorter.
+            let sampling = &self.config.runtime_stats;
+            let sampled = self.config.discovery.enabled && sampling.enabled;
+            let timeout = if sampled {
+                until_full_poll.min(sampling.interval)
+            } else {
+                until_full_poll
+            };
+            let mut wakes = match self.woken.recv_timeout(timeout) {
                 Ok(files @ Wake::Files(_)) => {
                     // A busy log fires an event per write: gather them for
                     // a moment so that one poll reads many lines.
@@ -450,7 +458,8 @@ impl Agent {
                         _ => {}
                     }
                 }
-                (!paths.is_empty()).then_some(paths)
+                // Woken only by the sampling period: the sources that are due.
+                (!paths.is_empty() || wakes.is_empty()).then_some(paths)
             };
             if wakes.contains(&Wake::Shutdown) {
                 break;

@@ -246,13 +246,13 @@ impl Source for GcLogSource {
         changed
     }
 
-    fn checkpoint(&self, state: &AgentState) -> SourceCheckpoint {
-        SourceCheckpoint::GcLog(Box::new(GcLogCheckpoint {
+    fn checkpoint(&self, state: &AgentState) -> Option<SourceCheckpoint> {
+        Some(SourceCheckpoint::GcLog(Box::new(GcLogCheckpoint {
             log: self.follower.live_path().display().to_string(),
             position: self.follower.position(),
             parser: self.parser.clone(),
             state: state.streams.get(&self.id).cloned().unwrap_or_default(),
-        }))
+        })))
     }
 
     fn watch_dir(&self) -> Option<&Path> {

@@ -23,9 +23,11 @@ use crate::model::latency::CorrelationSettings;
 use crate::store::{AgentState, Store, StreamId};
 
 pub mod access_log;
+pub mod discovery;
 pub mod gc_log;
 pub mod latency_histogram;
 pub mod procfs;
+pub mod runtime_stats;
 
 /// One input of the agent.
 pub trait Source: Send {
@@ -36,7 +38,8 @@ pub trait Source: Send {
     fn poll(&mut self, store: &Store) -> bool;
     /// What a restart needs to resume exactly where this source is now,
     /// given a snapshot of the store.
-    fn checkpoint(&self, state: &AgentState) -> SourceCheckpoint;
+    /// `None` for a source with nothing to resume.
+    fn checkpoint(&self, state: &AgentState) -> Option<SourceCheckpoint>;
     /// The directory whose file events should wake the agent, for file sources.
     fn watch_dir(&self) -> Option<&Path> {
         None
@@ -89,6 +92,8 @@ pub enum SourceKey {
     GcLog(String),
     AccessLog(String),
     LatencyHistogram(String),
+    /// A discovered JVM, by `pid@start_ticks`.
+    RuntimeStats(String),
 }
 
 /// Everything one source needs after a restart, keyed by kind
@@ -111,6 +116,9 @@ impl SourceCheckpoint {
         }
     }
 }
+
+/// Where the kernel's process information is.
+const PROC_ROOT: &str = "/proc";
 
 /// Records applied to the store under one lock at most: a catch-up read of
 /// a large file must not hold gigabytes of records, nor the lock for long.
@@ -204,6 +212,11 @@ pub struct Registry {
     capped: BTreeSet<String>,
     next_id: u64,
     writers: Arc<Mutex<procfs::JvmLogWriters>>,
+    /// The host's Java processes, when `[discovery]` is enabled.
+    scanner: Option<discovery::Scanner>,
+    last_scan: Option<std::time::Instant>,
+    /// JVMs that started after this are read from their first counter.
+    started: chrono::DateTime<chrono::Utc>,
 }
 
 impl Registry {
@@ -215,7 +228,6 @@ impl Registry {
             .map(|path| base_dir(path))
             .collect();
         Registry {
-            config,
             settings,
             looked_before: !restored.is_empty(),
             restored: restored.into_iter().map(|c| (c.key(), c)).collect(),
@@ -225,6 +237,13 @@ impl Registry {
             capped: BTreeSet::new(),
             next_id: 0,
             writers: Arc::default(),
+            scanner: config
+                .discovery
+                .enabled
+                .then(|| discovery::Scanner::new(PathBuf::from(PROC_ROOT))),
+            last_scan: None,
+            started: chrono::Utc::now(),
+            config,
         }
     }
 
@@ -373,7 +392,65 @@ impl Registry {
                 &source, restored,
             )));
         }
+        found.extend(self.discover_jvms(store));
         self.looked_before = true;
+        found
+    }
+
+    /// Sources for the Java processes that started since the last scan, once
+    /// per `[discovery] interval`: each fills a stream of its own, or the
+    /// stream of the `[[gc_log]]` it writes, which then supplies its pauses.
+    fn discover_jvms(&mut self, store: &Store) -> Vec<Box<dyn Source>> {
+        let interval = self.config.discovery.interval;
+        let Some(scanner) = &mut self.scanner else {
+            return Vec::new();
+        };
+        if self.last_scan.is_some_and(|at| at.elapsed() < interval) {
+            return Vec::new();
+        }
+        self.last_scan = Some(std::time::Instant::now());
+        let mut found: Vec<Box<dyn Source>> = Vec::new();
+        for process in scanner.scan() {
+            let command_line = process.command_line();
+            if !self.config.discovery.selects(&command_line) {
+                continue;
+            }
+            let proc_root = PathBuf::from(PROC_ROOT);
+            let cwd = std::fs::read_link(proc_root.join(process.pid.to_string()).join("cwd"))
+                .unwrap_or_default();
+            let logs: Vec<PathBuf> = procfs::xlog_files(&cwd, process.nspid, &process.arguments)
+                .iter()
+                .map(|file| procfs::canonical(file))
+                .collect();
+            let followed = {
+                let state = store.write();
+                let writes = |log: &str| logs.contains(&real_path(Path::new(log)));
+                state
+                    .streams
+                    .iter()
+                    .find(|(_, s)| s.discovered.is_none() && writes(&s.log))
+                    .map(|(id, _)| *id)
+            };
+            let (id, owns_stream) = match followed {
+                Some(id) => (id, false),
+                None => (self.next_id(), true),
+            };
+            let mut labels = process.labels();
+            labels.extend(self.config.discovery.labels_for(&command_line));
+            found.push(Box::new(runtime_stats::RuntimeStatsSource::start(
+                process,
+                runtime_stats::Placement {
+                    id,
+                    owns_stream,
+                    labels,
+                    proc_root,
+                },
+                &self.config.runtime_stats,
+                self.config.discovery.grace,
+                self.started,
+                store,
+            )));
+        }
         found
     }
 

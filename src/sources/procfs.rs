@@ -18,7 +18,7 @@ const SCAN_EVERY: Duration = Duration::from_secs(10);
 const FRESH_SCAN_EVERY: Duration = Duration::from_secs(1);
 
 /// Boot time, seconds since the epoch (`btime` in /proc/stat).
-fn boot_time(proc_root: &Path) -> Option<i64> {
+pub(super) fn boot_time(proc_root: &Path) -> Option<i64> {
     let stat = std::fs::read_to_string(proc_root.join("stat")).ok()?;
     stat.lines()
         .find_map(|line| line.strip_prefix("btime "))
@@ -27,20 +27,20 @@ fn boot_time(proc_root: &Path) -> Option<i64> {
 
 /// Start of a process in ticks after boot, from field 22 of /proc/PID/stat
 /// (after the command name, which may itself contain spaces and parentheses).
-fn start_ticks(proc_root: &Path, pid: u32) -> Option<u64> {
+pub(super) fn start_ticks(proc_root: &Path, pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat")).ok()?;
     let after_name = &stat[stat.rfind(')')? + 2..];
     after_name.split_whitespace().nth(19)?.parse().ok()
 }
 
-fn wall_clock(boot: i64, ticks: u64) -> DateTime<Utc> {
+pub(super) fn wall_clock(boot: i64, ticks: u64) -> DateTime<Utc> {
     let nanos = (boot as f64 * 1e9 + ticks as f64 / TICKS_PER_SECOND * 1e9) as i64;
     DateTime::from_timestamp_nanos(nanos)
 }
 
 /// The log files named in a JVM's `-Xlog:...:file=PATH...` options,
 /// resolved against its working directory, with `%p` expanded.
-fn xlog_files(cwd: &Path, pid: u32, arguments: &[String]) -> Vec<PathBuf> {
+pub(super) fn xlog_files(cwd: &Path, pid: u32, arguments: &[String]) -> Vec<PathBuf> {
     arguments
         .iter()
         .filter(|a| a.starts_with("-Xlog"))
@@ -55,7 +55,7 @@ fn xlog_files(cwd: &Path, pid: u32, arguments: &[String]) -> Vec<PathBuf> {
         .collect()
 }
 
-fn canonical(path: &Path) -> PathBuf {
+pub(super) fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
