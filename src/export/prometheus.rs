@@ -179,6 +179,8 @@ pub(crate) mod tests {
             readable: true,
             errors: BTreeMap::from([("truncated".to_string(), 2)]),
             latency: None,
+            runtime: None,
+            discovered: None,
         }
     }
 

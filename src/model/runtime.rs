@@ -171,7 +171,7 @@ impl PauseCounters {
 pub enum Recovered {
     Nothing,
     /// One pause: its start, end and duration are exact.
-    One(Pause),
+    One(Box<Pause>),
     /// Several pauses: `count` and the total are exact; each carries the
     /// mean duration, so the minute's maximum is a lower bound.
     Several(Vec<Pause>),
@@ -219,7 +219,7 @@ pub fn recover_pauses(
         explicit: cause == "System.gc()",
     };
     if new == 1 {
-        return Recovered::One(pause(now.last_entry, now.last_exit, total));
+        return Recovered::One(Box::new(pause(now.last_entry, now.last_exit, total)));
     }
     let mean = total / new as f64;
     let pauses = (0..new)

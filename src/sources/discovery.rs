@@ -197,9 +197,8 @@ fn status_field<'a>(status: &'a str, field: &str) -> Option<&'a str> {
 fn container_id(cgroup: &str) -> Option<String> {
     let is_hex = |c: char| c.is_ascii_hexdigit() && !c.is_ascii_uppercase();
     cgroup
-        .split(|c: char| !is_hex(c))
-        .filter(|run| run.len() == 64)
-        .last()
+        .rsplit(|c: char| !is_hex(c))
+        .find(|run| run.len() == 64)
         .map(str::to_string)
 }
 

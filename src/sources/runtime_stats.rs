@@ -446,7 +446,7 @@ impl RuntimeStatsSource {
             };
             match recover_pauses(name, &before, &now, &sample.last_cause, layout.jvm_start) {
                 Recovered::Nothing => {}
-                Recovered::One(pause) => events.push(GcEvent::Pause(pause)),
+                Recovered::One(pause) => events.push(GcEvent::Pause(*pause)),
                 Recovered::Several(pauses) => {
                     unresolved += pauses.len() as u64;
                     events.extend(pauses.into_iter().map(GcEvent::Pause));
