@@ -1194,6 +1194,22 @@ mod tests {
             },
         );
         stream.latency = Some(latency);
+        stream.discovered = Some(crate::store::Discovered::default());
+        stream.runtime = Some(RuntimeStats {
+            collectors: vec![CollectorStats {
+                name: "G1 young collection pauses".to_string(),
+                invocations: 1,
+                seconds: 0.01,
+            }],
+            memory: vec![MemoryPool {
+                area: "heap".to_string(),
+                id: "G1 Eden Space".to_string(),
+                used: 1,
+                committed: 2,
+                max: Some(3),
+            }],
+            ..RuntimeStats::default()
+        });
         let alert = Alert {
             alertname: "PausewatchLongPause".to_string(),
             state: AlertState::Firing,

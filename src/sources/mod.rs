@@ -408,9 +408,16 @@ impl Registry {
         if self.last_scan.is_some_and(|at| at.elapsed() < interval) {
             return Vec::new();
         }
-        self.last_scan = Some(std::time::Instant::now());
+        let scan_started = std::time::Instant::now();
+        self.last_scan = Some(scan_started);
+        let processes = scanner.scan();
+        tracing::debug!(
+            elapsed_us = scan_started.elapsed().as_micros() as u64,
+            new_jvms = processes.len(),
+            "discovery scan"
+        );
         let mut found: Vec<Box<dyn Source>> = Vec::new();
-        for process in scanner.scan() {
+        for process in processes {
             let command_line = process.command_line();
             if !self.config.discovery.selects(&command_line) {
                 continue;
