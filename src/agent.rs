@@ -1,9 +1,9 @@
 //! `pausewatch run`: the agent's loop. It asks the source registry for the
 //! streams that appeared, polls every source (each reads without the store's
 //! lock and applies what it read under one short lock), finalizes latency
-//! minutes, evaluates the alert rules on a snapshot, and checkpoints every
-//! source together, atomically, so that a restart after `kill -9` neither
-//! loses nor double-counts a pause.
+//! minutes, evaluates the alert rules on a snapshot, and checkpoints what
+//! changed in every source in one journal commit, so that a restart after
+//! `kill -9` neither loses nor double-counts a pause.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -19,7 +19,7 @@ use notify::{RecursiveMode, Watcher};
 
 use crate::alerts::sinks::{sender_loop, Sink};
 use crate::alerts::AlertEngine;
-use crate::checkpoint;
+use crate::checkpoint::{self, Journal};
 use crate::config::Config;
 use crate::model::alerts::Notification;
 use crate::sources::{Registry, Source, SourceCheckpoint};
@@ -111,6 +111,7 @@ pub struct Agent {
     registry: Registry,
     sources: Vec<Box<dyn Source>>,
     checkpoint_path: PathBuf,
+    journal: Journal,
     last_checkpoint: Instant,
     last_discovery: Option<Instant>,
     dirty: bool,
@@ -133,21 +134,18 @@ impl Agent {
         })?;
         let lock = lock_checkpoint_dir(&config.checkpoint_dir)?;
         let checkpoint_path = config.checkpoint_dir.join(checkpoint::FILE_NAME);
-        let restored = match std::fs::read(&checkpoint_path) {
-            Ok(bytes) => match checkpoint::parse(&bytes) {
-                Ok(sources) => {
-                    tracing::info!(path = %checkpoint_path.display(), sources = sources.len(), "resuming from checkpoint");
-                    sources
-                }
-                Err(error) => {
-                    let aside = checkpoint_path.with_extension("json.unreadable");
-                    tracing::error!(path = %checkpoint_path.display(), aside = %aside.display(), error = %format!("{error:#}"), "checkpoint unreadable; starting fresh");
-                    let _ = std::fs::rename(&checkpoint_path, &aside);
-                    store.write().count_error("checkpoint_read");
-                    Vec::new()
-                }
-            },
-            Err(_) => Vec::new(),
+        let (restored, journal) = match checkpoint::load(&config.checkpoint_dir) {
+            Ok(Some(loaded)) => {
+                tracing::info!(path = %checkpoint_path.display(), sources = loaded.sources.len(), "resuming from checkpoint");
+                (loaded.sources, loaded.journal)
+            }
+            Ok(None) => (Vec::new(), Journal::new(&config.checkpoint_dir)),
+            Err(error) => {
+                let aside = checkpoint::set_aside(&config.checkpoint_dir);
+                tracing::error!(path = %checkpoint_path.display(), aside = %aside.display(), error = %format!("{error:#}"), "checkpoint unreadable; starting fresh");
+                store.write().count_error("checkpoint_read");
+                (Vec::new(), Journal::new(&config.checkpoint_dir))
+            }
         };
         let (wake, woken) = mpsc::channel();
         Ok(Agent {
@@ -161,6 +159,7 @@ impl Agent {
             store,
             sources: Vec::new(),
             checkpoint_path,
+            journal,
             last_checkpoint: Instant::now(),
             last_discovery: None,
             dirty: false,
@@ -350,19 +349,19 @@ impl Agent {
         tracing::info!(sources = self.sources.len(), checkpoint = %self.checkpoint_path.display(), checkpoint_failures = self.checkpoint_failures, "status");
     }
 
-    /// Writes every source's checkpoint in one atomic file. The state is read
-    /// from a snapshot, so serializing never holds the store's lock.
+    /// Appends what changed in every source since the last checkpoint to
+    /// the journal, in one commit. The state is read from a snapshot, so
+    /// serializing never holds the store's lock.
     pub fn checkpoint(&mut self) -> Result<()> {
         let snapshot = self.store.snapshot();
         let sources: Vec<SourceCheckpoint> = self
             .sources
             .iter()
             .filter_map(|source| source.checkpoint(&snapshot))
-            // Sources not seen this time keep their checkpoint for when they return.
-            .chain(self.registry.unclaimed().cloned())
             .collect();
         drop(snapshot);
-        checkpoint::write_atomically(&self.checkpoint_path, &checkpoint::serialize(&sources)?)?;
+        // Sources not seen this time keep their checkpoint for when they return.
+        self.journal.write(&sources, self.registry.unclaimed())?;
         self.dirty = false;
         self.last_checkpoint = Instant::now();
         Ok(())

@@ -25,6 +25,14 @@ const MAX_POOLS_PER_COLLECTION: usize = 16;
 /// A drop in uptime larger than this (seconds) means a new JVM run.
 const RESTART_UPTIME_DROP_S: f64 = 1.0;
 
+/// Two lines belong to the same JVM run when their anchors (wall-clock time
+/// minus uptime) are this close (seconds): both are rounded to milliseconds,
+/// and the system clock may be slewed against the JVM's monotonic uptime.
+const SAME_RUN_ANCHOR_S: f64 = 2.0;
+
+/// How many other runs a stream remembers, for JVMs that take turns in one file.
+const OTHER_RUNS_KEPT: usize = 4;
+
 /// No pause, phase, cycle, safepoint or stall lasts a day: a longer duration
 /// is a garbled number, and one such value would swamp every sum and maximum.
 const MAX_DURATION_S: f64 = 24.0 * 3600.0;
@@ -164,6 +172,11 @@ struct SafepointBegin {
 pub struct GcLogParser {
     lines: LineSplitter,
     run: JvmRun,
+    /// Runs seen before the current one, most recent last: when two JVMs
+    /// write one file, a line of the other one switches back to its run
+    /// instead of counting a restart at every turn.
+    #[serde(default)]
+    other_runs: Vec<JvmRun>,
     open: BTreeMap<u64, OpenCollection>,
     /// A pause waits one line for its `User=… Sys=… Real=…` line.
     pending: Option<Pause>,
@@ -172,6 +185,16 @@ pub struct GcLogParser {
     /// not understood are then GC logging we ignore, not foreign output.
     undecorated_logging: bool,
     stats: ParseStats,
+}
+
+/// Wall-clock time at uptime zero, for a line that carries both clocks.
+fn line_anchor(env: &Envelope) -> Option<DateTime<Utc>> {
+    env.wall()?
+        .checked_sub_signed(seconds_to_duration(env.uptime_s?))
+}
+
+fn same_run(a: DateTime<Utc>, b: DateTime<Utc>) -> bool {
+    (a - b).abs() <= seconds_to_duration(SAME_RUN_ANCHOR_S)
 }
 
 impl Default for GcLogParser {
@@ -325,6 +348,7 @@ impl GcLogParser {
         GcLogParser {
             lines: LineSplitter::new(options.max_line_bytes),
             run,
+            other_runs: Vec::new(),
             open: BTreeMap::new(),
             pending: None,
             safepoint_begin: None,
@@ -491,8 +515,9 @@ impl GcLogParser {
         }
     }
 
-    /// Detects a new JVM run in the same stream: uptime went back, or the
-    /// start-up preamble appeared after collections were seen.
+    /// Detects a new JVM run in the same stream (uptime went back, or the
+    /// start-up preamble appeared after collections were seen), or a line of
+    /// another JVM writing the same file (its anchor is one seen before).
     fn check_restart(&mut self, env: &Envelope, message: &Message, out: &mut Vec<GcEvent>) {
         let preamble = message.gc_id.is_none()
             && (message.body.starts_with("Using ")
@@ -501,21 +526,66 @@ impl GcLogParser {
                     .body
                     .starts_with("Initializing The Z Garbage Collector")
                 || message.body.starts_with("Version: "));
+        let uptime_jumped = match (env.uptime_s, self.run.max_uptime_s) {
+            (Some(now), Some(max)) => (now - max).abs() > RESTART_UPTIME_DROP_S,
+            _ => false,
+        };
+        // The wall clock is decoded only when uptime jumped or a run starts:
+        // this runs for every line.
+        let anchor = (uptime_jumped || preamble || self.run.anchor.is_none())
+            .then(|| line_anchor(env))
+            .flatten();
+        let switched = uptime_jumped && !preamble && self.switch_to_run_anchored_at(anchor);
         let uptime_went_back = match (env.uptime_s, self.run.max_uptime_s) {
             (Some(now), Some(max)) => now + RESTART_UPTIME_DROP_S < max,
             _ => false,
         };
-        if uptime_went_back || (preamble && self.run.saw_collection) {
-            self.run = JvmRun::default();
+        if !switched && (uptime_went_back || (preamble && self.run.saw_collection)) {
+            let previous = std::mem::take(&mut self.run);
+            self.remember_run(previous);
             self.open.clear();
             self.safepoint_begin = None;
             self.stats.restarts += 1;
             let time = self.time_of(env);
             self.emit(GcEvent::JvmRestart(JvmRestart { time }), out);
         }
+        if self.run.anchor.is_none() {
+            self.run.anchor = anchor;
+        }
         if let Some(now) = env.uptime_s {
             self.run.max_uptime_s = Some(self.run.max_uptime_s.map_or(now, |m| m.max(now)));
         }
+    }
+
+    /// Makes the remembered run anchored at `anchor` current, if there is
+    /// one and it is not the current run.
+    fn switch_to_run_anchored_at(&mut self, anchor: Option<DateTime<Utc>>) -> bool {
+        let Some(anchor) = anchor else {
+            return false;
+        };
+        let same = |run: &JvmRun| run.anchor.is_some_and(|a| same_run(a, anchor));
+        if same(&self.run) {
+            return false;
+        }
+        let Some(index) = self.other_runs.iter().position(same) else {
+            return false;
+        };
+        let mut other = self.other_runs.remove(index);
+        // Follow the clock's slew, so a run found once is found again.
+        other.anchor = Some(anchor);
+        let previous = std::mem::replace(&mut self.run, other);
+        self.remember_run(previous);
+        true
+    }
+
+    fn remember_run(&mut self, run: JvmRun) {
+        if run.anchor.is_none() {
+            return;
+        }
+        if self.other_runs.len() == OTHER_RUNS_KEPT {
+            self.other_runs.remove(0);
+        }
+        self.other_runs.push(run);
     }
 
     fn time_of(&mut self, env: &Envelope) -> LogTime {

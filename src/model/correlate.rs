@@ -75,9 +75,16 @@ pub fn stop_of(event: &GcEvent) -> Option<Stop> {
 /// counted once when measuring how much of a request they cover.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct StopIndex {
+    /// Not in a checkpoint's record of the index: the journal writes the
+    /// stops as they arrive. Read from older checkpoints.
+    #[serde(default, skip_serializing)]
     stops: VecDeque<Stop>,
     /// The longest stop, so a search by start can reach every overlapping one.
     longest_s: f64,
+    /// Where the last pruning that dropped stops cut: stops restored from
+    /// the journal that start before it are dropped again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pruned_before: Option<DateTime<Utc>>,
 }
 
 impl StopIndex {
@@ -118,8 +125,26 @@ impl StopIndex {
 
     pub fn prune_before(&mut self, time: DateTime<Utc>) {
         let earliest = before(time, self.longest_s);
+        if self.stops.front().is_some_and(|s| s.start < earliest) {
+            self.pruned_before = Some(earliest);
+        }
         while self.stops.front().is_some_and(|s| s.start < earliest) {
             self.stops.pop_front();
+        }
+    }
+
+    /// The stops, by start.
+    pub fn iter(&self) -> impl Iterator<Item = &Stop> {
+        self.stops.iter()
+    }
+
+    /// Puts back stops read from a checkpoint journal, in the order they
+    /// arrived, without those an earlier pruning dropped.
+    pub fn restore(&mut self, stops: impl IntoIterator<Item = Stop>) {
+        for stop in stops {
+            if self.pruned_before.is_none_or(|cut| stop.start >= cut) {
+                self.add(stop);
+            }
         }
     }
 

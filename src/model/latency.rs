@@ -9,9 +9,10 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::GcEvent;
 use serde::{Deserialize, Serialize};
 
+use crate::model::changes::{Arrivals, Changes};
 use crate::model::correlate::{
     attribute, completion_minute, correlate, stop_of, AttributionOptions, Correlation,
-    LatencyMinute, LatencySummary, RequestTiming, StopIndex,
+    LatencyMinute, LatencySummary, RequestTiming, Stop, StopIndex,
 };
 use crate::model::histogram::Histogram;
 use crate::model::minutes::{minute_start, MinuteWindows};
@@ -96,8 +97,13 @@ pub struct LatencyCounters {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LatencyState {
     pub stops: StopIndex,
+    /// Requests waiting for their minute to be attributed, in arrival order.
+    /// This and `minutes` are not in a checkpoint's record of the state: the
+    /// journal writes what changed apart. Read from older checkpoints.
+    #[serde(default, skip_serializing)]
     pending: BTreeMap<i64, Vec<RequestTiming>>,
     /// Attributed minutes, oldest first.
+    #[serde(default, skip_serializing)]
     pub minutes: BTreeMap<i64, LatencyMinute>,
     /// Every request's duration, as it arrives.
     pub histogram: Histogram,
@@ -105,12 +111,18 @@ pub struct LatencyState {
     pub correlation: Correlation,
     /// The newest minute attributed: requests completing in or before it are late.
     finalized_through: Option<i64>,
+    /// Which `minutes` changed, and the stops as they arrived: for the journal.
+    #[serde(skip)]
+    minute_changes: Changes,
+    #[serde(skip)]
+    arrived_stops: Arrivals<Stop>,
 }
 
 impl LatencyState {
     /// Records a GC pause or safepoint as a stop.
     pub fn add_event(&mut self, event: &GcEvent) {
         if let Some(stop) = stop_of(event) {
+            self.arrived_stops.push(stop.clone());
             self.stops.add(stop);
         }
     }
@@ -129,6 +141,7 @@ impl LatencyState {
     /// A minute summarised from a latency histogram (no requests to attribute).
     pub fn add_histogram_minute(&mut self, start: DateTime<Utc>, latency: LatencySummary) {
         self.counters.requests += latency.count;
+        self.minute_changes.touch(start.timestamp());
         self.minutes.insert(
             start.timestamp(),
             LatencyMinute {
@@ -159,6 +172,7 @@ impl LatencyState {
             self.counters.slow_requests += attributed.attribution.slow_requests;
             self.counters.slow_requests_stop_affected +=
                 attributed.attribution.slow_requests_stop_affected;
+            self.minute_changes.touch(minute);
             self.minutes.insert(
                 minute,
                 LatencyMinute {
@@ -196,5 +210,42 @@ impl LatencyState {
 
     pub fn prune_before(&mut self, oldest_kept: DateTime<Utc>) {
         self.minutes = self.minutes.split_off(&oldest_kept.timestamp());
+        self.minute_changes.prune_before(oldest_kept.timestamp());
+    }
+
+    /// Requests waiting for their minute, by completion minute.
+    pub fn pending(&self) -> &BTreeMap<i64, Vec<RequestTiming>> {
+        &self.pending
+    }
+
+    /// Which attributed minutes changed when, for the checkpoint journal.
+    pub fn minute_changes(&self) -> &Changes {
+        &self.minute_changes
+    }
+
+    /// The stops as they arrived, for the checkpoint journal.
+    pub fn arrived_stops(&self) -> &Arrivals<Stop> {
+        &self.arrived_stops
+    }
+
+    /// Puts back what a checkpoint journal recorded apart from the state:
+    /// attributed minutes, pending requests (those of minutes attributed
+    /// since they were written are dropped: the minute holds them) and
+    /// stops, in the order they arrived. Not changes.
+    pub fn restore(
+        &mut self,
+        minutes: impl IntoIterator<Item = LatencyMinute>,
+        pending: BTreeMap<i64, Vec<RequestTiming>>,
+        stops: impl IntoIterator<Item = Stop>,
+    ) {
+        self.minutes
+            .extend(minutes.into_iter().map(|m| (m.start.timestamp(), m)));
+        let done = self.finalized_through;
+        self.pending.extend(
+            pending
+                .into_iter()
+                .filter(|(minute, _)| done.is_none_or(|done| *minute > done)),
+        );
+        self.stops.restore(stops);
     }
 }

@@ -11,6 +11,7 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use pausewatch_parsers::{GcEvent, LogTime, StallKind};
 use serde::{Deserialize, Serialize};
 
+use crate::model::changes::Changes;
 use crate::model::histogram::Histogram;
 
 /// One wall-clock minute. Events belong to the minute in which they ended.
@@ -130,6 +131,9 @@ impl Placement {
 /// when a window is read ([`MinuteWindows::filled`]).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct MinuteWindows {
+    /// Not in a checkpoint's record of the stream: the journal writes the
+    /// minutes that changed apart (`changes`). Read from older checkpoints.
+    #[serde(default, skip_serializing)]
     minutes: BTreeMap<i64, Minute>,
     /// Events without a wall-clock time cannot be placed in a minute.
     pub unplaced_events: u64,
@@ -139,6 +143,8 @@ pub struct MinuteWindows {
     pub clock_outliers: u64,
     #[serde(default)]
     clock: ClockCheck,
+    #[serde(skip)]
+    changes: Changes,
 }
 
 /// Minutes of a window with quiet ones filled in (see [`MinuteWindows::filled`]).
@@ -162,7 +168,10 @@ impl MinuteWindows {
     pub fn minute_mut(&mut self, key: i64) -> &mut Minute {
         match &mut self.clock.suspect {
             Some((_, minute)) if minute.start.timestamp() == key => minute,
-            _ => self.minutes.entry(key).or_insert_with(|| empty_minute(key)),
+            _ => {
+                self.changes.touch(key);
+                self.minutes.entry(key).or_insert_with(|| empty_minute(key))
+            }
         }
     }
 
@@ -179,6 +188,7 @@ impl MinuteWindows {
             // event is counted as an outlier instead.
             self.clock_outliers += 1;
         } else {
+            self.changes.touch(key);
             self.minutes.insert(key, held);
         }
     }
@@ -293,8 +303,19 @@ impl MinuteWindows {
     /// nothing a clock ahead of the agent's has put in the future.
     pub fn prune_outside(&mut self, oldest_kept: DateTime<Utc>, now: DateTime<Utc>) {
         self.minutes = self.minutes.split_off(&oldest_kept.timestamp());
+        self.changes.prune_before(oldest_kept.timestamp());
         self.minutes
             .split_off(&(now.timestamp().saturating_add(FUTURE_TOLERANCE_SECONDS) + 1));
+    }
+
+    /// Which minutes changed when, for the checkpoint journal.
+    pub fn changes(&self) -> &Changes {
+        &self.changes
+    }
+
+    /// Puts back a minute read from a checkpoint (not a change).
+    pub fn restore(&mut self, minute: Minute) {
+        self.minutes.insert(minute.start.timestamp(), minute);
     }
 
     /// The minute starting at `start`, if anything happened in it.

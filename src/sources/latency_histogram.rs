@@ -1321,8 +1321,15 @@ lat_bucket{uri="/b",le="+Inf"} 2
             ],
         );
         assert!(latency.is_none_or(|l| l.minutes.is_empty()));
-        let bytes = crate::checkpoint::serialize(&[checkpoint]).unwrap();
-        let restored = crate::checkpoint::parse(&bytes).unwrap().pop();
+        let dir = tempfile::tempdir().unwrap();
+        crate::checkpoint::Journal::new(dir.path())
+            .write(&[checkpoint], std::iter::empty())
+            .unwrap();
+        let restored = crate::checkpoint::load(dir.path())
+            .unwrap()
+            .unwrap()
+            .sources
+            .pop();
         let after_restart = vec![(at(10, 2, 10), Ok(buckets(30.0, 40.0)))];
         let (_, latency) = run(restored, after_restart.clone());
         let minutes = latency.unwrap().minutes;

@@ -459,7 +459,6 @@ fn interleaved_log() -> String {
 }
 
 #[test]
-#[ignore = "parser change pending: parsers/src/unified.rs emits a JvmRestart at every uptime drop, so two interleaved writers count 21 restarts (one per switch from A to B), not 1"]
 fn two_jvms_interleaved_in_one_file_are_one_restart_not_one_per_line() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("gc.log");

@@ -262,3 +262,180 @@ fn a_full_disk_is_reported_once_a_minute_and_leaves_no_temporary_file() {
         "the exit message names the file: {stderr}"
     );
 }
+
+/// A JVM and its service written live for `for_how_long`: a G1 pause every
+/// 100 ms (4 to 40 ms), 300 requests a second in nginx's format with
+/// `$request_time $msec`, every tenth slow (60 ms). Times are the wall
+/// clock's, so minutes are attributed once over, as in production. Returns
+/// the pauses and requests written.
+fn write_service(gc_log: &Path, access_log: &Path, for_how_long: Duration) -> (u64, u64) {
+    use std::io::Write;
+    let open = |path: &Path| {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .unwrap()
+    };
+    let (mut gc, mut access) = (open(gc_log), open(access_log));
+    let stamp = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%S%.3f+0000");
+    let started = Instant::now();
+    writeln!(
+        gc,
+        "[{}][1000ms][info][gc] Using G1",
+        stamp(chrono::Utc::now())
+    )
+    .unwrap();
+    let (mut pauses, mut requests) = (0, 0);
+    while started.elapsed() < for_how_long {
+        let due = Duration::from_micros(3333 * requests);
+        std::thread::sleep(due.saturating_sub(started.elapsed()));
+        let now = chrono::Utc::now();
+        let duration_ms = if requests % 10 == 0 {
+            60
+        } else {
+            1 + requests % 9
+        };
+        writeln!(
+            access,
+            "127.0.0.1 - - [{}] \"GET /price HTTP/1.1\" 200 512 \"-\" \"test\" {}.{:03} {}.{:03}",
+            now.format("%d/%b/%Y:%H:%M:%S +0000"),
+            duration_ms / 1000,
+            duration_ms % 1000,
+            now.timestamp(),
+            now.timestamp_subsec_millis()
+        )
+        .unwrap();
+        requests += 1;
+        if requests % 30 == 0 {
+            let uptime = 1000 + started.elapsed().as_millis();
+            let (gc_id, pause_ms) = (pauses, 4 + (pauses * 7) % 37);
+            writeln!(
+                gc,
+                "[{t}][{uptime}ms][info][gc] GC({gc_id}) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) {pause_ms}.000ms\n\
+                 [{t}][{uptime}ms][info][gc,cpu] GC({gc_id}) User=0.01s Sys=0.00s Real=0.01s",
+                t = stamp(now)
+            )
+            .unwrap();
+            pauses += 1;
+        }
+    }
+    (pauses, requests)
+}
+
+/// The counters a restart must neither lose nor double.
+fn counted(port: u16) -> [f64; 5] {
+    let metrics = http_get_ok(port, "/metrics").unwrap_or_default();
+    [
+        "jvm_gc_pause_seconds_count",
+        "pausewatch_requests_total",
+        "pausewatch_slow_requests_total",
+        "pausewatch_slow_requests_stop_affected_total",
+        "pausewatch_access_log_lines_total",
+    ]
+    .map(|name| sum(&metrics, name, &[]))
+}
+
+/// Two agents follow the same live GC and access logs; one is SIGKILLed
+/// twice (checkpoints every 100 ms, so each kill lands among journal
+/// appends) and restarted at once. Once the minutes are attributed, its
+/// pauses, requests, slow and stop-affected requests are the other's.
+#[test]
+fn sigkilled_twice_mid_stream_the_agent_counts_what_an_agent_never_killed_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let (gc_log, access_log) = (logs.join("gc.log"), logs.join("access.log"));
+    // Minutes are attributed a second after they end: write until a minute
+    // boundary at least 12 s away, so the test waits for one minute at most.
+    let now = chrono::Utc::now();
+    let mut boundary = (now.timestamp() / 60 + 1) * 60;
+    if boundary - now.timestamp() < 12 {
+        boundary += 60;
+    }
+    let writing = Duration::from_millis(
+        (boundary * 1000 - now.timestamp_millis() - 300)
+            .try_into()
+            .unwrap(),
+    );
+    let sources = format!(
+        "checkpoint_interval = \"100ms\"\npoll_interval = \"100ms\"\n\
+         [[gc_log]]\npath = {gc}\nstart_at = \"beginning\"\n\
+         [[access_log]]\npath = {access}\nformat = \"nginx\"\ngc_log = {gc}\nstart_at = \"beginning\"\n\
+         [correlation]\nslo = \"50ms\"\nfinalize_after = \"1s\"\n",
+        gc = toml_string(&gc_log),
+        access = toml_string(&access_log)
+    );
+    std::fs::write(&gc_log, "").unwrap();
+    std::fs::write(&access_log, "").unwrap();
+    let agent_in = |name: &str, port: u16| {
+        let home = dir.path().join(name);
+        std::fs::create_dir_all(&home).unwrap();
+        let agent = spawn(&home, &config(&home, port, &sources));
+        wait_healthy(port);
+        agent
+    };
+    let (never_killed_port, killed_port) = (free_port(), free_port());
+    let _never_killed = KillOnDrop(agent_in("never-killed", never_killed_port));
+    let mut killed = agent_in("killed", killed_port);
+    let writer = {
+        let (gc_log, access_log) = (gc_log.clone(), access_log.clone());
+        std::thread::spawn(move || write_service(&gc_log, &access_log, writing))
+    };
+    let started = Instant::now();
+    let mut resumed = 0;
+    for at in [writing * 3 / 10, writing * 13 / 20] {
+        std::thread::sleep(at.saturating_sub(started.elapsed()));
+        killed.kill().unwrap();
+        killed.wait().unwrap();
+        killed = agent_in("killed", killed_port);
+        resumed += 1;
+    }
+    let (pauses, requests) = writer.join().unwrap();
+    let mut killed = KillOnDrop(killed);
+    // The last minute is attributed a second after it ends.
+    let attributed = Duration::from_secs(3);
+    std::thread::sleep(attributed);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let (expected, got) = loop {
+        let (expected, got) = (counted(never_killed_port), counted(killed_port));
+        let complete = expected[..2] == [pauses as f64, requests as f64] && expected[2] > 0.0;
+        if (complete && expected == got) || Instant::now() > deadline {
+            break (expected, got);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let stderr = {
+        signal(&killed.0, "TERM");
+        exit_within(&mut killed.0, Duration::from_secs(10));
+        stderr_of(&mut killed.0)
+    };
+    assert_eq!(resumed, 2);
+    assert!(
+        stderr.contains("resuming from checkpoint"),
+        "the last start resumed from the journal: {stderr}"
+    );
+    assert_eq!(
+        expected[..2],
+        [pauses as f64, requests as f64],
+        "the agent never killed read everything"
+    );
+    assert!(
+        expected[2] > 0.0 && expected[3] > 0.0,
+        "slow and stop-affected requests to compare: {expected:?}"
+    );
+    assert_eq!(
+        got, expected,
+        "[pauses, requests, slow, stop-affected, access lines] after two SIGKILLs"
+    );
+}
+
+/// A child killed when the test ends, however it ends.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

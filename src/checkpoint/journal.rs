@@ -1,0 +1,894 @@
+//! The checkpoint journal: `journal.N` in `checkpoint_dir`, JSON lines
+//! appended at every checkpoint for what changed since the one before, each
+//! checkpoint closed by a commit line and synced. A restart replays the
+//! records up to the last commit; a torn tail after it is cut off.
+//!
+//! Every record of one checkpoint is in one commit, so an access log's
+//! position and the requests it handed to its GC stream's latency state are
+//! committed together, as they were in one file before.
+//!
+//! Records (one per line, tagged by kind):
+//! - `source`: a source's state without its collections (see below), when
+//!   it changed; `fresh`: the same, voiding everything recorded for the
+//!   source before (the start of its full record).
+//! - `minutes`, `latency_minutes`: a GC stream's minutes that changed.
+//! - `requests`: requests that arrived for one pending minute, from the
+//!   index `from` of that minute's list; `stops`: stops as they arrived.
+//!   Both as a [`Timeline`].
+//! - `commit`: the checkpoint's sequence number.
+//!
+//! The collections are left out of a state's record by serde attributes on
+//! the model (`skip_serializing`), so checkpoints of versions 1 and 2, which
+//! hold them, still load. The writer finds what changed from a snapshot
+//! through the marks the model leaves ([`crate::model::changes`]); when it
+//! cannot (it fell behind), it writes the source in full.
+//!
+//! When the journal has grown past [`COMPACT_FROM`] and twice the full
+//! snapshot it started with, the next checkpoint writes `journal.N+1` with a
+//! full snapshot, switches the manifest to it and deletes the old one.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::timeline::{nanos, seconds_of, time, whole_nanos, Timeline};
+use super::{write_atomically, Manifest, FILE_NAME, VERSION};
+use crate::model::correlate::{LatencyMinute, RequestTiming, Stop};
+use crate::model::minutes::{minute_start, Minute};
+use crate::sources::{SourceCheckpoint, SourceKey};
+
+/// The journal is compacted once it is larger than this and than twice its
+/// opening snapshot: a small host compacts rarely, a large one in
+/// proportion to its state.
+pub const COMPACT_FROM: u64 = 4 << 20;
+
+const NAME_PREFIX: &str = "journal.";
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Record<'a> {
+    Source(Cow<'a, SourceCheckpoint>),
+    Fresh(Cow<'a, SourceCheckpoint>),
+    Minutes {
+        log: Cow<'a, str>,
+        minutes: Vec<Cow<'a, Minute>>,
+    },
+    LatencyMinutes {
+        log: Cow<'a, str>,
+        minutes: Vec<Cow<'a, LatencyMinute>>,
+    },
+    Requests {
+        log: Cow<'a, str>,
+        minute: i64,
+        from: usize,
+        times: Timeline,
+        /// The durations, when some are not whole nanoseconds (the access
+        /// log parser's always are): `times` would round them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seconds: Option<Vec<f64>>,
+    },
+    Stops {
+        log: Cow<'a, str>,
+        names: Vec<Cow<'a, str>>,
+        /// Each stop's index in `names`.
+        name_of: Vec<usize>,
+        times: Timeline,
+    },
+    Commit(u64),
+}
+
+fn line(buf: &mut Vec<u8>, record: &Record) -> Result<()> {
+    serde_json::to_writer(&mut *buf, record)?;
+    buf.push(b'\n');
+    Ok(())
+}
+
+fn stops_record<'a>(log: &'a str, stops: impl Iterator<Item = &'a Stop>) -> Option<Record<'a>> {
+    let stops: Vec<&Stop> = stops.collect();
+    if stops.is_empty() {
+        return None;
+    }
+    let mut names: Vec<Cow<str>> = Vec::new();
+    let name_of = stops
+        .iter()
+        .map(|stop| match names.iter().position(|n| *n == stop.name) {
+            Some(index) => index,
+            None => {
+                names.push(Cow::Borrowed(&stop.name));
+                names.len() - 1
+            }
+        })
+        .collect();
+    let intervals: Vec<(i128, i128)> = stops
+        .iter()
+        .map(|s| (nanos(s.start), nanos(s.end) - nanos(s.start)))
+        .collect();
+    Some(Record::Stops {
+        log: Cow::Borrowed(log),
+        names,
+        name_of,
+        times: Timeline::new(&intervals),
+    })
+}
+
+fn requests_record<'a>(
+    log: &'a str,
+    minute: i64,
+    from: usize,
+    requests: &[RequestTiming],
+) -> Record<'a> {
+    let intervals: Vec<(i128, i128)> = requests
+        .iter()
+        .map(|r| (nanos(r.start), whole_nanos(r.duration_s)))
+        .collect();
+    let exact = requests
+        .iter()
+        .zip(&intervals)
+        .all(|(r, (_, length))| seconds_of(*length) == r.duration_s);
+    Record::Requests {
+        log: Cow::Borrowed(log),
+        minute,
+        from,
+        times: Timeline::new(&intervals),
+        seconds: (!exact).then(|| requests.iter().map(|r| r.duration_s).collect()),
+    }
+}
+
+/// What the journal holds of one source: its last record, and how far its
+/// collections' marks had come when it was written.
+#[derive(Debug, Clone, Default)]
+struct Written {
+    hot: Vec<u8>,
+    minutes: u64,
+    latency_minutes: u64,
+    stops: u64,
+    /// Requests written per pending minute.
+    requests: BTreeMap<i64, usize>,
+}
+
+impl Written {
+    /// For a source restored from the journal: its state starts with no
+    /// marks, its pending requests are all in; its record is written again
+    /// at the first checkpoint (the source's start changes it).
+    fn restored(source: &SourceCheckpoint) -> Written {
+        let requests = match source {
+            SourceCheckpoint::GcLog(gc) => gc.state.latency.as_ref().map(|latency| {
+                let pending = latency.pending();
+                pending.iter().map(|(m, r)| (*m, r.len())).collect()
+            }),
+            _ => None,
+        };
+        Written {
+            requests: requests.unwrap_or_default(),
+            ..Written::default()
+        }
+    }
+}
+
+/// Appends every record of `source` (a `fresh` one first).
+fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Written> {
+    let hot = serde_json::to_vec(&Record::Source(Cow::Borrowed(source)))?;
+    line(buf, &Record::Fresh(Cow::Borrowed(source)))?;
+    let mut written = Written {
+        hot,
+        ..Written::default()
+    };
+    let SourceCheckpoint::GcLog(gc) = source else {
+        return Ok(written);
+    };
+    let log = gc.log.as_str();
+    let minutes = &gc.state.jvm.minutes;
+    written.minutes = minutes.changes().generation();
+    if minutes.iter().next().is_some() {
+        line(
+            buf,
+            &Record::Minutes {
+                log: Cow::Borrowed(log),
+                minutes: minutes.iter().map(Cow::Borrowed).collect(),
+            },
+        )?;
+    }
+    let Some(latency) = &gc.state.latency else {
+        return Ok(written);
+    };
+    written.latency_minutes = latency.minute_changes().generation();
+    written.stops = latency.arrived_stops().total();
+    if !latency.minutes.is_empty() {
+        line(
+            buf,
+            &Record::LatencyMinutes {
+                log: Cow::Borrowed(log),
+                minutes: latency.minutes.values().map(Cow::Borrowed).collect(),
+            },
+        )?;
+    }
+    if let Some(record) = stops_record(log, latency.stops.iter()) {
+        line(buf, &record)?;
+    }
+    for (minute, requests) in latency.pending() {
+        line(buf, &requests_record(log, *minute, 0, requests))?;
+        written.requests.insert(*minute, requests.len());
+    }
+    Ok(written)
+}
+
+/// Appends the records of what changed in `source` since `before`; all of
+/// it when there is no `before` or the marks say the writer fell behind.
+fn changes(
+    buf: &mut Vec<u8>,
+    source: &SourceCheckpoint,
+    before: Option<&Written>,
+) -> Result<Written> {
+    let Some(before) = before else {
+        return full(buf, source);
+    };
+    let mut out = Vec::new();
+    let hot = serde_json::to_vec(&Record::Source(Cow::Borrowed(source)))?;
+    if hot != before.hot {
+        out.extend_from_slice(&hot);
+        out.push(b'\n');
+    }
+    let mut written = Written {
+        hot,
+        ..before.clone()
+    };
+    if let SourceCheckpoint::GcLog(gc) = source {
+        let log = gc.log.as_str();
+        let minutes = &gc.state.jvm.minutes;
+        let marks = minutes.changes();
+        if marks.generation() < before.minutes {
+            return full(buf, source);
+        }
+        let changed: Vec<_> = marks
+            .since(before.minutes)
+            .filter_map(|key| minutes.get(minute_start(key)).map(Cow::Borrowed))
+            .collect();
+        if !changed.is_empty() {
+            line(
+                &mut out,
+                &Record::Minutes {
+                    log: Cow::Borrowed(log),
+                    minutes: changed,
+                },
+            )?;
+        }
+        written.minutes = marks.generation();
+        if let Some(latency) = &gc.state.latency {
+            let marks = latency.minute_changes();
+            let arrivals = latency.arrived_stops();
+            let (Some(stops), true) = (
+                arrivals.since(before.stops),
+                marks.generation() >= before.latency_minutes,
+            ) else {
+                return full(buf, source);
+            };
+            let changed: Vec<_> = marks
+                .since(before.latency_minutes)
+                .filter_map(|key| latency.minutes.get(&key).map(Cow::Borrowed))
+                .collect();
+            if !changed.is_empty() {
+                line(
+                    &mut out,
+                    &Record::LatencyMinutes {
+                        log: Cow::Borrowed(log),
+                        minutes: changed,
+                    },
+                )?;
+            }
+            if let Some(record) = stops_record(log, stops) {
+                line(&mut out, &record)?;
+            }
+            written.latency_minutes = marks.generation();
+            written.stops = arrivals.total();
+            written.requests.clear();
+            for (minute, requests) in latency.pending() {
+                let from = before.requests.get(minute).copied().unwrap_or(0);
+                let Some(new) = requests.get(from..) else {
+                    return full(buf, source);
+                };
+                if !new.is_empty() {
+                    line(&mut out, &requests_record(log, *minute, from, new))?;
+                }
+                written.requests.insert(*minute, requests.len());
+            }
+        }
+    }
+    buf.extend_from_slice(&out);
+    Ok(written)
+}
+
+/// What replaying a journal builds: each source's record and, apart, the
+/// collections of GC streams by their log, put together at the end.
+#[derive(Default)]
+struct Replay {
+    sources: BTreeMap<SourceKey, SourceCheckpoint>,
+    minutes: BTreeMap<String, BTreeMap<i64, Minute>>,
+    latency_minutes: BTreeMap<String, BTreeMap<i64, LatencyMinute>>,
+    requests: BTreeMap<String, BTreeMap<i64, Vec<RequestTiming>>>,
+    stops: BTreeMap<String, Vec<Stop>>,
+}
+
+impl Replay {
+    fn apply(&mut self, record: Record<'static>) -> Result<()> {
+        match record {
+            Record::Source(source) => {
+                let source = source.into_owned();
+                self.sources.insert(source.key(), source);
+            }
+            Record::Fresh(source) => {
+                let source = source.into_owned();
+                if let SourceCheckpoint::GcLog(gc) = &source {
+                    self.minutes.remove(&gc.log);
+                    self.latency_minutes.remove(&gc.log);
+                    self.requests.remove(&gc.log);
+                    self.stops.remove(&gc.log);
+                }
+                self.sources.insert(source.key(), source);
+            }
+            Record::Minutes { log, minutes } => {
+                let kept = self.minutes.entry(log.into_owned()).or_default();
+                for minute in minutes {
+                    let minute = minute.into_owned();
+                    kept.insert(minute.start.timestamp(), minute);
+                }
+            }
+            Record::LatencyMinutes { log, minutes } => {
+                let kept = self.latency_minutes.entry(log.into_owned()).or_default();
+                for minute in minutes {
+                    let minute = minute.into_owned();
+                    kept.insert(minute.start.timestamp(), minute);
+                }
+            }
+            Record::Requests {
+                log,
+                minute,
+                from,
+                times,
+                seconds,
+            } => {
+                let kept = self.requests.entry(log.into_owned()).or_default();
+                let list = kept.entry(minute).or_default();
+                if list.len() != from {
+                    bail!(
+                        "requests of minute {minute} from {from}, but {} recorded",
+                        list.len()
+                    );
+                }
+                let intervals = times.intervals().context("damaged requests")?;
+                if seconds.as_ref().is_some_and(|s| s.len() != intervals.len()) {
+                    bail!("damaged requests");
+                }
+                for (index, (start, length)) in intervals.into_iter().enumerate() {
+                    list.push(RequestTiming {
+                        start: time(start).context("request out of range")?,
+                        duration_s: seconds.as_ref().map_or(seconds_of(length), |s| s[index]),
+                    });
+                }
+            }
+            Record::Stops {
+                log,
+                names,
+                name_of,
+                times,
+            } => {
+                let intervals = times.intervals().context("damaged stops")?;
+                if intervals.len() != name_of.len() {
+                    bail!("damaged stops");
+                }
+                let kept = self.stops.entry(log.into_owned()).or_default();
+                for ((start, length), name) in intervals.into_iter().zip(name_of) {
+                    kept.push(Stop {
+                        start: time(start).context("stop out of range")?,
+                        end: time(start + length).context("stop out of range")?,
+                        name: names.get(name).context("damaged stops")?.to_string(),
+                    });
+                }
+            }
+            Record::Commit(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Every source with its collections put back.
+    fn finish(mut self) -> Vec<SourceCheckpoint> {
+        for source in self.sources.values_mut() {
+            let SourceCheckpoint::GcLog(gc) = source else {
+                continue;
+            };
+            let state = std::sync::Arc::make_mut(&mut gc.state);
+            for minute in self
+                .minutes
+                .remove(&gc.log)
+                .into_iter()
+                .flat_map(|m| m.into_values())
+            {
+                state.jvm.minutes.restore(minute);
+            }
+            if let Some(latency) = &mut state.latency {
+                latency.restore(
+                    self.latency_minutes
+                        .remove(&gc.log)
+                        .into_iter()
+                        .flat_map(|m| m.into_values()),
+                    self.requests.remove(&gc.log).unwrap_or_default(),
+                    self.stops.remove(&gc.log).unwrap_or_default(),
+                );
+            }
+        }
+        self.sources.into_values().collect()
+    }
+}
+
+/// The journal being appended to.
+#[derive(Debug)]
+struct Open {
+    number: u64,
+    file: File,
+    /// Bytes up to the end of the last commit.
+    len: u64,
+    /// Bytes of the full snapshot it opened with.
+    snapshot_len: u64,
+}
+
+impl Open {
+    /// Appends `bytes` and syncs; on failure cuts the file back to its last
+    /// commit, so that the next append does not follow a torn line.
+    fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let written = self
+            .file
+            .write_all(bytes)
+            .and_then(|()| self.file.sync_data());
+        if let Err(error) = written {
+            return Err(self.file.set_len(self.len).err().unwrap_or(error));
+        }
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+/// The writer of the checkpoint journal: it remembers what it wrote of
+/// every source, so each checkpoint appends only what changed.
+#[derive(Debug)]
+pub struct Journal {
+    dir: PathBuf,
+    open: Option<Open>,
+    sequence: u64,
+    written: BTreeMap<SourceKey, Written>,
+    /// A failure left the open journal in doubt: the next checkpoint
+    /// starts a new one.
+    compact_next: bool,
+}
+
+/// The number of a journal file's name, `journal.N`.
+fn number_of(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix(NAME_PREFIX)?;
+    digits
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+pub(super) fn name_of(number: u64) -> String {
+    format!("{NAME_PREFIX}{number}")
+}
+
+/// The journal files in `dir`, by number.
+pub(super) fn journals_in(dir: &Path) -> Vec<u64> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| number_of(&e.ok()?.file_name().into_string().ok()?))
+        .collect()
+}
+
+impl Journal {
+    /// A writer with nothing written yet: its first checkpoint is a full
+    /// snapshot in a new journal.
+    pub fn new(dir: &Path) -> Journal {
+        Journal {
+            dir: dir.to_path_buf(),
+            open: None,
+            sequence: 0,
+            written: BTreeMap::new(),
+            compact_next: false,
+        }
+    }
+
+    /// Replays the journal `name` of `dir` up to its last commit, cuts off
+    /// what follows, and returns its sources with a writer that appends to it.
+    pub fn open(dir: &Path, name: &str) -> Result<(Vec<SourceCheckpoint>, Journal)> {
+        let number = number_of(name).with_context(|| format!("not a journal name: {name:?}"))?;
+        let path = dir.join(name);
+        let bytes =
+            std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let (sources, committed) =
+            replay(&bytes).with_context(|| format!("cannot replay {}", path.display()))?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|file| {
+                file.set_len(committed.len)?;
+                Ok(file)
+            })
+            .with_context(|| format!("cannot open {} to append", path.display()))?;
+        let written = sources
+            .iter()
+            .map(|source| (source.key(), Written::restored(source)))
+            .collect();
+        let journal = Journal {
+            dir: dir.to_path_buf(),
+            open: Some(Open {
+                number,
+                file,
+                len: committed.len,
+                snapshot_len: committed.snapshot_len,
+            }),
+            sequence: committed.sequence,
+            written,
+            compact_next: false,
+        };
+        Ok((sources, journal))
+    }
+
+    /// Records `sources` (the running ones) and `kept` (restored ones not
+    /// running, written only in full snapshots): appends what changed, or
+    /// writes a new journal when one is due. A checkpoint where nothing
+    /// changed writes nothing.
+    pub fn write<'a>(
+        &mut self,
+        sources: &[SourceCheckpoint],
+        kept: impl Iterator<Item = &'a SourceCheckpoint>,
+    ) -> Result<()> {
+        let due = match &self.open {
+            None => true,
+            Some(open) => self.compact_next || open.len > COMPACT_FROM.max(2 * open.snapshot_len),
+        };
+        if due {
+            self.compact_next = true;
+            self.compact(sources, kept)?;
+            self.compact_next = false;
+            return Ok(());
+        }
+        let mut buf = Vec::new();
+        let mut written = Vec::with_capacity(sources.len());
+        for source in sources {
+            let key = source.key();
+            written.push(changes(&mut buf, source, self.written.get(&key))?);
+        }
+        if buf.is_empty() {
+            return Ok(());
+        }
+        line(&mut buf, &Record::Commit(self.sequence + 1))?;
+        let open = self
+            .open
+            .as_mut()
+            .expect("a journal is open unless one is due");
+        if let Err(error) = open.append(&buf) {
+            self.compact_next = true;
+            return Err(error).with_context(|| {
+                format!(
+                    "cannot append to {}",
+                    self.dir.join(name_of(open.number)).display()
+                )
+            });
+        }
+        self.sequence += 1;
+        for (source, written) in sources.iter().zip(written) {
+            self.written.insert(source.key(), written);
+        }
+        Ok(())
+    }
+
+    /// Writes every source in full to a new journal, synced, then points
+    /// the manifest at it and deletes the journals before it. Until the
+    /// manifest is switched, the old journal stays whole and in use.
+    fn compact<'a>(
+        &mut self,
+        sources: &[SourceCheckpoint],
+        kept: impl Iterator<Item = &'a SourceCheckpoint>,
+    ) -> Result<()> {
+        let mut buf = Vec::new();
+        let mut written = BTreeMap::new();
+        for source in sources {
+            written.insert(source.key(), full(&mut buf, source)?);
+        }
+        for source in kept {
+            full(&mut buf, source)?;
+            written.insert(source.key(), Written::restored(source));
+        }
+        let sequence = self.sequence + 1;
+        line(&mut buf, &Record::Commit(sequence))?;
+        let number = journals_in(&self.dir)
+            .into_iter()
+            .chain(self.open.as_ref().map(|open| open.number))
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let path = self.dir.join(name_of(number));
+        let created = File::create(&path).and_then(|mut file| {
+            file.write_all(&buf)?;
+            file.sync_all()
+        });
+        if let Err(error) = created {
+            // On a full disk the partial file would hold the space left.
+            let _ = std::fs::remove_file(&path);
+            return Err(error).with_context(|| format!("cannot write {}", path.display()));
+        }
+        let manifest = serde_json::to_vec(&Manifest {
+            version: VERSION,
+            journal: name_of(number),
+        })?;
+        write_atomically(&self.dir.join(FILE_NAME), &manifest)?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {} to append", path.display()))?;
+        for old in journals_in(&self.dir).into_iter().filter(|n| *n != number) {
+            let _ = std::fs::remove_file(self.dir.join(name_of(old)));
+        }
+        let len = buf.len() as u64;
+        self.open = Some(Open {
+            number,
+            file,
+            len,
+            snapshot_len: len,
+        });
+        self.sequence = sequence;
+        self.written = written;
+        Ok(())
+    }
+}
+
+/// Where a journal's committed part ends.
+struct Committed {
+    len: u64,
+    snapshot_len: u64,
+    sequence: u64,
+}
+
+/// The sources a journal's bytes hold up to the last commit line, and
+/// where that line ends. A record that does not parse before it is an
+/// error: the file is damaged, not torn.
+fn replay(bytes: &[u8]) -> Result<(Vec<SourceCheckpoint>, Committed)> {
+    let mut commits = Vec::new();
+    let mut start = 0;
+    for end in memchr::memchr_iter(b'\n', bytes) {
+        let text = &bytes[start..end];
+        if text.starts_with(br#"{"commit":"#) {
+            if let Ok(Record::Commit(sequence)) = serde_json::from_slice(text) {
+                commits.push((end as u64 + 1, sequence));
+            }
+        }
+        start = end + 1;
+    }
+    let (Some(&(snapshot_len, _)), Some(&(len, sequence))) = (commits.first(), commits.last())
+    else {
+        bail!("no commit");
+    };
+    let mut replay = Replay::default();
+    for (number, text) in bytes[..len as usize]
+        .split(|b| *b == b'\n')
+        .enumerate()
+        .filter(|(_, text)| !text.is_empty())
+    {
+        let record: Record =
+            serde_json::from_slice(text).with_context(|| format!("line {}", number + 1))?;
+        replay
+            .apply(record)
+            .with_context(|| format!("line {}", number + 1))?;
+    }
+    Ok((
+        replay.finish(),
+        Committed {
+            len,
+            snapshot_len,
+            sequence,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+    use pausewatch_parsers::GcLogParser;
+
+    use super::*;
+    use crate::checkpoint::tests::gc_figures;
+    use crate::checkpoint::{load, Loaded};
+    use crate::model::latency::{CorrelationSettings, LatencyState};
+    use crate::sources::gc_log::GcLogCheckpoint;
+    use crate::store::StreamState;
+
+    /// A GC stream whose service's requests are lined up with its pauses,
+    /// fed as the agent feeds it.
+    struct Stream {
+        parser: GcLogParser,
+        state: StreamState,
+        gc: u32,
+    }
+
+    impl Stream {
+        fn new() -> Stream {
+            Stream {
+                parser: GcLogParser::default(),
+                state: StreamState {
+                    log: "/l/gc.log".into(),
+                    latency: Some(LatencyState::default()),
+                    ..StreamState::default()
+                },
+                gc: 0,
+            }
+        }
+
+        fn resumed(source: SourceCheckpoint) -> Stream {
+            let SourceCheckpoint::GcLog(gc) = source else {
+                panic!("a GC log")
+            };
+            let gc = *gc;
+            Stream {
+                gc: gc
+                    .state
+                    .jvm
+                    .pauses
+                    .iter()
+                    .map(|s| s.histogram.count as u32)
+                    .sum(),
+                parser: gc.parser,
+                state: Arc::unwrap_or_clone(gc.state),
+            }
+        }
+
+        fn at(&self) -> DateTime<Utc> {
+            Utc.with_ymd_and_hms(2026, 11, 30, 1, 45, 0).unwrap()
+                + TimeDelta::milliseconds(700 * i64::from(self.gc))
+        }
+
+        /// `pauses` pauses 700 ms apart (12 ms each), 20 requests around
+        /// each (one inside the pause), then the minutes due attributed.
+        fn run(&mut self, pauses: u32) {
+            let mut events = Vec::new();
+            for _ in 0..pauses {
+                let at = self.at();
+                let stamp = at.format("%Y-%m-%dT%H:%M:%S%.3f+0000");
+                let text = format!(
+                    "[{stamp}][1.000s][info][gc] GC({gc}) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) 12.000ms\n\
+                     [{stamp}][1.000s][info][gc,cpu] GC({gc}) User=0.01s Sys=0.00s Real=0.01s\n",
+                    gc = self.gc
+                );
+                self.parser.feed(text.as_bytes(), &mut events);
+                let latency = self.state.latency.as_mut().unwrap();
+                for i in 0..20 {
+                    latency.add_request(RequestTiming {
+                        start: at - TimeDelta::milliseconds(40 * i + 7),
+                        duration_s: f64::from(i as u32 % 9 + 1) / 1000.0 * 3.0,
+                    });
+                }
+                self.gc += 1;
+            }
+            let now = self.at();
+            let StreamState { jvm, latency, .. } = &mut self.state;
+            jvm.ingest(self.parser.run(), &events, latency.as_mut());
+            let minutes = jvm.minutes.clone();
+            latency
+                .as_mut()
+                .unwrap()
+                .finalize(now, &CorrelationSettings::default(), &minutes);
+        }
+
+        /// Ten more pauses, then a checkpoint.
+        fn step(&mut self, journal: &mut Journal) {
+            self.run(10);
+            journal
+                .write(&[self.checkpoint()], std::iter::empty())
+                .unwrap();
+        }
+
+        fn checkpoint(&self) -> SourceCheckpoint {
+            SourceCheckpoint::GcLog(Box::new(GcLogCheckpoint {
+                log: self.state.log.clone(),
+                position: None,
+                parser: self.parser.clone(),
+                state: Arc::new(self.state.clone()),
+            }))
+        }
+    }
+
+    fn journal_len(dir: &Path) -> u64 {
+        std::fs::metadata(dir.join("journal.1")).unwrap().len()
+    }
+
+    #[test]
+    fn appended_checkpoints_replay_to_the_state_they_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::new(dir.path());
+        let mut stream = Stream::new();
+        let mut lens = Vec::new();
+        // Fourteen minutes: minutes attributed, stops pruned.
+        for _ in 0..120 {
+            stream.step(&mut journal);
+            lens.push(journal_len(dir.path()));
+        }
+        let latency = stream.state.latency.as_ref().unwrap();
+        assert!(latency.minutes.len() >= 2 && !latency.pending().is_empty());
+        assert!(latency.stops.iter().count() < 1000, "stops were pruned");
+        // One journal, appended to; each append far smaller than a snapshot.
+        let mut snapshot = Vec::new();
+        full(&mut snapshot, &stream.checkpoint()).unwrap();
+        let appended = lens.windows(2).map(|l| l[1] - l[0]).max().unwrap();
+        assert!(appended * 5 < snapshot.len() as u64, "{lens:?}");
+        let Loaded { sources, .. } = load(dir.path()).unwrap().unwrap();
+        assert_eq!(gc_figures(&sources[0]), gc_figures(&stream.checkpoint()));
+        // Nothing changed: nothing written.
+        let before = journal_len(dir.path());
+        journal
+            .write(&[stream.checkpoint()], std::iter::empty())
+            .unwrap();
+        assert_eq!(journal_len(dir.path()), before);
+    }
+
+    #[test]
+    fn a_torn_tail_is_ignored_and_cut_before_appending_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::new(dir.path());
+        let mut stream = Stream::new();
+        for _ in 0..5 {
+            stream.step(&mut journal);
+        }
+        let committed = gc_figures(&stream.checkpoint());
+        let committed_len = journal_len(dir.path());
+        stream.step(&mut journal);
+        let full_len = journal_len(dir.path());
+        // A crash mid-write: half of the last checkpoint's records on disk,
+        // or all of them but the end of the commit line.
+        for torn in [committed_len + (full_len - committed_len) / 2, full_len - 2] {
+            let file = OpenOptions::new()
+                .write(true)
+                .open(dir.path().join("journal.1"))
+                .unwrap();
+            file.set_len(torn).unwrap();
+            let Loaded { sources, journal } = load(dir.path()).unwrap().unwrap();
+            assert_eq!(gc_figures(&sources[0]), committed, "torn at {torn}");
+            assert_eq!(journal_len(dir.path()), committed_len, "the tail is cut");
+            drop(journal);
+        }
+        // The restarted agent appends after the last commit, and that replays.
+        let Loaded {
+            mut sources,
+            mut journal,
+        } = load(dir.path()).unwrap().unwrap();
+        let mut resumed = Stream::resumed(sources.pop().unwrap());
+        for _ in 0..3 {
+            resumed.step(&mut journal);
+        }
+        let Loaded { sources, .. } = load(dir.path()).unwrap().unwrap();
+        assert_eq!(gc_figures(&sources[0]), gc_figures(&resumed.checkpoint()));
+    }
+
+    #[test]
+    fn a_grown_journal_is_compacted_into_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::new(dir.path());
+        let mut stream = Stream::new();
+        stream.run(1);
+        journal
+            .write(&[stream.checkpoint()], std::iter::empty())
+            .unwrap();
+        journal.open.as_mut().unwrap().len = COMPACT_FROM + 1;
+        stream.run(1);
+        journal
+            .write(&[stream.checkpoint()], std::iter::empty())
+            .unwrap();
+        assert_eq!(journals_in(dir.path()), [2], "the old journal is gone");
+        let Loaded { sources, .. } = load(dir.path()).unwrap().unwrap();
+        assert_eq!(gc_figures(&sources[0]), gc_figures(&stream.checkpoint()));
+    }
+}
