@@ -22,7 +22,7 @@ use crate::alerts::AlertEngine;
 use crate::checkpoint::{self, Journal};
 use crate::config::Config;
 use crate::model::alerts::Notification;
-use crate::sources::{Registry, Source, SourceCheckpoint};
+use crate::sources::{Registry, Source, SourceCheckpoint, SourceKey};
 use crate::store::{SharedStore, StreamState};
 
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
@@ -290,19 +290,36 @@ impl Agent {
         self.evaluate_alerts();
     }
 
-    /// Drops sources whose stream has ended for good, with their series.
+    /// Drops sources whose stream has ended for good, with their series; an
+    /// exited JVM's stream keeps its minutes, and the other sources filling
+    /// it (the GC log discovery found) go with it.
     fn retire_gone_sources(&mut self) {
-        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.sources)
+        let (mut gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.sources)
             .into_iter()
             .partition(|source| source.gone());
+        let exited: Vec<_> = gone
+            .iter()
+            .filter(|source| matches!(source.key(), SourceKey::RuntimeStats(_)))
+            .filter_map(|source| source.stream())
+            .collect();
+        let (with_exited, kept): (Vec<_>, Vec<_>) = kept
+            .into_iter()
+            .partition(|source| source.stream().is_some_and(|id| exited.contains(&id)));
+        gone.extend(with_exited);
         self.sources = kept;
         for source in gone {
             let key = source.key();
             tracing::info!(source = ?key, "gone for good; its series are dropped");
             if let Some(id) = source.stream() {
                 let mut state = self.store.write();
-                state.streams.remove(&id);
-                state.access_streams.remove(&id);
+                match state.stream_mut(id) {
+                    // An exited JVM's minutes stay until history drops them.
+                    Some(stream) if exited.contains(&id) => stream.exited = true,
+                    _ => {
+                        state.streams.remove(&id);
+                        state.access_streams.remove(&id);
+                    }
+                }
             }
             self.registry.forget(&key);
             self.dirty = true;
@@ -380,6 +397,9 @@ impl Agent {
                 latency.prune_before(oldest);
             }
         }
+        state
+            .streams
+            .retain(|_, stream| !stream.exited || stream.jvm.minutes.iter().next().is_some());
     }
 
     /// Runs until a [`Wake::Shutdown`] arrives, then writes a final checkpoint.

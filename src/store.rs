@@ -52,6 +52,11 @@ pub struct StreamState {
     /// Runtime stats from the JVM's hsperfdata, when it is sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeStats>,
+    /// The discovered JVM exited and its grace period passed: it has no
+    /// series and no alerts any more, and its minutes stay in
+    /// `/api/v1/minutes` until `history` drops them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exited: bool,
     /// How discovery found this JVM, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovered: Option<Discovered>,

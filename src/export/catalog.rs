@@ -153,7 +153,7 @@ impl Family {
         for scope in self.scopes {
             match scope {
                 Scope::Stream(read) => {
-                    for stream in state.streams.values() {
+                    for stream in state.streams.values().filter(|s| !s.exited) {
                         let scope_labels = log_labels(&stream.log, &stream.labels);
                         series.extend(self.label(scope_labels, read(stream, now)));
                     }
@@ -446,6 +446,24 @@ pub static CATALOG: &[Family] = &[
         help: "Pauses recovered from hsperfdata several between two samples: counted and timed in total, each given the mean duration.",
         labels: &[],
         scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.unresolved_pauses))))],
+    },
+    Family {
+        name: "pausewatch_gc_log_counter_mismatch",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "For a JVM whose GC log is followed: pauses counted from the log minus the JVM's own hsperfdata counter, per gc; non-zero for long, the agent misses part of the log.",
+        labels: &["gc"],
+        scopes: &[Scope::Stream(|s, _| {
+            runtime(s, |r| {
+                let mismatch = r.log_counter_mismatch.iter();
+                mismatch
+                    .map(|(gc, difference)| Sample {
+                        labels: vec![gc.as_str().into()],
+                        value: Value::Float(*difference),
+                    })
+                    .collect()
+            })
+        })],
     },
     Family {
         name: "pausewatch_jvm_safepoints_total",
@@ -1208,6 +1226,7 @@ mod tests {
                 committed: 2,
                 max: Some(3),
             }],
+            log_counter_mismatch: vec![("G1 Young Generation".to_string(), 0.0)],
             ..RuntimeStats::default()
         });
         let alert = Alert {

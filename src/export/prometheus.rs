@@ -181,6 +181,7 @@ pub(crate) mod tests {
             latency: None,
             runtime: None,
             discovered: None,
+            exited: false,
         }
     }
 
@@ -451,6 +452,7 @@ pub(crate) mod tests {
             ("pausewatch_jvm_gc_collection_seconds", "counter"),
             ("pausewatch_gc_pauses_unresolved", "counter"),
             ("pausewatch_jvm_safepoints", "counter"),
+            ("pausewatch_gc_log_counter_mismatch", "gauge"),
             ("pausewatch_jvm_safepoint_seconds", "counter"),
             ("pausewatch_jvm_safepoint_sync_seconds", "counter"),
             ("jvm_memory_used_bytes", "gauge"),
@@ -490,6 +492,7 @@ pub(crate) mod tests {
                 "pausewatch_alert",
                 "pausewatch_jvm_",
                 "pausewatch_gc_pauses_unresolved",
+                "pausewatch_gc_log_counter_mismatch",
                 "jvm_memory_",
                 "jvm_classes_",
                 "jvm_threads_",

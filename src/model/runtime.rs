@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::{seconds_to_duration, Collector, Generation, LogTime, Pause};
 use serde::{Deserialize, Serialize};
 
-use crate::model::mxbean::bean_name;
+use crate::model::mxbean::micrometer_labels;
 
 /// One heap memory pool as Micrometer labels it (`area`, `id` = the MXBean's
 /// pool name). Non-heap pools are left out: hsperfdata updates Metaspace's
@@ -63,6 +63,9 @@ pub struct RuntimeStats {
     pub unresolved_pauses: u64,
     /// Whether pauses are recovered from the counters for this collector.
     pub pauses_available: bool,
+    /// For a JVM whose GC log supplies the pauses: per `gc` label, pauses
+    /// counted from the log minus the JVM's own counter (see the source).
+    pub log_counter_mismatch: Vec<(String, f64)>,
 }
 
 /// The Micrometer (MXBean) identity of a HotSpot pause counter, by its name.
@@ -140,12 +143,13 @@ fn pause_counter(name: &str) -> Option<PauseCounter> {
     })
 }
 
-/// The `GarbageCollectorMXBean` whose pauses HotSpot's collector counter
-/// `name` counts, if it counts pauses (Shenandoah's does not).
-pub fn bean_of_counter(name: &str, jdk_major: Option<u32>) -> Option<&'static str> {
+/// Micrometer's `gc` label (the `GarbageCollectorMXBean`'s name, where the
+/// JDK has that bean) of the pauses HotSpot's collector counter `name`
+/// counts, if it counts pauses (Shenandoah's does not).
+pub fn gc_label_of_counter(name: &str, jdk_major: Option<u32>) -> Option<String> {
     let counter = pause_counter(name)?;
     let pause = counter_pause(&counter, "", 0.0, 0.0, 0.0, |_| LogTime::default());
-    bean_name(&pause, jdk_major)
+    Some(micrometer_labels(&pause, jdk_major).0)
 }
 
 /// The collector a JVM runs, from `sun.gc.policy.name` and its collectors' names.

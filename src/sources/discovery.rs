@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use super::procfs::{boot_time, start_ticks, wall_clock};
+use super::procfs::{boot_time, start_ticks, wall_clock, xlog_files};
 
 /// One Java process, as found at a scan.
 #[derive(Debug, Clone, PartialEq)]
@@ -174,6 +174,60 @@ impl Scanner {
         self.known = alive;
         found
     }
+}
+
+impl Scanner {
+    /// Reports `pid` again at the next scan, as if it had just started.
+    pub fn forget(&mut self, pid: u32) {
+        self.known.remove(&pid);
+    }
+}
+
+/// Environment variables the `java` launcher and the JVM read options from.
+const OPTION_VARIABLES: [&str; 3] = ["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"];
+
+/// The GC log files the JVM writes, from the `-Xlog` options of its command
+/// line and of the environment variables the JVM reads, as the agent can
+/// open them: through /proc/PID/root when the JVM is in another mount
+/// namespace. A `%t` is tried at the process's start and the second after
+/// (the JVM takes its time a moment after the process starts); when no
+/// such file exists yet, the start's.
+pub fn gc_logs(proc_root: &Path, process: &JavaProcess) -> Vec<PathBuf> {
+    let dir = proc_root.join(process.pid.to_string());
+    let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+    let mut options = process.arguments.clone();
+    for variable in environ.split(|&b| b == 0) {
+        let variable = String::from_utf8_lossy(variable);
+        if let Some((name, value)) = variable.split_once('=') {
+            if OPTION_VARIABLES.contains(&name) {
+                options.extend(value.split_whitespace().map(str::to_string));
+            }
+        }
+    }
+    let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
+    let root = (std::fs::read_link(dir.join("ns/mnt")).ok()
+        != std::fs::read_link(proc_root.join("self/ns/mnt")).ok())
+    .then(|| dir.join("root"));
+    let seen = |path: PathBuf| match &root {
+        Some(root) => root.join(path.strip_prefix("/").unwrap_or(&path)),
+        None => path,
+    };
+    let at = |offset: i64| {
+        let started = process.started + chrono::Duration::seconds(offset);
+        xlog_files(&cwd, process.nspid, Some(started), &options)
+    };
+    let (now, next) = (at(0), at(1));
+    now.into_iter()
+        .zip(next)
+        .map(|(now, next)| {
+            let (now, next) = (seen(now), seen(next));
+            if !now.exists() && next.exists() {
+                next
+            } else {
+                now
+            }
+        })
+        .collect()
 }
 
 /// Whether process `pid` that started at `ticks` still runs.

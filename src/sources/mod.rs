@@ -117,6 +117,14 @@ impl SourceCheckpoint {
     }
 }
 
+/// How long after its start a JVM may still create the log its options name.
+const LOG_CREATION_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
+
+/// Whether `process` started so recently that its log may still appear.
+fn young(process: &discovery::JavaProcess) -> bool {
+    chrono::Utc::now() - process.started < LOG_CREATION_GRACE
+}
+
 /// Where the kernel's process information is.
 const PROC_ROOT: &str = "/proc";
 
@@ -417,15 +425,14 @@ impl Registry {
             "discovery scan"
         );
         let mut found: Vec<Box<dyn Source>> = Vec::new();
+        let mut retry = Vec::new();
         for process in processes {
             let command_line = process.command_line();
             if !self.config.discovery.selects(&command_line) {
                 continue;
             }
             let proc_root = PathBuf::from(PROC_ROOT);
-            let cwd = std::fs::read_link(proc_root.join(process.pid.to_string()).join("cwd"))
-                .unwrap_or_default();
-            let logs: Vec<PathBuf> = procfs::xlog_files(&cwd, process.nspid, &process.arguments)
+            let logs: Vec<PathBuf> = discovery::gc_logs(&proc_root, &process)
                 .iter()
                 .map(|file| procfs::canonical(file))
                 .collect();
@@ -438,18 +445,46 @@ impl Registry {
                     .find(|(_, s)| s.discovered.is_none() && writes(&s.log))
                     .map(|(id, _)| *id)
             };
-            let (id, owns_stream) = match followed {
-                Some(id) => (id, false),
-                None => (self.next_id(), true),
+            let configured = |log: &PathBuf| {
+                let patterns = self.config.gc_log.iter();
+                patterns
+                    .filter_map(|c| glob::Pattern::new(&c.path).ok())
+                    .any(|p| p.matches_path(log))
             };
             let mut labels = process.labels();
             labels.extend(self.config.discovery.labels_for(&command_line));
+            let (id, owns_stream, retires) = match followed {
+                Some(id) => (id, false, false),
+                // Its log is configured but not followed yet (the JVM has
+                // not created it): look again at the next scan, so that
+                // the JVM appears once, on its log's stream.
+                None if logs.iter().any(configured) => {
+                    retry.push(process.pid);
+                    continue;
+                }
+                // A log of its own, not created yet: look again, unless the
+                // JVM has run for long without it.
+                None if logs.first().is_some_and(|log| !log.exists()) && young(&process) => {
+                    retry.push(process.pid);
+                    continue;
+                }
+                None => match logs.into_iter().find(|log| log.exists()) {
+                    Some(log) => {
+                        let id = self.next_id();
+                        let source = self.follow_discovered_log(id, log, &process, &labels, store);
+                        found.push(Box::new(source));
+                        (id, false, true)
+                    }
+                    None => (self.next_id(), true, true),
+                },
+            };
             found.push(Box::new(runtime_stats::RuntimeStatsSource::start(
                 process,
                 runtime_stats::Placement {
                     id,
                     owns_stream,
                     labels,
+                    retires,
                     proc_root,
                 },
                 &self.config.runtime_stats,
@@ -458,7 +493,53 @@ impl Registry {
                 store,
             )));
         }
+        if let Some(scanner) = &mut self.scanner {
+            retry.into_iter().for_each(|pid| scanner.forget(pid));
+        }
         found
+    }
+
+    /// A source following the GC log discovery found for `process`, as a
+    /// configured `[[gc_log]]` would: from its beginning when the JVM started
+    /// after the agent, else from its end; not checkpointed.
+    fn follow_discovered_log(
+        &mut self,
+        id: StreamId,
+        log: PathBuf,
+        process: &discovery::JavaProcess,
+        labels: &BTreeMap<String, String>,
+        store: &Store,
+    ) -> gc_log::GcLogSource {
+        let start_at = if process.started >= self.started {
+            StartAt::Beginning
+        } else {
+            StartAt::End
+        };
+        let source = crate::config::GcLogSource {
+            path: log.display().to_string(),
+            start_at,
+            labels: labels.clone(),
+            jvm_start: Some(process.started),
+            max_line_bytes: crate::config::DEFAULT_MAX_LINE_BYTES,
+            follow_symlinks_outside: true,
+            forget_after: crate::config::DEFAULT_FORGET_AFTER,
+            max_label_values: self.config.max_label_values,
+        };
+        tracing::info!(pid = process.pid, log = %log.display(), "following the GC log the JVM's options name");
+        self.claimed.insert(real_path(&log));
+        let follow = FollowOptions {
+            start_at,
+            confine: Confine::Anywhere,
+            order: gc_log::oldest_first,
+        };
+        let new = NewStream {
+            id,
+            live: log,
+            restored: None,
+            follow,
+        };
+        gc_log::GcLogSource::start(new, &source, false, self.writers.clone(), store)
+            .without_checkpoint()
     }
 
     /// Forgets a source that is gone, so that its file is a new stream if it

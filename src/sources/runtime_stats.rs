@@ -21,9 +21,11 @@ use pausewatch_parsers::{Collector, GcEvent, JvmRun};
 use super::discovery::{hsperf_path, is_alive, JavaProcess};
 use super::{Source, SourceCheckpoint, SourceKey};
 use crate::config::RuntimeStatsConfig;
+use crate::model::jvm::PauseSeries;
+use crate::model::mxbean::jdk_major;
 use crate::model::runtime::{
-    collector_of, recover_pauses, CollectorStats, MemoryPool, PauseCounters, Recovered,
-    RuntimeStats,
+    collector_of, gc_label_of_counter, recover_pauses, CollectorStats, MemoryPool, PauseCounters,
+    Recovered, RuntimeStats,
 };
 use crate::store::{AgentState, Discovered, Store, StreamId, StreamState};
 
@@ -34,6 +36,10 @@ const MAX_READS: usize = 5;
 /// JDK 17 adds to every G1 capacity (`G1MonitoringSupport::pad_capacity`,
 /// the object alignment, 8 bytes; 0 on JDK 25), which the MXBeans do not.
 const G1_PAD_SPACE: &str = "sun.gc.generation.0.space.1.capacity";
+/// How long after a pause its log line may still be unwritten (HotSpot
+/// writes it at the pause's end, the agent reads it at its next poll): a
+/// comparison waits this long after the last pause.
+const LOG_FLUSH_ALLOWANCE_SECONDS: f64 = 1.0;
 /// Collector counters looked for (HotSpot has at most three).
 const MAX_COLLECTORS: usize = 8;
 
@@ -204,6 +210,8 @@ pub struct Placement {
     pub owns_stream: bool,
     /// Its labels, for a stream of its own.
     pub labels: BTreeMap<String, String>,
+    /// The stream goes with the JVM (its own, or a log discovery found).
+    pub retires: bool,
     pub proc_root: PathBuf,
 }
 
@@ -219,12 +227,14 @@ pub struct RuntimeStatsSource {
     grace: Duration,
     /// Whether pauses come from these counters (no GC log supplies them).
     recovers_pauses: bool,
-    /// The stream is this source's own (not a GC log's), to drop when it exits.
-    owns_stream: bool,
+    /// The stream goes when the JVM has exited for the grace period.
+    retires: bool,
     file: Option<File>,
     buffer: Vec<u8>,
     layout: Option<Layout>,
     previous: BTreeMap<String, PauseCounters>,
+    /// Log-minus-counter differences taken as the start (see [`Self::log_counter_mismatch`]).
+    mismatch_baseline: BTreeMap<String, f64>,
     /// Counters before the first sample: zeros for a JVM that started after
     /// the agent (every pause is new), else the first sample itself.
     baseline_zero: bool,
@@ -248,6 +258,7 @@ impl RuntimeStatsSource {
             id,
             owns_stream,
             labels,
+            retires,
             proc_root,
         } = placement;
         let unavailable = if !config.enabled {
@@ -289,11 +300,12 @@ impl RuntimeStatsSource {
             sampling: config.enabled,
             grace,
             recovers_pauses: owns_stream,
-            owns_stream,
+            retires,
             file: None,
             buffer: Vec::new(),
             layout: None,
             previous: BTreeMap::new(),
+            mismatch_baseline: BTreeMap::new(),
             last_sample: None,
             last_lookup: None,
             exited: None,
@@ -389,16 +401,17 @@ impl RuntimeStatsSource {
         stats.pauses_available = self.recovers_pauses && layout.collector != Collector::Shenandoah;
         let mut events = Vec::new();
         let mut unresolved = 0;
-        for (prefix, name, now) in counters {
+        for (prefix, name, now) in &counters {
+            let now = *now;
             if !stats.pauses_available || now.mid_pause() {
                 continue;
             }
-            let before = match self.previous.get(&prefix) {
+            let before = match self.previous.get(prefix) {
                 Some(before) => *before,
                 None if self.baseline_zero => PauseCounters::default(),
                 None => now,
             };
-            match recover_pauses(&name, &before, &now, &sample.last_cause, layout.jvm_start) {
+            match recover_pauses(name, &before, &now, &sample.last_cause, layout.jvm_start) {
                 Recovered::Nothing => {}
                 Recovered::One(pause) => events.push(GcEvent::Pause(*pause)),
                 Recovered::Several(pauses) => {
@@ -406,7 +419,7 @@ impl RuntimeStatsSource {
                     events.extend(pauses.into_iter().map(GcEvent::Pause));
                 }
             }
-            self.previous.insert(prefix, now);
+            self.previous.insert(prefix.clone(), now);
         }
         let mut run = JvmRun::default();
         run.collector = layout.collector;
@@ -427,6 +440,20 @@ impl RuntimeStatsSource {
             if unresolved > 0 {
                 jvm.mark_max_lower_bound(&events);
             }
+        } else {
+            let uptime = stats.uptime_seconds;
+            let settled = counters.iter().all(|(_, _, c)| {
+                !c.mid_pause() && uptime - c.last_exit >= LOG_FLUSH_ALLOWANCE_SECONDS
+            });
+            stats.log_counter_mismatch = if settled {
+                let major = layout.version.as_deref().and_then(jdk_major);
+                self.log_counter_mismatch(&counters, &jvm.pauses, major)
+            } else {
+                runtime
+                    .as_ref()
+                    .map(|r| r.log_counter_mismatch.clone())
+                    .unwrap_or_default()
+            };
         }
         *runtime = Some(stats);
     }
@@ -519,6 +546,38 @@ pub fn stats_of(bytes: &[u8]) -> Option<RuntimeStats> {
     Some(extract(bytes, &layout)?.stats(&layout).0)
 }
 
+impl RuntimeStatsSource {
+    /// Per `gc` label, the pauses the log gave minus the JVM's counter, less
+    /// the difference at the first comparison when the JVM started before
+    /// the agent (the log was then not read from the JVM's start).
+    fn log_counter_mismatch(
+        &mut self,
+        counters: &[(String, String, PauseCounters)],
+        pauses: &[PauseSeries],
+        major: Option<u32>,
+    ) -> Vec<(String, f64)> {
+        let mut by_gc: BTreeMap<String, f64> = BTreeMap::new();
+        for (_, name, counter) in counters {
+            if let Some(gc) = gc_label_of_counter(name, major) {
+                *by_gc.entry(gc).or_default() -= counter.invocations as f64;
+            }
+        }
+        for series in pauses {
+            if let Some(difference) = by_gc.get_mut(&series.gc) {
+                *difference += series.histogram.count as f64;
+            }
+        }
+        by_gc
+            .into_iter()
+            .map(|(gc, difference)| {
+                let start = if self.baseline_zero { 0.0 } else { difference };
+                let baseline = *self.mismatch_baseline.entry(gc.clone()).or_insert(start);
+                (gc, difference - baseline)
+            })
+            .collect()
+    }
+}
+
 impl Source for RuntimeStatsSource {
     fn key(&self) -> SourceKey {
         SourceKey::RuntimeStats(self.key.clone())
@@ -538,7 +597,14 @@ impl Source for RuntimeStatsSource {
             tracing::info!(pid = self.process.pid, jvm = %self.process.main(), grace = %humantime::format_duration(self.grace), "JVM exited; its series go after the grace period");
             self.exited = Some(Instant::now());
         }
-        if self.exited.is_some() {
+        if let Some(exited) = self.exited {
+            // A configured log's stream stays, without the exited JVM's stats.
+            if !self.retires && exited.elapsed() >= self.grace {
+                if let Some(stream) = store.write().stream_mut(self.id) {
+                    stream.runtime = None;
+                    stream.discovered = None;
+                }
+            }
             return false;
         }
         if self.file.is_none() {
@@ -562,7 +628,7 @@ impl Source for RuntimeStatsSource {
     }
 
     fn stream(&self) -> Option<StreamId> {
-        self.owns_stream.then_some(self.id)
+        self.retires.then_some(self.id)
     }
 
     fn gone(&self) -> bool {
