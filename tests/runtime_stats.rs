@@ -44,22 +44,24 @@ fn start_agent(dir: &Path, marker: &str, extra: &str) -> Agent {
 }
 
 /// The workload's arguments after the JVM's flags: by default a slow
-/// allocation rate (MB/s), so that most pauses are one per sample, and a
+/// allocation rate, so that most pauses are one per sample, for 3 s; then a
 /// quiet end longer than a sampling period before the MXBean snapshot.
 fn workload_arguments(classes: &Path, snapshot: &Path) -> Vec<String> {
-    workload_at_rate(25, classes, snapshot)
+    workload(25, 3, classes, snapshot)
 }
 
-fn workload_at_rate(rate: u32, classes: &Path, snapshot: &Path) -> Vec<String> {
-    let mut arguments = vec![
+/// The workload allocating `rate` MB/s for `seconds`.
+fn workload(rate: u32, seconds: u32, classes: &Path, snapshot: &Path) -> Vec<String> {
+    vec![
         format!("-Dwl.rate={rate}"),
         "-Dwl.quiesceMs=1500".to_string(),
         "-cp".to_string(),
-    ];
-    arguments.push(classes.display().to_string());
-    arguments.extend(["GcWorkload", "steady", "3"].map(str::to_string));
-    arguments.push(snapshot.display().to_string());
-    arguments
+        classes.display().to_string(),
+        "GcWorkload".to_string(),
+        "steady".to_string(),
+        seconds.to_string(),
+        snapshot.display().to_string(),
+    ]
 }
 
 /// JVMs run together by a test.
@@ -321,6 +323,41 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root() {
     compare_pauses(&metrics, &format!("pid=\"{pid}\""), "namespaced", &beans);
 }
 
+/// What the agent shows of an exited JVM whose GC log `log` it follows.
+struct Followed {
+    beans: MxBeans,
+    /// `log="..."` as the series carry it.
+    log_label: String,
+    /// Once the log's young pauses are the MXBean's.
+    metrics: String,
+    /// The `pausewatch_jvm_discovered` lines.
+    discovered: Vec<String>,
+}
+
+fn followed(agent: &Agent, log: &Path, snapshot: &Path) -> Followed {
+    let beans = MxBeans::read(snapshot);
+    let young = beans.bean("G1 Young Generation").count as f64;
+    let log_label = format!(
+        "log={}",
+        serde_json::to_string(&log.display().to_string()).unwrap()
+    );
+    let young_label = "gc=\"G1 Young Generation\"";
+    let metrics = agent.metrics_when(Duration::from_secs(10), |m| {
+        sum(m, "jvm_gc_pause_seconds_count", &[&log_label, young_label]) == young
+    });
+    let discovered = metrics
+        .lines()
+        .filter(|l| l.starts_with("pausewatch_jvm_discovered{"))
+        .map(str::to_string)
+        .collect();
+    Followed {
+        beans,
+        log_label,
+        metrics,
+        discovered,
+    }
+}
+
 #[test]
 fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -348,25 +385,14 @@ fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters(
         .unwrap();
     let pid = child.id();
     assert!(child.wait().unwrap().success());
-    let beans = MxBeans::read(&snapshot);
+    let Followed {
+        beans,
+        log_label,
+        metrics,
+        discovered,
+    } = followed(&agent, &log, &snapshot);
     let young = beans.bean("G1 Young Generation").count;
-    let log_label = format!(
-        "log={}",
-        serde_json::to_string(&log.display().to_string()).unwrap()
-    );
-    let metrics = agent.metrics_when(Duration::from_secs(10), |m| {
-        sum(
-            m,
-            "jvm_gc_pause_seconds_count",
-            &[&log_label, "G1 Young Generation"],
-        ) == young as f64
-    });
     // Once: on the log's stream, which has the runtime stats and no stream of its own.
-    let discovered: Vec<&str> = metrics
-        .lines()
-        .filter(|l| l.starts_with("pausewatch_jvm_discovered{"))
-        .collect();
-    assert_eq!(discovered.len(), 1, "{discovered:?}");
     assert!(discovered[0].contains(&log_label), "{}", discovered[0]);
     assert!(
         !metrics.contains(&format!("pid=\"{pid}\"")),
@@ -412,7 +438,7 @@ fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
     // A small young generation: many collections, several 64 KiB files.
     let mut child = Command::new("java")
         .args(["-XX:+UseG1GC", "-Xmx64m", "-Xmn4m", &marker, &xlog])
-        .args(workload_at_rate(80, &classes, &snapshot))
+        .args(workload(80, 3, &classes, &snapshot))
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -423,25 +449,14 @@ fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
         logs.join(format!("gc-{pid}.log.0")).exists(),
         "the log never rotated"
     );
-    let beans = MxBeans::read(&snapshot);
-    let young = beans.bean("G1 Young Generation").count;
-    let log_label = format!(
-        "log={}",
-        serde_json::to_string(&live.display().to_string()).unwrap()
-    );
-    let metrics = agent.metrics_when(Duration::from_secs(10), |m| {
-        sum(
-            m,
-            "jvm_gc_pause_seconds_count",
-            &[&log_label, "G1 Young Generation"],
-        ) == young as f64
-    });
+    let Followed {
+        beans,
+        log_label,
+        metrics,
+        discovered,
+    } = followed(&agent, &live, &snapshot);
     // Once: every series of the JVM is on its log's stream.
     let pid_label = format!("pid=\"{pid}\"");
-    let discovered: Vec<&str> = metrics
-        .lines()
-        .filter(|l| l.starts_with("pausewatch_jvm_discovered{"))
-        .collect();
     assert_eq!(discovered.len(), 1, "{discovered:?}");
     assert!(discovered[0].contains(&log_label) && discovered[0].contains(&pid_label));
     let elsewhere = metrics
@@ -454,4 +469,51 @@ fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
         &[&log_label, "G1 Old Generation"],
     );
     assert_eq!(full as u64, beans.bean("G1 Old Generation").count);
+}
+
+#[test]
+fn the_readmes_first_command_shows_a_running_jvms_pauses_without_configuration() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "the_readmes_first_command_shows_a_running_jvms_pauses_without_configuration";
+    if !common::java_or_skip(test) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let classes = dir.path().join("classes");
+    common::compile_workloads(&classes);
+    let snapshot = dir.path().join("mxbeans.json");
+    let mut jvm = Command::new("java")
+        .args(["-XX:+UseParallelGC", "-Xmx64m"])
+        // Long enough for the agent to start and see several pauses.
+        .args(workload(25, 8, &classes, &snapshot))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_label = format!("pid=\"{}\"", jvm.id());
+    std::thread::sleep(Duration::from_secs(1));
+    // `cargo run --release -- run --demo`, on its own port.
+    let port = common::free_port();
+    let mut agent = Command::new(common::PAUSEWATCH)
+        .args(["run", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let seen = loop {
+        let metrics = common::http_get(port, "/metrics")
+            .map(|(_, body)| body)
+            .unwrap_or_default();
+        let pauses = sum(&metrics, "jvm_gc_pause_seconds_count", &[&pid_label]);
+        if pauses > 0.0 || Instant::now() > deadline {
+            break pauses;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert!(jvm.wait().unwrap().success());
+    assert!(seen > 0.0, "the running JVM's pauses never showed");
+    // Started before the agent: the pauses since its first sample, no more.
+    let beans = MxBeans::read(&snapshot);
+    assert!(seen <= beans.total_count() as f64);
 }

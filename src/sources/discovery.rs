@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use super::procfs::{boot_time, start_ticks, wall_clock, xlog_files};
+use super::procfs::{boot_time, processes, start_ticks, wall_clock, xlog_files};
 
 /// One Java process, as found at a scan.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,21 +112,10 @@ impl Scanner {
     /// Java when its `argv[0]` is `java`; its command line is read at every
     /// scan, since a process may exec java long after it was forked.
     pub fn scan(&mut self) -> Vec<JavaProcess> {
-        let Ok(entries) = std::fs::read_dir(&self.proc_root) else {
-            return Vec::new();
-        };
         let boot = boot_time(&self.proc_root).unwrap_or(0);
         let mut found = Vec::new();
         let mut alive = HashMap::with_capacity(self.known.len());
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let dir = entry.path();
+        for (pid, dir) in processes(&self.proc_root) {
             let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
                 continue;
             };

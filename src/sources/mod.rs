@@ -1,5 +1,5 @@
-//! Every input of the agent behind one trait: GC logs, access logs and
-//! latency histograms today; runtime stats and /proc discovery next.
+//! Every input of the agent behind one trait: GC logs, access logs, latency
+//! histograms, and the runtime stats of the JVMs /proc discovery finds.
 //!
 //! A [`Source`] reads without holding the store's lock, applies what it read
 //! under one short lock, reports its own health in its stream's state and
@@ -223,8 +223,10 @@ pub struct Registry {
     /// The host's Java processes, when `[discovery]` is enabled.
     scanner: Option<discovery::Scanner>,
     last_scan: Option<std::time::Instant>,
-    /// JVMs that started after this are read from their first counter.
-    started: chrono::DateTime<chrono::Utc>,
+    /// The agent's own start in clock ticks after boot: a JVM that started
+    /// after it is read from its first counter and its log's beginning
+    /// (ticks, not wall-clock time: /proc's boot time is whole seconds).
+    started_ticks: u64,
 }
 
 impl Registry {
@@ -250,7 +252,8 @@ impl Registry {
                 .enabled
                 .then(|| discovery::Scanner::new(PathBuf::from(PROC_ROOT))),
             last_scan: None,
-            started: chrono::Utc::now(),
+            started_ticks: procfs::start_ticks(Path::new(PROC_ROOT), std::process::id())
+                .unwrap_or(0),
             config,
         }
     }
@@ -453,6 +456,7 @@ impl Registry {
             };
             let mut labels = process.labels();
             labels.extend(self.config.discovery.labels_for(&command_line));
+            let started_after_agent = process.start_ticks >= self.started_ticks;
             let (id, owns_stream, retires) = match followed {
                 Some(id) => (id, false, false),
                 // Its log is configured but not followed yet (the JVM has
@@ -489,7 +493,7 @@ impl Registry {
                 },
                 &self.config.runtime_stats,
                 self.config.discovery.grace,
-                self.started,
+                started_after_agent,
                 store,
             )));
         }
@@ -510,7 +514,7 @@ impl Registry {
         labels: &BTreeMap<String, String>,
         store: &Store,
     ) -> gc_log::GcLogSource {
-        let start_at = if process.started >= self.started {
+        let start_at = if process.start_ticks >= self.started_ticks {
             StartAt::Beginning
         } else {
             StartAt::End

@@ -17,6 +17,15 @@ const SCAN_EVERY: Duration = Duration::from_secs(10);
 /// A new file may ask for a scan sooner, but not more often than this.
 const FRESH_SCAN_EVERY: Duration = Duration::from_secs(1);
 
+/// The processes in `proc_root`: each pid and its directory.
+pub(super) fn processes(proc_root: &Path) -> impl Iterator<Item = (u32, PathBuf)> {
+    let entries = std::fs::read_dir(proc_root).into_iter().flatten().flatten();
+    entries.filter_map(|entry| {
+        let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+        Some((pid, entry.path()))
+    })
+}
+
 /// Boot time, seconds since the epoch (`btime` in /proc/stat).
 pub(super) fn boot_time(proc_root: &Path) -> Option<i64> {
     let stat = std::fs::read_to_string(proc_root.join("stat")).ok()?;
@@ -148,18 +157,8 @@ impl JvmLogWriters {
     fn scan(&mut self) {
         self.last_scan = Some(Instant::now());
         self.boot = boot_time(&self.proc_root);
-        let Ok(entries) = std::fs::read_dir(&self.proc_root) else {
-            return;
-        };
         let mut seen = HashMap::with_capacity(self.processes.len());
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
+        for (pid, _) in processes(&self.proc_root) {
             let Some(start_ticks) = start_ticks(&self.proc_root, pid) else {
                 continue;
             };

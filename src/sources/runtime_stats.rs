@@ -63,8 +63,8 @@ struct Layout {
     causes: Option<(usize, usize)>,
 }
 
+/// A heap pool's counters.
 struct PoolLayout {
-    area: &'static str,
     id: String,
     /// Counter name prefix (`sun.gc.generation.0.space.0`).
     prefix: String,
@@ -126,7 +126,6 @@ impl Layout {
                 };
                 if let Some(id) = pool_id(collector, gen_name, space_name) {
                     pools.push(PoolLayout {
-                        area: "heap",
                         id,
                         prefix,
                         live_used: collector == Collector::G1
@@ -245,13 +244,14 @@ pub struct RuntimeStatsSource {
 
 impl RuntimeStatsSource {
     /// A source for `process`, filling the stream `placement` says;
-    /// `grace` is how long its series stay after it exits.
+    /// `grace` is how long its series stay after it exits; a JVM started
+    /// after the agent has every pause counted from its first.
     pub fn start(
         process: JavaProcess,
         placement: Placement,
         config: &RuntimeStatsConfig,
         grace: Duration,
-        agent_started: DateTime<Utc>,
+        started_after_agent: bool,
         store: &Store,
     ) -> RuntimeStatsSource {
         let Placement {
@@ -293,7 +293,7 @@ impl RuntimeStatsSource {
         RuntimeStatsSource {
             key: format!("{}@{}", process.pid, process.start_ticks),
             id,
-            baseline_zero: process.started >= agent_started,
+            baseline_zero: started_after_agent,
             process,
             proc_root,
             interval: config.interval,
@@ -527,7 +527,7 @@ impl Sample {
             let pad = layout.capacity_pad;
             let max = field("maxCapacity").saturating_sub(pad);
             stats.memory.push(MemoryPool {
-                area: pool.area.to_string(),
+                area: "heap".to_string(),
                 id: pool.id.clone(),
                 used: pool.live_used.then(|| field("used")),
                 committed: field("capacity").saturating_sub(pad),
@@ -596,6 +596,11 @@ impl Source for RuntimeStatsSource {
         {
             tracing::info!(pid = self.process.pid, jvm = %self.process.main(), grace = %humantime::format_duration(self.grace), "JVM exited; its series go after the grace period");
             self.exited = Some(Instant::now());
+            // Its last counters: the file HotSpot removed at exit is still
+            // open here, and holds the pauses since the previous sample.
+            if let Some(sample) = self.stable_sample() {
+                self.apply(&sample, store);
+            }
         }
         if let Some(exited) = self.exited {
             // A configured log's stream stays, without the exited JVM's stats.
