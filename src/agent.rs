@@ -22,7 +22,7 @@ use crate::alerts::AlertEngine;
 use crate::checkpoint::{self, Journal};
 use crate::config::Config;
 use crate::model::alerts::Notification;
-use crate::sources::{Registry, Source, SourceCheckpoint, SourceKey};
+use crate::sources::{ChangedFiles, Registry, Source, SourceCheckpoint, SourceKey};
 use crate::store::{SharedStore, StreamState};
 
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
@@ -222,13 +222,13 @@ impl Agent {
 
     /// Starts one delivery thread per configured sink.
     fn start_senders(&mut self) {
-        let alerts = &self.config.alerts;
-        let sinks = alerts
-            .alertmanager_url
+        let sinks = &self.config.alert_sinks;
+        let sinks = sinks
+            .alertmanager
             .clone()
             .map(Sink::Alertmanager)
             .into_iter()
-            .chain(alerts.webhook_url.clone().map(Sink::Webhook));
+            .chain(sinks.webhook.clone().map(Sink::Webhook));
         let counters = self.store.write().deliveries.clone();
         for sink in sinks {
             let (sender, receiver) = mpsc::channel();
@@ -276,10 +276,13 @@ impl Agent {
     /// their own; every source when `changed` is `None`. On a host with
     /// hundreds of logs a file event then costs one read, not hundreds.
     fn poll_sources(&mut self, changed: Option<&[PathBuf]>) {
+        let changed = changed.map(ChangedFiles::new);
         for source in &mut self.sources {
-            let wanted = match changed {
+            let wanted = match &changed {
                 None => true,
-                Some(paths) => source.due() || paths.iter().any(|path| source.reads(path)),
+                Some(files) => {
+                    source.due() || source.live_path().is_some_and(|live| files.touch(live))
+                }
             };
             if wanted {
                 self.dirty |= source.poll(&self.store);

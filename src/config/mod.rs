@@ -18,6 +18,7 @@ mod alerts;
 mod correlation;
 mod discovery;
 mod gc_log;
+mod http_client;
 mod latency_histogram;
 mod spans;
 
@@ -29,9 +30,11 @@ use serde::{Deserialize, Serialize, Serializer};
 use toml::{Spanned, Value};
 
 pub use access_log::AccessLogSource;
+pub use alerts::AlertSinks;
 pub use correlation::CorrelationConfig;
 pub use discovery::{DiscoveryConfig, DiscoveryRule, RuntimeStatsConfig, DISCOVERY_LABELS};
 pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
+pub use http_client::{ClientIdentity, Endpoint, HttpClientConfig, Secret, TlsSettings};
 pub use latency_histogram::LatencyHistogramSource;
 pub use spans::ConfigError;
 
@@ -137,6 +140,9 @@ pub struct Config {
     /// Not printed with the effective config: rules read back only from their tables.
     #[serde(skip)]
     pub alerts: AlertsConfig,
+    /// Where alerts go: not printed, they carry credentials.
+    #[serde(skip)]
+    pub alert_sinks: AlertSinks,
 }
 
 impl Default for Config {
@@ -156,6 +162,7 @@ impl Default for Config {
             discovery: DiscoveryConfig::default(),
             runtime_stats: RuntimeStatsConfig::default(),
             alerts: AlertsConfig::default(),
+            alert_sinks: AlertSinks::default(),
         }
     }
 }
@@ -272,7 +279,7 @@ impl Ctx<'_> {
             config.alerts.thresholds.tail_slo = slo;
         }
         if let Some(raw_alerts) = &raw.alerts {
-            self.alerts(raw_alerts, &mut config.alerts)?;
+            config.alert_sinks = self.alerts(raw_alerts, &mut config.alerts)?;
         }
         Ok(config)
     }

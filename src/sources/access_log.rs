@@ -251,8 +251,8 @@ impl Source for AccessLogSource {
         self.follower.live_path().parent()
     }
 
-    fn reads(&self, path: &Path) -> bool {
-        super::is_live_or_rotated(self.follower.live_path(), path)
+    fn live_path(&self) -> Option<&Path> {
+        Some(self.follower.live_path())
     }
 
     fn due(&self) -> bool {

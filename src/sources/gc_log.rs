@@ -273,8 +273,8 @@ impl Source for GcLogSource {
         self.follower.live_path().parent()
     }
 
-    fn reads(&self, path: &Path) -> bool {
-        super::is_live_or_rotated(self.follower.live_path(), path)
+    fn live_path(&self) -> Option<&Path> {
+        Some(self.follower.live_path())
     }
 
     /// A pause waiting for its CPU-times line is emitted after a quiet moment.

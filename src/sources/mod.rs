@@ -7,7 +7,8 @@
 //! [`Registry`] builds sources from the configuration, finds the streams a
 //! glob names as they appear, and hands each its checkpoint back.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -44,10 +45,11 @@ pub trait Source: Send {
     fn watch_dir(&self) -> Option<&Path> {
         None
     }
-    /// Whether a file event on `path` concerns this source, so that a busy
-    /// host polls only the files that changed between full polls.
-    fn reads(&self, _path: &Path) -> bool {
-        false
+    /// The live file this source follows: a file event on it or on one of
+    /// its rotations polls it, so that a busy host polls only the files that
+    /// changed between full polls.
+    fn live_path(&self) -> Option<&Path> {
+        None
     }
     /// Whether this source must be polled now even though none of its files
     /// changed (a timer of its own, a channel to drain).
@@ -65,16 +67,36 @@ pub trait Source: Send {
     }
 }
 
-/// Whether `path` is `live` or one of its rotations: the files whose events
-/// concern a follower of `live`.
-pub fn is_live_or_rotated(live: &Path, path: &Path) -> bool {
-    path.parent() == live.parent()
-        && match (live.file_name(), path.file_name()) {
-            (Some(live), Some(name)) => {
-                name.as_encoded_bytes().starts_with(live.as_encoded_bytes())
+/// The files that file events named since the last poll, by directory: a
+/// host with hundreds of streams looks up each source's directory once
+/// instead of comparing every path with every source.
+#[derive(Debug, Default)]
+pub struct ChangedFiles<'a> {
+    names_by_dir: HashMap<&'a Path, Vec<&'a OsStr>>,
+}
+
+impl<'a> ChangedFiles<'a> {
+    pub fn new(paths: &'a [PathBuf]) -> Self {
+        let mut names_by_dir: HashMap<&Path, Vec<&OsStr>> = HashMap::new();
+        for path in paths {
+            if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+                names_by_dir.entry(dir).or_default().push(name);
             }
-            _ => false,
         }
+        ChangedFiles { names_by_dir }
+    }
+
+    /// Whether `live` or one of its rotations (a name it begins) changed.
+    pub fn touch(&self, live: &Path) -> bool {
+        let (Some(dir), Some(live)) = (live.parent(), live.file_name()) else {
+            return false;
+        };
+        self.names_by_dir.get(dir).is_some_and(|names| {
+            names
+                .iter()
+                .any(|name| name.as_encoded_bytes().starts_with(live.as_encoded_bytes()))
+        })
+    }
 }
 
 /// What every file source starts from: its id in the store, its live
@@ -573,5 +595,23 @@ fn real_path(live: &Path) -> PathBuf {
             .canonicalize()
             .map_or_else(|_| live.to_path_buf(), |dir| dir.join(name)),
         _ => live.to_path_buf(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_touches_the_live_file_and_its_rotations_in_its_directory_only() {
+        let paths: Vec<PathBuf> = ["/logs/a/gc.log.1", "/logs/b/other.log"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        let changed = ChangedFiles::new(&paths);
+        assert!(changed.touch(Path::new("/logs/a/gc.log")));
+        assert!(!changed.touch(Path::new("/logs/b/gc.log")));
+        assert!(!changed.touch(Path::new("/logs/a/gc.log.1.current.other")));
+        assert!(changed.touch(Path::new("/logs/b/other.log")));
     }
 }
