@@ -64,6 +64,38 @@ fn workload(rate: u32, seconds: u32, classes: &Path, snapshot: &Path) -> Vec<Str
     ]
 }
 
+/// What each test starts from: this file's lock held, a directory, the
+/// workloads compiled in it, and the marker that selects its JVMs.
+struct Setup {
+    _one: std::sync::MutexGuard<'static, ()>,
+    dir: tempfile::TempDir,
+    classes: PathBuf,
+    marker: String,
+}
+
+impl Setup {
+    /// In a temporary directory; `None` (the test says it is skipped) without a JDK.
+    fn new(test: &str) -> Option<Setup> {
+        Setup::in_dir(test, tempfile::tempdir().unwrap())
+    }
+
+    fn in_dir(test: &str, dir: tempfile::TempDir) -> Option<Setup> {
+        let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        if !common::java_or_skip(test) {
+            return None;
+        }
+        let classes = dir.path().join("classes");
+        common::compile_workloads(&classes);
+        let marker = format!("-Dpausewatch.test={}", dir.path().display());
+        Some(Setup {
+            _one: one,
+            dir,
+            classes,
+            marker,
+        })
+    }
+}
+
 /// JVMs run together by a test.
 const JVMS_AT_ONCE: usize = 3;
 
@@ -78,16 +110,13 @@ struct Jvm {
 
 #[test]
 fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !common::java_or_skip("pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector") {
+    let test = "pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector";
+    let Some(setup) = Setup::new(test) else {
         return;
-    }
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
     let (java17, java25) = (PathBuf::from("java"), jdk25());
-    let dir = tempfile::tempdir().unwrap();
-    let classes = dir.path().join("classes");
-    common::compile_workloads(&classes);
-    let marker = format!("-Dpausewatch.test={}", dir.path().display());
-    let agent = start_agent(dir.path(), &marker, "");
+    let agent = start_agent(dir.path(), marker, "");
 
     let mut cases: Vec<(&str, &PathBuf, Vec<&str>)> = vec![
         ("g1", &java17, vec!["-XX:+UseG1GC"]),
@@ -109,8 +138,8 @@ fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
         let child = Command::new(java)
             .arg("-XX:ActiveProcessorCount=1")
             .args(&flags)
-            .args(["-Xmx64m", &marker])
-            .args(workload_arguments(&classes, &jvm_dir.join("mxbeans.json")))
+            .args(["-Xmx64m", marker])
+            .args(workload_arguments(classes, &jvm_dir.join("mxbeans.json")))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -246,21 +275,20 @@ fn unshare_works() -> bool {
 
 #[test]
 fn a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let test = "a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root";
-    if !common::java_or_skip(test) {
+    // Outside /tmp: the JVM gets a private /tmp of its own.
+    let Some(setup) = Setup::in_dir(
+        test,
+        tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+    ) else {
         return;
-    }
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
     if !unshare_works() {
         eprintln!("\n*** SKIPPED: {test}: `unshare --pid --fork --mount-proc --mount` is refused here (needs CAP_SYS_ADMIN) ***\n");
         return;
     }
-    // Outside /tmp: the JVM gets a private /tmp of its own.
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let classes = dir.path().join("classes");
-    common::compile_workloads(&classes);
-    let marker = format!("-Dpausewatch.test={}", dir.path().display());
-    let agent = start_agent(dir.path(), &marker, "");
+    let agent = start_agent(dir.path(), marker, "");
     let snapshot = dir.path().join("mxbeans.json");
     let mut java = vec![
         "exec".to_string(),
@@ -269,7 +297,7 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root() {
         "-Xmx64m".to_string(),
         marker.clone(),
     ];
-    java.extend(workload_arguments(&classes, &snapshot));
+    java.extend(workload_arguments(classes, &snapshot));
     let script = format!("mount -t tmpfs tmpfs /tmp && {}", java.join(" "));
     let mut child = Command::new("unshare")
         .args([
@@ -360,26 +388,22 @@ fn followed(agent: &Agent, log: &Path, snapshot: &Path) -> Followed {
 
 #[test]
 fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let test = "a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters";
-    if !common::java_or_skip(test) {
+    let Some(setup) = Setup::new(test) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let classes = dir.path().join("classes");
-    common::compile_workloads(&classes);
-    let marker = format!("-Dpausewatch.test={}", dir.path().display());
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
     let log = dir.path().join("gc.log");
     let gc_log = format!("[[gc_log]]\npath = {}\n", common::toml_string(&log));
-    let agent = start_agent(dir.path(), &marker, &gc_log);
+    let agent = start_agent(dir.path(), marker, &gc_log);
     let snapshot = dir.path().join("mxbeans.json");
     let xlog = format!(
         "-Xlog:gc*,safepoint:file={}:time,uptime,level,tags",
         log.display()
     );
     let mut child = Command::new("java")
-        .args(["-XX:+UseG1GC", "-Xmx64m", &marker, &xlog])
-        .args(workload_arguments(&classes, &snapshot))
+        .args(["-XX:+UseG1GC", "-Xmx64m", marker, &xlog])
+        .args(workload_arguments(classes, &snapshot))
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -418,16 +442,12 @@ fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters(
 
 #[test]
 fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let test = "a_jvm_started_after_the_agent_is_followed_through_its_log_rotations";
-    if !common::java_or_skip(test) {
+    let Some(setup) = Setup::new(test) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let classes = dir.path().join("classes");
-    common::compile_workloads(&classes);
-    let marker = format!("-Dpausewatch.test={}", dir.path().display());
-    let agent = start_agent(dir.path(), &marker, "");
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
+    let agent = start_agent(dir.path(), marker, "");
     let logs = dir.path().join("logs");
     std::fs::create_dir_all(&logs).unwrap();
     let xlog = format!(
@@ -437,8 +457,8 @@ fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
     let snapshot = dir.path().join("mxbeans.json");
     // A small young generation: many collections, several 64 KiB files.
     let mut child = Command::new("java")
-        .args(["-XX:+UseG1GC", "-Xmx64m", "-Xmn4m", &marker, &xlog])
-        .args(workload(80, 3, &classes, &snapshot))
+        .args(["-XX:+UseG1GC", "-Xmx64m", "-Xmn4m", marker, &xlog])
+        .args(workload(80, 3, classes, &snapshot))
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -473,14 +493,10 @@ fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
 
 #[test]
 fn the_readmes_first_command_shows_a_running_jvms_pauses_without_configuration() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let test = "the_readmes_first_command_shows_a_running_jvms_pauses_without_configuration";
-    if !common::java_or_skip(test) {
+    let Some(Setup { dir, classes, .. }) = Setup::new(test) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let classes = dir.path().join("classes");
-    common::compile_workloads(&classes);
+    };
     let snapshot = dir.path().join("mxbeans.json");
     let mut jvm = Command::new("java")
         .args(["-XX:+UseParallelGC", "-Xmx64m"])
