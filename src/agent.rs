@@ -22,7 +22,7 @@ use crate::alerts::AlertEngine;
 use crate::checkpoint::{self, Journal};
 use crate::config::Config;
 use crate::model::alerts::Notification;
-use crate::sources::{ChangedFiles, Registry, Source, SourceCheckpoint};
+use crate::sources::{ChangedFiles, Registry, Source, SourceCheckpoint, SourceKey};
 use crate::store::{SharedStore, StreamState};
 
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
@@ -293,19 +293,36 @@ impl Agent {
         self.evaluate_alerts();
     }
 
-    /// Drops sources whose stream has ended for good, with their series.
+    /// Drops sources whose stream has ended for good, with their series; an
+    /// exited JVM's stream keeps its minutes, and the other sources filling
+    /// it (the GC log discovery found) go with it.
     fn retire_gone_sources(&mut self) {
-        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.sources)
+        let (mut gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.sources)
             .into_iter()
             .partition(|source| source.gone());
+        let exited: Vec<_> = gone
+            .iter()
+            .filter(|source| matches!(source.key(), SourceKey::RuntimeStats(_)))
+            .filter_map(|source| source.stream())
+            .collect();
+        let (with_exited, kept): (Vec<_>, Vec<_>) = kept
+            .into_iter()
+            .partition(|source| source.stream().is_some_and(|id| exited.contains(&id)));
+        gone.extend(with_exited);
         self.sources = kept;
         for source in gone {
             let key = source.key();
             tracing::info!(source = ?key, "gone for good; its series are dropped");
             if let Some(id) = source.stream() {
                 let mut state = self.store.write();
-                state.streams.remove(&id);
-                state.access_streams.remove(&id);
+                match state.stream_mut(id) {
+                    // An exited JVM's minutes stay until history drops them.
+                    Some(stream) if exited.contains(&id) => stream.exited = true,
+                    _ => {
+                        state.streams.remove(&id);
+                        state.access_streams.remove(&id);
+                    }
+                }
             }
             self.registry.forget(&key);
             self.dirty = true;
@@ -360,7 +377,7 @@ impl Agent {
         let sources: Vec<SourceCheckpoint> = self
             .sources
             .iter()
-            .map(|source| source.checkpoint(&snapshot))
+            .filter_map(|source| source.checkpoint(&snapshot))
             .collect();
         drop(snapshot);
         // Sources not seen this time keep their checkpoint for when they return.
@@ -383,6 +400,9 @@ impl Agent {
                 latency.prune_before(oldest);
             }
         }
+        state
+            .streams
+            .retain(|_, stream| !stream.exited || stream.jvm.minutes.iter().next().is_some());
     }
 
     /// Runs until a [`Wake::Shutdown`] arrives, then writes a final checkpoint.
@@ -426,7 +446,15 @@ impl Agent {
                 .config
                 .poll_interval
                 .saturating_sub(last_full_poll.elapsed());
-            let mut wakes = match self.woken.recv_timeout(until_full_poll) {
+            // Discovered JVMs are sampled on their own period, often shorter.
+            let sampling = &self.config.runtime_stats;
+            let sampled = self.config.discovery.enabled && sampling.enabled;
+            let timeout = if sampled {
+                until_full_poll.min(sampling.interval)
+            } else {
+                until_full_poll
+            };
+            let mut wakes = match self.woken.recv_timeout(timeout) {
                 Ok(files @ Wake::Files(_)) => {
                     // A busy log fires an event per write: gather them for
                     // a moment so that one poll reads many lines.
@@ -452,7 +480,8 @@ impl Agent {
                         _ => {}
                     }
                 }
-                (!paths.is_empty()).then_some(paths)
+                // Woken only by the sampling period: the sources that are due.
+                (!paths.is_empty() || wakes.is_empty()).then_some(paths)
             };
             if wakes.contains(&Wake::Shutdown) {
                 break;

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::alerts::{Alert, DeliveryCounters};
 use crate::model::jvm::JvmState;
 use crate::model::latency::{LatencyState, MalformedWindow};
+use crate::model::runtime::RuntimeStats;
 
 /// A stream's identity for the life of the agent: streams come and go
 /// (rotated sets found by a glob, JVMs that exit), so positions in a list
@@ -48,6 +49,27 @@ pub struct StreamState {
     /// Request latency of the service this JVM runs, when a latency source
     /// is configured for it.
     pub latency: Option<LatencyState>,
+    /// Runtime stats from the JVM's hsperfdata, when it is sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeStats>,
+    /// The discovered JVM exited and its grace period passed: it has no
+    /// series and no alerts any more, and its minutes stay in
+    /// `/api/v1/minutes` until `history` drops them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exited: bool,
+    /// How discovery found this JVM, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovered: Option<Discovered>,
+}
+
+/// What discovery knows of a JVM besides its labels.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Discovered {
+    /// The process's owner.
+    pub user: String,
+    /// Why its hsperfdata cannot be read (`perf_data_disabled`,
+    /// `no_hsperfdata`, `permission_denied`), when it cannot.
+    pub unavailable: Option<String>,
 }
 
 /// One followed access log, feeding the latency state of a GC stream.

@@ -249,6 +249,10 @@ poll_interval = "100ms"
 path = {log:?}
 start_at = "beginning"
 
+# The JVMs of other tests on this host would have alerts of their own.
+[discovery]
+enabled = false
+
 [alerts]
 alertmanager_url = "{alertmanager}"
 evaluation_interval = "1s"

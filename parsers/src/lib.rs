@@ -21,6 +21,7 @@ mod access;
 mod envelope;
 mod events;
 mod grammar;
+pub mod hsperf;
 mod lines;
 mod log_format;
 mod stream;

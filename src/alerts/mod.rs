@@ -332,7 +332,7 @@ impl AlertEngine {
         self.alerts
             .retain(|_, alert| alert.state != AlertState::Resolved);
         for rule in config.rules.iter().filter(|r| r.enabled) {
-            for stream in state.streams.values() {
+            for stream in state.streams.values().filter(|s| !s.exited) {
                 let finding = evaluate(rule.kind, &config.thresholds, stream, now);
                 // A log that cannot be read (or does not exist yet: a JVM
                 // that has not started) is given `after` too before it fires.

@@ -16,6 +16,7 @@ pub mod access_format;
 mod access_log;
 mod alerts;
 mod correlation;
+mod discovery;
 mod gc_log;
 mod http_client;
 mod latency_histogram;
@@ -32,6 +33,7 @@ use toml::{Spanned, Value};
 pub use access_log::AccessLogSource;
 pub use alerts::AlertSinks;
 pub use correlation::CorrelationConfig;
+pub use discovery::{DiscoveryConfig, DiscoveryRule, RuntimeStatsConfig, DISCOVERY_LABELS};
 pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
 pub use http_client::{ClientIdentity, Endpoint, HttpClientConfig, Secret, TlsSettings};
 pub use latency_histogram::LatencyHistogramSource;
@@ -45,6 +47,7 @@ use crate::model::serialize_duration;
 use access_log::RawAccessLog;
 use alerts::RawAlerts;
 use correlation::RawCorrelation;
+use discovery::{RawDiscovery, RawRuntimeStats};
 use gc_log::RawGcLog;
 use latency_histogram::RawHistogram;
 use otlp::RawOtlp;
@@ -134,6 +137,8 @@ pub struct Config {
     /// Latency histograms scraped from the services, where there is no access log.
     pub latency_histogram: Vec<LatencyHistogramSource>,
     pub correlation: CorrelationConfig,
+    pub discovery: DiscoveryConfig,
+    pub runtime_stats: RuntimeStatsConfig,
     /// Not printed with the effective config: rules read back only from their tables.
     #[serde(skip)]
     pub alerts: AlertsConfig,
@@ -160,6 +165,8 @@ impl Default for Config {
             access_log: Vec::new(),
             latency_histogram: Vec::new(),
             correlation: CorrelationConfig::default(),
+            discovery: DiscoveryConfig::default(),
+            runtime_stats: RuntimeStatsConfig::default(),
             alerts: AlertsConfig::default(),
             alert_sinks: AlertSinks::default(),
             otlp: None,
@@ -208,6 +215,8 @@ struct RawConfig {
     #[serde(default)]
     latency_histogram: Vec<Spanned<RawHistogram>>,
     correlation: Option<RawCorrelation>,
+    discovery: Option<RawDiscovery>,
+    runtime_stats: Option<RawRuntimeStats>,
     alerts: Option<RawAlerts>,
     otlp: Option<RawOtlp>,
 }
@@ -272,6 +281,12 @@ impl Ctx<'_> {
         }
         if let Some(raw_correlation) = &raw.correlation {
             config.correlation = self.correlation(raw_correlation)?;
+        }
+        if let Some(raw_discovery) = &raw.discovery {
+            config.discovery = self.discovery(raw_discovery)?;
+        }
+        if let Some(raw_runtime_stats) = &raw.runtime_stats {
+            config.runtime_stats = self.runtime_stats(raw_runtime_stats)?;
         }
         if let Some(slo) = config.correlation.slo {
             config.alerts.thresholds.tail_slo = slo;

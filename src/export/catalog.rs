@@ -17,6 +17,7 @@ use crate::model::correlate::LatencyMinute;
 use crate::model::histogram::Histogram;
 use crate::model::jvm::SafepointSeries;
 use crate::model::minutes::{last_complete_minute, Minute, CLOCK_OUTLIER};
+use crate::model::runtime::{CollectorStats, MemoryPool, RuntimeStats};
 use crate::store::{AccessStreamState, AgentState, StreamState};
 
 /// `window` label values of `pausewatch_gc_overhead_ratio` and the number of
@@ -204,7 +205,7 @@ impl Family {
         for scope in self.scopes {
             match scope {
                 Scope::Stream(read) => {
-                    for stream in state.streams.values() {
+                    for stream in state.streams.values().filter(|s| !s.exited) {
                         let scope_labels = log_labels(&stream.log, &stream.labels);
                         series.extend(self.label(scope_labels, read(stream, now)));
                     }
@@ -514,6 +515,194 @@ pub static CATALOG: &[Family] = &[
             let version = s.jvm.jdk_version.as_deref().unwrap_or("unknown");
             info(vec![s.jvm.collector.as_str().into(), version.into()])
         })],
+    },
+    Family {
+        name: "pausewatch_jvm_discovered",
+        kind: Kind::Info,
+        unit: Unit::None,
+        help: "A JVM discovery found; runtime_stats says whether its hsperfdata is read, reason why not. The value is always 1.",
+        labels: &["user", "runtime_stats", "reason"],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| discovered(s))],
+    },
+    Family {
+        name: "pausewatch_jvm_gc_collections_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Collections by HotSpot collector counter (sun.gc.collector.N.invocations): the JVM's own count since it started.",
+        labels: &["collector"],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| per_collector(s, |c| Value::Int(c.invocations)))],
+    },
+    Family {
+        name: "pausewatch_jvm_gc_collection_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "Time in collections by HotSpot collector counter (sun.gc.collector.N.time).",
+        labels: &["collector"],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| per_collector(s, |c| Value::Float(c.seconds)))],
+    },
+    Family {
+        name: "pausewatch_gc_pauses_unresolved_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Pauses recovered from hsperfdata several between two samples: counted and timed in total, each given the mean duration.",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.unresolved_pauses))))],
+    },
+    Family {
+        name: "pausewatch_gc_log_counter_mismatch",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "For a JVM whose GC log is followed: pauses counted from the log minus the JVM's own hsperfdata counter, per gc; non-zero for long, the agent misses part of the log.",
+        labels: &["gc"],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| {
+            runtime(s, |r| {
+                let mismatch = r.log_counter_mismatch.iter();
+                mismatch
+                    .map(|(gc, difference)| Sample {
+                        minute: None,
+                        labels: vec![gc.as_str().into()],
+                        value: Value::Float(*difference),
+                    })
+                    .collect()
+            })
+        })],
+    },
+    Family {
+        name: "pausewatch_jvm_safepoints_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Safepoints since the JVM started (sun.rt.safepoints).",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.safepoints))))],
+    },
+    Family {
+        name: "pausewatch_jvm_safepoint_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "Time at safepoints since the JVM started (sun.rt.safepointTime).",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Float(r.safepoint_seconds))))],
+    },
+    Family {
+        name: "pausewatch_jvm_safepoint_sync_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "Time to reach safepoints since the JVM started (sun.rt.safepointSyncTime).",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Float(r.safepoint_sync_seconds))))],
+    },
+    Family {
+        name: "jvm_memory_used_bytes",
+        kind: Kind::Gauge,
+        unit: Unit::Bytes,
+        help: "Memory used per pool, under Micrometer's names (id is the MXBean's pool name).",
+        labels: &["area", "id"],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| per_pool(s, |p| p.used))],
+    },
+    Family {
+        name: "jvm_memory_committed_bytes",
+        kind: Kind::Gauge,
+        unit: Unit::Bytes,
+        help: "Memory committed per pool.",
+        labels: &["area", "id"],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| per_pool(s, |p| Some(p.committed)))],
+    },
+    Family {
+        name: "jvm_memory_max_bytes",
+        kind: Kind::Gauge,
+        unit: Unit::Bytes,
+        help: "Maximum memory per pool, where the pool has one.",
+        labels: &["area", "id"],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| per_pool(s, |p| p.max))],
+    },
+    Family {
+        name: "pausewatch_jvm_gc_cause_info",
+        kind: Kind::Info,
+        unit: Unit::None,
+        help: "The collection running now (cause, No GC between collections) and the last one's cause. The value is always 1.",
+        labels: &["cause", "last_cause"],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| info(vec![r.gc_cause.as_str().into(), r.gc_last_cause.as_str().into()])))],
+    },
+    Family {
+        name: "jvm_classes_loaded_classes",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "Classes loaded now (loaded minus unloaded, as Micrometer counts).",
+        labels: &[],
+        semconv: Some(Semconv {
+            name: "jvm.class.count",
+            attributes: &[],
+        }),
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.classes_loaded.saturating_sub(r.classes_unloaded)))))],
+    },
+    Family {
+        name: "jvm_classes_unloaded_classes_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Classes unloaded since the JVM started.",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.classes_unloaded))))],
+    },
+    Family {
+        name: "pausewatch_jvm_compilation_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "JIT compilation time since the JVM started (java.ci.totalTime).",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Float(r.jit_seconds))))],
+    },
+    Family {
+        name: "jvm_threads_live_threads",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "Live threads.",
+        labels: &[],
+        semconv: Some(Semconv {
+            name: "jvm.thread.count",
+            attributes: &[],
+        }),
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.threads_live))))],
+    },
+    Family {
+        name: "jvm_threads_daemon_threads",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "Live daemon threads.",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.threads_daemon))))],
+    },
+    Family {
+        name: "jvm_threads_peak_threads",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "Most live threads since the JVM started.",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.threads_peak))))],
+    },
+    Family {
+        name: "process_uptime_seconds",
+        kind: Kind::Gauge,
+        unit: Unit::Seconds,
+        help: "Time since the JVM started.",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Float(r.uptime_seconds))))],
     },
     Family {
         name: "pausewatch_heap_after_gc_bytes",
@@ -916,6 +1105,65 @@ const _: fn(UnparsedKind) = |kind| match kind {
 };
 
 /// The one sample of a family without labels of its own.
+/// Samples from a stream's runtime stats, none when it has none.
+fn runtime<'a>(
+    stream: &'a StreamState,
+    read: fn(&'a RuntimeStats) -> Vec<Sample<'a>>,
+) -> Vec<Sample<'a>> {
+    stream.runtime.as_ref().map(read).unwrap_or_default()
+}
+
+fn per_collector(
+    stream: &StreamState,
+    value: fn(&CollectorStats) -> Value<'static>,
+) -> Vec<Sample<'_>> {
+    let Some(runtime) = &stream.runtime else {
+        return Vec::new();
+    };
+    runtime
+        .collectors
+        .iter()
+        .map(|c| Sample {
+            labels: vec![c.name.as_str().into()],
+            value: value(c),
+            minute: None,
+        })
+        .collect()
+}
+
+fn per_pool(stream: &StreamState, value: fn(&MemoryPool) -> Option<u64>) -> Vec<Sample<'_>> {
+    let Some(runtime) = &stream.runtime else {
+        return Vec::new();
+    };
+    runtime
+        .memory
+        .iter()
+        .filter_map(|p| {
+            let labels = vec![p.area.as_str().into(), p.id.as_str().into()];
+            Some(Sample {
+                labels,
+                value: Value::Int(value(p)?),
+                minute: None,
+            })
+        })
+        .collect()
+}
+
+fn discovered(stream: &StreamState) -> Vec<Sample<'_>> {
+    let Some(discovered) = &stream.discovered else {
+        return Vec::new();
+    };
+    let (state, reason) = match &discovered.unavailable {
+        Some(reason) => ("unavailable", reason.as_str()),
+        None => ("available", ""),
+    };
+    info(vec![
+        discovered.user.as_str().into(),
+        state.into(),
+        reason.into(),
+    ])
+}
+
 fn one(value: Value<'_>) -> Vec<Sample<'_>> {
     vec![Sample {
         labels: Vec::new(),
@@ -1196,6 +1444,23 @@ mod tests {
             },
         );
         stream.latency = Some(latency);
+        stream.discovered = Some(crate::store::Discovered::default());
+        stream.runtime = Some(RuntimeStats {
+            collectors: vec![CollectorStats {
+                name: "G1 young collection pauses".to_string(),
+                invocations: 1,
+                seconds: 0.01,
+            }],
+            memory: vec![MemoryPool {
+                area: "heap".to_string(),
+                id: "G1 Eden Space".to_string(),
+                used: Some(1),
+                committed: 2,
+                max: Some(3),
+            }],
+            log_counter_mismatch: vec![("G1 Young Generation".to_string(), 0.0)],
+            ..RuntimeStats::default()
+        });
         let alert = Alert {
             alertname: "PausewatchLongPause".to_string(),
             state: AlertState::Firing,

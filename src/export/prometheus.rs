@@ -238,6 +238,9 @@ pub(crate) mod tests {
             readable: true,
             errors: BTreeMap::from([("truncated".to_string(), 2)]),
             latency: None,
+            runtime: None,
+            discovered: None,
+            exited: false,
         }
     }
 
@@ -520,6 +523,25 @@ pub(crate) mod tests {
             ("pausewatch_alert_deliveries", "counter"),
             ("pausewatch_otlp_exports", "counter"),
             ("pausewatch_otlp_pause_records_dropped", "counter"),
+            ("pausewatch_jvm_discovered", "gauge"),
+            ("pausewatch_jvm_gc_collections", "counter"),
+            ("pausewatch_jvm_gc_collection_seconds", "counter"),
+            ("pausewatch_gc_pauses_unresolved", "counter"),
+            ("pausewatch_jvm_safepoints", "counter"),
+            ("pausewatch_gc_log_counter_mismatch", "gauge"),
+            ("pausewatch_jvm_safepoint_seconds", "counter"),
+            ("pausewatch_jvm_safepoint_sync_seconds", "counter"),
+            ("jvm_memory_used_bytes", "gauge"),
+            ("jvm_memory_committed_bytes", "gauge"),
+            ("jvm_memory_max_bytes", "gauge"),
+            ("pausewatch_jvm_gc_cause_info", "gauge"),
+            ("jvm_classes_loaded_classes", "gauge"),
+            ("jvm_classes_unloaded_classes", "counter"),
+            ("pausewatch_jvm_compilation_seconds", "counter"),
+            ("jvm_threads_live_threads", "gauge"),
+            ("jvm_threads_daemon_threads", "gauge"),
+            ("jvm_threads_peak_threads", "gauge"),
+            ("process_uptime_seconds", "gauge"),
         ];
         for (family, kind) in expected {
             assert_eq!(
@@ -535,8 +557,8 @@ pub(crate) mod tests {
         );
         // Every family has a series for this stream, and every stream series
         // carries `log` and the configured labels.
-        // This fixture has no latency source, no alert and no OTLP export:
-        // those families are declared, empty.
+        // This fixture has no latency source, no alert, no OTLP export and
+        // no discovered JVM: those families are declared, empty.
         let latency_family = |family: &str| {
             [
                 "pausewatch_request",
@@ -545,9 +567,18 @@ pub(crate) mod tests {
                 "pausewatch_access_log",
                 "pausewatch_alert",
                 "pausewatch_otlp",
+                "pausewatch_jvm_",
+                "pausewatch_gc_pauses_unresolved",
+                "pausewatch_gc_log_counter_mismatch",
+                "jvm_memory_",
+                "jvm_classes_",
+                "jvm_threads_",
+                "process_uptime",
             ]
             .iter()
             .any(|prefix| family.starts_with(prefix))
+                && family != "pausewatch_jvm_info"
+                && family != "pausewatch_jvm_restarts"
         };
         for (family, _) in expected
             .into_iter()

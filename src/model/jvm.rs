@@ -288,6 +288,26 @@ impl JvmState {
         placement
     }
 
+    /// Marks the minutes of `events`' pauses as having a lower-bound
+    /// maximum: their pauses' individual durations are not known.
+    pub fn mark_max_lower_bound(&mut self, events: &[GcEvent]) {
+        for event in events {
+            if let GcEvent::Pause(Pause {
+                end:
+                    pausewatch_parsers::LogTime {
+                        wall: Some(end), ..
+                    },
+                ..
+            }) = event
+            {
+                let key = crate::model::minutes::minute_of(*end);
+                if self.minutes.iter().any(|m| m.start.timestamp() == key) {
+                    self.minutes.minute_mut(key).pause_max_lower_bound = true;
+                }
+            }
+        }
+    }
+
     /// Records what the parser knows of the JVM run (collector, version, max heap).
     fn note_run(&mut self, run: &pausewatch_parsers::JvmRun) {
         if run.collector != Collector::Unknown {

@@ -21,6 +21,10 @@ pub struct Minute {
     pub pause_count: u64,
     pub pause_total_seconds: f64,
     pub pause_max_seconds: f64,
+    /// `pause_max_seconds` is a lower bound: several pauses fell between two
+    /// samples of a JVM's counters (no GC log), and only their total is known.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pause_max_lower_bound: bool,
     /// Pauses by duration (the `jvm_gc_pause_seconds` buckets), for quantiles over windows.
     #[serde(default)]
     pub pause_histogram: Histogram,

@@ -233,8 +233,8 @@ impl Source for AccessLogSource {
         outcome.bytes_read > 0 || held_changed
     }
 
-    fn checkpoint(&self, state: &AgentState) -> SourceCheckpoint {
-        SourceCheckpoint::AccessLog(Box::new(AccessLogCheckpoint {
+    fn checkpoint(&self, state: &AgentState) -> Option<SourceCheckpoint> {
+        Some(SourceCheckpoint::AccessLog(Box::new(AccessLogCheckpoint {
             log: self.follower.live_path().display().to_string(),
             position: self.follower.position(),
             parser: self.parser.clone(),
@@ -244,7 +244,7 @@ impl Source for AccessLogSource {
                 .cloned()
                 .unwrap_or_default(),
             held: self.held.clone(),
-        }))
+        })))
     }
 
     fn watch_dir(&self) -> Option<&Path> {

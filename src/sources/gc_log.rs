@@ -92,9 +92,19 @@ pub struct GcLogSource {
     /// stream is dropped. A configured path is never dropped: its absence
     /// is what `StaleGcLog` reports.
     forget_after: Option<Duration>,
+    /// Off for a log discovery found: it is found again after a restart.
+    checkpointed: bool,
 }
 
 impl GcLogSource {
+    /// The same source, left out of checkpoints.
+    pub fn without_checkpoint(self) -> GcLogSource {
+        GcLogSource {
+            checkpointed: false,
+            ..self
+        }
+    }
+
     /// Starts following `live`, resuming from `restored` when there is one,
     /// and registers its stream in the store.
     pub fn start(
@@ -150,6 +160,7 @@ impl GcLogSource {
             configured_start: source.jvm_start.is_some(),
             writers,
             forget_after: has_glob_chars(&source.path).then_some(source.forget_after),
+            checkpointed: true,
         }
     }
 
@@ -247,13 +258,16 @@ impl Source for GcLogSource {
         changed
     }
 
-    fn checkpoint(&self, state: &AgentState) -> SourceCheckpoint {
-        SourceCheckpoint::GcLog(Box::new(GcLogCheckpoint {
+    fn checkpoint(&self, state: &AgentState) -> Option<SourceCheckpoint> {
+        if !self.checkpointed {
+            return None;
+        }
+        Some(SourceCheckpoint::GcLog(Box::new(GcLogCheckpoint {
             log: self.follower.live_path().display().to_string(),
             position: self.follower.position(),
             parser: self.parser.clone(),
             state: state.streams.get(&self.id).cloned().unwrap_or_default(),
-        }))
+        })))
     }
 
     fn watch_dir(&self) -> Option<&Path> {

@@ -721,11 +721,11 @@ impl Source for HistogramSource {
         true
     }
 
-    fn checkpoint(&self, _state: &AgentState) -> SourceCheckpoint {
-        SourceCheckpoint::LatencyHistogram(HistogramCheckpoint {
+    fn checkpoint(&self, _state: &AgentState) -> Option<SourceCheckpoint> {
+        Some(SourceCheckpoint::LatencyHistogram(HistogramCheckpoint {
             key: self.key.clone(),
             accumulator: self.accumulator.clone(),
-        })
+        }))
     }
 }
 
@@ -1267,7 +1267,7 @@ lat_bucket{uri="/b",le="+Inf"} 2
                 sender.send(scrape).unwrap();
             }
             histogram.poll(&store);
-            let checkpoint = histogram.checkpoint(&store.snapshot());
+            let checkpoint = histogram.checkpoint(&store.snapshot()).unwrap();
             let latency = store
                 .snapshot()
                 .streams

@@ -1,5 +1,5 @@
-//! Every input of the agent behind one trait: GC logs, access logs and
-//! latency histograms today; runtime stats and /proc discovery next.
+//! Every input of the agent behind one trait: GC logs, access logs, latency
+//! histograms, and the runtime stats of the JVMs /proc discovery finds.
 //!
 //! A [`Source`] reads without holding the store's lock, applies what it read
 //! under one short lock, reports its own health in its stream's state and
@@ -24,9 +24,11 @@ use crate::model::latency::CorrelationSettings;
 use crate::store::{AgentState, Store, StreamId};
 
 pub mod access_log;
+pub mod discovery;
 pub mod gc_log;
 pub mod latency_histogram;
 pub mod procfs;
+pub mod runtime_stats;
 
 /// One input of the agent.
 pub trait Source: Send {
@@ -37,7 +39,8 @@ pub trait Source: Send {
     fn poll(&mut self, store: &Store) -> bool;
     /// What a restart needs to resume exactly where this source is now,
     /// given a snapshot of the store.
-    fn checkpoint(&self, state: &AgentState) -> SourceCheckpoint;
+    /// `None` for a source with nothing to resume.
+    fn checkpoint(&self, state: &AgentState) -> Option<SourceCheckpoint>;
     /// The directory whose file events should wake the agent, for file sources.
     fn watch_dir(&self) -> Option<&Path> {
         None
@@ -111,6 +114,8 @@ pub enum SourceKey {
     GcLog(String),
     AccessLog(String),
     LatencyHistogram(String),
+    /// A discovered JVM, by `pid@start_ticks`.
+    RuntimeStats(String),
 }
 
 /// Everything one source needs after a restart, keyed by kind
@@ -133,6 +138,17 @@ impl SourceCheckpoint {
         }
     }
 }
+
+/// How long after its start a JVM may still create the log its options name.
+const LOG_CREATION_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
+
+/// Whether `process` started so recently that its log may still appear.
+fn young(process: &discovery::JavaProcess) -> bool {
+    chrono::Utc::now() - process.started < LOG_CREATION_GRACE
+}
+
+/// Where the kernel's process information is.
+const PROC_ROOT: &str = "/proc";
 
 /// Records applied to the store under one lock at most: a catch-up read of
 /// a large file must not hold gigabytes of records, nor the lock for long.
@@ -226,6 +242,13 @@ pub struct Registry {
     capped: BTreeSet<String>,
     next_id: u64,
     writers: Arc<Mutex<procfs::JvmLogWriters>>,
+    /// The host's Java processes, when `[discovery]` is enabled.
+    scanner: Option<discovery::Scanner>,
+    last_scan: Option<std::time::Instant>,
+    /// The agent's own start in clock ticks after boot: a JVM that started
+    /// after it is read from its first counter and its log's beginning
+    /// (ticks, not wall-clock time: /proc's boot time is whole seconds).
+    started_ticks: u64,
 }
 
 impl Registry {
@@ -237,7 +260,6 @@ impl Registry {
             .map(|path| base_dir(path))
             .collect();
         Registry {
-            config,
             settings,
             looked_before: !restored.is_empty(),
             restored: restored.into_iter().map(|c| (c.key(), c)).collect(),
@@ -247,6 +269,14 @@ impl Registry {
             capped: BTreeSet::new(),
             next_id: 0,
             writers: Arc::default(),
+            scanner: config
+                .discovery
+                .enabled
+                .then(|| discovery::Scanner::new(PathBuf::from(PROC_ROOT))),
+            last_scan: None,
+            started_ticks: procfs::start_ticks(Path::new(PROC_ROOT), std::process::id())
+                .unwrap_or(0),
+            config,
         }
     }
 
@@ -395,8 +425,151 @@ impl Registry {
                 &source, restored,
             )));
         }
+        found.extend(self.discover_jvms(store));
         self.looked_before = true;
         found
+    }
+
+    /// Sources for the Java processes that started since the last scan, once
+    /// per `[discovery] interval`: each fills a stream of its own, or the
+    /// stream of the `[[gc_log]]` it writes, which then supplies its pauses.
+    fn discover_jvms(&mut self, store: &Store) -> Vec<Box<dyn Source>> {
+        let interval = self.config.discovery.interval;
+        let Some(scanner) = &mut self.scanner else {
+            return Vec::new();
+        };
+        if self.last_scan.is_some_and(|at| at.elapsed() < interval) {
+            return Vec::new();
+        }
+        let scan_started = std::time::Instant::now();
+        self.last_scan = Some(scan_started);
+        let processes = scanner.scan();
+        tracing::debug!(
+            elapsed_us = scan_started.elapsed().as_micros() as u64,
+            new_jvms = processes.len(),
+            "discovery scan"
+        );
+        let mut found: Vec<Box<dyn Source>> = Vec::new();
+        let mut retry = Vec::new();
+        for process in processes {
+            let command_line = process.command_line();
+            if !self.config.discovery.selects(&command_line) {
+                continue;
+            }
+            let proc_root = PathBuf::from(PROC_ROOT);
+            let logs: Vec<PathBuf> = discovery::gc_logs(&proc_root, &process)
+                .iter()
+                .map(|file| procfs::canonical(file))
+                .collect();
+            let followed = {
+                let state = store.write();
+                let writes = |log: &str| logs.contains(&real_path(Path::new(log)));
+                state
+                    .streams
+                    .iter()
+                    .find(|(_, s)| s.discovered.is_none() && writes(&s.log))
+                    .map(|(id, _)| *id)
+            };
+            let configured = |log: &PathBuf| {
+                let patterns = self.config.gc_log.iter();
+                patterns
+                    .filter_map(|c| glob::Pattern::new(&c.path).ok())
+                    .any(|p| p.matches_path(log))
+            };
+            let mut labels = process.labels();
+            labels.extend(self.config.discovery.labels_for(&command_line));
+            let started_after_agent = process.start_ticks >= self.started_ticks;
+            let (id, owns_stream, retires) = match followed {
+                Some(id) => (id, false, false),
+                // Its log is configured but not followed yet (the JVM has
+                // not created it): look again at the next scan, so that
+                // the JVM appears once, on its log's stream.
+                None if logs.iter().any(configured) => {
+                    retry.push(process.pid);
+                    continue;
+                }
+                // A log of its own, not created yet: look again, unless the
+                // JVM has run for long without it.
+                None if logs.first().is_some_and(|log| !log.exists()) && young(&process) => {
+                    retry.push(process.pid);
+                    continue;
+                }
+                None => match logs.into_iter().find(|log| log.exists()) {
+                    Some(log) => {
+                        let id = self.next_id();
+                        let source = self.follow_discovered_log(id, log, &process, &labels, store);
+                        found.push(Box::new(source));
+                        (id, false, true)
+                    }
+                    None => (self.next_id(), true, true),
+                },
+            };
+            found.push(Box::new(runtime_stats::RuntimeStatsSource::start(
+                process,
+                runtime_stats::Placement {
+                    id,
+                    owns_stream,
+                    labels,
+                    retires,
+                    proc_root,
+                },
+                &self.config.runtime_stats,
+                self.config.discovery.grace,
+                started_after_agent,
+                store,
+            )));
+        }
+        if let Some(scanner) = &mut self.scanner {
+            retry.into_iter().for_each(|pid| scanner.forget(pid));
+        }
+        found
+    }
+
+    /// A source following the GC log discovery found for `process`, as a
+    /// configured `[[gc_log]]` would: from its beginning when the JVM started
+    /// after the agent, else from its end; not checkpointed.
+    fn follow_discovered_log(
+        &mut self,
+        id: StreamId,
+        log: PathBuf,
+        process: &discovery::JavaProcess,
+        labels: &BTreeMap<String, String>,
+        store: &Store,
+    ) -> gc_log::GcLogSource {
+        let start_at = if process.start_ticks >= self.started_ticks {
+            StartAt::Beginning
+        } else {
+            StartAt::End
+        };
+        let source = crate::config::GcLogSource {
+            path: log.display().to_string(),
+            start_at,
+            labels: labels.clone(),
+            jvm_start: Some(process.started),
+            max_line_bytes: crate::config::DEFAULT_MAX_LINE_BYTES,
+            follow_symlinks_outside: true,
+            forget_after: crate::config::DEFAULT_FORGET_AFTER,
+            max_label_values: self.config.max_label_values,
+            pause_records: match &self.config.otlp {
+                Some(otlp) if otlp.pause_events => crate::export::otlp::PAUSE_RECORDS_KEPT,
+                _ => 0,
+            },
+        };
+        tracing::info!(pid = process.pid, log = %log.display(), "following the GC log the JVM's options name");
+        self.claimed.insert(real_path(&log));
+        let follow = FollowOptions {
+            start_at,
+            confine: Confine::Anywhere,
+            order: gc_log::oldest_first,
+        };
+        let new = NewStream {
+            id,
+            live: log,
+            restored: None,
+            follow,
+        };
+        gc_log::GcLogSource::start(new, &source, false, self.writers.clone(), store)
+            .without_checkpoint()
     }
 
     /// Forgets a source that is gone, so that its file is a new stream if it

@@ -17,8 +17,17 @@ const SCAN_EVERY: Duration = Duration::from_secs(10);
 /// A new file may ask for a scan sooner, but not more often than this.
 const FRESH_SCAN_EVERY: Duration = Duration::from_secs(1);
 
+/// The processes in `proc_root`: each pid and its directory.
+pub(super) fn processes(proc_root: &Path) -> impl Iterator<Item = (u32, PathBuf)> {
+    let entries = std::fs::read_dir(proc_root).into_iter().flatten().flatten();
+    entries.filter_map(|entry| {
+        let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+        Some((pid, entry.path()))
+    })
+}
+
 /// Boot time, seconds since the epoch (`btime` in /proc/stat).
-fn boot_time(proc_root: &Path) -> Option<i64> {
+pub(super) fn boot_time(proc_root: &Path) -> Option<i64> {
     let stat = std::fs::read_to_string(proc_root.join("stat")).ok()?;
     stat.lines()
         .find_map(|line| line.strip_prefix("btime "))
@@ -27,35 +36,68 @@ fn boot_time(proc_root: &Path) -> Option<i64> {
 
 /// Start of a process in ticks after boot, from field 22 of /proc/PID/stat
 /// (after the command name, which may itself contain spaces and parentheses).
-fn start_ticks(proc_root: &Path, pid: u32) -> Option<u64> {
+pub(super) fn start_ticks(proc_root: &Path, pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat")).ok()?;
     let after_name = &stat[stat.rfind(')')? + 2..];
     after_name.split_whitespace().nth(19)?.parse().ok()
 }
 
-fn wall_clock(boot: i64, ticks: u64) -> DateTime<Utc> {
+pub(super) fn wall_clock(boot: i64, ticks: u64) -> DateTime<Utc> {
     let nanos = (boot as f64 * 1e9 + ticks as f64 / TICKS_PER_SECOND * 1e9) as i64;
     DateTime::from_timestamp_nanos(nanos)
 }
 
-/// The log files named in a JVM's `-Xlog:...:file=PATH...` options,
-/// resolved against its working directory, with `%p` expanded.
-fn xlog_files(cwd: &Path, pid: u32, arguments: &[String]) -> Vec<PathBuf> {
+/// The files a JVM's `-Xlog` options send `gc`-tagged output to, as
+/// HotSpot names them: the first `%p` is the JVM's own (possibly namespaced)
+/// pid, the first `%t` its start (`YYYY-MM-DD_HH-MM-SS`, local time; the
+/// caller may look a second around it), relative paths from `cwd`.
+pub(super) fn xlog_files(
+    cwd: &Path,
+    pid: u32,
+    started: Option<DateTime<Utc>>,
+    arguments: &[String],
+) -> Vec<PathBuf> {
     arguments
         .iter()
-        .filter(|a| a.starts_with("-Xlog"))
-        .filter_map(|a| a.split_once("file=").map(|(_, rest)| rest))
-        .map(|rest| {
-            let path = match rest.strip_prefix('"') {
-                Some(quoted) => quoted.split('"').next().unwrap_or(quoted),
-                None => rest.split(':').next().unwrap_or(rest),
-            };
-            cwd.join(path.replace("%p", &pid.to_string()))
+        .filter_map(|a| a.strip_prefix("-Xlog:"))
+        .filter_map(|option| {
+            let mut parts = split_unquoted(option, ':');
+            let selectors = parts.next()?;
+            let file = parts.next()?.strip_prefix("file=")?;
+            let file = file.trim_matches('"');
+            writes_gc(selectors).then(|| {
+                let mut path = file.replacen("%p", &pid.to_string(), 1);
+                if let Some(start) = started {
+                    let stamp = start.with_timezone(&chrono::Local);
+                    let stamp = stamp.format("%Y-%m-%d_%H-%M-%S").to_string();
+                    path = path.replacen("%t", &stamp, 1);
+                }
+                cwd.join(path)
+            })
         })
         .collect()
 }
 
-fn canonical(path: &Path) -> PathBuf {
+/// Whether an `-Xlog` selection (`gc*,safepoint=info`) includes the `gc` tag.
+fn writes_gc(selectors: &str) -> bool {
+    selectors.split(',').any(|selector| {
+        let tags = selector.split('=').next().unwrap_or("");
+        tags.split('+').any(|tag| tag.trim_end_matches('*') == "gc")
+    })
+}
+
+/// `text` split at `separator`s outside double quotes.
+fn split_unquoted(text: &str, separator: char) -> impl Iterator<Item = &str> {
+    let mut quoted = false;
+    text.split(move |c| {
+        if c == '"' {
+            quoted = !quoted;
+        }
+        c == separator && !quoted
+    })
+}
+
+pub(super) fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
@@ -115,18 +157,8 @@ impl JvmLogWriters {
     fn scan(&mut self) {
         self.last_scan = Some(Instant::now());
         self.boot = boot_time(&self.proc_root);
-        let Ok(entries) = std::fs::read_dir(&self.proc_root) else {
-            return;
-        };
         let mut seen = HashMap::with_capacity(self.processes.len());
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
+        for (pid, _) in processes(&self.proc_root) {
             let Some(start_ticks) = start_ticks(&self.proc_root, pid) else {
                 continue;
             };
@@ -134,7 +166,7 @@ impl JvmLogWriters {
                 Some(known) if known.start_ticks == start_ticks => known,
                 _ => Process {
                     start_ticks,
-                    logs: self.xlog_logs(pid),
+                    logs: self.xlog_logs(pid, start_ticks),
                 },
             };
             seen.insert(pid, process);
@@ -142,7 +174,7 @@ impl JvmLogWriters {
         self.processes = seen;
     }
 
-    fn xlog_logs(&self, pid: u32) -> Vec<PathBuf> {
+    fn xlog_logs(&self, pid: u32, start_ticks: u64) -> Vec<PathBuf> {
         let dir = self.proc_root.join(pid.to_string());
         let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
             return Vec::new();
@@ -152,7 +184,8 @@ impl JvmLogWriters {
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
         let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
-        xlog_files(&cwd, pid, &arguments)
+        let start = self.boot.map(|boot| wall_clock(boot, start_ticks));
+        xlog_files(&cwd, pid, start, &arguments)
             .iter()
             .map(|file| canonical(file))
             .collect()
@@ -171,12 +204,34 @@ mod tests {
             "-Xlog:gc:file=\"/var/log/a b/gc.log\"".to_string(),
         ];
         let cwd = std::env::current_dir().unwrap();
-        let files = xlog_files(&cwd, std::process::id(), &arguments);
+        let files = xlog_files(&cwd, std::process::id(), None, &arguments);
         assert_eq!(
             files[0],
             cwd.join(format!("logs/gc-{}.log", std::process::id()))
         );
         assert_eq!(files[1], PathBuf::from("/var/log/a b/gc.log"));
+    }
+
+    #[test]
+    fn only_gc_outputs_count_and_only_the_first_p_and_t_are_expanded() {
+        let arguments = [
+            "-Xlog:safepoint:file=sp.log".to_string(),
+            "-Xlog:gc+heap=debug:file=\"/l/a:b-%p-%p.log\"".to_string(),
+            "-Xlog:gc:stdout".to_string(),
+            "-Xlog:os+gc*,class:file=/l/gc-%t-%t.log:time".to_string(),
+        ];
+        let start = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let local = start
+            .with_timezone(&chrono::Local)
+            .format("%Y-%m-%d_%H-%M-%S");
+        let files = xlog_files(Path::new("/w"), 7, Some(start), &arguments);
+        assert_eq!(
+            files,
+            [
+                PathBuf::from("/l/a:b-7-%p.log"),
+                PathBuf::from(format!("/l/gc-{local}-%t.log"))
+            ]
+        );
     }
 
     #[test]

@@ -163,8 +163,16 @@ pub fn url_encode(text: &str) -> String {
 /// The `pausewatch` binary under test.
 pub const PAUSEWATCH: &str = env!("CARGO_BIN_EXE_pausewatch");
 
-/// `pausewatch run --config CONFIG`.
+/// `pausewatch run --config CONFIG`. A config without a `[discovery]`
+/// section gets `enabled = false` appended: discovery is on by default, and
+/// the JVMs of the tests running beside this one would be counted with the
+/// logs it checks. Tests of discovery configure it.
 pub fn run_command(config: &Path) -> Command {
+    let text = std::fs::read_to_string(config).unwrap_or_default();
+    if !text.contains("[discovery]") {
+        let off = format!("{text}\n[discovery]\nenabled = false\n");
+        std::fs::write(config, off).unwrap();
+    }
     let mut command = Command::new(PAUSEWATCH);
     command.args(["run", "--config"]).arg(config);
     command

@@ -33,15 +33,16 @@ fn pause_line(end: DateTime<Utc>, gc: u32, ms: f64) -> String {
     )
 }
 
-/// Starts a memory-capped agent reading `log` from its beginning, with `extra`
-/// top-level config lines, and waits until it has counted `pauses` pauses.
+/// Starts a memory-capped agent reading `log` from its beginning (and no
+/// other JVM of the host: discovery off), with `extra` top-level config
+/// lines, and waits until it has counted `pauses` pauses.
 fn start_agent(dir: &Path, children: &mut Children, log: &Path, extra: &str, pauses: u64) -> u16 {
     let port = crate::common::free_port();
     let config = dir.join("pausewatch.toml");
     std::fs::write(
         &config,
         format!(
-            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n{extra}\n[[gc_log]]\npath = {}\nstart_at = \"beginning\"\n",
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n{extra}\n[[gc_log]]\npath = {}\nstart_at = \"beginning\"\n[discovery]\nenabled = false\n",
             toml_string(&dir.join("state")),
             toml_string(log)
         ),

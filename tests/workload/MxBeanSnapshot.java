@@ -19,13 +19,25 @@
 // while the file is being written, the snapshot is retaken (up to 10 times;
 // `snapshot_attempts` says how many it took).
 //
+// With -Dwl.hsperf=FILE the JVM's own PerfData file (/tmp/hsperfdata_USER/PID) is
+// copied to FILE within the same attempt, and the snapshot also has "threads"
+// (live, daemon, peak), "classes" (loaded, unloaded) and "memory_pools" (name, type,
+// used, committed, max): the truth the hsperfdata parser is checked against.
+//
 // Compiled together with the workloads: javac --release 17 -d OUT tests/workload/*.java
 
+import java.lang.management.ClassLoadingMXBean;
 import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryUsage;
 import java.lang.management.RuntimeMXBean;
+import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.function.IntFunction;
 
@@ -51,6 +63,11 @@ final class MxBeanSnapshot {
         int n = gcBeans.length;
         long[] counts = new long[n];
         long[] times = new long[n];
+        String hsperfCopy = System.getProperty("wl.hsperf");
+        // Fetched before the loop: the first use of each bean initialises it.
+        ThreadMXBean threadBean = ManagementFactory.getThreadMXBean();
+        ClassLoadingMXBean classBean = ManagementFactory.getClassLoadingMXBean();
+        List<MemoryPoolMXBean> pools = ManagementFactory.getMemoryPoolMXBeans();
         for (int attempt = 0; attempt < 10; attempt++) {
             for (int i = 0; i < n; i++) {
                 counts[i] = gcBeans[i].getCollectionCount();
@@ -72,6 +89,28 @@ final class MxBeanSnapshot {
             sb.append(field("uptime_ms", runtimeBean.getUptime()));
             sb.append(field("snapshot_attempts", attempt + 1));
             sb.append(extraFields);
+            long classesLoaded = classBean.getTotalLoadedClassCount();
+            if (hsperfCopy != null) {
+                sb.append("  \"threads\": {\"live\": ").append(threadBean.getThreadCount())
+                  .append(member("daemon", threadBean.getDaemonThreadCount()))
+                  .append(member("peak", threadBean.getPeakThreadCount())).append("},\n");
+                sb.append("  \"classes\": {\"loaded\": ").append(classesLoaded)
+                  .append(member("unloaded", classBean.getUnloadedClassCount())).append("},\n");
+                sb.append("  \"memory_pools\": [");
+                for (int i = 0; i < pools.size(); i++) {
+                    MemoryPoolMXBean pool = pools.get(i);
+                    MemoryUsage usage = pool.getUsage();
+                    sb.append(i == 0 ? "\n" : ",\n");
+                    sb.append("    {\"name\": ").append(str(pool.getName()))
+                      .append(member("type", pool.getType().toString()))
+                      .append(member("used", usage.getUsed()))
+                      .append(member("committed", usage.getCommitted()))
+                      .append(member("max", usage.getMax())).append('}');
+                }
+                sb.append("\n  ],\n");
+                // Last, so that nothing the snapshot loads or starts is missing from the copy.
+                copyPerfData(Paths.get(hsperfCopy));
+            }
             sb.append("  \"collectors\": [");
             for (int i = 0; i < n; i++) {
                 sb.append(i == 0 ? "\n" : ",\n");
@@ -91,7 +130,7 @@ final class MxBeanSnapshot {
                 Runtime.getRuntime().halt(3);
             }
             // Re-check without allocating: if a collection finished meanwhile, redo.
-            boolean same = true;
+            boolean same = hsperfCopy == null || classBean.getTotalLoadedClassCount() == classesLoaded;
             for (int i = 0; i < n; i++) {
                 if (gcBeans[i].getCollectionCount() != counts[i]) {
                     same = false;
@@ -102,6 +141,18 @@ final class MxBeanSnapshot {
             }
         }
         Runtime.getRuntime().halt(0);
+    }
+
+    /** Copies this JVM's PerfData file, as any reader of /tmp/hsperfdata_USER sees it. */
+    static void copyPerfData(Path to) {
+        // HotSpot always writes under /tmp, whatever java.io.tmpdir says.
+        Path own = Paths.get("/tmp", "hsperfdata_" + System.getProperty("user.name"), Long.toString(ProcessHandle.current().pid()));
+        try {
+            Files.copy(own, to, StandardCopyOption.REPLACE_EXISTING);
+        } catch (Exception e) {
+            e.printStackTrace();
+            Runtime.getRuntime().halt(3);
+        }
     }
 
     /** A top-level member on a line of its own: {@code   "name": value,\n}. */

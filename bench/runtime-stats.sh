@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Cost of discovery and runtime stats (issue 11, section 7): the release agent,
+# with no [[gc_log]], on a host with N idle JVMs (default 50) sampled every
+# 200 ms, and M other processes (default 450, `sleep`s) so that a /proc scan
+# sees about 500. Prints the agent's CPU as a share of one core over a window
+# (target: at most 2 %) and the duration of its /proc scans (target: at most
+# 50 ms), from its own debug log.
+#
+# Usage: bench/runtime-stats.sh [JVMS] [OTHERS] [SECONDS]   (needs java)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+# shellcheck source=lib.sh
+source "$ROOT/bench/lib.sh"
+JVMS="${1:-50}" OTHERS="${2:-450}" SECONDS_WINDOW="${3:-20}"
+bench_setup runtime-stats
+command -v java >/dev/null || { echo "java is required" >&2; exit 1; }
+
+# An idle JVM: a small heap, the interpreter and C1 only, sleeping.
+cat > "$WORK/Idle.java" <<'JAVA'
+public class Idle { public static void main(String[] a) throws Exception { Thread.sleep(Long.MAX_VALUE); } }
+JAVA
+javac -d "$WORK" "$WORK/Idle.java"
+for ((i = 0; i < JVMS; i++)); do
+    java -Xmx16m -Xss256k -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dbench.runtime-stats="$WORK" -cp "$WORK" Idle &
+    PIDS+=($!)
+done
+for ((i = 0; i < OTHERS; i++)); do
+    sleep 100000 &
+    PIDS+=($!)
+done
+sleep 5
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+cat > "$WORK/pausewatch.toml" <<TOML
+listen = "127.0.0.1:$port"
+checkpoint_dir = "$WORK/checkpoint"
+[discovery]
+interval = "1s"
+include = ['bench\.runtime-stats=${WORK//./\\.}']
+TOML
+RUST_LOG=pausewatch::sources=debug "$BIN" run --config "$WORK/pausewatch.toml" 2> "$WORK/agent.log" &
+agent=$!
+PIDS+=($agent)
+sleep 5
+discovered=$(curl -s "127.0.0.1:$port/metrics" | grep -c '^pausewatch_jvm_discovered{.*runtime_stats="available"' || true)
+before=$(cpu_ticks "$agent")
+sleep "$SECONDS_WINDOW"
+after=$(cpu_ticks "$agent")
+hz=$(getconf CLK_TCK)
+processes=$(ls /proc | grep -c '^[0-9]')
+echo "JVMs discovered and sampled: $discovered of $JVMS; processes on the host: $processes"
+python3 - "$before" "$after" "$hz" "$SECONDS_WINDOW" <<'PY'
+import sys
+before, after, hz, window = map(float, sys.argv[1:])
+print(f"agent CPU while sampling: {100 * (after - before) / hz / window:.2f} % of one core (target <= 2 %)")
+PY
+grep -o 'elapsed_us=[0-9]*' "$WORK/agent.log" | cut -d= -f2 | sort -n | python3 -c '
+import sys
+v = [int(x) / 1000 for x in sys.stdin]
+print(f"/proc scans: {len(v)}, median {v[len(v)//2]:.1f} ms, max {max(v):.1f} ms (target <= 50 ms)") if v else print("no scan logged")'

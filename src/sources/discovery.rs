@@ -1,0 +1,339 @@
+//! Finding the host's Java processes in /proc: who they are (pid, namespace
+//! pid, user, main class or jar, container, start) and where their
+//! hsperfdata is, so that a JVM needs no configuration to be seen.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use super::procfs::{boot_time, processes, start_ticks, wall_clock, xlog_files};
+
+/// One Java process, as found at a scan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JavaProcess {
+    pub pid: u32,
+    /// Its pid in its own PID namespace (the last `NSpid` field): the name of
+    /// its hsperfdata file, and `%p` in its options.
+    pub nspid: u32,
+    pub user: String,
+    /// Start, in clock ticks after boot: with the pid, the process's identity.
+    pub start_ticks: u64,
+    pub started: DateTime<Utc>,
+    pub arguments: Vec<String>,
+    /// The 64-hex-digit id of its container, from its cgroup, when it has one.
+    pub container: Option<String>,
+}
+
+impl JavaProcess {
+    /// The command line, arguments joined by spaces: what `include`,
+    /// `exclude` and rules match.
+    pub fn command_line(&self) -> String {
+        self.arguments.join(" ")
+    }
+
+    /// The `jvm` label: the jar's file name for `-jar`, else the main class
+    /// (or `module/class` for `-m`).
+    pub fn main(&self) -> String {
+        main_of(&self.arguments)
+    }
+
+    /// Why its counters cannot exist, from its options.
+    pub fn perf_data_disabled(&self) -> bool {
+        self.arguments
+            .iter()
+            .any(|a| a == "-XX:-UsePerfData" || a == "-XX:+PerfDisableSharedMem")
+    }
+
+    /// The labels of its series: `pid`, `jvm`, `container` when there is one.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        let mut labels = BTreeMap::from([
+            ("pid".to_string(), self.pid.to_string()),
+            ("jvm".to_string(), self.main()),
+        ]);
+        if let Some(container) = &self.container {
+            labels.insert("container".to_string(), container.clone());
+        }
+        labels
+    }
+}
+
+/// Options of the `java` launcher that take the next argument as their value.
+const OPTIONS_WITH_VALUE: [&str; 8] = [
+    "-cp",
+    "-classpath",
+    "--class-path",
+    "-p",
+    "--module-path",
+    "--add-modules",
+    "--add-opens",
+    "--add-exports",
+];
+
+fn main_of(arguments: &[String]) -> String {
+    let mut rest = arguments.iter().skip(1);
+    while let Some(argument) = rest.next() {
+        match argument.as_str() {
+            "-jar" => {
+                let jar = rest.next().map_or("", String::as_str);
+                return Path::new(jar)
+                    .file_name()
+                    .map_or(jar.to_string(), |n| n.to_string_lossy().into_owned());
+            }
+            "-m" | "--module" => return rest.next().cloned().unwrap_or_default(),
+            option if OPTIONS_WITH_VALUE.contains(&option) => {
+                rest.next();
+            }
+            option if option.starts_with('-') => {}
+            main => return main.to_string(),
+        }
+    }
+    "java".to_string()
+}
+
+/// Scans /proc for Java processes, remembering the ones already reported.
+pub struct Scanner {
+    proc_root: PathBuf,
+    /// Java processes reported, by pid, with their start.
+    known: HashMap<u32, u64>,
+    users: HashMap<u32, String>,
+}
+
+impl Scanner {
+    pub fn new(proc_root: PathBuf) -> Scanner {
+        Scanner {
+            proc_root,
+            known: HashMap::new(),
+            users: passwd_users(Path::new("/etc/passwd")),
+        }
+    }
+
+    /// The Java processes that started since the last scan. A process is
+    /// Java when its `argv[0]` is `java`; its command line is read at every
+    /// scan, since a process may exec java long after it was forked.
+    pub fn scan(&mut self) -> Vec<JavaProcess> {
+        let boot = boot_time(&self.proc_root).unwrap_or(0);
+        let mut found = Vec::new();
+        let mut alive = HashMap::with_capacity(self.known.len());
+        for (pid, dir) in processes(&self.proc_root) {
+            let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
+                continue;
+            };
+            let arguments: Vec<String> = cmdline
+                .split(|&b| b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            let is_java = arguments
+                .first()
+                .is_some_and(|argv0| Path::new(argv0).file_name().is_some_and(|n| n == "java"));
+            if !is_java {
+                continue;
+            }
+            let Some(ticks) = start_ticks(&self.proc_root, pid) else {
+                continue;
+            };
+            alive.insert(pid, ticks);
+            if self.known.get(&pid) == Some(&ticks) {
+                continue;
+            }
+            let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+            let uid = status_field(&status, "Uid:").and_then(|v| v.parse().ok());
+            let nspid = status_field(&status, "NSpid:")
+                .and_then(|v| {
+                    v.rsplit(char::is_whitespace)
+                        .next()
+                        .and_then(|p| p.parse().ok())
+                })
+                .unwrap_or(pid);
+            let cgroup = std::fs::read_to_string(dir.join("cgroup")).unwrap_or_default();
+            found.push(JavaProcess {
+                pid,
+                nspid,
+                user: uid
+                    .and_then(|uid| self.users.get(&uid).cloned())
+                    .or_else(|| uid.map(|u: u32| u.to_string()))
+                    .unwrap_or_default(),
+                start_ticks: ticks,
+                started: wall_clock(boot, ticks),
+                arguments,
+                container: container_id(&cgroup),
+            });
+        }
+        self.known = alive;
+        found
+    }
+}
+
+impl Scanner {
+    /// Reports `pid` again at the next scan, as if it had just started.
+    pub fn forget(&mut self, pid: u32) {
+        self.known.remove(&pid);
+    }
+}
+
+/// Environment variables the `java` launcher and the JVM read options from.
+const OPTION_VARIABLES: [&str; 3] = ["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"];
+
+/// The GC log files the JVM writes, from the `-Xlog` options of its command
+/// line and of the environment variables the JVM reads, as the agent can
+/// open them: through /proc/PID/root when the JVM is in another mount
+/// namespace. A `%t` is tried at the process's start and the second after
+/// (the JVM takes its time a moment after the process starts); when no
+/// such file exists yet, the start's.
+pub fn gc_logs(proc_root: &Path, process: &JavaProcess) -> Vec<PathBuf> {
+    let dir = proc_root.join(process.pid.to_string());
+    let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+    let mut options = process.arguments.clone();
+    for variable in environ.split(|&b| b == 0) {
+        let variable = String::from_utf8_lossy(variable);
+        if let Some((name, value)) = variable.split_once('=') {
+            if OPTION_VARIABLES.contains(&name) {
+                options.extend(value.split_whitespace().map(str::to_string));
+            }
+        }
+    }
+    let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
+    let root = (std::fs::read_link(dir.join("ns/mnt")).ok()
+        != std::fs::read_link(proc_root.join("self/ns/mnt")).ok())
+    .then(|| dir.join("root"));
+    let seen = |path: PathBuf| match &root {
+        Some(root) => root.join(path.strip_prefix("/").unwrap_or(&path)),
+        None => path,
+    };
+    let at = |offset: i64| {
+        let started = process.started + chrono::Duration::seconds(offset);
+        xlog_files(&cwd, process.nspid, Some(started), &options)
+    };
+    let (now, next) = (at(0), at(1));
+    now.into_iter()
+        .zip(next)
+        .map(|(now, next)| {
+            let (now, next) = (seen(now), seen(next));
+            if !now.exists() && next.exists() {
+                next
+            } else {
+                now
+            }
+        })
+        .collect()
+}
+
+/// Whether process `pid` that started at `ticks` still runs.
+pub fn is_alive(proc_root: &Path, pid: u32, ticks: u64) -> bool {
+    start_ticks(proc_root, pid) == Some(ticks)
+}
+
+/// The first value of `field` in /proc/PID/status (for `Uid:` the real uid,
+/// for `NSpid:` the whole list).
+fn status_field<'a>(status: &'a str, field: &str) -> Option<&'a str> {
+    let line = status.lines().find_map(|l| l.strip_prefix(field))?.trim();
+    if field == "Uid:" {
+        line.split_whitespace().next()
+    } else {
+        Some(line)
+    }
+}
+
+/// The container id in a /proc/PID/cgroup: the last 64-hex-digit path
+/// component part (`docker-<id>.scope`, `/docker/<id>`, `cri-containerd-<id>`).
+fn container_id(cgroup: &str) -> Option<String> {
+    let is_hex = |c: char| c.is_ascii_hexdigit() && !c.is_ascii_uppercase();
+    cgroup
+        .rsplit(|c: char| !is_hex(c))
+        .find(|run| run.len() == 64)
+        .map(str::to_string)
+}
+
+fn passwd_users(path: &Path) -> HashMap<u32, String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split(':');
+            let name = fields.next()?;
+            let uid = fields.nth(1)?.parse().ok()?;
+            Some((uid, name.to_string()))
+        })
+        .collect()
+}
+
+/// Where a process's hsperfdata is: `/proc/PID/root/tmp/hsperfdata_*/NSPID`,
+/// which is also the host's /tmp for a process in the host's namespaces.
+/// `Err` says why there is none (`permission_denied`, `no_hsperfdata`).
+pub fn hsperf_path(proc_root: &Path, process: &JavaProcess) -> Result<PathBuf, &'static str> {
+    let tmp = proc_root.join(process.pid.to_string()).join("root/tmp");
+    let entries = std::fs::read_dir(&tmp).map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => "permission_denied",
+        _ => "no_hsperfdata",
+    })?;
+    let name = process.nspid.to_string();
+    let mut denied = false;
+    for entry in entries.flatten() {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("hsperfdata_")
+        {
+            continue;
+        }
+        let file = entry.path().join(&name);
+        match std::fs::File::open(&file) {
+            Ok(_) => return Ok(file),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => denied = true,
+            Err(_) => {}
+        }
+    }
+    Err(if denied {
+        "permission_denied"
+    } else {
+        "no_hsperfdata"
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split(' ').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn the_main_class_or_jar_is_found_past_the_options() {
+        assert_eq!(
+            main_of(&args("java -Xmx1g -cp a:b com.acme.Main x")),
+            "com.acme.Main"
+        );
+        assert_eq!(
+            main_of(&args("/usr/bin/java -jar /opt/app/pricing-2.jar --port 1")),
+            "pricing-2.jar"
+        );
+        assert_eq!(
+            main_of(&args("java -p mods -m app/app.Main")),
+            "app/app.Main"
+        );
+        assert_eq!(main_of(&args("java -version")), "java");
+    }
+
+    #[test]
+    fn container_ids_come_from_the_cgroup_path() {
+        let id = "3f4e1a2b".repeat(8);
+        let cgroup = format!("0::/system.slice/docker-{id}.scope\n");
+        assert_eq!(container_id(&cgroup), Some(id.clone()));
+        assert_eq!(
+            container_id(&format!("12:pids:/kubepods/burstable/pod1/{id}\n")),
+            Some(id)
+        );
+        assert_eq!(container_id("0::/user.slice/session-1.scope\n"), None);
+    }
+
+    #[test]
+    fn this_test_process_is_not_java_and_a_status_is_read() {
+        let status = "Name:\tjava\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t4242\t7\n";
+        assert_eq!(status_field(status, "Uid:"), Some("1000"));
+        assert_eq!(status_field(status, "NSpid:"), Some("4242\t7"));
+        let mut scanner = Scanner::new(PathBuf::from("/proc"));
+        let own = std::process::id();
+        assert!(scanner.scan().iter().all(|p| p.pid != own));
+    }
+}

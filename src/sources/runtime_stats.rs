@@ -1,0 +1,642 @@
+//! One discovered JVM: its hsperfdata sampled every `[runtime_stats] interval`
+//! into runtime stats, and, when no GC log supplies them, its pauses
+//! recovered from the collector counters into the same [`JvmState::ingest`]
+//! as log-derived pauses (minutes, histogram, alerts, correlation).
+//!
+//! The file is read with one `pread` per sample into a reused buffer; the
+//! counters' offsets are found once by the parser and again only when the
+//! JVM appends entries. Values are read twice until two reads agree, since
+//! the JVM writes them while they are read.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use pausewatch_parsers::hsperf::{self, ByteOrder, PerfData, Value};
+use pausewatch_parsers::{Collector, GcEvent, JvmRun};
+
+use super::discovery::{hsperf_path, is_alive, JavaProcess};
+use super::{Source, SourceCheckpoint, SourceKey};
+use crate::config::RuntimeStatsConfig;
+use crate::model::jvm::PauseSeries;
+use crate::model::mxbean::jdk_major;
+use crate::model::runtime::{
+    collector_of, gc_label_of_counter, recover_pauses, CollectorStats, MemoryPool, PauseCounters,
+    Recovered, RuntimeStats,
+};
+use crate::store::{AgentState, Discovered, Store, StreamId, StreamState};
+
+/// Reads of the counters that may disagree before a sample is given up (the
+/// next one will do): the JVM updates them during a collection.
+const MAX_READS: usize = 5;
+/// G1's placeholder survivor space, always empty: its capacity is the pad
+/// JDK 17 adds to every G1 capacity (`G1MonitoringSupport::pad_capacity`,
+/// the object alignment, 8 bytes; 0 on JDK 25), which the MXBeans do not.
+const G1_PAD_SPACE: &str = "sun.gc.generation.0.space.1.capacity";
+/// How long after a pause its log line may still be unwritten (HotSpot
+/// writes it at the pause's end, the agent reads it at its next poll): a
+/// comparison waits this long after the last pause.
+const LOG_FLUSH_ALLOWANCE_SECONDS: f64 = 1.0;
+/// Collector counters looked for (HotSpot has at most three).
+const MAX_COLLECTORS: usize = 8;
+
+/// Where the counters of one sample are, found once per layout.
+struct Layout {
+    order: ByteOrder,
+    entries: usize,
+    collector: Collector,
+    version: Option<String>,
+    frequency: f64,
+    jvm_start: DateTime<Utc>,
+    /// Offsets of every `Long` read at each sample, in the order of `longs`.
+    offsets: Vec<usize>,
+    /// Named positions in `offsets`.
+    names: BTreeMap<String, usize>,
+    collectors: Vec<(String, String)>,
+    pools: Vec<PoolLayout>,
+    /// Bytes HotSpot added to each capacity (G1 on JDK 17).
+    capacity_pad: u64,
+    /// Offsets of `sun.gc.cause` and `sun.gc.lastCause`.
+    causes: Option<(usize, usize)>,
+}
+
+/// A heap pool's counters.
+struct PoolLayout {
+    id: String,
+    /// Counter name prefix (`sun.gc.generation.0.space.0`).
+    prefix: String,
+    /// Whether its `used` follows the heap: G1's and old generations' do;
+    /// Parallel's and Serial's young spaces and ZGC's are updated only at
+    /// collections (or by a 50 ms sampler), so they would not be the MXBean's.
+    live_used: bool,
+    /// Whether its `maxCapacity` is the MXBean's max: for the old (or only)
+    /// generation; a young space's is a sizing bound the MXBean does not report.
+    has_max: bool,
+}
+
+fn is_z(collector: Collector) -> bool {
+    matches!(collector, Collector::Z | Collector::ZGenerational)
+}
+
+/// The Micrometer id (MXBean pool name) of a generation's space.
+fn pool_id(collector: Collector, generation: &str, space: &str) -> Option<String> {
+    let id = match (collector, generation, space) {
+        (Collector::G1, "young", "eden") => "G1 Eden Space",
+        (Collector::G1, "young", "s1") => "G1 Survivor Space",
+        (Collector::G1, "old", _) => "G1 Old Gen",
+        (Collector::Parallel, _, "eden") => "PS Eden Space",
+        (Collector::Parallel, "old", _) => "PS Old Gen",
+        (Collector::Serial, _, "eden") => "Eden Space",
+        (Collector::Serial, "old", _) => "Tenured Gen",
+        (Collector::Shenandoah, "Heap", _) => "Shenandoah",
+        (Collector::Z, "old", _) => "ZHeap",
+        // Generational ZGC updates its generations' counters only at its
+        // cycles (committed 72 MiB in the file, 86 MiB in the MXBean), and the
+        // MXBeans have no pool for a survivor half or an empty placeholder.
+        _ => return None,
+    };
+    Some(id.to_string())
+}
+
+impl Layout {
+    fn of(data: &PerfData) -> Option<Layout> {
+        // Numbered with gaps by some collectors (ZGC: 0 and 2, or only 2).
+        let collectors: Vec<(String, String)> = (0..MAX_COLLECTORS)
+            .filter_map(|i| {
+                let prefix = format!("sun.gc.collector.{i}");
+                let name = data.string(&format!("{prefix}.name"))?.to_string();
+                Some((prefix, name))
+            })
+            .collect();
+        let names: Vec<&str> = collectors.iter().map(|(_, n)| n.as_str()).collect();
+        let collector = collector_of(data.string("sun.gc.policy.name").unwrap_or(""), &names);
+        let mut pools = Vec::new();
+        for generation in 0..4 {
+            let Some(gen_name) = data.string(&format!("sun.gc.generation.{generation}.name"))
+            else {
+                continue;
+            };
+            for space in 0..4 {
+                let prefix = format!("sun.gc.generation.{generation}.space.{space}");
+                let Some(space_name) = data.string(&format!("{prefix}.name")) else {
+                    continue;
+                };
+                if let Some(id) = pool_id(collector, gen_name, space_name) {
+                    pools.push(PoolLayout {
+                        id,
+                        prefix,
+                        live_used: collector == Collector::G1
+                            || collector == Collector::Shenandoah
+                            || (gen_name == "old" && !is_z(collector)),
+                        has_max: matches!(gen_name, "old" | "Heap"),
+                    });
+                }
+            }
+        }
+        let pad = match collector {
+            Collector::G1 => data.long(G1_PAD_SPACE).map_or(0, |pad| pad.max(0) as u64),
+            _ => 0,
+        };
+        let mut wanted: Vec<String> = [
+            "sun.rt.safepoints",
+            "sun.rt.safepointTime",
+            "sun.rt.safepointSyncTime",
+            "java.cls.loadedClasses",
+            "java.cls.sharedLoadedClasses",
+            "java.cls.unloadedClasses",
+            "java.cls.sharedUnloadedClasses",
+            "java.ci.totalTime",
+            "java.threads.live",
+            "java.threads.daemon",
+            "java.threads.livePeak",
+        ]
+        .map(str::to_string)
+        .to_vec();
+        for (prefix, _) in &collectors {
+            for field in ["invocations", "time", "lastEntryTime", "lastExitTime"] {
+                wanted.push(format!("{prefix}.{field}"));
+            }
+        }
+        for pool in &pools {
+            for field in ["used", "capacity", "maxCapacity"] {
+                wanted.push(format!("{}.{field}", pool.prefix));
+            }
+        }
+        let string_at = |name: &str| data.get(name).map(|c| c.data_offset);
+        let mut layout = Layout {
+            order: data.prologue.byte_order,
+            entries: data.prologue.num_entries,
+            collector,
+            version: data
+                .string("java.property.java.vm.version")
+                .map(str::to_string),
+            frequency: data.long("sun.os.hrt.frequency").filter(|f| *f > 0)? as f64,
+            jvm_start: DateTime::from_timestamp_millis(data.long("sun.rt.createVmBeginTime")?)?,
+            offsets: Vec::new(),
+            names: BTreeMap::new(),
+            collectors,
+            pools,
+            capacity_pad: pad,
+            causes: string_at("sun.gc.cause").zip(string_at("sun.gc.lastCause")),
+        };
+        for name in wanted {
+            if let Some(counter) = data.get(&name) {
+                if let Value::Long(_) = counter.value {
+                    layout.names.insert(name, layout.offsets.len());
+                    layout.offsets.push(counter.data_offset);
+                }
+            }
+        }
+        Some(layout)
+    }
+}
+
+/// One sample: the `Long`s in layout order and the two cause strings.
+#[derive(Debug, Clone, PartialEq)]
+struct Sample {
+    longs: Vec<i64>,
+    cause: String,
+    last_cause: String,
+}
+
+/// Which stream a discovered JVM fills.
+pub struct Placement {
+    pub id: StreamId,
+    /// A stream of its own (else a GC log's, which supplies the pauses).
+    pub owns_stream: bool,
+    /// Its labels, for a stream of its own.
+    pub labels: BTreeMap<String, String>,
+    /// The stream goes with the JVM (its own, or a log discovery found).
+    pub retires: bool,
+    pub proc_root: PathBuf,
+}
+
+/// Samples one JVM's hsperfdata.
+pub struct RuntimeStatsSource {
+    key: String,
+    id: StreamId,
+    process: JavaProcess,
+    proc_root: PathBuf,
+    interval: Duration,
+    /// `[runtime_stats] enabled`: off, the JVM is only listed.
+    sampling: bool,
+    grace: Duration,
+    /// Whether pauses come from these counters (no GC log supplies them).
+    recovers_pauses: bool,
+    /// The stream goes when the JVM has exited for the grace period.
+    retires: bool,
+    file: Option<File>,
+    buffer: Vec<u8>,
+    layout: Option<Layout>,
+    previous: BTreeMap<String, PauseCounters>,
+    /// Log-minus-counter differences taken as the start (see [`Self::log_counter_mismatch`]).
+    mismatch_baseline: BTreeMap<String, f64>,
+    /// Counters before the first sample: zeros for a JVM that started after
+    /// the agent (every pause is new), else the first sample itself.
+    baseline_zero: bool,
+    last_sample: Option<Instant>,
+    last_lookup: Option<Instant>,
+    exited: Option<Instant>,
+}
+
+impl RuntimeStatsSource {
+    /// A source for `process`, filling the stream `placement` says;
+    /// `grace` is how long its series stay after it exits; a JVM started
+    /// after the agent has every pause counted from its first.
+    pub fn start(
+        process: JavaProcess,
+        placement: Placement,
+        config: &RuntimeStatsConfig,
+        grace: Duration,
+        started_after_agent: bool,
+        store: &Store,
+    ) -> RuntimeStatsSource {
+        let Placement {
+            id,
+            owns_stream,
+            labels,
+            retires,
+            proc_root,
+        } = placement;
+        let unavailable = if !config.enabled {
+            Some("disabled".to_string())
+        } else {
+            process
+                .perf_data_disabled()
+                .then(|| "perf_data_disabled".to_string())
+        };
+        if let Some(reason) = &unavailable {
+            tracing::warn!(pid = process.pid, jvm = %process.main(), reason, "no runtime stats: the JVM runs with -XX:-UsePerfData or -XX:+PerfDisableSharedMem; remove that option to see its counters");
+        }
+        {
+            let mut state = store.write();
+            let discovered = Discovered {
+                user: process.user.clone(),
+                unavailable,
+            };
+            if owns_stream {
+                let mut stream = StreamState {
+                    labels,
+                    readable: true,
+                    ..StreamState::default()
+                };
+                stream.discovered = Some(discovered);
+                state.streams.insert(id, std::sync::Arc::new(stream));
+            } else if let Some(stream) = state.stream_mut(id) {
+                stream.discovered = Some(discovered);
+            }
+        }
+        tracing::info!(pid = process.pid, nspid = process.nspid, jvm = %process.main(), container = process.container.as_deref().unwrap_or(""), "JVM discovered");
+        RuntimeStatsSource {
+            key: format!("{}@{}", process.pid, process.start_ticks),
+            id,
+            baseline_zero: started_after_agent,
+            process,
+            proc_root,
+            interval: config.interval,
+            sampling: config.enabled,
+            grace,
+            recovers_pauses: owns_stream,
+            retires,
+            file: None,
+            buffer: Vec::new(),
+            layout: None,
+            previous: BTreeMap::new(),
+            mismatch_baseline: BTreeMap::new(),
+            last_sample: None,
+            last_lookup: None,
+            exited: None,
+        }
+    }
+
+    /// Opens the hsperfdata file, at most once per second while it is missing
+    /// (a JVM creates it a moment after it starts); says why when it cannot.
+    fn open(&mut self, store: &Store) {
+        if !self.sampling
+            || self.process.perf_data_disabled()
+            || self
+                .last_lookup
+                .is_some_and(|at| at.elapsed() < Duration::from_secs(1))
+        {
+            return;
+        }
+        self.last_lookup = Some(Instant::now());
+        let found = hsperf_path(&self.proc_root, &self.process)
+            .and_then(|path| File::open(path).map_err(|_| "permission_denied"));
+        let reason = match found {
+            Ok(file) => {
+                self.file = Some(file);
+                None
+            }
+            Err(reason) => Some(reason.to_string()),
+        };
+        let mut state = store.write();
+        if let Some(discovered) = state
+            .stream_mut(self.id)
+            .and_then(|s| s.discovered.as_mut())
+        {
+            if reason.is_some() && discovered.unavailable != reason {
+                tracing::warn!(pid = self.process.pid, jvm = %self.process.main(), reason = reason.as_deref().unwrap_or(""), "no runtime stats: its hsperfdata cannot be read (another user's file needs CAP_DAC_READ_SEARCH, another user's /proc/PID/root CAP_SYS_PTRACE)");
+            }
+            discovered.unavailable = reason;
+        }
+    }
+
+    /// Reads the file into the buffer; `false` when it cannot be read.
+    fn read(&mut self) -> bool {
+        let Some(file) = &self.file else { return false };
+        let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
+        self.buffer.resize(len, 0);
+        match file.read_exact_at(&mut self.buffer, 0) {
+            Ok(()) => true,
+            Err(_) => false,
+        }
+    }
+
+    /// The layout of the file as it is now, found again when entries were added.
+    fn ensure_layout(&mut self) -> bool {
+        let Ok(prologue) = hsperf::parse_prologue(&self.buffer) else {
+            return false;
+        };
+        if self
+            .layout
+            .as_ref()
+            .is_some_and(|l| l.entries == prologue.num_entries)
+        {
+            return true;
+        }
+        let Ok(data) = hsperf::parse(&self.buffer) else {
+            return false;
+        };
+        self.layout = Layout::of(&data);
+        self.layout.is_some()
+    }
+
+    /// Two reads that agree, or `None`.
+    fn stable_sample(&mut self) -> Option<Sample> {
+        let mut last: Option<Sample> = None;
+        for _ in 0..MAX_READS {
+            if !self.read() || !self.ensure_layout() {
+                return None;
+            }
+            let layout = self.layout.as_ref()?;
+            let sample = extract(&self.buffer, layout)?;
+            if last.as_ref() == Some(&sample) {
+                return last;
+            }
+            last = Some(sample);
+        }
+        None
+    }
+
+    fn apply(&mut self, sample: &Sample, store: &Store) {
+        let Some(layout) = &self.layout else { return };
+        let (mut stats, counters) = sample.stats(layout);
+        // As the RuntimeMXBean counts it (JDK 25 has no ticks counter).
+        let uptime = Utc::now() - layout.jvm_start;
+        stats.uptime_seconds = uptime.num_milliseconds().max(0) as f64 / 1e3;
+        stats.pauses_available = self.recovers_pauses && layout.collector != Collector::Shenandoah;
+        let mut events = Vec::new();
+        let mut unresolved = 0;
+        for (prefix, name, now) in &counters {
+            let now = *now;
+            if !stats.pauses_available || now.mid_pause() {
+                continue;
+            }
+            let before = match self.previous.get(prefix) {
+                Some(before) => *before,
+                None if self.baseline_zero => PauseCounters::default(),
+                None => now,
+            };
+            match recover_pauses(name, &before, &now, &sample.last_cause, layout.jvm_start) {
+                Recovered::Nothing => {}
+                Recovered::One(pause) => events.push(GcEvent::Pause(*pause)),
+                Recovered::Several(pauses) => {
+                    unresolved += pauses.len() as u64;
+                    events.extend(pauses.into_iter().map(GcEvent::Pause));
+                }
+            }
+            self.previous.insert(prefix.clone(), now);
+        }
+        let mut run = JvmRun::default();
+        run.collector = layout.collector;
+        run.version.clone_from(&layout.version);
+        let mut state = store.write();
+        let Some(stream) = state.stream_mut(self.id) else {
+            return;
+        };
+        let StreamState {
+            jvm,
+            latency,
+            runtime,
+            ..
+        } = stream;
+        stats.unresolved_pauses = runtime.as_ref().map_or(0, |r| r.unresolved_pauses) + unresolved;
+        if self.recovers_pauses {
+            jvm.ingest(&run, &events, latency.as_mut());
+            if unresolved > 0 {
+                jvm.mark_max_lower_bound(&events);
+            }
+        } else {
+            let uptime = stats.uptime_seconds;
+            let settled = counters.iter().all(|(_, _, c)| {
+                !c.mid_pause() && uptime - c.last_exit >= LOG_FLUSH_ALLOWANCE_SECONDS
+            });
+            stats.log_counter_mismatch = if settled {
+                let major = layout.version.as_deref().and_then(jdk_major);
+                self.log_counter_mismatch(&counters, &jvm.pauses, major)
+            } else {
+                runtime
+                    .as_ref()
+                    .map(|r| r.log_counter_mismatch.clone())
+                    .unwrap_or_default()
+            };
+        }
+        *runtime = Some(stats);
+    }
+}
+
+fn extract(bytes: &[u8], layout: &Layout) -> Option<Sample> {
+    let longs = layout
+        .offsets
+        .iter()
+        .map(|&at| hsperf::read_long(bytes, layout.order, at))
+        .collect::<Option<Vec<_>>>()?;
+    let text = |at: usize| {
+        let bytes = bytes.get(at..)?;
+        let end = memchr::memchr(0, bytes).unwrap_or(bytes.len()).min(256);
+        Some(String::from_utf8_lossy(&bytes[..end]).into_owned())
+    };
+    let (cause, last_cause) = match layout.causes {
+        Some((cause, last)) => (text(cause)?, text(last)?),
+        None => (String::new(), String::new()),
+    };
+    Some(Sample {
+        longs,
+        cause,
+        last_cause,
+    })
+}
+
+impl Sample {
+    /// The runtime stats this sample says, and each collector's counters
+    /// (its prefix, its name, the counters) for pause recovery.
+    fn stats(&self, layout: &Layout) -> (RuntimeStats, Vec<(String, String, PauseCounters)>) {
+        let long = |name: &str| layout.names.get(name).map_or(0, |&i| self.longs[i]);
+        let seconds = |ticks: i64| ticks as f64 / layout.frequency;
+        let unsigned = |v: i64| u64::try_from(v).unwrap_or(0);
+        let mut stats = RuntimeStats {
+            safepoints: unsigned(long("sun.rt.safepoints")),
+            safepoint_seconds: seconds(long("sun.rt.safepointTime")),
+            safepoint_sync_seconds: seconds(long("sun.rt.safepointSyncTime")),
+            gc_cause: self.cause.clone(),
+            gc_last_cause: self.last_cause.clone(),
+            classes_loaded: unsigned(
+                long("java.cls.loadedClasses") + long("java.cls.sharedLoadedClasses"),
+            ),
+            classes_unloaded: unsigned(
+                long("java.cls.unloadedClasses") + long("java.cls.sharedUnloadedClasses"),
+            ),
+            jit_seconds: seconds(long("java.ci.totalTime")),
+            threads_live: unsigned(long("java.threads.live")),
+            threads_daemon: unsigned(long("java.threads.daemon")),
+            threads_peak: unsigned(long("java.threads.livePeak")),
+            ..RuntimeStats::default()
+        };
+        let mut counters = Vec::new();
+        for (prefix, name) in &layout.collectors {
+            let field = |f: &str| long(&format!("{prefix}.{f}"));
+            let now = PauseCounters {
+                invocations: unsigned(field("invocations")),
+                seconds: seconds(field("time")),
+                last_entry: seconds(field("lastEntryTime")),
+                last_exit: seconds(field("lastExitTime")),
+            };
+            stats.collectors.push(CollectorStats {
+                name: name.clone(),
+                invocations: now.invocations,
+                seconds: now.seconds,
+            });
+            counters.push((prefix.clone(), name.clone(), now));
+        }
+        for pool in &layout.pools {
+            let field = |f: &str| unsigned(long(&format!("{}.{f}", pool.prefix)));
+            let pad = layout.capacity_pad;
+            let max = field("maxCapacity").saturating_sub(pad);
+            stats.memory.push(MemoryPool {
+                area: "heap".to_string(),
+                id: pool.id.clone(),
+                used: pool.live_used.then(|| field("used")),
+                committed: field("capacity").saturating_sub(pad),
+                max: (pool.has_max && max > 0).then_some(max),
+            });
+        }
+        (stats, counters)
+    }
+}
+
+/// The runtime stats in a whole hsperfdata file, as one sample reads them
+/// (for tests and tools; the source reads a live file).
+pub fn stats_of(bytes: &[u8]) -> Option<RuntimeStats> {
+    let data = hsperf::parse(bytes).ok()?;
+    let layout = Layout::of(&data)?;
+    Some(extract(bytes, &layout)?.stats(&layout).0)
+}
+
+impl RuntimeStatsSource {
+    /// Per `gc` label, the pauses the log gave minus the JVM's counter, less
+    /// the difference at the first comparison when the JVM started before
+    /// the agent (the log was then not read from the JVM's start).
+    fn log_counter_mismatch(
+        &mut self,
+        counters: &[(String, String, PauseCounters)],
+        pauses: &[PauseSeries],
+        major: Option<u32>,
+    ) -> Vec<(String, f64)> {
+        let mut by_gc: BTreeMap<String, f64> = BTreeMap::new();
+        for (_, name, counter) in counters {
+            if let Some(gc) = gc_label_of_counter(name, major) {
+                *by_gc.entry(gc).or_default() -= counter.invocations as f64;
+            }
+        }
+        for series in pauses {
+            if let Some(difference) = by_gc.get_mut(&series.gc) {
+                *difference += series.histogram.count as f64;
+            }
+        }
+        by_gc
+            .into_iter()
+            .map(|(gc, difference)| {
+                let start = if self.baseline_zero { 0.0 } else { difference };
+                let baseline = *self.mismatch_baseline.entry(gc.clone()).or_insert(start);
+                (gc, difference - baseline)
+            })
+            .collect()
+    }
+}
+
+impl Source for RuntimeStatsSource {
+    fn key(&self) -> SourceKey {
+        SourceKey::RuntimeStats(self.key.clone())
+    }
+
+    fn poll(&mut self, store: &Store) -> bool {
+        if self
+            .last_sample
+            .is_some_and(|at| at.elapsed() < self.interval)
+        {
+            return false;
+        }
+        self.last_sample = Some(Instant::now());
+        if self.exited.is_none()
+            && !is_alive(&self.proc_root, self.process.pid, self.process.start_ticks)
+        {
+            tracing::info!(pid = self.process.pid, jvm = %self.process.main(), grace = %humantime::format_duration(self.grace), "JVM exited; its series go after the grace period");
+            self.exited = Some(Instant::now());
+            // Its last counters: the file HotSpot removed at exit is still
+            // open here, and holds the pauses since the previous sample.
+            if let Some(sample) = self.stable_sample() {
+                self.apply(&sample, store);
+            }
+        }
+        if let Some(exited) = self.exited {
+            // A configured log's stream stays, without the exited JVM's stats.
+            if !self.retires && exited.elapsed() >= self.grace {
+                if let Some(stream) = store.write().stream_mut(self.id) {
+                    stream.runtime = None;
+                    stream.discovered = None;
+                }
+            }
+            return false;
+        }
+        if self.file.is_none() {
+            self.open(store);
+        }
+        if let Some(sample) = self.stable_sample() {
+            self.apply(&sample, store);
+        }
+        false
+    }
+
+    /// Nothing to resume: the JVM's counters are cumulative, and a restarted
+    /// agent takes its first sample as the baseline.
+    fn checkpoint(&self, _state: &AgentState) -> Option<SourceCheckpoint> {
+        None
+    }
+
+    fn due(&self) -> bool {
+        self.last_sample
+            .is_none_or(|at| at.elapsed() >= self.interval)
+    }
+
+    fn stream(&self) -> Option<StreamId> {
+        self.retires.then_some(self.id)
+    }
+
+    fn gone(&self) -> bool {
+        self.exited.is_some_and(|at| at.elapsed() >= self.grace)
+    }
+}

