@@ -145,7 +145,10 @@ mod tests {
         ];
         for (a, b, expected) in cases {
             let p = mann_whitney_p(a, b).unwrap();
-            assert!((p - expected).abs() < 1e-9, "{a:?} vs {b:?}: {p} != {expected}");
+            assert!(
+                (p - expected).abs() < 1e-9,
+                "{a:?} vs {b:?}: {p} != {expected}"
+            );
             let swapped = mann_whitney_p(b, a).unwrap();
             assert!((swapped - p).abs() < 1e-12);
         }
