@@ -9,8 +9,10 @@ use anyhow::Result;
 use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand, ValueEnum};
 use pausewatch::commands::analyze::{analyze, render_text, AnalyzeOptions, LatencyInput};
-use pausewatch::commands::demo::demo_config;
+use pausewatch::commands::compare::{self, compare, summarise_run, Gate, RunInput};
+use pausewatch::commands::demo::{demo_config, demo_report};
 use pausewatch::commands::replay::{replay, ReplayOptions};
+use pausewatch::commands::report::{write_report, ReportOptions};
 use pausewatch::commands::run::{run, SetupError};
 use pausewatch::config::access_format::{
     build_format, parse_duration_unit, parse_signed_duration, parse_time_format,
@@ -37,14 +39,22 @@ enum Format {
     Json,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum CompareFormat {
+    Text,
+    Json,
+    Html,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Follow GC logs and serve Prometheus metrics (the host agent).
     Run {
         /// TOML configuration; without it, the documented defaults (no sources).
-        #[arg(long, conflicts_with = "demo")]
+        #[arg(long)]
         config: Option<PathBuf>,
-        /// Replay a bundled real GC log into a temporary file and follow it.
+        /// Also follow a bundled service's GC and access logs, replayed live
+        /// before and after a cache change, in a temporary directory.
         #[arg(long)]
         demo: bool,
         /// Address to serve on, instead of the configuration's `listen`.
@@ -65,6 +75,54 @@ enum Command {
         latency: LatencyArgs,
         #[arg(required = true)]
         files: Vec<PathBuf>,
+    },
+    /// Write one self-contained HTML report (key figures, findings, charts).
+    Report {
+        /// Wall-clock JVM start (RFC 3339), for logs that carry uptime only.
+        #[arg(long)]
+        jvm_start: Option<DateTime<Utc>>,
+        #[command(flatten)]
+        latency: LatencyArgs,
+        /// Pauses longer than this are reported as a finding.
+        #[arg(long, default_value = "50ms", value_parser = humantime::parse_duration)]
+        pause_budget: std::time::Duration,
+        /// The HTML file to write.
+        #[arg(short, long, default_value = "report.html")]
+        output: PathBuf,
+        /// Report on the demo's embedded service logs (before and after a cache change).
+        #[arg(long, conflicts_with_all = ["files", "latency"])]
+        demo: bool,
+        #[arg(required_unless_present = "demo")]
+        files: Vec<PathBuf>,
+    },
+    /// Compare two runs (before and after a change, a canary and the fleet) and gate on the result.
+    Compare {
+        /// GC log of the baseline run (repeat for a rotated set).
+        #[arg(long, required = true)]
+        baseline: Vec<PathBuf>,
+        /// GC log of the candidate run (repeat for a rotated set).
+        #[arg(long, required = true)]
+        candidate: Vec<PathBuf>,
+        /// Access log of the baseline run's service (repeatable).
+        #[arg(long)]
+        baseline_latency: Vec<PathBuf>,
+        /// Access log of the candidate run's service (repeatable).
+        #[arg(long)]
+        candidate_latency: Vec<PathBuf>,
+        #[command(flatten)]
+        latency: LatencyOptions,
+        /// Leave out each run's first events and requests (its warm-up), e.g. 1m.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        skip_first: Option<std::time::Duration>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: CompareFormat,
+        /// Exit 1 when the candidate's figure crosses the line:
+        /// `pauses.max_seconds > 50ms`, `latency.p999_seconds > +10%` (repeatable).
+        #[arg(long = "fail-if", value_name = "EXPR")]
+        fail_if: Vec<Gate>,
+        /// Write the output to this file instead of standard output.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
     },
     /// Print the Prometheus rule file for the configuration's alert thresholds.
     Rules {
@@ -95,20 +153,27 @@ struct LatencyArgs {
     /// several instances or a rotated set (their requests are combined).
     #[arg(long)]
     latency: Vec<PathBuf>,
+    #[command(flatten)]
+    options: LatencyOptions,
+}
+
+/// How access logs are read and requests attributed (analyze, report, compare).
+#[derive(clap::Args)]
+struct LatencyOptions {
     /// nginx, apache, tomcat, tomcat9, envoy, envoy-json, json, regex, ...; detected per file when omitted.
-    #[arg(long, requires = "latency")]
+    #[arg(long)]
     latency_format: Option<String>,
     /// The server's own format string: an nginx log_format or an Apache LogFormat.
-    #[arg(long, requires = "latency")]
+    #[arg(long)]
     log_format: Option<String>,
     /// Requests slower than this are slow (e.g. 50ms); default: the p99.9.
-    #[arg(long, requires = "latency", value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = humantime::parse_duration)]
     slo: Option<std::time::Duration>,
     /// Share of a request's time stops must cover to make it stop-affected.
-    #[arg(long, requires = "latency", default_value_t = 0.25)]
+    #[arg(long, default_value_t = 0.25)]
     affected_share: f64,
     /// Added to the access log's times, for clock skew (e.g. -20ms).
-    #[arg(long, requires = "latency", allow_hyphen_values = true)]
+    #[arg(long, allow_hyphen_values = true)]
     latency_offset: Option<String>,
     /// json: the field holding the timestamp (dotted path for nested fields).
     #[arg(long)]
@@ -130,16 +195,26 @@ struct LatencyArgs {
     timestamp: Option<TimestampMeaning>,
 }
 
-impl LatencyArgs {
-    fn input(self) -> Result<Option<LatencyInput>> {
-        if self.latency.is_empty() {
+impl LatencyOptions {
+    /// The access logs `paths` read with these options; `None` without paths.
+    fn input(&self, paths: Vec<PathBuf>) -> Result<Option<LatencyInput>> {
+        if paths.is_empty() {
+            let given = [
+                ("--latency-format", self.latency_format.is_some()),
+                ("--log-format", self.log_format.is_some()),
+                ("--slo", self.slo.is_some()),
+                ("--latency-offset", self.latency_offset.is_some()),
+            ];
+            if let Some((flag, _)) = given.iter().find(|(_, given)| *given) {
+                anyhow::bail!("{flag} applies to access logs, and none is given");
+            }
             return Ok(None);
         }
         let fields = AccessFields {
-            log_format: self.log_format,
-            time_field: self.time_field,
-            duration_field: self.duration_field,
-            pattern: self.pattern,
+            log_format: self.log_format.clone(),
+            time_field: self.time_field.clone(),
+            duration_field: self.duration_field.clone(),
+            pattern: self.pattern.clone(),
             time_format: self.time_format,
             duration_unit: self.duration_unit,
             timestamp: self.timestamp,
@@ -155,12 +230,12 @@ impl LatencyArgs {
                 anyhow::anyhow!("--{flag}: {e}")
             })?),
         };
-        let offset_seconds = match self.latency_offset {
-            Some(text) => parse_signed_duration(&text).map_err(anyhow::Error::msg)?,
+        let offset_seconds = match &self.latency_offset {
+            Some(text) => parse_signed_duration(text).map_err(anyhow::Error::msg)?,
             None => 0.0,
         };
         Ok(Some(LatencyInput {
-            paths: self.latency,
+            paths,
             format,
             hints: fields,
             offset_seconds,
@@ -182,7 +257,7 @@ fn main() -> ExitCode {
             latency,
             files,
         } => {
-            let latency = match latency.input() {
+            let latency = match latency.options.input(latency.latency) {
                 Ok(latency) => latency,
                 Err(error) => return fail(error),
             };
@@ -190,6 +265,7 @@ fn main() -> ExitCode {
                 jvm_start,
                 include_events: events,
                 latency,
+                skip_first_seconds: None,
             };
             match analyze(&files, &options) {
                 Ok(report) => {
@@ -204,6 +280,51 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 }
                 Err(error) => fail(error),
+            }
+        }
+        Command::Report {
+            jvm_start,
+            latency,
+            pause_budget,
+            output,
+            demo,
+            files,
+        } => {
+            let options = ReportOptions {
+                pause_budget_seconds: pause_budget.as_secs_f64(),
+            };
+            let result = if demo {
+                demo_report(&output, &options)
+            } else {
+                latency
+                    .options
+                    .input(latency.latency)
+                    .and_then(|latency| write_report(&files, jvm_start, latency, &output, &options))
+            };
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => fail(error),
+            }
+        }
+        Command::Compare {
+            baseline,
+            candidate,
+            baseline_latency,
+            candidate_latency,
+            latency,
+            skip_first,
+            format,
+            fail_if,
+            output,
+        } => {
+            let runs = [(baseline, baseline_latency), (candidate, candidate_latency)];
+            match compare_runs(runs, &latency, skip_first, &fail_if, format, output) {
+                Ok(comparison_failed) if comparison_failed => ExitCode::FAILURE,
+                Ok(_) => ExitCode::SUCCESS,
+                Err(error) => {
+                    eprintln!("pausewatch: {error:#}");
+                    ExitCode::from(2)
+                }
             }
         }
         Command::Rules { config } => match pausewatch::commands::rules::rules(config.as_deref()) {
@@ -239,19 +360,24 @@ fn main() -> ExitCode {
             listen,
         } => {
             init_logging();
-            let mut config = match (config, demo) {
-                (Some(path), _) => match config::load(&path) {
+            let config = match config {
+                Some(path) => match config::load(&path) {
                     Ok(config) => config,
                     Err(error) => {
                         eprintln!("pausewatch: {error}");
                         return ExitCode::from(2);
                     }
                 },
-                (None, true) => match demo_config() {
-                    Ok(config) => config,
+                None => Config::default(),
+            };
+            // The demo's directory lives until the agent has stopped.
+            let (mut config, _demo_dir) = if demo {
+                match demo_config(config) {
+                    Ok((config, dir)) => (config, Some(dir)),
                     Err(error) => return fail(error),
-                },
-                (None, false) => Config::default(),
+                }
+            } else {
+                (config, None)
             };
             if let Some(listen) = listen {
                 config.listen = listen;
@@ -264,6 +390,54 @@ fn main() -> ExitCode {
                 }
                 Err(error) => fail(error),
             }
+        }
+    }
+}
+
+/// Summarises the baseline and the candidate, compares them and writes the
+/// result; `true` when a gate failed.
+fn compare_runs(
+    runs: [(Vec<PathBuf>, Vec<PathBuf>); 2],
+    latency: &LatencyOptions,
+    skip_first: Option<std::time::Duration>,
+    gates: &[Gate],
+    format: CompareFormat,
+    output: Option<PathBuf>,
+) -> Result<bool> {
+    if runs[0].1.is_empty() != runs[1].1.is_empty() {
+        anyhow::bail!(
+            "give access logs for both runs (--baseline-latency and --candidate-latency) or for neither"
+        );
+    }
+    let skip = skip_first.map(|d| d.as_secs_f64());
+    let [baseline, candidate] = runs.map(|(gc_logs, access_logs)| -> Result<_> {
+        let input = RunInput {
+            gc_logs,
+            latency: latency.input(access_logs)?,
+        };
+        summarise_run(input, skip)
+    });
+    let comparison = compare(baseline?, candidate?, gates)?;
+    let text = match format {
+        CompareFormat::Text => compare::render_text(&comparison),
+        CompareFormat::Json => {
+            serde_json::to_string_pretty(&comparison).expect("comparison serialises") + "\n"
+        }
+        CompareFormat::Html => pausewatch::commands::report::compare_html(&comparison),
+    };
+    write_output(output.as_deref(), &text)?;
+    Ok(comparison.any_gate_failed())
+}
+
+/// Writes to the file, or to standard output when none is given (a closed
+/// pipe, `| head`, is not an error worth a panic).
+fn write_output(path: Option<&std::path::Path>, text: &str) -> Result<()> {
+    match path {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display())),
+        None => {
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            Ok(())
         }
     }
 }

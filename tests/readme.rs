@@ -1,5 +1,5 @@
-//! The README against the program: its `analyze` examples are what the
-//! commands print, and its access-log formats are the ones the parser
+//! The README against the program: its `analyze` and `compare` examples are
+//! what the commands print, and its access-log formats are the ones the parser
 //! documents and parses.
 
 use std::path::Path;
@@ -35,9 +35,10 @@ fn the_readme_shows_each_presets_documented_format() {
     }
 }
 
-/// Every README block that starts with `$ pausewatch analyze ...` is that
-/// command's output: the whole of it, or its first lines when the block
-/// ends in `...`.
+/// Every README block that starts with `$ pausewatch analyze ...` or
+/// `$ pausewatch compare ...` is that command's output: the whole of it, or
+/// its first lines when the block ends in `...`. A comparison whose gate
+/// fails exits 1, as documented.
 #[test]
 fn the_readme_analyze_examples_are_what_the_commands_print() {
     let readme = readme();
@@ -64,7 +65,8 @@ fn the_readme_analyze_examples_are_what_the_commands_print() {
         let Some(command) = block.first().and_then(|l| l.strip_prefix("$ ")) else {
             continue;
         };
-        if !command.starts_with("pausewatch analyze") {
+        if !command.starts_with("pausewatch analyze") && !command.starts_with("pausewatch compare")
+        {
             continue;
         }
         let output = Command::new("sh")
@@ -73,8 +75,9 @@ fn the_readme_analyze_examples_are_what_the_commands_print() {
             .env("PATH", &path)
             .output()
             .unwrap();
+        let gate_failed = command.contains("--fail-if") && output.status.code() == Some(1);
         assert!(
-            output.status.success(),
+            output.status.success() || gate_failed,
             "{command}: {}",
             String::from_utf8_lossy(&output.stderr)
         );

@@ -154,6 +154,29 @@ pub struct AnalyzeOptions {
     pub jvm_start: Option<DateTime<Utc>>,
     pub include_events: bool,
     pub latency: Option<LatencyInput>,
+    /// Leave out the events and requests of the run's first seconds (its
+    /// warm-up), counted from its first event with a wall-clock time.
+    pub skip_first_seconds: Option<f64>,
+}
+
+/// When an event ended (or happened), on the wall clock.
+fn event_wall_time(event: &GcEvent) -> Option<DateTime<Utc>> {
+    match event {
+        GcEvent::Pause(p) => p.end.wall,
+        GcEvent::Safepoint(s) => s.end.wall,
+        GcEvent::ConcurrentPhase(c) => c.end.wall,
+        GcEvent::Cycle(c) => c.end.wall,
+        GcEvent::Stall(s) => s.end.wall,
+        GcEvent::JvmRestart(r) => r.time.wall,
+    }
+}
+
+/// The end of the warm-up `skip_seconds` long: `None` when nothing is to be
+/// skipped or no event has a wall-clock time.
+fn warm_up_end(events: &[GcEvent], skip_seconds: Option<f64>) -> Option<DateTime<Utc>> {
+    let skip = skip_seconds.filter(|s| *s > 0.0)?;
+    let first = events.iter().find_map(event_wall_time)?;
+    first.checked_add_signed(pausewatch_parsers::seconds_to_duration(skip))
 }
 
 pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
@@ -177,8 +200,12 @@ pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
             .collect();
         (gc.join().expect("the GC-log reader panicked"), access_logs)
     });
-    let (files, (events, parser)) = parsed?;
+    let (files, (mut events, parser)) = parsed?;
     let access_logs = access_logs?;
+    let warm_up_end = warm_up_end(&events, options.skip_first_seconds);
+    if let Some(end) = warm_up_end {
+        events.retain(|e| event_wall_time(e).is_none_or(|t| t >= end));
+    }
     let mut stops = StopIndex::default();
     for event in &events {
         if let Some(stop) = stop_of(event) {
@@ -196,6 +223,9 @@ pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
             report.access_logs.push(summary);
             report.warnings.extend(warning);
             requests.extend(read);
+        }
+        if let Some(end) = warm_up_end {
+            requests.retain(|r| r.start >= end);
         }
         if has_stops_without_time {
             report.warnings.push(

@@ -2,7 +2,10 @@
 //! recorded log, the demo, and the Prometheus rules for a configuration.
 
 pub mod analyze;
+pub mod chart;
+pub mod compare;
 pub mod demo;
 pub mod replay;
+pub mod report;
 pub mod rules;
 pub mod run;

@@ -23,7 +23,8 @@ pub struct ReplayOptions {
 /// `2022-01-29T16:34:51.654+0000`, HotSpot's `time` decoration.
 const TIME_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.3f%z";
 
-fn retimed(line: &str, shift: chrono::Duration) -> String {
+/// `line` with its `time` decoration moved by `shift`.
+pub fn retimed(line: &str, shift: chrono::Duration) -> String {
     let Some(rest) = line.strip_prefix('[') else {
         return line.to_string();
     };

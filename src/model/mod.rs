@@ -10,6 +10,7 @@ pub mod jvm;
 pub mod latency;
 pub mod minutes;
 pub mod mxbean;
+pub mod rank_test;
 pub mod runtime;
 
 use std::time::Duration;
