@@ -222,13 +222,13 @@ impl Agent {
 
     /// Starts one delivery thread per configured sink.
     fn start_senders(&mut self) {
-        let alerts = &self.config.alerts;
-        let sinks = alerts
-            .alertmanager_url
+        let sinks = &self.config.alert_sinks;
+        let sinks = sinks
+            .alertmanager
             .clone()
             .map(Sink::Alertmanager)
             .into_iter()
-            .chain(alerts.webhook_url.clone().map(Sink::Webhook));
+            .chain(sinks.webhook.clone().map(Sink::Webhook));
         let counters = self.store.write().deliveries.clone();
         for sink in sinks {
             let (sender, receiver) = mpsc::channel();

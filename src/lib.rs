@@ -12,6 +12,7 @@ pub mod commands;
 pub mod config;
 pub mod export;
 pub mod follow;
+pub mod http_client;
 pub mod model;
 pub mod server;
 pub mod sources;

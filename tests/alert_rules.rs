@@ -1387,12 +1387,13 @@ enabled = false
 "#;
     let config = parse_config(text).unwrap_or_else(|e| panic!("{e}"));
     let alerts = &config.alerts;
+    let sinks = &config.alert_sinks;
     assert_eq!(
-        alerts.alertmanager_url.as_deref(),
+        sinks.alertmanager.as_ref().map(|e| e.url.as_str()),
         Some("http://127.0.0.1:9093")
     );
     assert_eq!(
-        alerts.webhook_url.as_deref(),
+        sinks.webhook.as_ref().map(|e| e.url.as_str()),
         Some("http://127.0.0.1:8080/hook")
     );
     assert_eq!(alerts.evaluation_interval, Duration::from_secs(15));

@@ -28,34 +28,16 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Timelike, Utc};
+use common::alertmanager_or_skip;
 use serde_json::Value;
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pausewatch");
 const ALERT: &str = "PauseBudgetExceeded";
 
 fn fixture_log() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/latency/jdk17-parallel/gc.log")
-}
-
-/// `prometheus-alertmanager` (Debian) or `alertmanager` (upstream) on PATH.
-fn alertmanager_binary() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    ["prometheus-alertmanager", "alertmanager"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .chain([PathBuf::from("/usr/bin/prometheus-alertmanager")])
-        .find(|candidate| candidate.is_file())
-}
-
-fn skip_without_alertmanager(test: &str) -> Option<PathBuf> {
-    let binary = alertmanager_binary();
-    if binary.is_none() {
-        eprintln!(
-            "\n*** SKIPPED {test}: prometheus-alertmanager is not installed \
-             (apt-get install prometheus-alertmanager) ***\n"
-        );
-    }
-    binary
 }
 
 fn free_port() -> u16 {
@@ -427,7 +409,7 @@ fn time_left_until(minute_end: DateTime<Utc>, slack: Duration) -> Duration {
 
 #[test]
 fn fires_in_alertmanager_and_resolves() {
-    let Some(binary) = skip_without_alertmanager("fires_in_alertmanager_and_resolves") else {
+    let Some(binary) = alertmanager_or_skip("fires_in_alertmanager_and_resolves") else {
         return;
     };
     let started = Instant::now();
@@ -544,8 +526,7 @@ fn fires_in_alertmanager_and_resolves() {
 
 #[test]
 fn reaches_alertmanager_that_was_down_when_it_fired() {
-    let Some(binary) =
-        skip_without_alertmanager("reaches_alertmanager_that_was_down_when_it_fired")
+    let Some(binary) = alertmanager_or_skip("reaches_alertmanager_that_was_down_when_it_fired")
     else {
         return;
     };

@@ -107,6 +107,7 @@ fn config(port: u16, path: &str, timeout: Duration) -> HistogramSourceConfig {
             .into_iter()
             .collect(),
         timeout,
+        client: Default::default(),
     }
 }
 
@@ -252,7 +253,7 @@ fn scripted_minutes_over_http() {
         } else {
             Answer::Ok(app.render())
         };
-        match fetch(&config) {
+        match fetch(&config.client().unwrap()) {
             Ok(text) => {
                 let buckets = parse_buckets(&text, METRIC, &config.matchers).unwrap();
                 emitted.extend(accumulator.observe(at, buckets));
@@ -335,7 +336,7 @@ fn fetch_reports_connection_refused() {
         listener.local_addr().unwrap().port()
     };
     let config = config(port, "/metrics", Duration::from_secs(2));
-    let error = fetch(&config).unwrap_err();
+    let error = fetch(&config.client().unwrap()).unwrap_err();
     eprintln!("{error}");
     assert!(error.contains("connection refused"), "{error}");
     assert!(error.contains(&config.url), "{error}");
@@ -346,19 +347,19 @@ fn fetch_reports_http_errors() {
     let server = serve();
     *server.answer.lock().unwrap() = Answer::Status(500);
     let config = config(server.port, "/metrics", Duration::from_secs(2));
-    let error = fetch(&config).unwrap_err();
+    let error = fetch(&config.client().unwrap()).unwrap_err();
     eprintln!("{error}");
     assert!(error.contains("HTTP 500"), "{error}");
     assert!(error.contains("status 500 from the test server"), "{error}");
     assert!(error.contains(&config.url), "{error}");
 
     *server.answer.lock().unwrap() = Answer::Status(404);
-    let error = fetch(&config).unwrap_err();
+    let error = fetch(&config.client().unwrap()).unwrap_err();
     assert!(error.contains("HTTP 404"), "{error}");
 
     // A 200 without the histogram: fetch succeeds, parsing says what is missing.
     *server.answer.lock().unwrap() = Answer::Ok("up 1\n".to_string());
-    let text = fetch(&config).unwrap();
+    let text = fetch(&config.client().unwrap()).unwrap();
     let error = parse_buckets(&text, METRIC, &config.matchers).unwrap_err();
     assert!(
         error.contains("no `http_server_requests_seconds_bucket` samples"),
@@ -371,7 +372,7 @@ fn assert_fetch_times_out(path: &str) {
     let server = serve();
     let config = config(server.port, path, Duration::from_millis(300));
     let started = Instant::now();
-    let error = fetch(&config).unwrap_err();
+    let error = fetch(&config.client().unwrap()).unwrap_err();
     let took = started.elapsed();
     eprintln!("{error} ({took:?})");
     assert!(error.contains("timed out after 300ms"), "{error}");

@@ -12,6 +12,7 @@ use std::time::Duration;
 use chrono::Utc;
 use pausewatch::alerts::sinks::{sender_loop, Sink};
 use pausewatch::alerts::AlertEngine;
+use pausewatch::config::Endpoint;
 use pausewatch::model::alerts::{Alert, AlertState, AlertsConfig, DeliveryCounters, Notification};
 use pausewatch::model::jvm::JvmState;
 use pausewatch::store::{AgentState, StreamId, StreamState};
@@ -84,7 +85,13 @@ fn webhook_gets_each_transition_once_and_survives_a_failing_receiver() {
     let (notify, notifications) = mpsc::channel();
     let counters = Arc::new(Mutex::new(DeliveryCounters::default()));
     let thread_counters = counters.clone();
-    std::thread::spawn(move || sender_loop(Sink::Webhook(url), notifications, thread_counters));
+    std::thread::spawn(move || {
+        sender_loop(
+            Sink::Webhook(Endpoint::plain(url)),
+            notifications,
+            thread_counters,
+        )
+    });
     for (state, repeat) in [
         (AlertState::Firing, false),
         (AlertState::Firing, true),
@@ -158,7 +165,9 @@ fn webhook_payloads_validate_against_the_published_schema() {
     let (url, received) = receiver(0);
     let (notify, notifications) = mpsc::channel();
     let counters = Arc::new(Mutex::new(DeliveryCounters::default()));
-    std::thread::spawn(move || sender_loop(Sink::Webhook(url), notifications, counters));
+    std::thread::spawn(move || {
+        sender_loop(Sink::Webhook(Endpoint::plain(url)), notifications, counters)
+    });
     for now in ["2026-11-30T02:22:00Z", "2026-11-30T02:23:00Z"] {
         for notification in engine.evaluate(&config, &state, now.parse().unwrap()) {
             notify.send(notification).unwrap();

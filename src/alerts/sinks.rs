@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::config::Endpoint;
+use crate::http_client::HttpClient;
 use crate::model::alerts::{Alert, DeliveryCounters, Notification};
 
 /// Alertmanager API v2 alert.
@@ -29,32 +31,28 @@ fn alertmanager_body(alerts: &[Alert]) -> serde_json::Value {
     )
 }
 
-fn post_json(url: &str, body: &serde_json::Value) -> Result<(), String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(5)))
-        .http_status_as_error(false)
-        .proxy(None)
-        .user_agent(concat!("pausewatch/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .into();
-    let response = agent
-        .post(url)
+fn post_json(client: &HttpClient, body: &serde_json::Value) -> Result<(), String> {
+    let response = client
+        .post()
         .header("Content-Type", "application/json")
         .send(body.to_string())
-        .map_err(|e| format!("POST {url}: {e}"))?;
+        .map_err(|e| client.describe("POST", e))?;
     if response.status().is_success() {
         Ok(())
     } else {
-        Err(format!("POST {url}: HTTP {}", response.status()))
+        Err(client.status_error("POST", response.status()))
     }
 }
+
+/// How long one delivery attempt may take, TLS handshake included.
+const DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Where alerts go, besides the agent's log.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Sink {
     /// Alertmanager's base URL; alerts are posted to `/api/v2/alerts`.
-    Alertmanager(String),
-    Webhook(String),
+    Alertmanager(Endpoint),
+    Webhook(Endpoint),
 }
 
 impl Sink {
@@ -71,10 +69,18 @@ impl Sink {
         matches!(self, Sink::Alertmanager(_)) || !notification.repeat
     }
 
+    fn endpoint(&self) -> &Endpoint {
+        match self {
+            Sink::Alertmanager(endpoint) | Sink::Webhook(endpoint) => endpoint,
+        }
+    }
+
     fn url(&self) -> String {
         match self {
-            Sink::Alertmanager(base) => format!("{}/api/v2/alerts", base.trim_end_matches('/')),
-            Sink::Webhook(url) => url.clone(),
+            Sink::Alertmanager(base) => {
+                format!("{}/api/v2/alerts", base.url.trim_end_matches('/'))
+            }
+            Sink::Webhook(endpoint) => endpoint.url.clone(),
         }
     }
 
@@ -105,7 +111,13 @@ pub fn sender_loop(
     notifications: mpsc::Receiver<Notification>,
     counters: std::sync::Arc<std::sync::Mutex<DeliveryCounters>>,
 ) {
-    let url = sink.url();
+    let client = match HttpClient::new(&sink.url(), &sink.endpoint().client, DELIVERY_TIMEOUT) {
+        Ok(client) => client,
+        Err(error) => {
+            tracing::error!(sink = sink.name(), %error, "alert sink not started");
+            return;
+        }
+    };
     let mut queue: VecDeque<Pending> = VecDeque::new();
     // When the failed delivery at the front is due again. A deadline, not a
     // timeout: notifications arriving meanwhile (re-sends every
@@ -144,7 +156,7 @@ pub fn sender_loop(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         while let Some(pending) = queue.front_mut() {
-            match post_json(&url, &pending.body) {
+            match post_json(&client, &pending.body) {
                 Ok(()) => {
                     count(|c| &mut c.delivered);
                     queue.pop_front();

@@ -8,6 +8,7 @@ use std::ops::Range;
 
 use toml::{Spanned, Value};
 
+use super::http_client::Endpoint;
 use super::spans::{key, ConfigError, Ctx, Seg};
 use super::{label_problem, LabelUse};
 use crate::model::alerts::{AlertsConfig, RegressionStatistic, RuleKind, RuleSettings, Thresholds};
@@ -15,30 +16,37 @@ use crate::model::alerts::{AlertsConfig, RegressionStatistic, RuleKind, RuleSett
 /// The `[alerts]` table, each key with its span.
 pub(super) type RawAlerts = BTreeMap<Spanned<String>, Spanned<Value>>;
 
+/// The alert sinks: `alertmanager_url` and `webhook_url`, each with the
+/// connection settings of its own table (`[alerts.alertmanager]`,
+/// `[alerts.webhook]`; not under the URL keys, which stay plain strings).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AlertSinks {
+    pub alertmanager: Option<Endpoint>,
+    pub webhook: Option<Endpoint>,
+}
+
+/// A sink's URL and its settings table, as found in `[alerts]`.
+#[derive(Default)]
+struct RawSink<'a> {
+    url: Option<String>,
+    settings: Option<(&'a Spanned<String>, &'a Spanned<Value>)>,
+}
+
 impl Ctx<'_> {
     pub(super) fn alerts(
         &self,
         raw: &RawAlerts,
         alerts: &mut AlertsConfig,
-    ) -> Result<(), ConfigError> {
+    ) -> Result<AlertSinks, ConfigError> {
+        let mut alertmanager = RawSink::default();
+        let mut webhook = RawSink::default();
         for (name, value) in raw {
             let path = [key("alerts"), Seg::Key(name.get_ref().clone())];
             match name.get_ref().as_str() {
-                "alertmanager_url" | "webhook_url" => {
-                    let url = self.string(value, &path)?.trim().to_string();
-                    if !url.starts_with("http://") && !url.starts_with("https://") {
-                        return Err(self.err(
-                            value.span(),
-                            &path,
-                            format!("{url:?} is not an http:// URL"),
-                        ));
-                    }
-                    if name.get_ref() == "alertmanager_url" {
-                        alerts.alertmanager_url = Some(url);
-                    } else {
-                        alerts.webhook_url = Some(url);
-                    }
-                }
+                "alertmanager_url" => alertmanager.url = Some(self.outgoing_url(value, &path)?),
+                "webhook_url" => webhook.url = Some(self.outgoing_url(value, &path)?),
+                "alertmanager" => alertmanager.settings = Some((name, value)),
+                "webhook" => webhook.settings = Some((name, value)),
                 "evaluation_interval" => {
                     alerts.evaluation_interval = self.positive_duration(value, &path)?
                 }
@@ -54,7 +62,7 @@ impl Ctx<'_> {
                             name.span(),
                             &path,
                             format!(
-                                "unknown key; expected alertmanager_url, webhook_url, evaluation_interval, resend_interval, labels or a rule: {}",
+                                "unknown key; expected alertmanager_url, webhook_url, alertmanager, webhook, evaluation_interval, resend_interval, labels or a rule: {}",
                                 known.join(", ")
                             ),
                         ));
@@ -78,7 +86,34 @@ impl Ctx<'_> {
                 }
             }
         }
-        Ok(())
+        Ok(AlertSinks {
+            alertmanager: self.sink(alertmanager, "alertmanager_url")?,
+            webhook: self.sink(webhook, "webhook_url")?,
+        })
+    }
+
+    /// The sink's endpoint, when its URL is given.
+    fn sink(&self, raw: RawSink, url_key: &str) -> Result<Option<Endpoint>, ConfigError> {
+        let settings = raw.settings.map(|(name, value)| {
+            let path = [key("alerts"), Seg::Key(name.get_ref().clone())];
+            (path, name.span(), value)
+        });
+        match (raw.url, settings) {
+            (None, None) => Ok(None),
+            (Some(url), None) => Ok(Some(Endpoint::plain(url))),
+            (None, Some((path, span, _))) => Err(self.err(
+                span,
+                &path,
+                format!("connection settings without a URL: set [alerts] {url_key}"),
+            )),
+            (Some(url), Some((path, span, value))) => {
+                let Value::Table(table) = value.get_ref() else {
+                    return Err(self.type_err(value, &path, "a table of connection settings"));
+                };
+                let client = self.http_client(table, &path, span, &url)?;
+                Ok(Some(Endpoint { url, client }))
+            }
+        }
     }
 
     fn rule(

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use toml::{Spanned, Value};
 
 use super::gc_log::GcLogSource;
+use super::http_client::{HttpClientConfig, KEYS};
 use super::serialize_duration;
 use super::spans::{key, ConfigError, Ctx, Seg};
 
@@ -24,6 +25,9 @@ pub struct LatencyHistogramSource {
     /// The live path of the GC log whose JVM serves these requests: named,
     /// or the only `[[gc_log]]` when that is a plain path.
     pub gc_log: String,
+    /// TLS and credentials: not printed with the effective config.
+    #[serde(skip)]
+    pub client: HttpClientConfig,
 }
 
 #[derive(Deserialize)]
@@ -34,6 +38,28 @@ pub(super) struct RawHistogram {
     matchers: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     interval: Option<Spanned<Value>>,
     gc_log: Option<Spanned<Value>>,
+    tls_config: Option<Spanned<Value>>,
+    basic_auth: Option<Spanned<Value>>,
+    authorization: Option<Spanned<Value>>,
+    bearer_token: Option<Spanned<Value>>,
+    bearer_token_file: Option<Spanned<Value>>,
+}
+
+impl RawHistogram {
+    /// The connection settings, as a table for [`Ctx::http_client`].
+    fn client_settings(&self) -> toml::Table {
+        let values = [
+            &self.tls_config,
+            &self.basic_auth,
+            &self.authorization,
+            &self.bearer_token,
+            &self.bearer_token_file,
+        ];
+        KEYS.iter()
+            .zip(values)
+            .filter_map(|(k, v)| Some((k.to_string(), v.as_ref()?.get_ref().clone())))
+            .collect()
+    }
 }
 
 impl Ctx<'_> {
@@ -45,16 +71,16 @@ impl Ctx<'_> {
     ) -> Result<LatencyHistogramSource, ConfigError> {
         let at = |k: &str| vec![key("latency_histogram"), Seg::Index(i), key(k)];
         let r = raw.get_ref();
-        let url = self.required_string(
-            raw.span(),
-            &r.url,
-            &at("url"),
-            "the http:// address of the application's metrics",
-        )?;
-        if !url.starts_with("http://") {
-            let span = r.url.as_ref().map_or(raw.span(), |v| v.span());
-            return Err(self.err(span, &at("url"), format!("{url:?} is not an http:// URL")));
-        }
+        let Some(raw_url) = &r.url else {
+            return Err(self.err(
+                raw.span(),
+                &at("url"),
+                "missing required key `url` (the http:// or https:// address of the application's metrics)",
+            ));
+        };
+        let url = self.outgoing_url(raw_url, &at("url"))?;
+        let section = [key("latency_histogram"), Seg::Index(i)];
+        let client = self.http_client(&r.client_settings(), &section, raw.span(), &url)?;
         let interval = match &r.interval {
             None => Duration::from_secs(15),
             Some(v) => self.duration(v, &at("interval"))?,
@@ -72,6 +98,7 @@ impl Ctx<'_> {
                 .collect(),
             interval,
             gc_log: self.gc_link(raw.span(), &r.gc_log, &at("gc_log"), gc_logs)?,
+            client,
         })
     }
 }
@@ -81,15 +108,16 @@ mod tests {
     use super::super::tests::parse_err;
 
     #[test]
-    fn histogram_url_must_be_plain_http() {
-        parse_err(
+    fn histogram_url_must_be_http_or_https() {
+        let e = parse_err(
             &[
                 "[[latency_histogram]]",
-                "url = \"https://x\"",
+                "url = \"ftp://x/metrics\"",
                 "gc_log = \"/a/gc.log\"",
             ],
             2,
             "latency_histogram[0].url",
         );
+        assert!(e.message.contains("not an http:// or https:// URL"), "{e}");
     }
 }

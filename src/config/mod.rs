@@ -17,6 +17,7 @@ mod access_log;
 mod alerts;
 mod correlation;
 mod gc_log;
+mod http_client;
 mod latency_histogram;
 mod spans;
 
@@ -28,8 +29,10 @@ use serde::{Deserialize, Serialize, Serializer};
 use toml::{Spanned, Value};
 
 pub use access_log::AccessLogSource;
+pub use alerts::AlertSinks;
 pub use correlation::CorrelationConfig;
 pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
+pub use http_client::{ClientIdentity, Endpoint, HttpClientConfig, Secret, TlsSettings};
 pub use latency_histogram::LatencyHistogramSource;
 pub use spans::ConfigError;
 
@@ -132,6 +135,9 @@ pub struct Config {
     /// Not printed with the effective config: rules read back only from their tables.
     #[serde(skip)]
     pub alerts: AlertsConfig,
+    /// Where alerts go: not printed, they carry credentials.
+    #[serde(skip)]
+    pub alert_sinks: AlertSinks,
 }
 
 impl Default for Config {
@@ -149,6 +155,7 @@ impl Default for Config {
             latency_histogram: Vec::new(),
             correlation: CorrelationConfig::default(),
             alerts: AlertsConfig::default(),
+            alert_sinks: AlertSinks::default(),
         }
     }
 }
@@ -257,7 +264,7 @@ impl Ctx<'_> {
             config.alerts.thresholds.tail_slo = slo;
         }
         if let Some(raw_alerts) = &raw.alerts {
-            self.alerts(raw_alerts, &mut config.alerts)?;
+            config.alert_sinks = self.alerts(raw_alerts, &mut config.alerts)?;
         }
         Ok(config)
     }

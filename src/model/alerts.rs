@@ -180,8 +180,6 @@ impl RuleSettings {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AlertsConfig {
-    pub alertmanager_url: Option<String>,
-    pub webhook_url: Option<String>,
     #[serde(serialize_with = "serialize_duration")]
     pub evaluation_interval: Duration,
     /// Alertmanager forgets an alert not re-sent within its resolve timeout.
@@ -196,8 +194,6 @@ pub struct AlertsConfig {
 impl Default for AlertsConfig {
     fn default() -> Self {
         AlertsConfig {
-            alertmanager_url: None,
-            webhook_url: None,
             evaluation_interval: Duration::from_secs(60),
             resend_interval: Duration::from_secs(60),
             labels: BTreeMap::new(),

@@ -38,7 +38,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::sync::mpsc;
 
 use super::{Source, SourceCheckpoint, SourceKey};
-use crate::config::LatencyHistogramSource;
+use crate::config::{HttpClientConfig, LatencyHistogramSource};
+use crate::http_client::HttpClient;
 use crate::model::correlate::LatencySummary;
 use crate::model::histogram::histogram_quantile;
 use crate::model::latency::LatencyState;
@@ -46,9 +47,9 @@ use crate::model::minutes::minute_start;
 use crate::store::{AgentState, Store};
 
 /// Where and what to scrape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct HistogramSourceConfig {
-    /// A plain `http://` URL, e.g. `http://127.0.0.1:8080/actuator/prometheus`.
+    /// An `http://` or `https://` URL, e.g. `http://127.0.0.1:8080/actuator/prometheus`.
     pub url: String,
     /// The histogram's base name without `_bucket`, e.g. `http_server_requests_seconds`.
     pub metric: String,
@@ -57,6 +58,15 @@ pub struct HistogramSourceConfig {
     pub matchers: BTreeMap<String, String>,
     /// The whole exchange (connect, request, response and body) must finish within it.
     pub timeout: Duration,
+    /// TLS and credentials.
+    pub client: HttpClientConfig,
+}
+
+impl HistogramSourceConfig {
+    /// The client every scrape of this source uses.
+    pub fn client(&self) -> Result<HttpClient, String> {
+        HttpClient::new(&self.url, &self.client, self.timeout)
+    }
 }
 
 /// Cumulative bucket counts, sorted by bound: `(le, count)` with
@@ -76,35 +86,15 @@ const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 /// gap has no baseline).
 pub const MAX_GAP_MINUTES: i64 = 60;
 
-/// GETs the exposition over plain HTTP with [`ACCEPT`] and the config's
-/// timeout. Every failure (refused connection, timeout, non-2xx status,
-/// unreadable body, `https://`) is an `Err` that names the URL; never panics.
-pub fn fetch(config: &HistogramSourceConfig) -> Result<String, String> {
-    let url = config.url.as_str();
-    let scheme_end = url.find("://").map(|i| url[..i].to_ascii_lowercase());
-    match scheme_end.as_deref() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(format!(
-                "GET {url}: https is not supported (this agent scrapes plain http:// only, without TLS)"
-            ))
-        }
-        _ => return Err(format!("GET {url}: not an http:// URL")),
-    }
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(config.timeout))
-        // Statuses are reported below with the start of the body.
-        .http_status_as_error(false)
-        // A local scrape target: ignore http_proxy and friends.
-        .proxy(None)
-        .user_agent(concat!("pausewatch/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .into();
-    let mut response = agent
-        .get(url)
+/// GETs the exposition with [`ACCEPT`]. Every failure (refused connection,
+/// timeout, TLS, non-2xx status, unreadable body) is an `Err` that names the
+/// URL; never panics.
+pub fn fetch(client: &HttpClient) -> Result<String, String> {
+    let mut response = client
+        .get()
         .header("Accept", ACCEPT)
         .call()
-        .map_err(|error| describe_error(url, config.timeout, error))?;
+        .map_err(|error| client.describe("GET", error))?;
     let status = response.status();
     if !status.is_success() {
         let body = response
@@ -115,7 +105,7 @@ pub fn fetch(config: &HistogramSourceConfig) -> Result<String, String> {
             .read_to_string()
             .unwrap_or_default();
         let excerpt: String = body.trim().chars().take(200).collect();
-        let mut message = format!("GET {url}: HTTP {status}");
+        let mut message = client.status_error("GET", status);
         if !excerpt.is_empty() {
             let _ = write!(message, ": {excerpt}");
         }
@@ -126,25 +116,7 @@ pub fn fetch(config: &HistogramSourceConfig) -> Result<String, String> {
         .with_config()
         .limit(MAX_BODY_BYTES)
         .read_to_string()
-        .map_err(|error| describe_error(url, config.timeout, error))
-}
-
-fn describe_error(url: &str, timeout: Duration, error: ureq::Error) -> String {
-    match error {
-        ureq::Error::Timeout(which) => {
-            format!("GET {url}: timed out after {timeout:?} ({which})")
-        }
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            format!("GET {url}: connection refused ({io})")
-        }
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
-            format!("GET {url}: timed out after {timeout:?} ({io})")
-        }
-        ureq::Error::BodyExceedsLimit(limit) => {
-            format!("GET {url}: response body larger than {limit} bytes")
-        }
-        other => format!("GET {url}: {other}"),
-    }
+        .map_err(|error| client.describe("GET", error))
 }
 
 /// The cumulative counts of `<metric>_bucket`, summed per `le` over every
@@ -678,15 +650,21 @@ impl HistogramSource {
             metric: source.metric.clone(),
             matchers: source.matchers.clone(),
             timeout: source.interval.min(Duration::from_secs(5)),
+            client: source.client.clone(),
         };
         let interval = source.interval;
-        std::thread::spawn(move || loop {
-            let scraped = fetch(&config)
-                .and_then(|text| parse_buckets(&text, &config.metric, &config.matchers));
-            if sender.send((Utc::now(), scraped)).is_err() {
-                return;
+        std::thread::spawn(move || {
+            let client = config.client();
+            loop {
+                let scraped = client.as_ref().map_err(String::clone).and_then(|client| {
+                    let text = fetch(client)?;
+                    parse_buckets(&text, &config.metric, &config.matchers)
+                });
+                if sender.send((Utc::now(), scraped)).is_err() {
+                    return;
+                }
+                std::thread::sleep(interval);
             }
-            std::thread::sleep(interval);
         });
         HistogramSource::resume(source, restored, scrapes)
     }
@@ -1261,20 +1239,6 @@ lat_bucket{uri="/b",le="+Inf"} 2
         .is_err());
     }
 
-    #[test]
-    fn fetch_rejects_urls_it_cannot_scrape() {
-        let config = |url: &str| HistogramSourceConfig {
-            url: url.to_string(),
-            metric: "lat".to_string(),
-            matchers: BTreeMap::new(),
-            timeout: Duration::from_millis(200),
-        };
-        let error = fetch(&config("https://127.0.0.1:1/metrics")).unwrap_err();
-        assert!(error.contains("https is not supported"), "{error}");
-        let error = fetch(&config("127.0.0.1:1/metrics")).unwrap_err();
-        assert!(error.contains("not an http:// URL"), "{error}");
-    }
-
     /// Minute 10:00 is closed by the scrape at 10:01:10 but has no baseline;
     /// the scrape at 10:02:10 closes 10:01, whose delta runs from the last
     /// scrape at or before 10:01 (0 requests) to the last at or before 10:02
@@ -1287,6 +1251,7 @@ lat_bucket{uri="/b",le="+Inf"} 2
             matchers: BTreeMap::new(),
             interval: Duration::from_secs(20),
             gc_log: "/l/gc.log".into(),
+            client: Default::default(),
         };
         let buckets = |fast: f64, all: f64| vec![(0.1, fast), (0.5, all), (INF, all)];
         let run = |restored: Option<SourceCheckpoint>, scrapes: Vec<Scraped>| {

@@ -403,6 +403,30 @@ impl Drop for Children {
     }
 }
 
+// ---------------------------------------------------------------- Alertmanager
+
+/// `prometheus-alertmanager` (Debian) or `alertmanager` (upstream) on PATH.
+pub fn alertmanager_binary() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    ["prometheus-alertmanager", "alertmanager"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .chain([PathBuf::from("/usr/bin/prometheus-alertmanager")])
+        .find(|candidate| candidate.is_file())
+}
+
+/// [`alertmanager_binary`]; without one, prints a loud SKIPPED line for `test`.
+pub fn alertmanager_or_skip(test: &str) -> Option<PathBuf> {
+    let binary = alertmanager_binary();
+    if binary.is_none() {
+        eprintln!(
+            "\n*** SKIPPED {test}: prometheus-alertmanager is not installed \
+             (apt-get install prometheus-alertmanager) ***\n"
+        );
+    }
+    binary
+}
+
 // ---------------------------------------------------------------- Prometheus
 
 /// `/usr/bin/prometheus` (Debian's package, which CI installs), else the first

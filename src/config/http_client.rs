@@ -1,0 +1,707 @@
+//! The connection settings of every outgoing URL (`[alerts.alertmanager]`,
+//! `[alerts.webhook]`, `[[latency_histogram]]`), spelled as in Prometheus'
+//! `http_config`: `tls_config`, `basic_auth`, `authorization`, `bearer_token`
+//! and `bearer_token_file`.
+//!
+//! Every file is read and checked here, once, at load: a CA file that is not
+//! PEM, a client key that does not match its certificate or an unreadable
+//! password file is a config error on its key's line, not a delivery failure
+//! an hour later. Files are not read again while running (restart to apply a
+//! rotated certificate or token, as for any other setting). Relative paths are
+//! relative to the config file's directory.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use toml::{Spanned, Value};
+
+use super::spans::{key, ConfigError, Ctx, Seg};
+
+/// The keys of a connection's settings, in the order the README lists them.
+pub(super) const KEYS: [&str; 5] = [
+    "tls_config",
+    "basic_auth",
+    "authorization",
+    "bearer_token",
+    "bearer_token_file",
+];
+
+/// An outgoing URL with the settings of its connection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    pub url: String,
+    pub client: HttpClientConfig,
+}
+
+impl Endpoint {
+    /// A URL with no credentials and default TLS (system roots for `https://`).
+    pub fn plain(url: impl Into<String>) -> Endpoint {
+        Endpoint {
+            url: url.into(),
+            client: HttpClientConfig::default(),
+        }
+    }
+}
+
+/// TLS and credentials for one outgoing URL, loaded and checked.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpClientConfig {
+    pub tls: TlsSettings,
+    /// The whole `Authorization` header value.
+    pub authorization: Option<Secret>,
+}
+
+/// `tls_config`: the files (resolved) and what they hold.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TlsSettings {
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    /// Verified against the certificate and sent as SNI instead of the URL's host.
+    pub server_name: Option<String>,
+    pub insecure_skip_verify: bool,
+    /// The CA file's certificates: the only roots trusted when given.
+    pub roots: Option<Vec<CertificateDer<'static>>>,
+    pub identity: Option<ClientIdentity>,
+}
+
+/// A client certificate chain and its key, known to match.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientIdentity {
+    pub chain: Vec<CertificateDer<'static>>,
+    /// The key file's PEM text, the form ureq takes a key in.
+    pub key_pem: Secret,
+}
+
+/// A header value that must not reach a log line, `/metrics` or a debug dump.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// A string value, or the trimmed content of the file named by `file_key`;
+/// what `password`/`password_file` and `credentials`/`credentials_file` share.
+struct Inline<'a> {
+    value_key: &'a str,
+    file_key: &'a str,
+}
+
+impl Ctx<'_> {
+    /// The connection settings found in `table` (which holds only [`KEYS`]
+    /// for sections with other keys of their own) for requests to `url`.
+    pub(super) fn http_client(
+        &self,
+        table: &toml::Table,
+        section: &[Seg],
+        section_span: Range<usize>,
+        url: &str,
+    ) -> Result<HttpClientConfig, ConfigError> {
+        self.only_keys(table, section, section_span.clone(), &KEYS)?;
+        let spanned = |k: &str| self.field(table, section, section_span.clone(), k);
+        let mut config = HttpClientConfig::default();
+        if let Some((value, path)) = spanned("tls_config") {
+            if !url.starts_with("https://") {
+                return Err(self.err(
+                    value.span(),
+                    &path,
+                    format!("{url:?} is plain http: TLS settings would be ignored; use an https:// URL or remove tls_config"),
+                ));
+            }
+            config.tls = self.tls_settings(&value, &path)?;
+        }
+        let given: Vec<_> = [
+            "basic_auth",
+            "authorization",
+            "bearer_token",
+            "bearer_token_file",
+        ]
+        .into_iter()
+        .filter_map(spanned)
+        .collect();
+        if let [_, (second, path), ..] = given.as_slice() {
+            return Err(self.err(
+                second.span(),
+                path,
+                "only one of basic_auth, authorization, bearer_token and bearer_token_file may be given",
+            ));
+        }
+        config.authorization = match given.into_iter().next() {
+            None => None,
+            Some((value, path)) => Some(self.authorization(&value, &path)?),
+        };
+        Ok(config)
+    }
+
+    /// An `http://` or `https://` URL without credentials in it (they
+    /// would be logged with every failed delivery: use basic_auth).
+    pub(super) fn outgoing_url(
+        &self,
+        value: &Spanned<Value>,
+        path: &[Seg],
+    ) -> Result<String, ConfigError> {
+        let url = self.non_empty(value, path)?;
+        let uri: ureq::http::Uri = url
+            .parse()
+            .map_err(|e| self.err(value.span(), path, format!("{url:?} is not a URL: {e}")))?;
+        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+            return Err(self.err(
+                value.span(),
+                path,
+                format!("{url:?} is not an http:// or https:// URL"),
+            ));
+        }
+        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+            return Err(self.err(
+                value.span(),
+                path,
+                "credentials in the URL would appear in logs; give them in basic_auth",
+            ));
+        }
+        Ok(url.to_string())
+    }
+
+    fn authorization(&self, value: &Spanned<Value>, path: &[Seg]) -> Result<Secret, ConfigError> {
+        let name = match path.last() {
+            Some(Seg::Key(name)) => name.as_str(),
+            _ => "",
+        };
+        let header = match name {
+            "bearer_token" => format!("Bearer {}", self.non_empty(value, path)?),
+            "bearer_token_file" => {
+                let file = self.resolve(self.non_empty(value, path)?);
+                format!("Bearer {}", self.secret_file(&file, value.span(), path)?)
+            }
+            "basic_auth" => {
+                let table = self.table(value, path)?;
+                let fields = ["username", "password", "password_file"];
+                self.only_keys(table, path, value.span(), &fields)?;
+                let username = match self.field(table, path, value.span(), "username") {
+                    Some((v, p)) => self.string(&v, &p)?.to_string(),
+                    None => {
+                        return Err(self.err(value.span(), path, "missing required key `username`"))
+                    }
+                };
+                let inline = Inline {
+                    value_key: "password",
+                    file_key: "password_file",
+                };
+                let password = self.inline_or_file(table, path, value.span(), &inline)?;
+                let pair = format!("{username}:{}", password.unwrap_or_default());
+                format!(
+                    "Basic {}",
+                    base64::engine::general_purpose::STANDARD.encode(pair)
+                )
+            }
+            _ => {
+                let table = self.table(value, path)?;
+                let fields = ["type", "credentials", "credentials_file"];
+                self.only_keys(table, path, value.span(), &fields)?;
+                let scheme = match self.field(table, path, value.span(), "type") {
+                    Some((v, p)) => self.non_empty(&v, &p)?.to_string(),
+                    None => "Bearer".to_string(),
+                };
+                let inline = Inline {
+                    value_key: "credentials",
+                    file_key: "credentials_file",
+                };
+                let Some(credentials) = self.inline_or_file(table, path, value.span(), &inline)?
+                else {
+                    return Err(self.err(
+                        value.span(),
+                        path,
+                        "missing required key `credentials` or `credentials_file`",
+                    ));
+                };
+                format!("{scheme} {credentials}")
+            }
+        };
+        Ok(Secret(header))
+    }
+
+    /// `value_key` or the content of `file_key`, not both.
+    fn inline_or_file(
+        &self,
+        table: &toml::Table,
+        path: &[Seg],
+        span: Range<usize>,
+        inline: &Inline,
+    ) -> Result<Option<String>, ConfigError> {
+        let value = self.field(table, path, span.clone(), inline.value_key);
+        let file = self.field(table, path, span.clone(), inline.file_key);
+        match (value, file) {
+            (Some(_), Some((v, p))) => Err(self.err(
+                v.span(),
+                &p,
+                format!(
+                    "give either {} or {}, not both",
+                    inline.value_key, inline.file_key
+                ),
+            )),
+            (Some((v, p)), None) => Ok(Some(self.string(&v, &p)?.to_string())),
+            (None, Some((v, p))) => {
+                let file = self.resolve(self.non_empty(&v, &p)?);
+                self.secret_file(&file, v.span(), &p).map(Some)
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
+    fn tls_settings(
+        &self,
+        value: &Spanned<Value>,
+        path: &[Seg],
+    ) -> Result<TlsSettings, ConfigError> {
+        let table = self.table(value, path)?;
+        let fields = [
+            "ca_file",
+            "cert_file",
+            "key_file",
+            "server_name",
+            "insecure_skip_verify",
+        ];
+        self.only_keys(table, path, value.span(), &fields)?;
+        let field = |k: &str| self.field(table, path, value.span(), k);
+        let mut tls = TlsSettings::default();
+        if let Some((v, p)) = field("server_name") {
+            let name = self.non_empty(&v, &p)?;
+            if rustls_pki_types::ServerName::try_from(name).is_err() {
+                return Err(self.err(
+                    v.span(),
+                    &p,
+                    format!("{name:?} is not a DNS name or IP address"),
+                ));
+            }
+            tls.server_name = Some(name.to_string());
+        }
+        if let Some((v, p)) = field("insecure_skip_verify") {
+            tls.insecure_skip_verify = v
+                .get_ref()
+                .as_bool()
+                .ok_or_else(|| self.type_err(&v, &p, "true or false"))?;
+        }
+        if let Some((v, p)) = field("ca_file") {
+            let file = self.resolve(self.non_empty(&v, &p)?);
+            let certificates = self.certificates(&file, v.span(), &p)?;
+            let mut store = rustls::RootCertStore::empty();
+            let (added, _) = store.add_parsable_certificates(certificates.iter().cloned());
+            if added == 0 {
+                return Err(self.err(
+                    v.span(),
+                    &p,
+                    format!("{}: no CA certificate rustls can use", file.display()),
+                ));
+            }
+            tls.roots = Some(certificates);
+            tls.ca_file = Some(file);
+        }
+        match (field("cert_file"), field("key_file")) {
+            (None, None) => {}
+            (Some((v, p)), None) | (None, Some((v, p))) => {
+                return Err(self.err(
+                    v.span(),
+                    &p,
+                    "cert_file and key_file go together: give both or neither",
+                ))
+            }
+            (Some((cv, cp)), Some((kv, kp))) => {
+                let cert_file = self.resolve(self.non_empty(&cv, &cp)?);
+                let key_file = self.resolve(self.non_empty(&kv, &kp)?);
+                let chain = self.certificates(&cert_file, cv.span(), &cp)?;
+                let key_pem = std::fs::read_to_string(&key_file).map_err(|e| {
+                    self.err(kv.span(), &kp, format!("{}: {e}", key_file.display()))
+                })?;
+                let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).map_err(|e| {
+                    self.err(
+                        kv.span(),
+                        &kp,
+                        format!("{}: no PEM private key: {e}", key_file.display()),
+                    )
+                })?;
+                // rustls checks that the key belongs to the certificate.
+                rustls::ClientConfig::builder_with_provider(Arc::new(
+                    rustls::crypto::ring::default_provider(),
+                ))
+                .with_safe_default_protocol_versions()
+                .and_then(|builder| {
+                    builder
+                        .with_root_certificates(rustls::RootCertStore::empty())
+                        .with_client_auth_cert(chain.clone(), key)
+                })
+                .map_err(|e| {
+                    self.err(
+                        kv.span(),
+                        &kp,
+                        format!(
+                            "{} does not fit {}: {e}",
+                            key_file.display(),
+                            cert_file.display()
+                        ),
+                    )
+                })?;
+                tls.identity = Some(ClientIdentity {
+                    chain,
+                    key_pem: Secret(key_pem),
+                });
+                tls.cert_file = Some(cert_file);
+                tls.key_file = Some(key_file);
+            }
+        }
+        Ok(tls)
+    }
+
+    /// Every certificate of a PEM file; at least one.
+    fn certificates(
+        &self,
+        file: &Path,
+        span: Range<usize>,
+        path: &[Seg],
+    ) -> Result<Vec<CertificateDer<'static>>, ConfigError> {
+        self.readable(file, span.clone(), path)?;
+        let not_pem = |detail: String| {
+            self.err(
+                span.clone(),
+                path,
+                format!("{}: not a PEM certificate file: {detail}", file.display()),
+            )
+        };
+        let certificates = CertificateDer::pem_file_iter(file)
+            .map_err(|e| not_pem(e.to_string()))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| not_pem(e.to_string()))?;
+        if certificates.is_empty() {
+            return Err(not_pem("no CERTIFICATE block".to_string()));
+        }
+        Ok(certificates)
+    }
+
+    /// The file's content, trimmed (a trailing newline is not part of a token).
+    fn secret_file(
+        &self,
+        file: &Path,
+        span: Range<usize>,
+        path: &[Seg],
+    ) -> Result<String, ConfigError> {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| self.err(span.clone(), path, format!("{}: {e}", file.display())))?;
+        let secret = text.trim();
+        if secret.is_empty() {
+            return Err(self.err(span, path, format!("{} is empty", file.display())));
+        }
+        Ok(secret.to_string())
+    }
+
+    fn readable(&self, file: &Path, span: Range<usize>, path: &[Seg]) -> Result<(), ConfigError> {
+        std::fs::File::open(file)
+            .map(drop)
+            .map_err(|e| self.err(span, path, format!("{}: {e}", file.display())))
+    }
+
+    /// Relative to the config file's directory, as Prometheus resolves them.
+    fn resolve(&self, file: &str) -> PathBuf {
+        let file = Path::new(file);
+        match self.origin.parent() {
+            Some(dir) if file.is_relative() => dir.join(file),
+            _ => file.to_path_buf(),
+        }
+    }
+
+    fn table<'v>(
+        &self,
+        value: &'v Spanned<Value>,
+        path: &[Seg],
+    ) -> Result<&'v toml::Table, ConfigError> {
+        value
+            .get_ref()
+            .as_table()
+            .ok_or_else(|| self.type_err(value, path, "a table"))
+    }
+
+    fn non_empty<'v>(
+        &self,
+        value: &'v Spanned<Value>,
+        path: &[Seg],
+    ) -> Result<&'v str, ConfigError> {
+        let text = self.string(value, path)?;
+        if text.trim().is_empty() {
+            return Err(self.err(value.span(), path, "must not be empty"));
+        }
+        Ok(text.trim())
+    }
+
+    /// `table[k]` with its own span and path.
+    fn field(
+        &self,
+        table: &toml::Table,
+        path: &[Seg],
+        span: Range<usize>,
+        k: &str,
+    ) -> Option<(Spanned<Value>, Vec<Seg>)> {
+        table.get(k).map(|v| {
+            let mut field_path = path.to_vec();
+            field_path.push(key(k));
+            let field_span = self.span_of(&field_path, span);
+            (Spanned::new(field_span, v.clone()), field_path)
+        })
+    }
+
+    fn only_keys(
+        &self,
+        table: &toml::Table,
+        path: &[Seg],
+        span: Range<usize>,
+        known: &[&str],
+    ) -> Result<(), ConfigError> {
+        match table.keys().find(|k| !known.contains(&k.as_str())) {
+            None => Ok(()),
+            Some(unknown) => {
+                let mut unknown_path = path.to_vec();
+                unknown_path.push(key(unknown));
+                Err(self.err(
+                    self.span_of(&unknown_path, span),
+                    &unknown_path,
+                    format!("unknown key; expected one of {}", known.join(", ")),
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::parse;
+    use super::super::tests::{doc, parse_err, FILE};
+
+    /// A CA certificate, and a client certificate with its key and a key of
+    /// another certificate, as PEM files in a temporary directory.
+    fn pem_files() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        let ca = rcgen::generate_simple_self_signed(vec!["ca.test".to_string()]).unwrap();
+        write("ca.pem", &ca.cert.pem());
+        let client = rcgen::generate_simple_self_signed(vec!["client".to_string()]).unwrap();
+        write("client.pem", &client.cert.pem());
+        write("client-key.pem", &client.signing_key.serialize_pem());
+        let other = rcgen::generate_simple_self_signed(vec!["other".to_string()]).unwrap();
+        write("other-key.pem", &other.signing_key.serialize_pem());
+        write("password", "s3cret\n");
+        write("empty", "\n");
+        write("not-pem.txt", "hello\n");
+        dir
+    }
+
+    fn histogram(settings: &[&str]) -> Vec<String> {
+        let mut lines: Vec<String> = [
+            "[[gc_log]]",
+            "path = '/l/gc.log'",
+            "[[latency_histogram]]",
+            "url = 'https://app:8443/metrics'",
+        ]
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+        lines.extend(settings.iter().map(|l| l.to_string()));
+        lines
+    }
+
+    fn histogram_err(settings: &[&str], line: usize, key: &str) -> String {
+        let lines = histogram(settings);
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        parse_err(&lines, line, key).message
+    }
+
+    #[test]
+    fn files_are_read_and_checked_at_load() {
+        let dir = pem_files();
+        let file = |name: &str| dir.path().join(name).display().to_string();
+        let tls = |inner: String| format!("tls_config = {{ {inner} }}");
+        let key = "latency_histogram[0].tls_config";
+
+        let message = histogram_err(
+            &[&tls(format!("ca_file = '{}'", file("nope.pem")))],
+            5,
+            &format!("{key}.ca_file"),
+        );
+        assert!(message.contains("No such file"), "{message}");
+        let message = histogram_err(
+            &[&tls(format!("ca_file = '{}'", file("not-pem.txt")))],
+            5,
+            &format!("{key}.ca_file"),
+        );
+        assert!(message.contains("not a PEM certificate file"), "{message}");
+        let message = histogram_err(
+            &[&tls(format!("cert_file = '{}'", file("client.pem")))],
+            5,
+            &format!("{key}.cert_file"),
+        );
+        assert!(message.contains("give both or neither"), "{message}");
+        let mismatch = format!(
+            "cert_file = '{}', key_file = '{}'",
+            file("client.pem"),
+            file("other-key.pem")
+        );
+        let message = histogram_err(&[&tls(mismatch)], 5, &format!("{key}.key_file"));
+        assert!(message.contains("does not fit"), "{message}");
+        let message = histogram_err(
+            &[&tls(format!(
+                "key_file = '{0}', cert_file = '{0}'",
+                file("client.pem")
+            ))],
+            5,
+            &format!("{key}.key_file"),
+        );
+        assert!(message.contains("no PEM private key"), "{message}");
+        let message = histogram_err(
+            &["tls_config = { server_name = 'a b' }"],
+            5,
+            &format!("{key}.server_name"),
+        );
+        assert!(message.contains("not a DNS name"), "{message}");
+        let message = histogram_err(
+            &["tls_config = { verify = false }"],
+            5,
+            &format!("{key}.verify"),
+        );
+        assert!(message.contains("unknown key"), "{message}");
+        let message = histogram_err(
+            &[&format!("bearer_token_file = '{}'", file("empty"))],
+            5,
+            "latency_histogram[0].bearer_token_file",
+        );
+        assert!(message.contains("is empty"), "{message}");
+    }
+
+    #[test]
+    fn one_credential_at_a_time() {
+        let dir = pem_files();
+        let password_file = dir.path().join("password").display().to_string();
+        let both = format!(
+            "basic_auth = {{ username = 'u', password = 'p', password_file = '{password_file}' }}"
+        );
+        let message = histogram_err(&[&both], 5, "latency_histogram[0].basic_auth.password_file");
+        assert!(
+            message.contains("either password or password_file, not both"),
+            "{message}"
+        );
+        let message = histogram_err(
+            &[
+                "bearer_token = 't'",
+                "basic_auth = { username = 'u', password = 'p' }",
+            ],
+            5,
+            "latency_histogram[0].bearer_token",
+        );
+        assert!(message.contains("only one of"), "{message}");
+        let message = histogram_err(
+            &["basic_auth = { password = 'p' }"],
+            5,
+            "latency_histogram[0].basic_auth",
+        );
+        assert!(
+            message.contains("missing required key `username`"),
+            "{message}"
+        );
+        let message = histogram_err(
+            &["authorization = { type = 'Bearer' }"],
+            5,
+            "latency_histogram[0].authorization",
+        );
+        assert!(message.contains("credentials"), "{message}");
+    }
+
+    #[test]
+    fn urls_and_tables_that_cannot_work() {
+        let e = parse_err(
+            &[
+                "[alerts]",
+                "alertmanager_url = 'http://am:9093'",
+                "[alerts.alertmanager]",
+                "tls_config = { insecure_skip_verify = true }",
+            ],
+            4,
+            "alerts.alertmanager.tls_config",
+        );
+        assert!(e.message.contains("plain http"), "{e}");
+        let e = parse_err(
+            &["[alerts]", "webhook_url = 'https://bot:pw@hooks.test/x'"],
+            2,
+            "alerts.webhook_url",
+        );
+        assert!(e.message.contains("credentials in the URL"), "{e}");
+        let e = parse_err(
+            &["[alerts.webhook]", "bearer_token = 't'"],
+            1,
+            "alerts.webhook",
+        );
+        assert!(e.message.contains("set [alerts] webhook_url"), "{e}");
+        let e = parse_err(
+            &[
+                "[alerts]",
+                "webhook_url = 'https://hooks.test/x'",
+                "[alerts.webhook]",
+                "token = 't'",
+            ],
+            4,
+            "alerts.webhook.token",
+        );
+        assert!(e.message.contains("unknown key"), "{e}");
+    }
+
+    #[test]
+    fn loaded_settings_and_relative_paths() {
+        let dir = pem_files();
+        let text = doc(&[
+            "[alerts]",
+            "alertmanager_url = 'https://am.test:9093'",
+            "webhook_url = 'https://hooks.test/pausewatch'",
+            "[alerts.alertmanager]",
+            "tls_config = { ca_file = 'ca.pem', cert_file = 'client.pem', key_file = 'client-key.pem', server_name = 'alertmanager.internal' }",
+            "basic_auth = { username = 'pausewatch', password_file = 'password' }",
+            "[alerts.webhook]",
+            "authorization = { type = 'Token', credentials = 'abc' }",
+        ]);
+        let origin = dir.path().join("pausewatch.toml");
+        let config = parse(&text, &origin).unwrap_or_else(|e| panic!("{e}"));
+        let alertmanager = config.alert_sinks.alertmanager.unwrap();
+        let tls = &alertmanager.client.tls;
+        assert_eq!(
+            tls.ca_file.as_deref(),
+            Some(dir.path().join("ca.pem").as_path())
+        );
+        assert_eq!(tls.roots.as_ref().map(Vec::len), Some(1));
+        assert_eq!(tls.identity.as_ref().map(|i| i.chain.len()), Some(1));
+        assert_eq!(tls.server_name.as_deref(), Some("alertmanager.internal"));
+        // base64("pausewatch:s3cret"): the file's content without its newline.
+        let authorization = alertmanager.client.authorization.as_ref().unwrap();
+        assert_eq!(authorization.expose(), "Basic cGF1c2V3YXRjaDpzM2NyZXQ=");
+        let webhook = config.alert_sinks.webhook.unwrap();
+        assert_eq!(
+            webhook.client.authorization.as_ref().unwrap().expose(),
+            "Token abc"
+        );
+        // Debug output (what a `{:?}` in a log line would show) holds no secret.
+        let shown = format!("{alertmanager:?} {webhook:?}");
+        assert!(!shown.contains("cGF1c2V3YXRjaDpzM2NyZXQ="), "{shown}");
+        assert!(!shown.contains("abc"), "{shown}");
+        assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+        // Elsewhere, a relative path is relative to that file's directory.
+        let e = parse(&text, Path::new(FILE)).unwrap_err();
+        assert!(e.message.contains("/etc/ca.pem"), "{e}");
+    }
+}
