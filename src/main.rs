@@ -67,6 +67,9 @@ enum Command {
         /// Address to serve on, instead of the configuration's `listen`.
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
+        /// TLS and basic auth of the endpoints (exporter-toolkit YAML), instead of the configuration's `web_config`.
+        #[arg(long)]
+        web_config: Option<PathBuf>,
         /// Log line format on stderr.
         #[arg(long, value_enum, default_value = "text")]
         log_format: LogFormat,
@@ -292,6 +295,7 @@ fn main() -> ExitCode {
             config,
             demo,
             listen,
+            web_config,
             log_format,
         } => {
             init_logging(log_format);
@@ -311,6 +315,9 @@ fn main() -> ExitCode {
             };
             if let Some(listen) = listen {
                 config.listen = listen;
+            }
+            if let Some(file) = web_config {
+                config.web_config = Some(file);
             }
             match run(config) {
                 Ok(()) => ExitCode::SUCCESS,

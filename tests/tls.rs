@@ -24,14 +24,12 @@ use std::process::Command;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use common::pki::{leaf, new_ca};
 use common::{alertmanager_or_skip, free_ports, http_get_ok, run_command, sum, Children};
 use pausewatch::config::HttpClientConfig;
 use pausewatch::http_client::HttpClient;
 use pausewatch::sources::latency_histogram::{fetch, parse_buckets};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
-};
+use rcgen::ExtendedKeyUsagePurpose;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::Value;
@@ -46,33 +44,6 @@ const METRIC: &str = "http_server_requests_seconds";
 const ALERTMANAGER_NAME: &str = "alertmanager.test";
 
 // ---------------------------------------------------------------- PKI
-
-fn new_ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
-}
-
-/// A leaf certificate for `names` (DNS names or IP addresses) and its key, PEM.
-fn leaf(
-    issuer: &CertifiedIssuer<'static, KeyPair>,
-    names: &[&str],
-    usage: ExtendedKeyUsagePurpose,
-) -> (String, String) {
-    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let mut params = CertificateParams::new(names).unwrap();
-    params.extended_key_usages = vec![usage];
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "pausewatch test");
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, issuer).unwrap();
-    (cert.pem(), key.serialize_pem())
-}
 
 /// Writes `ca.pem`, `other-ca.pem`, `alertmanager.pem`/`-key.pem`,
 /// `server.pem`/`-key.pem` (127.0.0.1), `client.pem`/`-key.pem`,

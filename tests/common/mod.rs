@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub mod pki;
+
 // ---------------------------------------------------------------- fixtures
 
 /// The repository's root.
@@ -470,6 +472,25 @@ impl Prometheus {
         targets: &[u16],
         rule_files: &[PathBuf],
     ) -> Prometheus {
+        let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
+        let job = [
+            "  - job_name: pausewatch".to_string(),
+            "    static_configs:".to_string(),
+            format!("      - targets: [{}]", targets.join(", ")),
+        ]
+        .join("\n");
+        Self::start_with_jobs(children, binary, port, rule_files, &[job])
+    }
+
+    /// As [`Prometheus::start`], with `jobs` (YAML list items of
+    /// `scrape_configs`, indented by two spaces) instead of the one job.
+    pub fn start_with_jobs(
+        children: &mut Children,
+        binary: &Path,
+        port: u16,
+        rule_files: &[PathBuf],
+        jobs: &[String],
+    ) -> Prometheus {
         let mut yaml = vec![
             "global:".to_string(),
             "  scrape_interval: 1s".to_string(),
@@ -480,13 +501,8 @@ impl Prometheus {
             yaml.push("rule_files:".to_string());
             yaml.extend(rule_files.iter().map(|f| format!("  - {}", toml_string(f))));
         }
-        let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
-        yaml.extend([
-            "scrape_configs:".to_string(),
-            "  - job_name: pausewatch".to_string(),
-            "    static_configs:".to_string(),
-            format!("      - targets: [{}]", targets.join(", ")),
-        ]);
+        yaml.push("scrape_configs:".to_string());
+        yaml.extend(jobs.iter().cloned());
         let config = children.dir.join("prometheus.yml");
         std::fs::write(&config, yaml.join("\n") + "\n").unwrap();
         let tsdb = children.dir.join("tsdb");
