@@ -15,5 +15,5 @@ bin="$target/release/pausewatch"
 "$bin" completions bash >"$generated/pausewatch.bash"
 "$bin" completions zsh >"$generated/_pausewatch"
 "$bin" completions fish >"$generated/pausewatch.fish"
-cargo deb --no-build --locked --output "$target/debian/" >&2
+cargo deb --no-build --strip --locked --output "$target/debian/" >&2
 ls -t "$target"/debian/pausewatch_*.deb | head -n 1

@@ -25,7 +25,7 @@ mod common;
 
 const BEAN: &str = "G1 Young Generation";
 const CONFFILE: &str = "/etc/pausewatch/pausewatch.toml";
-const UNIT: &str = "/lib/systemd/system/pausewatch.service";
+const UNIT: &str = "/usr/lib/systemd/system/pausewatch.service";
 /// The owner of the GC log: a user other than `pausewatch`.
 const LOG_OWNER: u32 = 65534;
 

@@ -13,7 +13,7 @@ triple=$(rustc -vV | sed -n 's/^host: //p')
 RUSTFLAGS="-C target-feature=+crt-static" \
     cargo build --release --locked --target "$triple" >&2
 binary="$target_dir/$triple/release/pausewatch"
-if ldd "$binary" >/dev/null 2>&1; then
+if ! file -b "$binary" | grep -q 'static'; then
     echo "build.sh: $binary is not static" >&2
     exit 1
 fi
