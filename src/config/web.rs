@@ -291,3 +291,101 @@ impl WebFile<'_> {
         Ok(certificates)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory with a self-signed `cert.pem`/`key.pem` and `web.yml` holding `yaml`.
+    fn web_file(yaml: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let certified = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+        std::fs::write(dir.path().join("cert.pem"), certified.cert.pem()).unwrap();
+        std::fs::write(
+            dir.path().join("key.pem"),
+            certified.signing_key.serialize_pem(),
+        )
+        .unwrap();
+        let file = dir.path().join("web.yml");
+        std::fs::write(&file, yaml).unwrap();
+        (dir, file)
+    }
+
+    fn error(yaml: &str) -> ConfigError {
+        let (_dir, file) = web_file(yaml);
+        load_web_config(&file).expect_err("should be rejected")
+    }
+
+    const TLS: &str = "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n";
+
+    #[test]
+    fn tls_and_users_load_and_debug_shows_no_hash() {
+        let hash = bcrypt::hash("pw", 4).unwrap();
+        let (_dir, file) = web_file(&format!("{TLS}basic_auth_users:\n  alice: {hash}\n"));
+        let config = load_web_config(&file).unwrap_or_else(|e| panic!("{e}"));
+        assert!(config.tls.is_some());
+        assert_eq!(config.users.get("alice"), Some(&hash));
+        assert_eq!(
+            config.files.len(),
+            3,
+            "the YAML, the certificate and the key"
+        );
+        assert!(!format!("{config:?}").contains(&hash));
+    }
+
+    #[test]
+    fn settings_that_cannot_work_name_their_line_and_key() {
+        let cases = [
+            (
+                format!("{TLS}  min_version: TLS10\n"),
+                4,
+                "tls_server_config.min_version",
+            ),
+            (
+                format!("{TLS}  client_ca_file: cert.pem\n"),
+                4,
+                "tls_server_config.client_ca_file",
+            ),
+            (
+                format!(
+                    "{TLS}  client_auth_type: RequireAnyClientCert\n  client_ca_file: cert.pem\n"
+                ),
+                4,
+                "tls_server_config.client_auth_type",
+            ),
+            (
+                format!("{TLS}  client_auth_type: RequireAndVerifyClientCert\n"),
+                4,
+                "tls_server_config.client_auth_type",
+            ),
+            (
+                "tls_server_config:\n  cert_file: cert.pem\n".to_string(),
+                1,
+                "tls_server_config",
+            ),
+            (
+                "tls_server_config:\n  cert_file: cert.pem\n  key_file: cert.pem\n".to_string(),
+                3,
+                "tls_server_config.key_file",
+            ),
+            (
+                "basic_auth_users:\n  bob: secret\n".to_string(),
+                2,
+                "basic_auth_users.bob",
+            ),
+        ];
+        for (yaml, line, key) in cases {
+            let e = error(&yaml);
+            assert_eq!(
+                (e.line, e.key.as_deref()),
+                (Some(line), Some(key)),
+                "{e}\n{yaml}"
+            );
+        }
+        let e = error(
+            "tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  ciphers: []\n",
+        );
+        assert_eq!(e.line, Some(4), "{e}");
+        assert!(e.message.contains("unknown field `ciphers`"), "{e}");
+    }
+}
