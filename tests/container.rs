@@ -93,7 +93,6 @@ fn the_image_builds_and_its_entrypoint_serves_healthz_with_two_capabilities() {
 
     let port = common::free_port();
     let mut agent = Command::new("unshare")
-        // --kill-child: the chrooted agent ends with unshare, not orphaned.
         .args([
             "--mount",
             "--fork",
@@ -124,7 +123,13 @@ fn the_image_builds_and_its_entrypoint_serves_healthz_with_two_capabilities() {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let capabilities = agent_pid(agent.id()).and_then(effective_capabilities);
+    let pid = agent_pid(agent.id());
+    let capabilities = pid.and_then(effective_capabilities);
+    // Killed by pid: a binary with file capabilities loses the parent-death
+    // signal unshare's --kill-child sets, so it would outlive unshare.
+    if let Some(pid) = pid {
+        let _ = Command::new("kill").arg(pid.to_string()).status();
+    }
     let _ = agent.kill();
     let _ = agent.wait();
     let stderr = std::fs::read_to_string(tmp.path().join("agent.stderr")).unwrap();
