@@ -17,3 +17,4 @@ pub mod model;
 pub mod server;
 pub mod sources;
 pub mod store;
+pub mod web;

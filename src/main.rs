@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use chrono::{DateTime, Utc};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use pausewatch::commands::analyze::{analyze, render_text, AnalyzeOptions, LatencyInput};
 use pausewatch::commands::compare::{self, compare, summarise_run, Gate, RunInput};
 use pausewatch::commands::demo::{demo_config, demo_report};
@@ -22,10 +22,18 @@ use pausewatch::config::{self, Config};
 use pausewatch::model::correlate::AttributionOptions;
 use pausewatch_parsers::{DurationUnit, TimeFormat, TimestampMeaning};
 
+/// `--version`: the release and the commit it was built from (`build.rs`).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("PAUSEWATCH_COMMIT"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "pausewatch",
-    version,
+    version = VERSION,
     about = "GC and pause telemetry for JVM services"
 )]
 struct Cli {
@@ -46,6 +54,15 @@ enum CompareFormat {
     Html,
 }
 
+/// How the agent's log lines are written to stderr.
+#[derive(Clone, Copy, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines, coloured only on a terminal.
+    Text,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Follow GC logs and serve Prometheus metrics (the host agent).
@@ -60,7 +77,19 @@ enum Command {
         /// Address to serve on, instead of the configuration's `listen`.
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
+        /// TLS and basic auth of the endpoints (exporter-toolkit YAML), instead of the configuration's `web_config`.
+        #[arg(long)]
+        web_config: Option<PathBuf>,
+        /// Log line format on stderr.
+        #[arg(long, value_enum, default_value = "text")]
+        log_format: LogFormat,
     },
+    /// Check a configuration file: exit 0 when the agent would start with it, 2 naming the line and key when not.
+    CheckConfig { file: PathBuf },
+    /// Print the man page (roff) on stdout.
+    Man,
+    /// Print the completion script for SHELL on stdout.
+    Completions { shell: clap_complete::Shell },
     /// Summarise the pauses in GC log files (a rotated set is put in time order).
     Analyze {
         #[arg(long, value_enum, default_value = "text")]
@@ -354,12 +383,43 @@ fn main() -> ExitCode {
                 Err(error) => fail(error),
             }
         }
+        Command::CheckConfig { file } => match config::load(&file) {
+            Ok(_) => {
+                println!("{}: valid", file.display());
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("pausewatch: {error}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Man => {
+            let mut page = Vec::new();
+            match clap_mangen::Man::new(Cli::command()).render(&mut page) {
+                Ok(()) => {
+                    let _ = std::io::stdout().lock().write_all(&page);
+                    ExitCode::SUCCESS
+                }
+                Err(error) => fail(error.into()),
+            }
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "pausewatch",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
         Command::Run {
             config,
             demo,
             listen,
+            web_config,
+            log_format,
         } => {
-            init_logging();
+            init_logging(log_format);
             let config = match config {
                 Some(path) => match config::load(&path) {
                     Ok(config) => config,
@@ -381,6 +441,9 @@ fn main() -> ExitCode {
             };
             if let Some(listen) = listen {
                 config.listen = listen;
+            }
+            if let Some(file) = web_config {
+                config.web_config = Some(file);
             }
             match run(config) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -447,12 +510,18 @@ fn fail(error: anyhow::Error) -> ExitCode {
     ExitCode::FAILURE
 }
 
-fn init_logging() {
+/// Colours only on a terminal: under systemd, stderr goes to journald,
+/// where escape codes would show up as text.
+fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+        LogFormat::Json => builder.json().with_ansi(false).init(),
+    }
 }

@@ -30,6 +30,7 @@ use crate::export::prometheus as metrics;
 use crate::model::correlate::{combine, CombinedMinute};
 use crate::model::minutes::FUTURE_TOLERANCE_SECONDS;
 use crate::store::{SharedStore, StreamState};
+use crate::web::{require_basic_auth, WebGuard};
 
 /// How long to wait after a failed accept before the next.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
@@ -50,13 +51,15 @@ pub fn router(store: SharedStore, registry: Arc<metrics::Exposition>) -> Router 
         .with_state(App { store, registry })
 }
 
-/// Serves `router` on `listener` within `limits` until the process ends.
+/// Serves `router` on `listener` within `limits` until the process ends,
+/// with TLS and basic auth when `guard` has a web config.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     limits: HttpLimits,
+    guard: Option<Arc<WebGuard>>,
 ) -> std::io::Result<()> {
-    serve_with_shutdown(listener, router, limits, std::future::pending()).await
+    serve_with_shutdown(listener, router, limits, guard, std::future::pending()).await
 }
 
 /// As [`serve`], but stops accepting connections when `shutdown` completes
@@ -67,13 +70,22 @@ pub async fn serve(
 /// 1,024 descriptors, so checkpoints failed and `/healthz` hung. At most
 /// `max_connections` are served at once (the rest wait in the kernel's
 /// backlog, using no descriptor), and one that sends no complete header for
-/// `header_timeout`, new or idle between requests, is closed.
+/// `header_timeout`, new or idle between requests, is closed; a TLS
+/// handshake gets no longer either.
 pub async fn serve_with_shutdown(
     listener: tokio::net::TcpListener,
     router: Router,
     limits: HttpLimits,
+    guard: Option<Arc<WebGuard>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let router = match &guard {
+        Some(guard) => router.layer(axum::middleware::from_fn_with_state(
+            guard.clone(),
+            require_basic_auth,
+        )),
+        None => router,
+    };
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let (stop, stopped) = tokio::sync::watch::channel(());
     let mut connections = tokio::task::JoinSet::new();
@@ -87,21 +99,18 @@ pub async fn serve_with_shutdown(
             continue;
         };
         let service = TowerToHyperService::new(router.clone());
-        let mut stopped = stopped.clone();
+        let stopped = stopped.clone();
+        let tls = guard.as_ref().and_then(|guard| guard.current().tls.clone());
         connections.spawn(async move {
             let _slot = slot;
-            let mut builder = http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_timeout);
-            let connection = builder.serve_connection(TokioIo::new(stream), service);
-            let mut connection = std::pin::pin!(connection);
-            tokio::select! {
-                _ = connection.as_mut() => {}
-                _ = stopped.changed() => {
-                    connection.as_mut().graceful_shutdown();
-                    let _ = connection.await;
-                }
+            let Some(tls) = tls else {
+                return serve_connection(stream, service, limits, stopped).await;
+            };
+            let handshake = tokio_rustls::TlsAcceptor::from(tls).accept(stream);
+            match tokio::time::timeout(limits.header_timeout, handshake).await {
+                Ok(Ok(stream)) => serve_connection(stream, service, limits, stopped).await,
+                Ok(Err(error)) => tracing::debug!(%error, "TLS handshake failed"),
+                Err(_) => tracing::debug!("TLS handshake timed out"),
             }
         });
         while connections.try_join_next().is_some() {}
@@ -109,6 +118,31 @@ pub async fn serve_with_shutdown(
     drop(stop);
     while connections.join_next().await.is_some() {}
     Ok(())
+}
+
+/// Serves HTTP/1.1 on one connection, plain or TLS, until the client
+/// leaves, its header times out, or `stopped` says the server is stopping.
+async fn serve_connection<S>(
+    stream: S,
+    service: TowerToHyperService<Router>,
+    limits: HttpLimits,
+    mut stopped: tokio::sync::watch::Receiver<()>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    let mut connection = std::pin::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        _ = stopped.changed() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
 }
 
 /// The next connection with its slot, once a slot is free. `None` after an
@@ -421,6 +455,7 @@ mod tests {
             listener,
             router(state, registry),
             HttpLimits::default(),
+            None,
         ));
         (addr, server)
     }
@@ -572,7 +607,7 @@ mod tests {
             max_connections: 2,
             header_timeout: Duration::from_secs(1),
         };
-        let server = tokio::spawn(serve(listener, router(state, registry), limits));
+        let server = tokio::spawn(serve(listener, router(state, registry), limits, None));
         let closed_after = tokio::task::spawn_blocking(move || {
             let mut stream = std::net::TcpStream::connect(addr).unwrap();
             stream
@@ -609,6 +644,7 @@ mod tests {
             listener,
             router(state, registry),
             HttpLimits::default(),
+            None,
             async {
                 let _ = stopped.await;
             },

@@ -203,3 +203,116 @@ fn the_demo_runs_from_an_installed_binary_without_the_source_tree() {
     let _ = child.wait();
     assert!(pauses > 0.0, "the demo served no pause within 30 s");
 }
+
+fn pausewatch(args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(common::PAUSEWATCH)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn check_config_accepts_the_example_and_names_the_line_and_key_of_a_mistake() {
+    let example = common::root().join("examples/pausewatch.toml");
+    let (code, stdout, stderr) = pausewatch(&["check-config", example.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("valid"), "{stdout}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pausewatch.toml");
+    std::fs::write(
+        &config,
+        "listen = \"127.0.0.1:9464\"\n\n[[gc_log]]\npath = \"/var/log/app/gc.log\"\nstart_at = \"middle\"\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = pausewatch(&["check-config", config.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let expected = format!(
+        "pausewatch: {}:5: key gc_log[0].start_at: ",
+        config.display()
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+}
+
+/// The commit comes from git itself, not from the build script's output.
+#[test]
+fn version_names_the_release_and_the_commit() {
+    let (code, stdout, _) = pausewatch(&["--version"]);
+    assert_eq!(code, Some(0));
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(common::root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8(o.stdout).unwrap());
+    let Some(head) = head else {
+        eprintln!("SKIPPED: the commit check needs git and a checkout");
+        return;
+    };
+    let version = stdout.trim();
+    assert!(
+        version.starts_with(&format!("pausewatch {} (", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
+    let commit = version.rsplit('(').next().unwrap().trim_end_matches(')');
+    assert!(
+        commit.len() >= 12 && head.starts_with(commit),
+        "{version} vs {head}"
+    );
+}
+
+/// The agent's first log lines, with stderr a pipe (as under journald).
+fn first_log_lines(log_format: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pausewatch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\ncheckpoint_dir = {}\n",
+            common::toml_string(&dir.path().join("state"))
+        ),
+    )
+    .unwrap();
+    let mut child = common::run_command(&config)
+        .args(["--log-format", log_format])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut text = String::new();
+    while !text.contains("agent started") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() == 0 {
+            break;
+        }
+        text.push_str(&line);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    text
+}
+
+#[test]
+fn logs_have_no_colour_codes_off_a_terminal_and_can_be_json_lines() {
+    let text = first_log_lines("text");
+    assert!(text.contains("pausewatch agent started"), "{text}");
+    assert!(!text.contains('\x1b'), "escape codes in {text:?}");
+
+    let json = first_log_lines("json");
+    let started = json
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .find(|line| line["fields"]["message"] == "pausewatch agent started")
+        .unwrap_or_else(|| panic!("no start line in {json}"));
+    assert_eq!(started["level"], "INFO");
+    assert!(started["fields"]["listen"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
+}

@@ -890,15 +890,15 @@ fn answer_ok(mut stream: impl Read + Write) -> Option<String> {
 /// certificate for 127.0.0.1 (`server.pem`, `server-key.pem`) and a client
 /// certificate (`client.pem`, `client-key.pem`).
 fn write_pki(dir: &Path) {
-    let ca = common::new_ca("pausewatch test CA");
+    let ca = common::pki::new_ca("pausewatch test CA");
     let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
     write("ca.pem", &ca.pem());
-    write("other-ca.pem", &common::new_ca("some other CA").pem());
+    write("other-ca.pem", &common::pki::new_ca("some other CA").pem());
     for (name, subject, usage) in [
         ("server", "127.0.0.1", ExtendedKeyUsagePurpose::ServerAuth),
         ("client", "pausewatch", ExtendedKeyUsagePurpose::ClientAuth),
     ] {
-        let (cert, key) = common::leaf(&ca, &[subject], usage);
+        let (cert, key) = common::pki::leaf(&ca, &[subject], usage);
         write(&format!("{name}.pem"), &cert);
         write(&format!("{name}-key.pem"), &key);
     }

@@ -24,8 +24,8 @@ use std::process::Command;
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+use common::pki::{leaf, new_ca};
 use common::{alertmanager_or_skip, free_ports, http_get_ok, run_command, sum, Children};
-use common::{leaf, new_ca};
 use pausewatch::config::HttpClientConfig;
 use pausewatch::http_client::HttpClient;
 use pausewatch::sources::latency_histogram::{fetch, parse_buckets};

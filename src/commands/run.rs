@@ -7,11 +7,12 @@ use anyhow::Result;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::agent::{Agent, Wake};
-use crate::config::Config;
+use crate::config::{load_web_config, Config};
 use crate::export::otlp;
 use crate::export::prometheus as metrics;
 use crate::server;
 use crate::store::Store;
+use crate::web::WebGuard;
 
 /// A fault in how the agent was set up rather than in what it met while
 /// running: the address is taken, the checkpoint directory is held. Exit 2.
@@ -57,9 +58,10 @@ pub fn run(config: Config) -> Result<()> {
     // With port 0 the system picks one: say which.
     let bound = listener.local_addr()?;
     tracing::info!(listen = %bound, sources = config.gc_log.len(), "pausewatch agent started");
+    let guard = web_guard(&config)?;
     let limits = config.http;
     runtime.spawn(async move {
-        if let Err(error) = server::serve(listener, router, limits).await {
+        if let Err(error) = server::serve(listener, router, limits, guard).await {
             tracing::error!(%error, "HTTP server stopped");
         }
     });
@@ -71,6 +73,35 @@ pub fn run(config: Config) -> Result<()> {
     tracing::info!("pausewatch agent stopped");
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result
+}
+
+/// The web config's guard, and a warning when the endpoints are reachable
+/// from other hosts without TLS or without authentication.
+fn web_guard(config: &Config) -> Result<Option<Arc<WebGuard>>> {
+    let web = match &config.web_config {
+        Some(file) => Some((
+            file,
+            load_web_config(file).map_err(|e| SetupError(e.to_string()))?,
+        )),
+        None => None,
+    };
+    if !config.listen.ip().is_loopback() {
+        let tls = web.as_ref().is_some_and(|(_, web)| web.tls.is_some());
+        let auth = web.as_ref().is_some_and(|(_, web)| !web.users.is_empty());
+        let missing = match (tls, auth) {
+            (true, true) => None,
+            (false, true) => Some("TLS"),
+            (true, false) => Some("authentication"),
+            (false, false) => Some("TLS or authentication"),
+        };
+        if let Some(missing) = missing {
+            tracing::warn!(
+                listen = %config.listen,
+                "the endpoints are reachable from other hosts without {missing}; see web_config"
+            );
+        }
+    }
+    Ok(web.map(|(file, web)| Arc::new(WebGuard::new(file.clone(), web))))
 }
 
 /// The signals the agent handles, registered before it answers anything.

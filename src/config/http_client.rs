@@ -412,12 +412,8 @@ impl Ctx<'_> {
     }
 
     /// Relative to the config file's directory, as Prometheus resolves them.
-    fn resolve(&self, file: &str) -> PathBuf {
-        let file = Path::new(file);
-        match self.origin.parent() {
-            Some(dir) if file.is_relative() => dir.join(file),
-            _ => file.to_path_buf(),
-        }
+    pub(super) fn resolve(&self, file: &str) -> PathBuf {
+        super::relative_to(self.origin, file)
     }
 
     fn table<'v>(

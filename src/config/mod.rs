@@ -22,6 +22,7 @@ mod http_client;
 mod latency_histogram;
 mod otlp;
 mod spans;
+mod web;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -38,6 +39,7 @@ pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
 pub use http_client::{ClientIdentity, Endpoint, HttpClientConfig, Secret, TlsSettings};
 pub use latency_histogram::LatencyHistogramSource;
 pub use spans::ConfigError;
+pub use web::{load_web_config, WebConfig};
 
 use crate::export::catalog::reserved_label_names;
 pub use crate::follow::StartAt;
@@ -130,6 +132,9 @@ pub struct Config {
     /// `max_connections` and `http_header_timeout`, top-level keys.
     #[serde(flatten)]
     pub http: HttpLimits,
+    /// TLS and basic auth of the endpoints (exporter-toolkit YAML), checked
+    /// at load and re-read by the server when it changes.
+    pub web_config: Option<PathBuf>,
     /// The GC logs to follow; each entry is one logical source.
     pub gc_log: Vec<GcLogSource>,
     /// Access logs of the services those JVMs run.
@@ -161,6 +166,7 @@ impl Default for Config {
             history: DEFAULT_HISTORY,
             max_label_values: DEFAULT_MAX_LABEL_VALUES,
             http: HttpLimits::default(),
+            web_config: None,
             gc_log: Vec::new(),
             access_log: Vec::new(),
             latency_histogram: Vec::new(),
@@ -208,6 +214,7 @@ struct RawConfig {
     max_label_values: Option<Spanned<Value>>,
     max_connections: Option<Spanned<Value>>,
     http_header_timeout: Option<Spanned<Value>>,
+    web_config: Option<Spanned<Value>>,
     #[serde(default)]
     gc_log: Vec<Spanned<RawGcLog>>,
     #[serde(default)]
@@ -265,6 +272,17 @@ impl Ctx<'_> {
         if let Some(v) = &raw.http_header_timeout {
             config.http.header_timeout =
                 self.positive_duration(v, &[key("http_header_timeout")])?;
+        }
+        if let Some(v) = &raw.web_config {
+            let path = [key("web_config")];
+            let file = self.string(v, &path)?;
+            if file.trim().is_empty() {
+                return Err(self.err(v.span(), &path, "must not be empty"));
+            }
+            let file = self.resolve(file);
+            // Its own errors name its own file, line and key.
+            load_web_config(&file)?;
+            config.web_config = Some(file);
         }
 
         config.gc_log = self.gc_logs(&raw.gc_log)?;
@@ -403,6 +421,16 @@ fn label_problem(name: &str, usage: LabelUse) -> Option<String> {
         ))
     } else {
         None
+    }
+}
+
+/// `file` relative to the directory of the config file `origin` names it in,
+/// as Prometheus resolves the files its configs name.
+fn relative_to(origin: &Path, file: &str) -> PathBuf {
+    let file = Path::new(file);
+    match origin.parent() {
+        Some(dir) if file.is_relative() => dir.join(file),
+        _ => file.to_path_buf(),
     }
 }
 

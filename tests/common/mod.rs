@@ -11,12 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
-};
 use serde::Deserialize;
 use serde_json::Value;
+
+pub mod pki;
 
 // ---------------------------------------------------------------- fixtures
 
@@ -424,36 +422,6 @@ impl Drop for Children {
     }
 }
 
-// ---------------------------------------------------------------- PKI
-
-/// A throwaway CA for the TLS tests.
-pub fn new_ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, name);
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
-}
-
-/// A leaf certificate for `names` (DNS names or IP addresses) and its key, PEM.
-pub fn leaf(
-    issuer: &CertifiedIssuer<'static, KeyPair>,
-    names: &[&str],
-    usage: ExtendedKeyUsagePurpose,
-) -> (String, String) {
-    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-    let mut params = CertificateParams::new(names).unwrap();
-    params.extended_key_usages = vec![usage];
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "pausewatch test");
-    let key = KeyPair::generate().unwrap();
-    let cert = params.signed_by(&key, issuer).unwrap();
-    (cert.pem(), key.serialize_pem())
-}
-
 // ---------------------------------------------------------------- Alertmanager
 
 /// `prometheus-alertmanager` (Debian) or `alertmanager` (upstream) on PATH.
@@ -546,6 +514,26 @@ impl Prometheus {
         rule_files: &[PathBuf],
         alertmanager: Option<u16>,
     ) -> Prometheus {
+        let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
+        let job = [
+            "  - job_name: pausewatch".to_string(),
+            "    static_configs:".to_string(),
+            format!("      - targets: [{}]", targets.join(", ")),
+        ]
+        .join("\n");
+        Self::start_with_jobs(children, binary, port, rule_files, alertmanager, &[job])
+    }
+
+    /// As [`Prometheus::start`], with `jobs` (YAML list items of
+    /// `scrape_configs`, indented by two spaces) instead of the one job.
+    pub fn start_with_jobs(
+        children: &mut Children,
+        binary: &Path,
+        port: u16,
+        rule_files: &[PathBuf],
+        alertmanager: Option<u16>,
+        jobs: &[String],
+    ) -> Prometheus {
         let mut yaml = vec![
             "global:".to_string(),
             "  scrape_interval: 1s".to_string(),
@@ -564,13 +552,8 @@ impl Prometheus {
                 format!("        - targets: ['127.0.0.1:{port}']"),
             ]);
         }
-        let targets: Vec<String> = targets.iter().map(|p| format!("'127.0.0.1:{p}'")).collect();
-        yaml.extend([
-            "scrape_configs:".to_string(),
-            "  - job_name: pausewatch".to_string(),
-            "    static_configs:".to_string(),
-            format!("      - targets: [{}]", targets.join(", ")),
-        ]);
+        yaml.push("scrape_configs:".to_string());
+        yaml.extend(jobs.iter().cloned());
         let config = children.dir.join("prometheus.yml");
         std::fs::write(&config, yaml.join("\n") + "\n").unwrap();
         let tsdb = children.dir.join("tsdb");
