@@ -474,11 +474,20 @@ fn compare_runs(
     }
     let skip = skip_first.map(|d| d.as_secs_f64());
     let [baseline, candidate] = runs.map(|(gc_logs, access_logs)| -> Result<_> {
-        let input = RunInput {
+        Ok(RunInput {
             gc_logs,
             latency: latency.input(access_logs)?,
-        };
-        summarise_run(input, skip)
+        })
+    });
+    let (baseline, candidate) = (baseline?, candidate?);
+    // The two runs are summarised on two threads: each is a whole archive.
+    let (baseline, candidate) = std::thread::scope(|scope| {
+        let baseline = scope.spawn(|| summarise_run(baseline, skip));
+        let candidate = summarise_run(candidate, skip);
+        (
+            baseline.join().expect("the baseline's summary panicked"),
+            candidate,
+        )
     });
     let comparison = compare(baseline?, candidate?, gates)?;
     let text = match format {

@@ -785,15 +785,20 @@ impl Exporter {
     /// A JVM's resource: what identifies the service and the process.
     fn jvm_resource(&self, stream: &StreamState) -> BTreeMap<String, String> {
         let mut attributes = self.common_attributes.clone();
-        // Configured labels (`env`, `team`) describe the JVM; `service` names it.
-        attributes.extend(
-            (stream.labels.iter())
-                .filter(|(name, _)| *name != "service")
-                .map(|(name, value)| (name.clone(), value.clone())),
-        );
-        let service = stream
-            .labels
-            .get("service")
+        // Configured labels (`env`, `team`) describe the JVM; `service` names
+        // it, else the main class discovery found (`jvm`). Discovery's `pid`
+        // and `container` are the conventions' `process.pid` and `container.id`.
+        attributes.extend((stream.labels.iter()).map(|(name, value)| {
+            let name = match name.as_str() {
+                "pid" => "process.pid",
+                "container" => "container.id",
+                other => other,
+            };
+            (name.to_string(), value.clone())
+        }));
+        attributes.remove("service");
+        let service = (stream.labels.get("service"))
+            .or_else(|| stream.labels.get("jvm"))
             .cloned()
             .unwrap_or_else(|| "unknown_service:java".to_string());
         attributes.insert("service.name".to_string(), service);
@@ -1010,6 +1015,31 @@ mod tests {
             }
         }
         points
+    }
+
+    #[test]
+    fn a_discovered_jvm_is_named_by_its_main_class_with_its_pid_and_container() {
+        let exporter = Exporter::new(config(Temporality::Cumulative, false), "test");
+        let mut stream = fixture_stream();
+        stream.labels = BTreeMap::from([
+            ("pid".to_string(), "4242".to_string()),
+            ("jvm".to_string(), "PricingService".to_string()),
+            ("container".to_string(), "3f2a9c".to_string()),
+            ("team".to_string(), "pricing".to_string()),
+        ]);
+        let resource = exporter.jvm_resource(&stream);
+        assert_eq!(resource["service.name"], "PricingService");
+        assert_eq!(resource["process.pid"], "4242");
+        assert_eq!(resource["container.id"], "3f2a9c");
+        assert_eq!(resource["team"], "pricing");
+        assert!(!resource.contains_key("pid") && !resource.contains_key("container"));
+        // A configured `service` label names the service, whatever was discovered.
+        stream
+            .labels
+            .insert("service".to_string(), "pricing".to_string());
+        let resource = exporter.jvm_resource(&stream);
+        assert_eq!(resource["service.name"], "pricing");
+        assert!(!resource.contains_key("service"));
     }
 
     #[test]
