@@ -25,6 +25,11 @@ const PENDING_FLUSH_AFTER: Duration = Duration::from_millis(200);
 /// How often /proc is searched for the start of a JVM whose log has uptime only.
 const CLOCK_PROBE_INTERVAL: Duration = Duration::from_secs(2);
 
+/// How long the first read of an uptime-only log waits for /proc to show
+/// the JVM writing it: a JVM started after the agent writes its first pauses
+/// before a scan has seen it, and read then they would have no time.
+const ANCHOR_WAIT: Duration = Duration::from_secs(3);
+
 /// Lines read from the head of each file to find its first timestamp.
 const ORDERING_PROBE_LINES: usize = 200;
 
@@ -84,6 +89,8 @@ pub struct GcLogSource {
     last_data: Instant,
     /// Last look in /proc for the JVM's start, for an uptime-only log.
     last_clock_probe: Option<Instant>,
+    /// Since when the first read waits for the JVM's start ([`ANCHOR_WAIT`]).
+    awaiting_anchor_since: Option<Instant>,
     /// Whether the configuration gives the JVM start (then /proc is not asked).
     configured_start: bool,
     /// Which process writes which log, shared by every GC log source.
@@ -157,6 +164,7 @@ impl GcLogSource {
             parser,
             last_data: Instant::now(),
             last_clock_probe: None,
+            awaiting_anchor_since: None,
             configured_start: source.jvm_start.is_some(),
             writers,
             forget_after: has_glob_chars(&source.path).then_some(source.forget_after),
@@ -169,16 +177,20 @@ impl GcLogSource {
     /// Before the first read it looks at the file's first timestamp: a log
     /// with wall-clock decorations needs no anchor (and must not be logged
     /// as uptime-only).
-    fn probe_jvm_start(&mut self, store: &Store) {
+    /// `true` while the first read should wait for the JVM's start.
+    fn probe_jvm_start(&mut self, store: &Store) -> bool {
+        let awaiting = self.awaiting_anchor_since.is_some();
         if self.configured_start
             || self.parser.run().anchor.is_some()
-            || self
-                .last_clock_probe
-                .is_some_and(|t| t.elapsed() < CLOCK_PROBE_INTERVAL)
+            || (!awaiting
+                && self
+                    .last_clock_probe
+                    .is_some_and(|t| t.elapsed() < CLOCK_PROBE_INTERVAL))
         {
-            return;
+            return false;
         }
-        let needed = if self.parser.stats().lines == 0 {
+        let first_read = self.parser.stats().lines == 0;
+        let needed = if first_read {
             first_time(self.follower.live_path()).is_some_and(|t| t.wall.is_none())
         } else {
             store
@@ -188,9 +200,9 @@ impl GcLogSource {
                 .is_some_and(|s| s.jvm.minutes.unplaced_events > 0)
         };
         if !needed {
-            return;
+            return false;
         }
-        let fresh = self.last_clock_probe.is_none();
+        let fresh = self.last_clock_probe.is_none() || awaiting;
         self.last_clock_probe = Some(Instant::now());
         let start = self
             .writers
@@ -199,8 +211,16 @@ impl GcLogSource {
             .start_of(self.follower.live_path(), fresh);
         if let Some(start) = start {
             self.parser.anchor_jvm_start(start);
+            self.awaiting_anchor_since = None;
             tracing::info!(log = %self.follower.live_path().display(), "uptime-only log anchored to its JVM's start from /proc");
+            return false;
         }
+        first_read
+            && self
+                .awaiting_anchor_since
+                .get_or_insert_with(Instant::now)
+                .elapsed()
+                < ANCHOR_WAIT
     }
 }
 
@@ -228,7 +248,9 @@ impl Source for GcLogSource {
     }
 
     fn poll(&mut self, store: &Store) -> bool {
-        self.probe_jvm_start(store);
+        if self.probe_jvm_start(store) {
+            return false;
+        }
         let id = self.id;
         let outcome = read_batched(&mut self.follower, &mut self.parser, |parser, events| {
             apply(store, id, parser, events)
