@@ -119,14 +119,12 @@ fn a_latency_source_under_a_gc_log_glob_must_name_its_jvm() {
         "[[gc_log]]\npath = \"/var/log/*/gc.log*\"\n\n[[access_log]]\npath = \"/var/log/nginx/pricing.log\"\nformat = \"nginx\"\n",
     )
     .unwrap();
-    let output = Command::new(common::PAUSEWATCH)
-        .arg("run")
-        .arg("--config")
-        .arg(&config)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let stderr = common::exit_2_stderr(
+        std::process::Command::new(common::PAUSEWATCH)
+            .arg("run")
+            .arg("--config")
+            .arg(&config),
+    );
     let expected = format!(
         "pausewatch: {}:4: key access_log[0].gc_log: missing `gc_log`: ",
         config.display()
@@ -146,13 +144,11 @@ fn a_label_named_like_one_of_the_agents_own_exits_2_naming_the_key() {
         "[[gc_log]]\npath = \"/var/log/app/gc.log\"\nlabels = { collector = \"x\" }\n",
     )
     .unwrap();
-    let output = Command::new(common::PAUSEWATCH)
-        .args(["run", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let stderr = common::exit_2_stderr(
+        std::process::Command::new(common::PAUSEWATCH)
+            .args(["run", "--config"])
+            .arg(&config),
+    );
     let expected = format!(
         "pausewatch: {}:3: key gc_log[0].labels.collector: ",
         config.display()

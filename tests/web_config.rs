@@ -195,13 +195,11 @@ fn a_bad_web_config_names_its_file_line_and_key() {
         "listen = \"127.0.0.1:0\"\nweb_config = \"web.yml\"\n",
     )
     .unwrap();
-    let output = std::process::Command::new(common::PAUSEWATCH)
-        .arg("check-config")
-        .arg(&config)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let stderr = common::exit_2_stderr(
+        std::process::Command::new(common::PAUSEWATCH)
+            .arg("check-config")
+            .arg(&config),
+    );
     let expected = format!(
         "pausewatch: {}:2: key basic_auth_users.prometheus: not a bcrypt hash",
         dir.join("web.yml").display()
@@ -213,13 +211,11 @@ fn a_bad_web_config_names_its_file_line_and_key() {
         "tls_server_config:\n  cert_file: server.pem\n  key_file: missing.pem\n  client_auth_type: Sometimes\n",
     )
     .unwrap();
-    let output = std::process::Command::new(common::PAUSEWATCH)
-        .args(["run", "--listen", "127.0.0.1:0", "--web-config"])
-        .arg(dir.join("web.yml"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let stderr = common::exit_2_stderr(
+        std::process::Command::new(common::PAUSEWATCH)
+            .args(["run", "--listen", "127.0.0.1:0", "--web-config"])
+            .arg(dir.join("web.yml")),
+    );
     assert!(
         stderr.contains(&format!("{}:4: ", dir.join("web.yml").display()))
             && stderr.contains("Sometimes"),

@@ -176,6 +176,14 @@ pub fn run_command(config: &Path) -> Command {
     command
 }
 
+/// Runs `command`, which must refuse its setup: exit status 2. Its stderr.
+pub fn exit_2_stderr(command: &mut Command) -> String {
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    stderr
+}
+
 /// `pausewatch replay SOURCE TARGET OPTIONS...`.
 pub fn replay_command(source: &Path, target: &Path, options: &[&str]) -> Command {
     let mut command = Command::new(PAUSEWATCH);
