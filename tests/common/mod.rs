@@ -184,6 +184,28 @@ pub fn exit_2_stderr(command: &mut Command) -> String {
     stderr
 }
 
+/// Whether `program ARGS` runs and exits 0 (a prerequisite's probe).
+pub fn succeeds(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The stdout of `program ARGS`, which must exit 0.
+pub fn run_stdout(program: &str, args: &[&str]) -> String {
+    let output = Command::new(program).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{program} {args:?}: {}\n{stderr}",
+        output.status
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
 /// `pausewatch replay SOURCE TARGET OPTIONS...`.
 pub fn replay_command(source: &Path, target: &Path, options: &[&str]) -> Command {
     let mut command = Command::new(PAUSEWATCH);
@@ -366,19 +388,32 @@ impl Children {
         &mut self,
         deadline: Instant,
         what: &str,
-        mut ready: impl FnMut(&mut Children) -> bool,
+        ready: impl FnMut(&mut Children) -> bool,
     ) {
         let started = Instant::now();
+        assert!(
+            self.poll_until(deadline, ready),
+            "timed out after {:?} waiting for {what}",
+            started.elapsed()
+        );
+    }
+
+    /// Polls `ready` every 100 ms until it holds (true) or `deadline` has
+    /// passed (false), so that the caller can say what it saw; panics at
+    /// once when a service has died.
+    pub fn poll_until(
+        &mut self,
+        deadline: Instant,
+        mut ready: impl FnMut(&mut Children) -> bool,
+    ) -> bool {
         loop {
             self.assert_alive();
             if ready(self) {
-                return;
+                return true;
             }
-            assert!(
-                Instant::now() < deadline,
-                "timed out after {:?} waiting for {what}",
-                started.elapsed()
-            );
+            if Instant::now() >= deadline {
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }

@@ -57,7 +57,10 @@
 // lookups miss), -Dwl.update=0.5 (probability that a hit replaces the value),
 // -Dwl.sessionKB=32 / -Dwl.sessionSec=5 (per-request object kept that long, 0 = none),
 // -Dwl.respKB=96 (response buffer per request), -Dwl.cpuUs=300 (CPU per request),
-// -Dwl.quiesceMs=300 (idle time before the final snapshot).
+// -Dwl.quiesceMs=300 (idle time before the final snapshot), -Dwl.untilMs=EPOCH_MS (no
+// request is scheduled to start at or after this wall-clock time, however long the
+// JVM took to start and fill its cache: a test that lines runs up with wall-clock
+// minutes ends them on time on a loaded machine).
 //
 // Compile with the other workload files: javac --release 17 -d OUT tests/workload/*.java
 
@@ -227,8 +230,13 @@ public final class RequestWorkload {
         }
 
         // ---- scheduler (this thread)
-        long total = (long) Math.floor(seconds * ratePerSec);
         t0Nanos = System.nanoTime() + 50_000_000L;
+        long total = (long) Math.floor(seconds * ratePerSec);
+        Long untilMs = Long.getLong("wl.untilMs");
+        if (untilMs != null) {
+            double secondsLeft = (untilMs * 1000L - wallUs(t0Nanos)) / 1e6;
+            total = Math.min(total, (long) Math.max(0.0, Math.ceil(secondsLeft * ratePerSec)));
+        }
         System.out.println("RequestWorkload: started t0_ms=" + (wallUs(t0Nanos) / 1000L) + " requests=" + total);
         System.out.flush();
         for (long i = 0; i < total; i++) {
