@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{jvm_fixture, toml_string, MxBeans};
+use common::{jvm_fixture, run_stdout, succeeds, toml_string, MxBeans};
 
 mod common;
 
@@ -28,15 +28,6 @@ const CONFFILE: &str = "/etc/pausewatch/pausewatch.toml";
 const UNIT: &str = "/usr/lib/systemd/system/pausewatch.service";
 /// The owner of the GC log: a user other than `pausewatch`.
 const LOG_OWNER: u32 = 65534;
-
-fn succeeds(program: &str, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// Why the test cannot run here, if it cannot.
 fn missing_prerequisite() -> Option<String> {
@@ -57,17 +48,6 @@ fn missing_prerequisite() -> Option<String> {
         return Some("a pausewatch package is installed on this machine; not touching it".into());
     }
     None
-}
-
-fn run(program: &str, args: &[&str]) -> String {
-    let output = Command::new(program).args(args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "{program} {args:?}: {}\n{stderr}",
-        output.status
-    );
-    String::from_utf8(output.stdout).unwrap()
 }
 
 /// The agent as the package's user, with `capabilities` only (none: none).
@@ -135,9 +115,9 @@ fn the_deb_installs_runs_with_two_capabilities_and_purges_clean() {
     let deb = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
     eprintln!("built {} in {:?}", deb.display(), built.elapsed());
 
-    run("dpkg", &["-i", deb.to_str().unwrap()]);
+    run_stdout("dpkg", &["-i", deb.to_str().unwrap()]);
     let installed = Installed;
-    let files = run("dpkg", &["-L", "pausewatch"]);
+    let files = run_stdout("dpkg", &["-L", "pausewatch"]);
     for file in [
         "/usr/bin/pausewatch",
         CONFFILE,
@@ -150,12 +130,12 @@ fn the_deb_installs_runs_with_two_capabilities_and_purges_clean() {
             "{file} not in the package:\n{files}"
         );
     }
-    let conffiles = run("dpkg-query", &["-W", "-f=${Conffiles}", "pausewatch"]);
+    let conffiles = run_stdout("dpkg-query", &["-W", "-f=${Conffiles}", "pausewatch"]);
     assert!(conffiles.contains(CONFFILE), "{conffiles}");
     // Stripped: no debug sections left in the installed binary.
-    let sections = run("readelf", &["-S", "/usr/bin/pausewatch"]);
+    let sections = run_stdout("readelf", &["-S", "/usr/bin/pausewatch"]);
     assert!(!sections.contains(".debug_info"), "not stripped");
-    let user = run("getent", &["passwd", "pausewatch"]);
+    let user = run_stdout("getent", &["passwd", "pausewatch"]);
     let uid: u32 = user.split(':').nth(2).unwrap().parse().unwrap();
     assert_eq!(std::fs::metadata("/var/lib/pausewatch").unwrap().uid(), uid);
     let shipped = std::fs::read_to_string(CONFFILE).unwrap();
@@ -164,7 +144,7 @@ fn the_deb_installs_runs_with_two_capabilities_and_purges_clean() {
         shipped.contains("checkpoint_dir = \"/var/lib/pausewatch\""),
         "{shipped}"
     );
-    run("/usr/bin/pausewatch", &["check-config", CONFFILE]);
+    run_stdout("/usr/bin/pausewatch", &["check-config", CONFFILE]);
     if succeeds("systemd-analyze", &["--version"]) {
         let verify = Command::new("systemd-analyze")
             .args(["verify", UNIT])
@@ -261,7 +241,7 @@ struct Installed;
 impl Installed {
     /// `dpkg -r` (the conffile and state stay), then `dpkg --purge`.
     fn remove_and_purge(self) {
-        run("dpkg", &["-r", "pausewatch"]);
+        run_stdout("dpkg", &["-r", "pausewatch"]);
         assert!(
             !Path::new("/usr/bin/pausewatch").exists(),
             "binary left after remove"
@@ -271,7 +251,7 @@ impl Installed {
             Path::new("/var/lib/pausewatch").exists(),
             "a remove keeps the state"
         );
-        run("dpkg", &["--purge", "pausewatch"]);
+        run_stdout("dpkg", &["--purge", "pausewatch"]);
     }
 }
 

@@ -1,0 +1,179 @@
+//! The RPM package: built by `packaging/build-rpm.sh` (cargo-generate-rpm),
+//! read back with `rpm` itself (`-qlp`, `--scripts`, file flags, requires,
+//! digests), then installed into an empty root (`rpm --root`, scripts off:
+//! the root has no shell) where the shipped binary checks the shipped
+//! configuration, and systemd's own `systemd-sysusers` and `systemd-tmpfiles`
+//! apply the package's sysusers.d and tmpfiles.d files, as its post-install
+//! script does on a host: the `pausewatch` user and its 0750 state directory.
+//!
+//! The expected contents are the .deb's (tests/deb.rs), in RPM's places.
+//!
+//! Needs root (`rpm --root` sets owners), rpm and cargo-generate-rpm
+//! (`.ci/run` installs them); without one the test prints SKIPPED. It builds
+//! the release binary, which tests/deb.rs builds too.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{run_stdout, succeeds};
+
+mod common;
+
+const CONFFILE: &str = "/etc/pausewatch/pausewatch.toml";
+const SYSUSERS: &str = "/usr/lib/sysusers.d/pausewatch.conf";
+const TMPFILES: &str = "/usr/lib/tmpfiles.d/pausewatch.conf";
+/// Every file of the package, as `rpm -qlp` lists them (sorted).
+const FILES: [&str; 10] = [
+    CONFFILE,
+    "/usr/bin/pausewatch",
+    "/usr/lib/systemd/system/pausewatch.service",
+    SYSUSERS,
+    TMPFILES,
+    "/usr/share/bash-completion/completions/pausewatch",
+    "/usr/share/doc/pausewatch/README.md",
+    "/usr/share/fish/vendor_completions.d/pausewatch.fish",
+    "/usr/share/man/man1/pausewatch.1.gz",
+    "/usr/share/zsh/site-functions/_pausewatch",
+];
+
+/// Why the test cannot run here, if it cannot.
+fn missing_prerequisite() -> Option<String> {
+    if std::fs::metadata("/proc/self").map_or(true, |m| m.uid() != 0) {
+        return Some("not root (rpm --root sets file owners)".into());
+    }
+    for (tool, args) in [
+        ("rpm", &["--version"][..]),
+        ("cargo", &["generate-rpm", "--version"][..]),
+        ("systemd-sysusers", &["--version"][..]),
+        ("systemd-tmpfiles", &["--version"][..]),
+    ] {
+        if !succeeds(tool, args) {
+            return Some(format!("{tool} {} does not run", args.join(" ")));
+        }
+    }
+    None
+}
+
+/// `rpm -qp --queryformat FORMAT PACKAGE`.
+fn query(rpm: &Path, format: &str) -> String {
+    run_stdout(
+        "rpm",
+        &["-qp", "--queryformat", format, rpm.to_str().unwrap()],
+    )
+}
+
+#[test]
+fn the_rpm_holds_the_debs_files_and_its_scripts_make_the_user_and_state_directory() {
+    if let Some(reason) = missing_prerequisite() {
+        eprintln!("\n\n*** SKIPPED: tests/rpm.rs: {reason} ***\n\n");
+        return;
+    }
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap();
+    let output = Command::new(common::root().join("packaging/build-rpm.sh"))
+        .env("CARGO_TARGET_DIR", target)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "build-rpm.sh failed");
+    let rpm = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+    let path = rpm.to_str().unwrap();
+
+    // Intact, named and versioned as the crate.
+    run_stdout("rpm", &["-K", "--nosignature", path]);
+    assert_eq!(
+        query(&rpm, "%{NAME} %{VERSION}"),
+        format!("pausewatch {}", env!("CARGO_PKG_VERSION"))
+    );
+
+    let mut files: Vec<String> = run_stdout("rpm", &["-qlp", path])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    files.sort();
+    assert_eq!(files, FILES);
+    // The configuration survives upgrades when edited (%config(noreplace)).
+    assert_eq!(run_stdout("rpm", &["-qcp", path]).trim(), CONFFILE);
+    let flags = query(&rpm, "[%{FILEFLAGS:fflags} %{FILENAMES}\n]");
+    assert!(
+        flags.lines().any(|l| l == format!("cn {CONFFILE}")),
+        "{flags}"
+    );
+    let requires = run_stdout("rpm", &["-qpR", path]);
+    assert!(
+        requires.lines().any(|l| l.trim() == "systemd"),
+        "{requires}"
+    );
+
+    // The scripts: the user and state directory after install, the
+    // service stopped on erase and restarted on upgrade; valid sh.
+    let scripts = run_stdout("rpm", &["-qp", "--scripts", path]);
+    for expected in [
+        "postinstall scriptlet",
+        &format!("systemd-sysusers {SYSUSERS}"),
+        &format!("systemd-tmpfiles --create {TMPFILES}"),
+        "preuninstall scriptlet",
+        "disable --now pausewatch.service",
+        "postuninstall scriptlet",
+        "try-restart pausewatch.service",
+    ] {
+        assert!(scripts.contains(expected), "no {expected:?} in:\n{scripts}");
+    }
+    for tag in ["POSTIN", "PREUN", "POSTUN"] {
+        let script = query(&rpm, &format!("%{{{tag}}}"));
+        let syntax = Command::new("sh")
+            .args(["-n", "-c", &script])
+            .output()
+            .unwrap();
+        assert!(syntax.status.success(), "{tag}: {syntax:?}\n{script}");
+    }
+
+    // Installed into an empty root.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let root_arg = format!("--root={}", root.display());
+    run_stdout("rpm", &[&root_arg, "--initdb"]);
+    run_stdout(
+        "rpm",
+        &[
+            &root_arg,
+            "-i",
+            "--nodeps",
+            "--noscripts",
+            "--notriggers",
+            path,
+        ],
+    );
+    let installed = |file: &str| root.join(file.trim_start_matches('/'));
+    let binary = installed("/usr/bin/pausewatch");
+    let sections = run_stdout("readelf", &["-S", binary.to_str().unwrap()]);
+    assert!(!sections.contains(".debug_info"), "not stripped");
+    run_stdout(
+        binary.to_str().unwrap(),
+        &["check-config", installed(CONFFILE).to_str().unwrap()],
+    );
+    assert_eq!(
+        std::fs::read_to_string(installed("/usr/lib/systemd/system/pausewatch.service")).unwrap(),
+        std::fs::read_to_string(common::root().join("packaging/debian/pausewatch.service"))
+            .unwrap()
+    );
+
+    // What the post-install script does, by systemd's tools in that root
+    // (which read the package's files there: the only ones in it).
+    std::fs::create_dir_all(installed("/etc")).unwrap();
+    run_stdout("systemd-sysusers", &[&root_arg]);
+    run_stdout("systemd-tmpfiles", &[&root_arg, "--create"]);
+    let passwd = std::fs::read_to_string(installed("/etc/passwd")).unwrap();
+    let user: Vec<&str> = passwd
+        .lines()
+        .find(|l| l.starts_with("pausewatch:"))
+        .unwrap_or_else(|| panic!("no pausewatch user in:\n{passwd}"))
+        .split(':')
+        .collect();
+    let uid: u32 = user[2].parse().unwrap();
+    assert!(uid > 0 && uid < 1000, "not a system user: {user:?}");
+    assert_eq!(user[5], "/var/lib/pausewatch");
+    let state = std::fs::metadata(installed("/var/lib/pausewatch")).unwrap();
+    assert_eq!((state.uid(), state.gid()), (uid, user[3].parse().unwrap()));
+    assert_eq!(state.mode() & 0o7777, 0o750);
+}
