@@ -10,12 +10,12 @@ use std::sync::PoisonError;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use pausewatch_parsers::UnparsedKind;
+use pausewatch_parsers::{Collector, UnparsedKind};
 
 use crate::model::alerts::Alert;
 use crate::model::correlate::LatencyMinute;
 use crate::model::histogram::Histogram;
-use crate::model::jvm::SafepointSeries;
+use crate::model::jvm::{PauseSeries, SafepointSeries};
 use crate::model::minutes::{last_complete_minute, Minute, CLOCK_OUTLIER};
 use crate::model::runtime::{CollectorStats, MemoryPool, RuntimeStats};
 use crate::store::{AccessStreamState, AgentState, StreamState};
@@ -23,6 +23,11 @@ use crate::store::{AccessStreamState, AgentState, StreamState};
 /// `window` label values of `pausewatch_gc_overhead_ratio` and the number of
 /// complete minutes each covers.
 pub const OVERHEAD_WINDOWS: [(&str, u32); 2] = [("1m", 1), ("5m", 5)];
+
+/// Set to `go` on every series of a stream the Go runtime writes (its
+/// `gctrace` output), so that the shared families tell Go services from
+/// JVMs; JVM streams go without it, as they always have.
+const RUNTIME_LABEL: &str = "runtime";
 
 /// Labels Prometheus itself attaches to every scraped series; a source label
 /// of the same name would be renamed `exported_*` on scrape.
@@ -104,7 +109,8 @@ impl Scope {
     /// configured labels; `None` when the series carry no configured labels.
     pub fn scope_labels(&self) -> Option<&'static [&'static str]> {
         match self {
-            Scope::Stream(_) | Scope::AccessLog(_) => Some(&["log"]),
+            Scope::Stream(_) => Some(&["log", RUNTIME_LABEL]),
+            Scope::AccessLog(_) => Some(&["log"]),
             Scope::Alert(_) => Some(&["alertname", "log"]),
             Scope::Agent(_) => None,
         }
@@ -206,7 +212,10 @@ impl Family {
             match scope {
                 Scope::Stream(read) => {
                     for stream in state.streams.values().filter(|s| !s.exited) {
-                        let scope_labels = log_labels(&stream.log, &stream.labels);
+                        let mut scope_labels = log_labels(&stream.log, &stream.labels);
+                        if stream.jvm.collector == Collector::Go {
+                            scope_labels.push((RUNTIME_LABEL, "go".into()));
+                        }
                         series.extend(self.label(scope_labels, read(stream, now)));
                     }
                 }
@@ -284,6 +293,15 @@ pub static CATALOG: &[Family] = &[
             attributes: &[],
         }),
         scopes: &[Scope::Stream(pauses)],
+    },
+    Family {
+        name: "go_gc_pause_seconds",
+        kind: Kind::Histogram,
+        unit: Unit::Seconds,
+        help: "Stop-the-world pauses of a Go program's GC cycles (sweep plus mark termination, as runtime/metrics /sched/pauses/total/gc:seconds), read from its gctrace output; cause is forced for runtime.GC().",
+        labels: &["cause"],
+        semconv: None,
+        scopes: &[Scope::Stream(go_pauses)],
     },
     Family {
         name: "pausewatch_gc_pause_max_seconds",
@@ -1187,16 +1205,35 @@ fn info(labels: Vec<Cow<'_, str>>) -> Vec<Sample<'_>> {
 }
 
 fn pauses(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
+    pause_series(stream, |series| {
+        vec![
+            series.gc.as_str().into(),
+            series.action.as_str().into(),
+            series.cause.as_str().into(),
+        ]
+    })
+}
+
+/// A Go stream's pauses under the Go name: the runtime has one collector,
+/// so only the cause tells its series apart.
+fn go_pauses(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
+    if stream.jvm.collector != Collector::Go {
+        return Vec::new();
+    }
+    pause_series(stream, |series| vec![series.cause.as_str().into()])
+}
+
+/// One histogram sample per pause series, labelled by `labels`.
+fn pause_series<'a>(
+    stream: &'a StreamState,
+    labels: impl Fn(&'a PauseSeries) -> Vec<Cow<'a, str>>,
+) -> Vec<Sample<'a>> {
     stream
         .jvm
         .pauses
         .iter()
         .map(|series| Sample {
-            labels: vec![
-                series.gc.as_str().into(),
-                series.action.as_str().into(),
-                series.cause.as_str().into(),
-            ],
+            labels: labels(series),
             value: Value::Histogram(&series.histogram),
             minute: None,
         })
