@@ -1508,7 +1508,7 @@ mod tests {
             fired_at: None,
             resolved_at: None,
         };
-        let mut state = AgentState::from_streams([stream]);
+        let mut state = AgentState::from_streams([stream, go_stream()]);
         let mut access = AccessStreamState::default();
         access.malformed_window.add(10, 1);
         state.access_streams.insert(StreamId(2), Arc::new(access));
@@ -1520,6 +1520,65 @@ mod tests {
         otlp.exports.insert(("logs", "success"), 1);
         drop(otlp);
         state
+    }
+
+    /// A Go program's stream: the first cycles of tests/fixtures/go.
+    fn go_stream() -> StreamState {
+        let trace = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/go/go1.19-alloc/gctrace.log");
+        let (events, parser) =
+            crate::commands::analyze::parse_files(&[trace], None).expect("fixture parses");
+        let mut jvm = crate::model::jvm::JvmState::default();
+        jvm.ingest(parser.run(), &events, None);
+        StreamState {
+            log: "/var/log/translate/stderr.log".to_string(),
+            jvm,
+            ..StreamState::default()
+        }
+    }
+
+    /// Go streams carry `runtime="go"`, and their pauses are under the Go
+    /// name too; JVM streams keep the labels they always had.
+    #[test]
+    fn go_streams_are_told_apart_by_runtime() {
+        let state = every_scope();
+        let now = at(1, 46, 30);
+        let runtime = |series: &Series| {
+            series
+                .labels
+                .iter()
+                .find(|(name, _)| *name == "runtime")
+                .map(|(_, value)| value.to_string())
+        };
+        for family in CATALOG
+            .iter()
+            .filter(|f| matches!(f.scopes, [Scope::Stream(_)]))
+        {
+            for series in family.read(&state, "1.2.3", now) {
+                let go = series.labels[0].1 == "/var/log/translate/stderr.log";
+                assert_eq!(
+                    runtime(&series).is_some(),
+                    go,
+                    "{}: {series:?}",
+                    family.name
+                );
+            }
+        }
+        let go_family = CATALOG
+            .iter()
+            .find(|f| f.name == "go_gc_pause_seconds")
+            .unwrap();
+        let series = go_family.read(&state, "1.2.3", now);
+        let count: u64 = series
+            .iter()
+            .map(|s| match s.value {
+                Value::Histogram(h) => h.count,
+                _ => 0,
+            })
+            .sum();
+        // memstats.json of the fixture: NumGC.
+        assert_eq!(count, 80);
+        assert!(series.iter().all(|s| runtime(s).as_deref() == Some("go")));
     }
 
     #[test]
