@@ -119,18 +119,8 @@ fn check(label: &str, count: u64, total_s: f64, forced: u64, trace: &str, truth:
 }
 
 fn analyze(args: &[&str], trace: &Path) -> Value {
-    let output = Command::new(common::PAUSEWATCH)
-        .args(["analyze", "--format", "json"])
-        .args(args)
-        .arg(trace)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    let trace = trace.to_str().unwrap();
+    common::analyze_json(args.iter().copied().chain([trace]))
 }
 
 fn check_analyze(label: &str, report: &Value, trace: &str, truth: &MemStats) {
@@ -264,31 +254,37 @@ fn check_agent(label: &str, metrics: &str, selector: &[&str], trace: &Path, trut
     );
 }
 
+/// An agent polling every 100 ms with `config` after its common keys, up.
+fn start_agent(dir: &Path, config: &str) -> common::Agent {
+    let port = common::free_port();
+    let agent = common::Agent::start(
+        dir,
+        port,
+        &format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {checkpoint}\npoll_interval = \"100ms\"\n{config}",
+            checkpoint = common::toml_string(&dir.join("checkpoint")),
+        ),
+    );
+    agent.metrics_when(Duration::from_secs(20), |m| {
+        m.contains("pausewatch_build_info")
+    });
+    agent
+}
+
 #[test]
 fn agent_discovers_a_go_program_tracing_to_a_file() {
     if !go_or_skip("agent_discovers_a_go_program_tracing_to_a_file") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let port = common::free_port();
-    let agent = common::Agent::start(
+    let agent = start_agent(
         dir.path(),
-        port,
-        &format!(
-            r#"listen = "127.0.0.1:{port}"
-checkpoint_dir = "{dir}/checkpoint"
-poll_interval = "100ms"
-[discovery]
+        r#"[discovery]
 interval = "200ms"
 include = ["gcload-[0-9]+ alloc 3 discover-me$"]
 grace = "60s"
 "#,
-            dir = dir.path().display()
-        ),
     );
-    agent.metrics_when(Duration::from_secs(20), |m| {
-        m.contains("pausewatch_build_info")
-    });
     let trace = dir.path().join("app-stderr.log");
     // The other tests' programs run beside this one: only this one is included.
     let truth = run_gcload(
@@ -316,26 +312,17 @@ fn agent_follows_a_configured_go_trace_anchored_from_proc() {
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("stderr.log");
-    let port = common::free_port();
-    let agent = common::Agent::start(
+    let agent = start_agent(
         dir.path(),
-        port,
         &format!(
-            r#"listen = "127.0.0.1:{port}"
-checkpoint_dir = "{dir}/checkpoint"
-poll_interval = "100ms"
-[[gc_log]]
+            r#"[[gc_log]]
 path = {trace}
 start_at = "beginning"
 labels = {{ service = "translate" }}
 "#,
-            dir = dir.path().display(),
             trace = common::toml_string(&trace),
         ),
     );
-    agent.metrics_when(Duration::from_secs(20), |m| {
-        m.contains("pausewatch_build_info")
-    });
     let truth = run_gcload(&["alloc", "3"], "gctrace=1", &trace);
     let selector = [r#"runtime="go""#, r#"service="translate""#];
     let metrics = agent.metrics_when(Duration::from_secs(20), |m| {
@@ -464,21 +451,9 @@ fn go_service_requests_slowed_by_its_pauses_are_attributed() {
 
     let slo_us = 10_000.0;
     let requests = requests(&access);
+    // The JSON lines' fields (`start`, `duration_ms`) are told without flags.
     let report = analyze(
-        &[
-            "--slo",
-            "10ms",
-            "--latency",
-            access.to_str().unwrap(),
-            "--latency-format",
-            "json",
-            "--time-field",
-            "start",
-            "--duration-field",
-            "duration_ms",
-            "--duration-unit",
-            "ms",
-        ],
+        &["--slo", "10ms", "--latency", access.to_str().unwrap()],
         &trace_path,
     );
     let trace = std::fs::read_to_string(&trace_path).unwrap();

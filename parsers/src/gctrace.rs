@@ -201,10 +201,8 @@ fn cycle(rest: &str) -> Option<GoCycle> {
     let (utilisation, rest) = rest.split_once("%: ")?;
     utilisation.parse::<u32>().ok()?;
     let (clock, rest) = rest.split_once(" ms clock, ")?;
-    let phases: Vec<f64> = clock.split('+').map(phase_ms).collect::<Option<_>>()?;
-    let [sweep_termination_ms, concurrent_mark_ms, mark_termination_ms] = phases[..] else {
-        return None;
-    };
+    let [sweep_termination_ms, concurrent_mark_ms, mark_termination_ms] =
+        exactly_three(clock.split('+'), phase_ms)?;
     let (_cpu, rest) = rest.split_once(" ms cpu, ")?;
     let (rest, forced) = match rest.strip_suffix(" (forced)") {
         Some(rest) => (rest, true),
@@ -212,10 +210,8 @@ fn cycle(rest: &str) -> Option<GoCycle> {
     };
     let mut fields = rest.split(", ");
     let heaps = fields.next()?.strip_suffix(" MB")?;
-    let heaps: Vec<u64> = heaps.split("->").map(megabytes).collect::<Option<_>>()?;
-    let [heap_start_bytes, heap_end_bytes, live_bytes] = heaps[..] else {
-        return None;
-    };
+    let [heap_start_bytes, heap_end_bytes, live_bytes] =
+        exactly_three(heaps.split("->"), megabytes)?;
     let mut goal_bytes = None;
     let mut processors = None;
     for field in fields {
@@ -242,6 +238,20 @@ fn cycle(rest: &str) -> Option<GoCycle> {
         processors: processors?,
         forced,
     })
+}
+
+/// The three figures of `parts`, each read by `read`; `None` unless there
+/// are exactly three and each reads.
+fn exactly_three<'a, T>(
+    mut parts: impl Iterator<Item = &'a str>,
+    read: impl Fn(&str) -> Option<T>,
+) -> Option<[T; 3]> {
+    let figures = [
+        read(parts.next()?)?,
+        read(parts.next()?)?,
+        read(parts.next()?)?,
+    ];
+    parts.next().is_none().then_some(figures)
 }
 
 /// Digits with at most one `.`: what the runtime prints (`parse::<f64>`

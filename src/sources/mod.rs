@@ -504,11 +504,7 @@ impl Registry {
                 None => match logs.into_iter().find(|log| log.exists()) {
                     Some(log) => {
                         let id = self.next_id();
-                        let writer = Writer {
-                            pid: process.pid,
-                            start_ticks: process.start_ticks,
-                            started: process.started,
-                        };
+                        let writer = Writer::at(process.pid, process.start_ticks, process.started);
                         let source = self.follow_discovered_log(id, log, &writer, &labels, store);
                         found.push(Box::new(source));
                         (id, false, true)
@@ -561,11 +557,7 @@ impl Registry {
             let mut labels = process.labels();
             labels.extend(self.config.discovery.labels_for(&process.command_line));
             let id = self.next_id();
-            let writer = Writer {
-                pid: process.pid,
-                start_ticks: process.start_ticks,
-                started: process.started,
-            };
+            let writer = Writer::at(process.pid, process.start_ticks, process.started);
             let source = self.follow_discovered_log(id, trace, &writer, &labels, store);
             found.push(Box::new(gotrace::GoTraceSource::new(
                 source,
@@ -645,6 +637,16 @@ struct Writer {
     pid: u32,
     start_ticks: u64,
     started: chrono::DateTime<chrono::Utc>,
+}
+
+impl Writer {
+    fn at(pid: u32, start_ticks: u64, started: chrono::DateTime<chrono::Utc>) -> Writer {
+        Writer {
+            pid,
+            start_ticks,
+            started,
+        }
+    }
 }
 
 /// The real path of a live file, or of where it will be when it does not
