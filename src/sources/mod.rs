@@ -541,8 +541,15 @@ impl Registry {
         let Some(scanner) = &mut self.go_scanner else {
             return Vec::new();
         };
+        let scan_started = std::time::Instant::now();
+        let processes = scanner.scan();
+        tracing::debug!(
+            elapsed_us = scan_started.elapsed().as_micros() as u64,
+            new_go_programs = processes.len(),
+            "Go discovery scan"
+        );
         let mut found: Vec<Box<dyn Source>> = Vec::new();
-        for process in scanner.scan() {
+        for process in processes {
             if !self.config.discovery.selects(&process.command_line) {
                 continue;
             }
@@ -599,7 +606,7 @@ impl Registry {
                 _ => 0,
             },
         };
-        tracing::info!(pid = process.pid, log = %log.display(), "following the GC log the JVM's options name");
+        tracing::info!(pid = process.pid, log = %log.display(), "following the GC log discovery found");
         self.claimed.insert(real_path(&log));
         let follow = FollowOptions {
             start_at,
