@@ -528,6 +528,95 @@ fn a_log_without_the_jvms_pauses_raises_gc_log_counter_mismatch() {
     );
 }
 
+/// Why the agent cannot be run as another user here, if it cannot.
+fn cannot_run_as_nobody() -> Option<&'static str> {
+    let uid = Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        return Some("not root: the agent cannot be started as another user");
+    }
+    let setpriv = Command::new("setpriv").arg("--version").output();
+    if !setpriv.is_ok_and(|o| o.status.success()) {
+        return Some("setpriv (util-linux) is missing");
+    }
+    None
+}
+
+#[test]
+fn another_users_jvm_is_listed_as_permission_denied_without_capabilities() {
+    let test = "another_users_jvm_is_listed_as_permission_denied_without_capabilities";
+    if let Some(reason) = cannot_run_as_nobody() {
+        eprintln!("\n*** SKIPPED {test}: {reason} ***\n");
+        return;
+    }
+    let Some(setup) = Setup::new(test) else {
+        return;
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
+    use std::os::unix::fs::PermissionsExt;
+    let checkpoint = dir.path().join("checkpoint");
+    std::fs::create_dir_all(&checkpoint).unwrap();
+    for (path, mode) in [(dir.path(), 0o755), (checkpoint.as_path(), 0o777)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    // The JVM runs as root: its hsperfdata file is 0600, and its
+    // /proc/PID/root needs CAP_SYS_PTRACE.
+    let snapshot = dir.path().join("mxbeans.json");
+    let mut jvm = g1_jvm(&[marker], workload(25, 6, classes, &snapshot));
+    let port = common::free_port();
+    let config = dir.path().join("pausewatch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+             [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n",
+            common::toml_string(&checkpoint),
+            common::toml_string(Path::new(&regex::escape(marker))),
+        ),
+    )
+    .unwrap();
+    let stderr = dir.path().join("agent.log");
+    let agent = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--no-new-privs",
+        ])
+        .args([
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            common::PAUSEWATCH,
+            "run",
+            "--config",
+        ])
+        .arg(&config)
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let agent = Agent::from_child(port, agent);
+    let pid_label = format!("pid=\"{}\"", jvm.id());
+    let listed = [
+        pid_label.as_str(),
+        "runtime_stats=\"unavailable\"",
+        "reason=\"permission_denied\"",
+    ];
+    let metrics = agent.metrics_when(Duration::from_secs(20), |m| {
+        sum(m, "pausewatch_jvm_discovered", &listed) == 1.0
+    });
+    // Listed, with no figure made up.
+    assert_eq!(
+        sum(&metrics, "jvm_gc_pause_seconds_count", &[&pid_label]),
+        0.0
+    );
+    let log = std::fs::read_to_string(&stderr).unwrap();
+    assert!(
+        log.contains("CAP_DAC_READ_SEARCH") && log.contains("CAP_SYS_PTRACE"),
+        "{log}"
+    );
+    let _ = jvm.kill();
+    let _ = jvm.wait();
+}
+
 #[test]
 fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
     let test = "a_jvm_started_after_the_agent_is_followed_through_its_log_rotations";

@@ -222,6 +222,11 @@ impl Agent {
         Agent { port, child }
     }
 
+    /// An agent started otherwise (as another user), listening on `port`.
+    pub fn from_child(port: u16, child: Child) -> Agent {
+        Agent { port, child }
+    }
+
     /// GET `path`; the body, or `None` while the agent is not up.
     pub fn get(&self, path: &str) -> Option<String> {
         http_get(self.port, path).ok().map(|(_, body)| body)
