@@ -26,7 +26,7 @@ mod siblings;
 pub use confine::Confine;
 use confine::OpenError;
 pub use discover::{base_dir, discover, has_glob_chars, Discovery, MAX_MATCHES};
-pub use siblings::live_path_of;
+pub use siblings::{live_path_of, log_exists};
 
 /// Bytes of a file's head that identify it.
 const HEAD_BYTES: usize = 1024;

@@ -59,6 +59,27 @@ pub fn ring_current_of(live_name: &str, name: &str) -> bool {
     ring_name_of(name) == Some(live_name)
 }
 
+/// Whether the log `live` is there: its file, or a `.current` file of the
+/// JDK 8 ring it names.
+pub fn log_exists(live: &Path) -> bool {
+    if live.exists() {
+        return true;
+    }
+    let (Some(dir), Some(name)) = (live.parent(), live.file_name()) else {
+        return false;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let name = name.to_string_lossy();
+    let entries = std::fs::read_dir(dir).into_iter().flatten().flatten();
+    entries
+        .into_iter()
+        .any(|entry| ring_current_of(&name, &entry.file_name().to_string_lossy()))
+}
+
 /// The file a rotated name belongs to, the ring a `.current` file writes;
 /// a live path is its own.
 pub fn live_path_of(path: &Path) -> PathBuf {

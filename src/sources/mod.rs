@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, CorrelationConfig};
 use crate::follow::{
-    base_dir, discover, Confine, FollowOptions, Follower, Note, PollOutcome, StartAt, MAX_MATCHES,
+    base_dir, discover, log_exists, Confine, FollowOptions, Follower, Note, PollOutcome, StartAt,
+    MAX_MATCHES,
 };
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
@@ -27,6 +28,7 @@ pub mod access_log;
 pub mod discovery;
 pub mod gc_log;
 pub mod latency_histogram;
+mod launcher;
 pub mod procfs;
 pub mod runtime_stats;
 
@@ -490,11 +492,11 @@ impl Registry {
                 }
                 // A log of its own, not created yet: look again, unless the
                 // JVM has run for long without it.
-                None if logs.first().is_some_and(|log| !log.exists()) && young(&process) => {
+                None if logs.first().is_some_and(|log| !log_exists(log)) && young(&process) => {
                     retry.push(process.pid);
                     continue;
                 }
-                None => match logs.into_iter().find(|log| log.exists()) {
+                None => match logs.into_iter().find(|log| log_exists(log)) {
                     Some(log) => {
                         let id = self.next_id();
                         let source = self.follow_discovered_log(id, log, &process, &labels, store);
