@@ -77,7 +77,8 @@ fn main_of(arguments: &[String]) -> String {
             option if OPTIONS_WITH_VALUE.contains(&option) => {
                 rest.next();
             }
-            option if option.starts_with('-') => {}
+            // An argfile (expanded only to find GC logs) or an option.
+            option if option.starts_with(['-', '@']) => {}
             main => return main.to_string(),
         }
     }
@@ -362,6 +363,10 @@ mod tests {
             "app/app.Main"
         );
         assert_eq!(main_of(&args("java -version")), "java");
+        assert_eq!(
+            main_of(&args("java @jvm.opts -cp a com.acme.Main")),
+            "com.acme.Main"
+        );
     }
 
     #[test]
