@@ -369,6 +369,45 @@ mod tests {
         );
     }
 
+    /// A JDK 8 JVM in a fake /proc (no hsperfdata, so its options come from
+    /// /proc): `-Xloggc` with `%p` and rotation, overridden by a later one in
+    /// `_JAVA_OPTIONS`; its ring exists only as `.current` and rotated files.
+    #[test]
+    fn a_jdk8_xloggc_ring_is_found_under_its_name_with_the_last_option_winning() {
+        let proc_root = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let dir = proc_root.path().join("4242");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(cwd.path(), dir.join("cwd")).unwrap();
+        let environ = "HOME=/root\0_JAVA_OPTIONS=-Xmx1g -Xloggc:logs/gc-%p.log\0";
+        std::fs::write(dir.join("environ"), environ).unwrap();
+        std::fs::write(cwd.path().join("jvm.opts"), "-Xloggc:/nowhere/first.log\n").unwrap();
+        let logs = cwd.path().join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        for name in ["gc-pid7.log.0", "gc-pid7.log.1.current"] {
+            std::fs::write(logs.join(name), "").unwrap();
+        }
+        let process = JavaProcess {
+            pid: 4242,
+            nspid: 7,
+            user: "app".to_string(),
+            start_ticks: 1,
+            started: DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+            arguments: args(
+                "java @jvm.opts -XX:+UseGCLogFileRotation -XX:NumberOfGCLogFiles=5 -XX:GCLogFileSize=8k Main",
+            ),
+            container: None,
+        };
+        assert_eq!(
+            gc_logs(proc_root.path(), &process),
+            [logs.join("gc-pid7.log")]
+        );
+        // As JDK 9+ names it, when that is the file there.
+        std::fs::remove_file(logs.join("gc-pid7.log.1.current")).unwrap();
+        std::fs::write(logs.join("gc-7.log"), "").unwrap();
+        assert_eq!(gc_logs(proc_root.path(), &process), [logs.join("gc-7.log")]);
+    }
+
     #[test]
     fn container_ids_come_from_the_cgroup_path() {
         let id = "3f4e1a2b".repeat(8);
