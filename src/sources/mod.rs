@@ -356,7 +356,7 @@ impl Registry {
         let mut claimed = Vec::new();
         for (index, live) in candidates {
             let key = key(live.display().to_string());
-            if self.known.contains(&key) || !self.claimed.insert(real_path(&live)) {
+            if self.known.contains(&key) || !self.claimed.insert(procfs::canonical(&live)) {
                 continue;
             }
             if let Some(restored) = self.take_new(key) {
@@ -465,7 +465,7 @@ impl Registry {
                 .collect();
             let followed = {
                 let state = store.write();
-                let writes = |log: &str| logs.contains(&real_path(Path::new(log)));
+                let writes = |log: &str| logs.contains(&procfs::canonical(Path::new(log)));
                 state
                     .streams
                     .iter()
@@ -558,7 +558,7 @@ impl Registry {
             },
         };
         tracing::info!(pid = process.pid, log = %log.display(), "following the GC log the JVM's options name");
-        self.claimed.insert(real_path(&log));
+        self.claimed.insert(procfs::canonical(&log));
         let follow = FollowOptions {
             start_at,
             confine: Confine::Anywhere,
@@ -581,26 +581,12 @@ impl Registry {
         let (SourceKey::GcLog(path) | SourceKey::AccessLog(path)) = key else {
             return;
         };
-        self.claimed.remove(&real_path(Path::new(path)));
+        self.claimed.remove(&procfs::canonical(Path::new(path)));
     }
 
     /// Checkpoints of sources not seen this run, kept for when they return.
     pub fn unclaimed(&self) -> impl Iterator<Item = &SourceCheckpoint> {
         self.restored.values()
-    }
-}
-
-/// The real path of a live file, or of where it will be when it does not
-/// exist yet.
-fn real_path(live: &Path) -> PathBuf {
-    if let Ok(real) = live.canonicalize() {
-        return real;
-    }
-    match (live.parent(), live.file_name()) {
-        (Some(dir), Some(name)) => dir
-            .canonicalize()
-            .map_or_else(|_| live.to_path_buf(), |dir| dir.join(name)),
-        _ => live.to_path_buf(),
     }
 }
 

@@ -126,8 +126,18 @@ fn split_unquoted(text: &str, separator: char) -> impl Iterator<Item = &str> {
     })
 }
 
+/// The real path of a file, or of where it will be when it does not exist
+/// yet (a log not created, a JDK 8 ring, which no file is called after).
 pub(super) fn canonical(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    if let Ok(real) = path.canonicalize() {
+        return real;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => dir
+            .canonicalize()
+            .map_or_else(|_| path.to_path_buf(), |dir| dir.join(name)),
+        _ => path.to_path_buf(),
+    }
 }
 
 /// A process as last scanned: its start (which tells a reused pid apart)
