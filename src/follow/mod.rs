@@ -450,10 +450,13 @@ impl Follower {
         outcome.readable = false;
     }
 
-    /// Finds the checkpointed file (live, or rotated while the agent was down).
+    /// Finds the checkpointed file (live, or rotated while the agent was
+    /// down, or a JDK 8 ring's `.current` file a JVM run left when it exited).
     fn open_checkpointed(&mut self, resume: Position, outcome: &mut PollOutcome) {
         let mut candidates = vec![self.live_file.clone()];
         candidates.extend(self.siblings().into_iter().map(|(path, _)| path));
+        let ring = self.beside(ring_current_of).into_iter();
+        candidates.extend(ring.map(|(path, _)| path).filter(|p| *p != self.live_file));
         for path in candidates {
             let Some(Ok(file)) = self.open(&path) else {
                 continue;
@@ -949,6 +952,28 @@ mod tests {
         second_run.rotate();
         read += &poll_text(&mut follower);
         assert_eq!(read, second_run.written, "nothing of the stale file");
+    }
+
+    #[test]
+    fn a_checkpoint_in_the_current_file_of_a_jdk8_run_that_exited_is_finished_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let ring = dir.path().join("gc.log");
+        let mut first_run = Jdk8Ring::start(ring.clone(), 4);
+        first_run.rotate();
+        first_run.rotate();
+        let mut follower = Follower::new(ring.clone(), starting(StartAt::Beginning), None);
+        let mut read = poll_text(&mut follower);
+        let checkpoint = follower.position();
+        drop(follower);
+        // While the agent is down the run writes its last line and exits,
+        // leaving gc.log.2.current; the next run starts in gc.log.0.current.
+        first_run.write("first run, last line\n");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut second_run = Jdk8Ring::start(ring.clone(), 4);
+        second_run.write("second run\n");
+        let mut follower = Follower::new(ring, starting(StartAt::End), checkpoint);
+        read += &poll_text(&mut follower);
+        assert_eq!(read, first_run.written + &second_run.written);
     }
 
     #[test]
