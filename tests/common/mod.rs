@@ -56,6 +56,12 @@ pub struct Bean {
 pub struct MxBeans {
     pub java_version: String,
     pub collectors: Vec<Bean>,
+    /// The process's CPU time (OperatingSystemMXBean) before the snapshot's
+    /// own work and at its end; absent from the older fixtures.
+    #[serde(default)]
+    pub process_cpu_ns_before: Option<u64>,
+    #[serde(default)]
+    pub process_cpu_ns: Option<u64>,
 }
 
 impl MxBeans {
