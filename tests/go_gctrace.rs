@@ -335,6 +335,51 @@ labels = {{ service = "translate" }}
     );
 }
 
+/// A Go trace's position and parser state are checkpointed like a GC
+/// log's: an agent killed half way and started again counts every cycle of
+/// the recorded run once.
+#[test]
+fn agent_resumes_a_go_trace_from_its_checkpoint() {
+    let fixture = common::root().join("tests/fixtures/go/go1.19-alloc");
+    let recorded = std::fs::read_to_string(fixture.join("gctrace.log")).unwrap();
+    let truth: MemStats =
+        serde_json::from_slice(&std::fs::read(fixture.join("memstats.json")).unwrap()).unwrap();
+    let lines: Vec<&str> = recorded.lines().collect();
+    let (first, second) = lines.split_at(lines.len() / 2);
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("stderr.log");
+    std::fs::write(&trace, first.join("\n") + "\n").unwrap();
+    let config = format!(
+        "checkpoint_interval = \"200ms\"\n[[gc_log]]\npath = {}\nstart_at = \"beginning\"\njvm_start = \"2026-12-01T05:00:00Z\"\n",
+        common::toml_string(&trace)
+    );
+    let count = |m: &str| common::sum(m, "go_gc_pause_seconds_count", &[r#"runtime="go""#]);
+    let agent = start_agent(dir.path(), &config);
+    agent.metrics_when(Duration::from_secs(20), |m| count(m) == first.len() as f64);
+    // Two checkpoint intervals, then killed.
+    std::thread::sleep(Duration::from_millis(600));
+    drop(agent);
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&trace)
+        .unwrap();
+    file.write_all((second.join("\n") + "\n").as_bytes())
+        .unwrap();
+    let agent = start_agent(dir.path(), &config);
+    let metrics = agent.metrics_when(Duration::from_secs(20), |m| count(m) >= truth.num_gc as f64);
+    check_agent(
+        "restarted agent",
+        &metrics,
+        &[r#"runtime="go""#],
+        &trace,
+        &truth,
+    );
+    assert_eq!(
+        common::sum(&metrics, "pausewatch_jvm_restarts_total", &[]),
+        0.0
+    );
+}
+
 // ---------------------------------------------------------------- a Go service and its access log
 
 /// One line of the service's access log (`{"start": RFC 3339, "duration_ms": N}`).
