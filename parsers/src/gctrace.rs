@@ -169,7 +169,9 @@ fn strip_shipper_fields(rest: &str) -> Option<&str> {
 /// `2026-12-01T05:41:51+0000` (journalctl short-iso), with a fraction
 /// (short-iso-precise), or RFC 3339 (`...Z`, `+00:00`).
 fn prefix_time(stamp: &str) -> Option<DateTime<Utc>> {
-    if stamp.len() < 20 || stamp.as_bytes()[10] != b'T' {
+    // JDK 8's `2014-07-24T13:49:45.090+0400:` date stamps end in a colon:
+    // they are turned away before any date is parsed.
+    if stamp.len() < 20 || stamp.as_bytes()[10] != b'T' || stamp.ends_with(':') {
         return None;
     }
     DateTime::parse_from_rfc3339(stamp)
