@@ -282,7 +282,7 @@ fn agent_discovers_a_go_program_tracing_to_a_file() {
         r#"[discovery]
 interval = "200ms"
 include = ["gcload-[0-9]+ alloc 3 discover-me$"]
-grace = "60s"
+grace = "4s"
 "#,
     );
     let trace = dir.path().join("app-stderr.log");
@@ -303,6 +303,10 @@ grace = "60s"
         .unwrap();
     assert!(pid_label.contains(r#"pid=""#), "{pid_label}");
     assert!(pid_label.contains(&format!("log={}", common::toml_string(&trace))));
+    // Exited and quiet for the grace period: its series go.
+    agent.metrics_when(Duration::from_secs(30), |m| {
+        !m.contains(r#"program="gcload-"#)
+    });
 }
 
 #[test]

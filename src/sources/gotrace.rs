@@ -154,7 +154,9 @@ impl GoScanner {
 }
 
 /// The GC trace of a discovered Go program: read like a discovered JVM's
-/// log, and gone, with its series, a grace period after the program exits.
+/// log, and gone, with its series, once the program has exited and the file
+/// has been quiet for a grace period. A program started again into the same
+/// file (`2>>`) keeps the stream going: its lines are a restart.
 pub struct GoTraceSource {
     trace: GcLogSource,
     proc_root: PathBuf,
@@ -162,7 +164,8 @@ pub struct GoTraceSource {
     start_ticks: u64,
     grace: Duration,
     last_check: Option<Instant>,
-    exited: Option<Instant>,
+    exited: bool,
+    last_data: Instant,
 }
 
 impl GoTraceSource {
@@ -179,7 +182,8 @@ impl GoTraceSource {
             start_ticks: process.start_ticks,
             grace,
             last_check: None,
-            exited: None,
+            exited: false,
+            last_data: Instant::now(),
         }
     }
 }
@@ -191,7 +195,10 @@ impl Source for GoTraceSource {
 
     fn poll(&mut self, store: &Store) -> bool {
         let changed = self.trace.poll(store);
-        if self.exited.is_none()
+        if changed {
+            self.last_data = Instant::now();
+        }
+        if !self.exited
             && self
                 .last_check
                 .is_none_or(|at| at.elapsed() >= LIVENESS_CHECK_EVERY)
@@ -199,7 +206,7 @@ impl Source for GoTraceSource {
             self.last_check = Some(Instant::now());
             if !is_alive(&self.proc_root, self.pid, self.start_ticks) {
                 tracing::info!(pid = self.pid, grace = %humantime::format_duration(self.grace), "Go program exited; its series go after the grace period");
-                self.exited = Some(Instant::now());
+                self.exited = true;
             }
         }
         changed
@@ -218,7 +225,7 @@ impl Source for GoTraceSource {
     }
 
     fn due(&self) -> bool {
-        self.trace.due() || self.exited.is_none()
+        self.trace.due() || !self.exited
     }
 
     fn stream(&self) -> Option<StreamId> {
@@ -226,7 +233,7 @@ impl Source for GoTraceSource {
     }
 
     fn gone(&self) -> bool {
-        self.exited.is_some_and(|at| at.elapsed() >= self.grace)
+        self.exited && self.last_data.elapsed() >= self.grace
     }
 }
 
