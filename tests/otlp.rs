@@ -19,6 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{toml_string, Children, MxBeans};
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::MetricsService;
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
 use rcgen::ExtendedKeyUsagePurpose;
 
 mod common;
@@ -950,12 +954,91 @@ fn mutual_tls_receiver(dir: &Path) -> (u16, Arc<Mutex<Vec<String>>>) {
     (port, captured)
 }
 
+/// Records the names of the metrics of every gRPC export it answers.
+struct MetricNames(Arc<Mutex<Vec<String>>>);
+
+#[tonic::async_trait]
+impl MetricsService for MetricNames {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportMetricsServiceRequest>,
+    ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        let request = request.into_inner();
+        let metrics = (request.resource_metrics.iter())
+            .flat_map(|r| &r.scope_metrics)
+            .flat_map(|s| &s.metrics);
+        let mut names = self.0.lock().unwrap();
+        names.extend(metrics.map(|m| m.name.clone()));
+        Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
+    }
+}
+
+/// A gRPC OTLP receiver (tonic, as the OpenTelemetry Collector's Go
+/// counterpart) on 127.0.0.1 over TLS that wants a client certificate signed
+/// by `dir/ca.pem`; records the metric names it receives.
+fn grpc_mutual_tls_receiver(dir: &Path) -> (u16, Arc<Mutex<Vec<String>>>) {
+    use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::MetricsServiceServer;
+    use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    let tls = ServerTlsConfig::new()
+        .identity(Identity::from_pem(
+            read("server.pem"),
+            read("server-key.pem"),
+        ))
+        .client_ca_root(Certificate::from_pem(read("ca.pem")));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let captured: Arc<Mutex<Vec<String>>> = Arc::default();
+    let names = MetricNames(captured.clone());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            Server::builder()
+                .tls_config(tls)
+                .unwrap()
+                .add_service(MetricsServiceServer::new(names))
+                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+                .await
+                .unwrap();
+        });
+    });
+    (port, captured)
+}
+
 #[test]
-fn mutual_tls_with_the_configured_ca_and_client_certificate() {
+fn mutual_tls_with_the_configured_ca_and_client_certificate_over_http() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    write_pki(dir);
-    let (port, captured) = mutual_tls_receiver(dir);
+    write_pki(tmp.path());
+    let (port, captured) = mutual_tls_receiver(tmp.path());
+    mutual_tls(tmp.path(), port, &[]);
+    let heads = captured.lock().unwrap();
+    assert!(!heads.is_empty());
+    assert!(
+        heads.iter().all(|h| h.starts_with("POST /v1/metrics ")),
+        "{heads:?}"
+    );
+}
+
+#[test]
+fn mutual_tls_with_the_configured_ca_and_client_certificate_over_grpc() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_pki(tmp.path());
+    let (port, captured) = grpc_mutual_tls_receiver(tmp.path());
+    mutual_tls(tmp.path(), port, &["protocol = \"grpc\"".to_string()]);
+    let names = captured.lock().unwrap();
+    assert!(names.iter().any(|n| n == "jvm.gc.duration"), "{names:?}");
+}
+
+/// Four agents export to the mutual-TLS receiver on `port` with `otlp`
+/// settings: with the CA and a client certificate (delivered), and without
+/// the certificate, with another CA, with the system's roots (all refused).
+fn mutual_tls(dir: &Path, port: u16, otlp: &[String]) {
     let gc_log = dir.join("gc.log");
     std::fs::copy(
         common::jvm_fixture("jdk17-parallel-full").join("gc.log"),
@@ -965,6 +1048,7 @@ fn mutual_tls_with_the_configured_ca_and_client_certificate() {
     let endpoint = format!("endpoint = \"https://127.0.0.1:{port}\"");
     let tls = |settings: &str| format!("tls_config = {{ {settings} }}");
     let ports = common::free_ports(4);
+    let with = |settings: Vec<String>| otlp.iter().cloned().chain(settings).collect::<Vec<_>>();
     let configs = [
         (
             "mtls",
@@ -988,8 +1072,8 @@ fn mutual_tls_with_the_configured_ca_and_client_certificate() {
     ];
     let mut children = Children::new(dir);
     children.dump_on_failure(&ports, &["pausewatch_otlp"]);
-    for ((name, otlp), port) in configs.iter().zip(&ports) {
-        let config = agent_config(dir, name, *port, &gc_log, otlp);
+    for ((name, settings), port) in configs.into_iter().zip(&ports) {
+        let config = agent_config(dir, name, *port, &gc_log, &with(settings));
         children.spawn_service(name, &mut common::run_command(&config));
     }
     children.wait_until(
@@ -1005,10 +1089,118 @@ fn mutual_tls_with_the_configured_ca_and_client_certificate() {
     for &port in &ports[1..] {
         assert_eq!(exports(port, "success"), 0.0);
     }
-    let heads = captured.lock().unwrap();
-    assert!(!heads.is_empty());
+}
+
+#[test]
+fn a_discovered_jvms_runtime_stats_arrive_under_the_conventions_names() {
+    let test = "tests/otlp.rs a_discovered_jvms_runtime_stats";
+    let Some(rotel) = rotel_or_skip(test) else {
+        return;
+    };
+    if !common::java_or_skip(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let classes = dir.join("classes");
+    common::compile_workloads(&classes);
+    let receiver = Rotel::start(&rotel, dir, "rotel");
+    let marker = format!("-Dpausewatch.test={}", dir.display());
+    let port = common::free_port();
+    let config = dir.join("agent.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+             [discovery]\ninterval = \"200ms\"\ngrace = \"60s\"\ninclude = [{}]\n\
+             [runtime_stats]\ninterval = \"100ms\"\n\
+             [otlp]\ninterval = \"1s\"\nendpoint = \"http://127.0.0.1:{}\"\n",
+            toml_string(&dir.join("checkpoint")),
+            toml_string(Path::new(&regex::escape(&marker))),
+            receiver.http,
+        ),
+    )
+    .unwrap();
+    let mut children = Children::new(dir);
+    children.dump_on_failure(&[port], &["pausewatch_jvm_discovered", "pausewatch_otlp"]);
+    children.spawn_service("agent", &mut common::run_command(&config));
+
+    // The workload's MXBean snapshot, with its heap pools and the
+    // process's CPU time (`-Dwl.hsperf`), then its exit.
+    let snapshot = dir.join("mxbeans.json");
+    let mut jvm = Command::new("java")
+        .args(["-XX:+UseG1GC", "-Xmx64m", &marker])
+        .arg(format!("-Dwl.hsperf={}", dir.join("hsperf.copy").display()))
+        .args(["-Dwl.rate=25", "-Dwl.quiesceMs=1500", "-cp"])
+        .arg(&classes)
+        .args(["GcWorkload", "steady", "3"])
+        .arg(&snapshot)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = jvm.id().to_string();
+    assert!(jvm.wait().unwrap().success());
+    let exited = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    // The JVM's points of an export made after its exit.
+    let last = |points: &[Point], metric: &str| -> Vec<Point> {
+        let of_jvm = points.iter().filter(|p| {
+            p.metric == metric && p.resource.get("process.pid") == Some(&pid) && p.time > exited
+        });
+        let mut latest: BTreeMap<String, Point> = BTreeMap::new();
+        for point in of_jvm {
+            latest.insert(format!("{:?}", point.attributes), point.clone());
+        }
+        latest.into_values().collect()
+    };
+    children.wait_until(
+        Instant::now() + Duration::from_secs(30),
+        "an export of the exited JVM's runtime stats",
+        |_| !last(&receiver.points(), "jvm.cpu.time").is_empty(),
+    );
+    let points = receiver.points();
+    let beans: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&snapshot).unwrap()).unwrap();
+
+    // Heap pools under jvm.memory.*, named as the MXBeans name them, and
+    // no whole-heap point beside them.
+    let committed = last(&points, "jvm.memory.committed");
+    assert!(!committed.is_empty());
+    for point in &committed {
+        assert_eq!(point.attributes["jvm.memory.type"], "heap", "{point:?}");
+        let pool = &point.attributes["jvm.memory.pool.name"];
+        let bean = (beans["memory_pools"].as_array().unwrap().iter())
+            .find(|b| b["name"] == pool.as_str())
+            .unwrap_or_else(|| panic!("no MXBean pool {pool}"));
+        assert_eq!(point.value, bean["committed"].as_f64(), "{pool}");
+        assert_eq!(point.unit, "By");
+    }
+    let classes = &beans["classes"];
+    let loaded = classes["loaded"].as_f64().unwrap() - classes["unloaded"].as_f64().unwrap();
+    // The same figure as /metrics, and the snapshot's classes plus the
+    // few the JVM loads on its way to halt.
+    let count = last(&points, "jvm.class.count")[0].value.unwrap();
+    let metrics = common::http_get(port, "/metrics").unwrap().1;
+    let pid_label = format!("pid=\"{pid}\"");
+    let exposed = metrics
+        .lines()
+        .find(|l| l.starts_with("jvm_classes_loaded_classes{") && l.contains(&pid_label))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+    assert_eq!(Some(count), exposed);
     assert!(
-        heads.iter().all(|h| h.starts_with("POST /v1/metrics ")),
-        "{heads:?}"
+        (loaded..=loaded + 10.0).contains(&count),
+        "{count} classes, {loaded} at the snapshot"
+    );
+    // CPU time: a monotonic sum in seconds, read within the snapshot.
+    let cpu = &last(&points, "jvm.cpu.time")[0];
+    assert_eq!((cpu.unit.as_str(), cpu.delta), ("s", false));
+    let before = beans["process_cpu_ns_before"].as_f64().unwrap() / 1e9;
+    let after = beans["process_cpu_ns"].as_f64().unwrap() / 1e9;
+    let value = cpu.value.unwrap();
+    assert!(
+        before - 0.05 <= value && value <= after + 0.05,
+        "{value} outside {before}..{after}"
     );
 }

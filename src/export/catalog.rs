@@ -10,12 +10,12 @@ use std::sync::PoisonError;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use pausewatch_parsers::UnparsedKind;
+use pausewatch_parsers::{Collector, UnparsedKind};
 
 use crate::model::alerts::Alert;
 use crate::model::correlate::LatencyMinute;
 use crate::model::histogram::Histogram;
-use crate::model::jvm::SafepointSeries;
+use crate::model::jvm::{PauseSeries, SafepointSeries};
 use crate::model::minutes::{last_complete_minute, Minute, CLOCK_OUTLIER};
 use crate::model::runtime::{CollectorStats, MemoryPool, RuntimeStats};
 use crate::store::{AccessStreamState, AgentState, StreamState};
@@ -23,6 +23,11 @@ use crate::store::{AccessStreamState, AgentState, StreamState};
 /// `window` label values of `pausewatch_gc_overhead_ratio` and the number of
 /// complete minutes each covers.
 pub const OVERHEAD_WINDOWS: [(&str, u32); 2] = [("1m", 1), ("5m", 5)];
+
+/// Set to `go` on every series of a stream the Go runtime writes (its
+/// `gctrace` output), so that the shared families tell Go services from
+/// JVMs; JVM streams go without it, as they always have.
+const RUNTIME_LABEL: &str = "runtime";
 
 /// Labels Prometheus itself attaches to every scraped series; a source label
 /// of the same name would be renamed `exported_*` on scrape.
@@ -104,7 +109,8 @@ impl Scope {
     /// configured labels; `None` when the series carry no configured labels.
     pub fn scope_labels(&self) -> Option<&'static [&'static str]> {
         match self {
-            Scope::Stream(_) | Scope::AccessLog(_) => Some(&["log"]),
+            Scope::Stream(_) => Some(&["log", RUNTIME_LABEL]),
+            Scope::AccessLog(_) => Some(&["log"]),
             Scope::Alert(_) => Some(&["alertname", "log"]),
             Scope::Agent(_) => None,
         }
@@ -141,14 +147,31 @@ pub struct Semconv {
     pub name: &'static str,
     /// Attributes every point carries (`jvm.memory.type = heap`).
     pub attributes: &'static [(&'static str, &'static str)],
+    /// A whole-heap figure from the log that a JVM's per-pool runtime stats
+    /// report under the same name: exported only for a JVM without them, so
+    /// that summing the name's points never counts the heap twice.
+    pub unless_pools: bool,
+}
+
+/// A convention metric whose attributes all come from the family's labels.
+const fn semconv(name: &'static str) -> Option<Semconv> {
+    Some(Semconv {
+        name,
+        attributes: &[],
+        unless_pools: false,
+    })
 }
 
 /// Attribute names of the semantic conventions for the catalog's label
 /// names, where they differ.
-const OTEL_ATTRIBUTES: [(&str, &str); 3] = [
+const OTEL_ATTRIBUTES: [(&str, &str); 5] = [
     ("gc", "jvm.gc.name"),
     ("action", "jvm.gc.action"),
     ("cause", "jvm.gc.cause"),
+    // Micrometer's `area` is `heap` (runtime stats have heap pools only),
+    // which is also the convention's value.
+    ("area", "jvm.memory.type"),
+    ("id", "jvm.memory.pool.name"),
 ];
 
 /// One series as exporters see it: every label, and the value.
@@ -206,7 +229,10 @@ impl Family {
             match scope {
                 Scope::Stream(read) => {
                     for stream in state.streams.values().filter(|s| !s.exited) {
-                        let scope_labels = log_labels(&stream.log, &stream.labels);
+                        let mut scope_labels = log_labels(&stream.log, &stream.labels);
+                        if stream.jvm.collector == Collector::Go {
+                            scope_labels.push((RUNTIME_LABEL, "go".into()));
+                        }
                         series.extend(self.label(scope_labels, read(stream, now)));
                     }
                 }
@@ -264,11 +290,12 @@ fn log_labels<'a>(log: &'a str, configured: &'a BTreeMap<String, String>) -> Lab
 
 /// A `jvm.memory.*` metric of the heap as a whole: the log gives no
 /// per-pool figures, so points carry `jvm.memory.type` but no pool name.
-const fn heap_memory(name: &'static str) -> Semconv {
-    Semconv {
+const fn whole_heap(name: &'static str, unless_pools: bool) -> Option<Semconv> {
+    Some(Semconv {
         name,
         attributes: &[("jvm.memory.type", "heap")],
-    }
+        unless_pools,
+    })
 }
 
 /// Every family, in exposition order.
@@ -279,11 +306,17 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Stop-the-world GC pauses read from the GC log, labelled as Micrometer labels jvm.gc.pause.",
         labels: &["gc", "action", "cause"],
-        semconv: Some(Semconv {
-            name: "jvm.gc.duration",
-            attributes: &[],
-        }),
+        semconv: semconv("jvm.gc.duration"),
         scopes: &[Scope::Stream(pauses)],
+    },
+    Family {
+        name: "go_gc_pause_seconds",
+        kind: Kind::Histogram,
+        unit: Unit::Seconds,
+        help: "Stop-the-world pauses of a Go program's GC cycles (sweep plus mark termination, as runtime/metrics /sched/pauses/total/gc:seconds), read from its gctrace output; cause is forced for runtime.GC().",
+        labels: &["cause"],
+        semconv: None,
+        scopes: &[Scope::Stream(go_pauses)],
     },
     Family {
         name: "pausewatch_gc_pause_max_seconds",
@@ -605,7 +638,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Memory used per pool, under Micrometer's names (id is the MXBean's pool name).",
         labels: &["area", "id"],
-        semconv: None,
+        semconv: semconv("jvm.memory.used"),
         scopes: &[Scope::Stream(|s, _| per_pool(s, |p| p.used))],
     },
     Family {
@@ -614,7 +647,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Memory committed per pool.",
         labels: &["area", "id"],
-        semconv: None,
+        semconv: semconv("jvm.memory.committed"),
         scopes: &[Scope::Stream(|s, _| per_pool(s, |p| Some(p.committed)))],
     },
     Family {
@@ -623,7 +656,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Maximum memory per pool, where the pool has one.",
         labels: &["area", "id"],
-        semconv: None,
+        semconv: semconv("jvm.memory.limit"),
         scopes: &[Scope::Stream(|s, _| per_pool(s, |p| p.max))],
     },
     Family {
@@ -641,10 +674,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Classes loaded now (loaded minus unloaded, as Micrometer counts).",
         labels: &[],
-        semconv: Some(Semconv {
-            name: "jvm.class.count",
-            attributes: &[],
-        }),
+        semconv: semconv("jvm.class.count"),
         scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.classes_loaded.saturating_sub(r.classes_unloaded)))))],
     },
     Family {
@@ -671,10 +701,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Live threads.",
         labels: &[],
-        semconv: Some(Semconv {
-            name: "jvm.thread.count",
-            attributes: &[],
-        }),
+        semconv: semconv("jvm.thread.count"),
         scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.threads_live))))],
     },
     Family {
@@ -705,12 +732,21 @@ pub static CATALOG: &[Family] = &[
         scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Float(r.uptime_seconds))))],
     },
     Family {
+        name: "process_cpu_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "CPU time the JVM's process used, user and system, since it started (/proc/PID/stat), as the Prometheus Java client names it.",
+        labels: &[],
+        semconv: semconv("jvm.cpu.time"),
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| known(r.cpu_seconds.map(Value::Float))))],
+    },
+    Family {
         name: "pausewatch_heap_after_gc_bytes",
         kind: Kind::Gauge,
         unit: Unit::Bytes,
         help: "Heap occupancy after the latest collection.",
         labels: &[],
-        semconv: Some(heap_memory("jvm.memory.used_after_last_gc")),
+        semconv: whole_heap("jvm.memory.used_after_last_gc", false),
         scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.after_gc_bytes.map(Value::Int)))],
     },
     Family {
@@ -719,7 +755,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Heap capacity reported by the latest collection.",
         labels: &[],
-        semconv: Some(heap_memory("jvm.memory.committed")),
+        semconv: whole_heap("jvm.memory.committed", true),
         scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.committed_bytes.map(Value::Int)))],
     },
     Family {
@@ -728,7 +764,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Maximum heap size from the log preamble.",
         labels: &[],
-        semconv: Some(heap_memory("jvm.memory.limit")),
+        semconv: whole_heap("jvm.memory.limit", true),
         scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.max_bytes.map(Value::Int)))],
     },
     Family {
@@ -1187,16 +1223,35 @@ fn info(labels: Vec<Cow<'_, str>>) -> Vec<Sample<'_>> {
 }
 
 fn pauses(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
+    pause_series(stream, |series| {
+        vec![
+            series.gc.as_str().into(),
+            series.action.as_str().into(),
+            series.cause.as_str().into(),
+        ]
+    })
+}
+
+/// A Go stream's pauses under the Go name: the runtime has one collector,
+/// so only the cause tells its series apart.
+fn go_pauses(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
+    if stream.jvm.collector != Collector::Go {
+        return Vec::new();
+    }
+    pause_series(stream, |series| vec![series.cause.as_str().into()])
+}
+
+/// One histogram sample per pause series, labelled by `labels`.
+fn pause_series<'a>(
+    stream: &'a StreamState,
+    labels: impl Fn(&'a PauseSeries) -> Vec<Cow<'a, str>>,
+) -> Vec<Sample<'a>> {
     stream
         .jvm
         .pauses
         .iter()
         .map(|series| Sample {
-            labels: vec![
-                series.gc.as_str().into(),
-                series.action.as_str().into(),
-                series.cause.as_str().into(),
-            ],
+            labels: labels(series),
             value: Value::Histogram(&series.histogram),
             minute: None,
         })
@@ -1459,6 +1514,7 @@ mod tests {
                 max: Some(3),
             }],
             log_counter_mismatch: vec![("G1 Young Generation".to_string(), 0.0)],
+            cpu_seconds: Some(1.5),
             ..RuntimeStats::default()
         });
         let alert = Alert {
@@ -1471,7 +1527,7 @@ mod tests {
             fired_at: None,
             resolved_at: None,
         };
-        let mut state = AgentState::from_streams([stream]);
+        let mut state = AgentState::from_streams([stream, go_stream()]);
         let mut access = AccessStreamState::default();
         access.malformed_window.add(10, 1);
         state.access_streams.insert(StreamId(2), Arc::new(access));
@@ -1483,6 +1539,65 @@ mod tests {
         otlp.exports.insert(("logs", "success"), 1);
         drop(otlp);
         state
+    }
+
+    /// A Go program's stream: the first cycles of tests/fixtures/go.
+    fn go_stream() -> StreamState {
+        let trace = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/go/go1.19-alloc/gctrace.log");
+        let (events, parser) =
+            crate::commands::analyze::parse_files(&[trace], None).expect("fixture parses");
+        let mut jvm = crate::model::jvm::JvmState::default();
+        jvm.ingest(parser.run(), &events, None);
+        StreamState {
+            log: "/var/log/translate/stderr.log".to_string(),
+            jvm,
+            ..StreamState::default()
+        }
+    }
+
+    /// Go streams carry `runtime="go"`, and their pauses are under the Go
+    /// name too; JVM streams keep the labels they always had.
+    #[test]
+    fn go_streams_are_told_apart_by_runtime() {
+        let state = every_scope();
+        let now = at(1, 46, 30);
+        let runtime = |series: &Series| {
+            series
+                .labels
+                .iter()
+                .find(|(name, _)| *name == "runtime")
+                .map(|(_, value)| value.to_string())
+        };
+        for family in CATALOG
+            .iter()
+            .filter(|f| matches!(f.scopes, [Scope::Stream(_)]))
+        {
+            for series in family.read(&state, "1.2.3", now) {
+                let go = series.labels[0].1 == "/var/log/translate/stderr.log";
+                assert_eq!(
+                    runtime(&series).is_some(),
+                    go,
+                    "{}: {series:?}",
+                    family.name
+                );
+            }
+        }
+        let go_family = CATALOG
+            .iter()
+            .find(|f| f.name == "go_gc_pause_seconds")
+            .unwrap();
+        let series = go_family.read(&state, "1.2.3", now);
+        let count: u64 = series
+            .iter()
+            .map(|s| match s.value {
+                Value::Histogram(h) => h.count,
+                _ => 0,
+            })
+            .sum();
+        // memstats.json of the fixture: NumGC.
+        assert_eq!(count, 80);
+        assert!(series.iter().all(|s| runtime(s).as_deref() == Some("go")));
     }
 
     #[test]

@@ -56,6 +56,12 @@ pub struct Bean {
 pub struct MxBeans {
     pub java_version: String,
     pub collectors: Vec<Bean>,
+    /// The process's CPU time (OperatingSystemMXBean) before the snapshot's
+    /// own work and at its end; absent from the older fixtures.
+    #[serde(default)]
+    pub process_cpu_ns_before: Option<u64>,
+    #[serde(default)]
+    pub process_cpu_ns: Option<u64>,
 }
 
 impl MxBeans {
@@ -176,6 +182,25 @@ pub fn run_command(config: &Path) -> Command {
     command
 }
 
+/// `pausewatch analyze --format json ARGS...`, which must succeed: its report.
+pub fn analyze_json<I, S>(args: I) -> Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let output = Command::new(PAUSEWATCH)
+        .args(["analyze", "--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// Runs `command`, which must refuse its setup: exit status 2. Its stderr.
 pub fn exit_2_stderr(command: &mut Command) -> String {
     let output = command.output().unwrap();
@@ -235,6 +260,11 @@ impl Agent {
         let path = dir.join("pausewatch.toml");
         std::fs::write(&path, config).unwrap();
         let child = run_command(&path).stderr(Stdio::null()).spawn().unwrap();
+        Agent { port, child }
+    }
+
+    /// An agent started otherwise (as another user), listening on `port`.
+    pub fn from_child(port: u16, child: Child) -> Agent {
         Agent { port, child }
     }
 
@@ -857,4 +887,21 @@ pub fn check_headline_panel(prom: &Prometheus, agent_ports: &[u16], from: i64, t
         }
     }
     checked
+}
+
+/// `analyze` flags that read the recorded workloads' JSON access log
+/// (`access.jsonl`: `start` time, `duration_ms`) with its fields named.
+pub fn json_latency_flags(path: &Path) -> [&str; 10] {
+    [
+        "--latency",
+        path.to_str().unwrap(),
+        "--latency-format",
+        "json",
+        "--time-field",
+        "start",
+        "--duration-field",
+        "duration_ms",
+        "--duration-unit",
+        "ms",
+    ]
 }
