@@ -15,8 +15,8 @@
 //! binary, the longest part.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{jvm_fixture, run_stdout, succeeds, toml_string, MxBeans};
@@ -104,16 +104,7 @@ fn the_deb_installs_runs_with_two_capabilities_and_purges_clean() {
         eprintln!("\n\n*** SKIPPED: tests/deb.rs: {reason} ***\n\n");
         return;
     }
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap();
-    let built = Instant::now();
-    let output = Command::new(common::root().join("packaging/build-deb.sh"))
-        .env("CARGO_TARGET_DIR", target)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "build-deb.sh failed");
-    let deb = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
-    eprintln!("built {} in {:?}", deb.display(), built.elapsed());
+    let deb = common::build_package("build-deb.sh");
 
     run_stdout("dpkg", &["-i", deb.to_str().unwrap()]);
     let installed = Installed;

@@ -13,8 +13,8 @@
 //! the release binary, which tests/deb.rs builds too.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 
 use common::{run_stdout, succeeds};
 
@@ -69,14 +69,7 @@ fn the_rpm_holds_the_debs_files_and_its_scripts_make_the_user_and_state_director
         eprintln!("\n\n*** SKIPPED: tests/rpm.rs: {reason} ***\n\n");
         return;
     }
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap();
-    let output = Command::new(common::root().join("packaging/build-rpm.sh"))
-        .env("CARGO_TARGET_DIR", target)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "build-rpm.sh failed");
-    let rpm = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+    let rpm = common::build_package("build-rpm.sh");
     let path = rpm.to_str().unwrap();
 
     // Intact, named and versioned as the crate.

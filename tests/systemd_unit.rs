@@ -92,17 +92,14 @@ struct Container {
 impl Container {
     fn boot(root: &Path, binds: &[(&Path, &str)]) -> Container {
         let mut command = Command::new("systemd-nspawn");
-        command
-            .arg("--directory")
-            .arg(root)
-            .args([
-                "--boot",
-                "--ephemeral",
-                "--private-network",
-                "--keep-unit",
-                "--register=no",
-                "--console=pipe",
-            ]);
+        command.arg("--directory").arg(root).args([
+            "--boot",
+            "--ephemeral",
+            "--private-network",
+            "--keep-unit",
+            "--register=no",
+            "--console=pipe",
+        ]);
         for (host, inside) in binds {
             command.arg(format!("--bind-ro={}:{inside}", host.display()));
         }
@@ -116,7 +113,13 @@ impl Container {
         container.init = container.wait_for("systemd to boot", || {
             let init = child_of(container.nspawn.id())?;
             let state = Command::new("nsenter")
-                .args(["-t", &init.to_string(), "-a", "systemctl", "is-system-running"])
+                .args([
+                    "-t",
+                    &init.to_string(),
+                    "-a",
+                    "systemctl",
+                    "is-system-running",
+                ])
                 .output()
                 .ok()?;
             let state = String::from_utf8_lossy(&state.stdout).trim().to_string();
@@ -206,13 +209,7 @@ fn systemd_runs_the_unit_with_two_capabilities_and_a_seccomp_filter() {
     }
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let root = root_filesystem(cache);
-    let output = Command::new(common::root().join("packaging/build-deb.sh"))
-        .env("CARGO_TARGET_DIR", cache.parent().unwrap())
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "build-deb.sh failed");
-    let deb = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+    let deb = common::build_package("build-deb.sh");
     let fixture = jvm_fixture("jdk17-g1-concurrent");
     let expected = MxBeans::read(&fixture.join("mxbeans.json"))
         .bean(BEAN)
@@ -223,7 +220,15 @@ fn systemd_runs_the_unit_with_two_capabilities_and_a_seccomp_filter() {
     eprintln!("booted in {:?}", started.elapsed());
     // A GC log only its owner (nobody) may read, in a directory only it
     // may enter, and the agent told to read it.
-    container.run(&["install", "-d", "-o", "nobody", "-m", "0700", "/var/log/app"]);
+    container.run(&[
+        "install",
+        "-d",
+        "-o",
+        "nobody",
+        "-m",
+        "0700",
+        "/var/log/app",
+    ]);
     container.run(&[
         "install",
         "-o",
@@ -242,14 +247,23 @@ fn systemd_runs_the_unit_with_two_capabilities_and_a_seccomp_filter() {
     container.run(&["systemctl", "restart", "pausewatch"]);
 
     let pid = container.wait_for("the service's main process", || {
-        let pid = container.run(&["systemctl", "show", "-p", "MainPID", "--value", "pausewatch"]);
+        let pid = container.run(&[
+            "systemctl",
+            "show",
+            "-p",
+            "MainPID",
+            "--value",
+            "pausewatch",
+        ]);
         Some(pid.trim().to_string()).filter(|p| p != "0")
     });
     let status = container.run(&["cat", &format!("/proc/{pid}/status")]);
     let user = container.run(&["getent", "passwd", "pausewatch"]);
     let uid = user.split(':').nth(2).unwrap();
     assert!(
-        status_field(&status, "Uid").split_whitespace().all(|id| id == uid),
+        status_field(&status, "Uid")
+            .split_whitespace()
+            .all(|id| id == uid),
         "{status}"
     );
     for set in ["CapEff", "CapPrm", "CapBnd", "CapAmb"] {
@@ -290,8 +304,15 @@ fn systemd_runs_the_unit_with_two_capabilities_and_a_seccomp_filter() {
     container.run(&["test", "-s", "/var/lib/pausewatch/state.json"]);
 
     container.run(&["dpkg", "--purge", "pausewatch"]);
-    assert!(!container.exec(&["getent", "passwd", "pausewatch"]).status.success());
-    assert!(!container.exec(&["test", "-e", "/var/lib/pausewatch"]).status.success());
-    assert!(!container.exec(&["test", "-e", "/etc/pausewatch"]).status.success());
+    for left in [
+        &["getent", "passwd", "pausewatch"][..],
+        &["test", "-e", "/var/lib/pausewatch"][..],
+        &["test", "-e", "/etc/pausewatch"][..],
+    ] {
+        assert!(
+            !container.exec(left).status.success(),
+            "after purge: {left:?}"
+        );
+    }
     eprintln!("systemd_unit.rs: {:?} from boot", started.elapsed());
 }

@@ -231,6 +231,23 @@ pub fn run_stdout(program: &str, args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// Builds a package with `packaging/SCRIPT` (build-deb.sh, build-rpm.sh)
+/// into this build's target directory, where the release binary is shared
+/// by the packaging tests. The package's path.
+pub fn build_package(script: &str) -> PathBuf {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap();
+    let started = Instant::now();
+    let output = Command::new(root().join("packaging").join(script))
+        .env("CARGO_TARGET_DIR", target)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{script} failed");
+    let package = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
+    eprintln!("built {} in {:?}", package.display(), started.elapsed());
+    package
+}
+
 /// `pausewatch replay SOURCE TARGET OPTIONS...`.
 pub fn replay_command(source: &Path, target: &Path, options: &[&str]) -> Command {
     let mut command = Command::new(PAUSEWATCH);
