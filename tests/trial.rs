@@ -12,8 +12,8 @@
 //!
 //! 1. a small cache (`wl.live=0.1`) and short-lived sessions: a start-up
 //!    pause while the cache fills (before the first request, in the run's
-//!    warm-up), then young collections of a few ms (about 20 ms at most on an
-//!    idle machine, 60 ms on a loaded one), no full collection;
+//!    warm-up), then young collections of a few ms (70 ms at most at a load
+//!    average of 15 on 2 cores), no full collection;
 //! 2. a cache of 3.3 million entries of 16-48 bytes (`wl.live=0.2`) and
 //!    sessions kept 5 s, which die in the old generation: full collections
 //!    of the whole cache, from several hundred ms on an idle machine to
@@ -33,7 +33,7 @@
 //! compare with; `B+2` has the second run's long pauses against `B` and
 //! `B+1`. Every wait polls for its condition: the alerts while `B+2` is the
 //! last complete minute, the panel once Prometheus holds `B+3` (no
-//! requests): 4.5 to 5.5 minutes in all.
+//! requests): 5 to 6 minutes in all.
 //!
 //! Asserted: `PauseRegression` and `GcDrivenTail` fire for the cache change,
 //! in the agent and in Prometheus, and neither fired before the second run;
