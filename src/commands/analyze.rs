@@ -494,12 +494,17 @@ pub fn render_text(report: &Report) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let p = &report.pauses;
-    let _ = writeln!(
-        out,
-        "collector: {}   jdk: {}",
-        report.collector,
-        report.jdk_version.as_deref().unwrap_or("unknown")
-    );
+    // A Go trace has a runtime, not a JDK.
+    if report.collector == pausewatch_parsers::Collector::Go.as_str() {
+        let _ = writeln!(out, "runtime: go (gctrace)");
+    } else {
+        let _ = writeln!(
+            out,
+            "collector: {}   jdk: {}",
+            report.collector,
+            report.jdk_version.as_deref().unwrap_or("unknown")
+        );
+    }
     let _ = writeln!(
         out,
         "lines: {}   unparsed: {}   jvm restarts: {}",
