@@ -22,6 +22,7 @@ mod envelope;
 mod events;
 mod grammar;
 pub mod hsperf;
+mod legacy;
 mod lines;
 mod log_format;
 mod stream;
