@@ -254,11 +254,12 @@ impl LegacyParser {
         if starts_collection(after_stamp) && !open.contains("[YG occupancy") {
             return None;
         }
-        let continues = match trimmed.as_bytes().first() {
-            Some(b':' | b',' | b'[') => true,
-            Some(b) if b.is_ascii_digit() => after_stamp.starts_with('['),
-            _ => false,
-        };
+        // `: 2624K->...` after tenuring lines, `, 0.0052 secs]`, ` 150M->150M(256M)`
+        // after a spliced concurrent phase, ` (concurrent mode failure): ...`.
+        let continues = matches!(
+            trimmed.as_bytes().first(),
+            Some(b':' | b',' | b'[' | b'(' | b'0'..=b'9')
+        );
         if !continues {
             self.open = Some(open);
             return Some(Claim::Ignored);
@@ -590,16 +591,14 @@ fn starts_legacy_group(text: &str) -> bool {
         || text.starts_with("[G1Ergonomics")
 }
 
-/// A stop-the-world collection starts here: `[GC (`, `[GC pause`, `[Full
-/// GC`, JDK 6's `[GC--` and `[GC[YG occupancy`, or a `[GC` whose line
-/// continues elsewhere.
+/// A stop-the-world collection starts here: `[GC (`, `[GC pause`, `[GC
+/// remark`, `[Full GC`, JDK 6's `[GC--` and `[GC[YG occupancy`, or a `[GC`
+/// whose line continues elsewhere.
 fn starts_collection(text: &str) -> bool {
     text.starts_with("[Full GC")
         || text.strip_prefix("[GC").is_some_and(|rest| {
             matches!(rest.as_bytes().first(), None | Some(b' ' | b'(' | b'-' | b'[' | b'0'..=b'9'))
                 && !rest.starts_with(" concurrent-")
-                && !rest.starts_with(" remark")
-                && !rest.starts_with(" cleanup")
         })
 }
 
@@ -868,6 +867,12 @@ fn children(root: &Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -> f64 {
         if let Some(phase) = concurrent_phase(child) {
             out.push(GcEvent::ConcurrentPhase(phase));
             continue;
+        }
+        // A phase spliced into a pool's group: `[CMS2016-...: [CMS-concurrent-mark: ...] (concurrent mode failure): ...]`.
+        for grandchild in &child.children {
+            if let Some(phase) = concurrent_phase(grandchild) {
+                out.push(GcEvent::ConcurrentPhase(phase));
+            }
         }
         if let Some(cpu) = times(&format!("{text}]")) {
             match last_nested.and_then(|i| out.get_mut(i)) {
