@@ -1,0 +1,106 @@
+//! `pausewatch analyze` on JDK 6 to 8 logs from the public corpus, with no
+//! option saying which format they are in; the figures are the ones
+//! GCViewer's and Jifa's own tests assert for the same files.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+
+fn corpus_file(relative: &str) -> Option<PathBuf> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/corpus")
+        .join(relative);
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!("SKIPPED: corpus file not found: {}", path.display());
+        None
+    }
+}
+
+fn analyze_json(args: &[&str], file: &PathBuf) -> Value {
+    let output = Command::new(common::PAUSEWATCH)
+        .args(["analyze", "--format", "json"])
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// GCViewer TestDataReaderSun1_6_0G1.testG1GcVerbose: pause sum 62.616796 s,
+/// longest 0.1581177 s; 2978 pauses by grep (2478 `GC pause`, 250 `GC
+/// remark`, 245 `GC cleanup`, 5 `Full GC`). The log has uptime only, so
+/// `--jvm-start` places its pauses in minutes.
+#[test]
+fn analyze_reads_a_jdk6_g1_log_as_gcviewer_does() {
+    let Some(file) = corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_6_0G1_gc_verbose.txt")
+    else {
+        return;
+    };
+    let report = analyze_json(&["--jvm-start", "2026-01-01T00:00:00Z"], &file);
+    let pauses = &report["pauses"];
+    assert_eq!(pauses["count"], 2978);
+    assert!((pauses["total_seconds"].as_f64().unwrap() - 62.616796).abs() < 1e-6);
+    assert_eq!(pauses["max_seconds"].as_f64(), Some(0.1581177));
+    assert_eq!(report["collector"], "g1");
+    assert_eq!(report["markers"]["full_gcs"], 5);
+    assert_eq!(report["unparsed_lines"], 0);
+    assert_eq!(report["warnings"].as_array().unwrap().len(), 0, "{report}");
+    // 119.9 s of uptime: the pauses fall in the first two minutes.
+    let minutes = report["minutes"].as_array().unwrap();
+    let placed: u64 = minutes
+        .iter()
+        .map(|m| m["pause_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(placed, 2978);
+    assert_eq!(minutes[0]["start"], "2026-01-01T00:00:00Z");
+}
+
+/// Jifa TestParser.testJDK8ParallelGCParser: 6 events, the longest of them
+/// (by reading the log) the `Full GC (Ergonomics)` of 1.3724621 s, 3 of
+/// them full; the pauses sum to 2.2366226 s (by hand, adding the six
+/// `secs]` figures). The file has uptime only and no header.
+#[test]
+fn analyze_reads_a_jdk8_parallel_log() {
+    let Some(file) = corpus_file("jifa/analysis/gc-log/src/test/resources/8ParallelGCParser.log")
+    else {
+        return;
+    };
+    let report = analyze_json(&[], &file);
+    let pauses = &report["pauses"];
+    assert_eq!(pauses["count"], 6);
+    assert_eq!(pauses["max_seconds"].as_f64(), Some(1.3724621));
+    assert!((pauses["total_seconds"].as_f64().unwrap() - 2.2366226).abs() < 1e-9);
+    assert_eq!(report["markers"]["full_gcs"], 3);
+    assert_eq!(report["collector"], "parallel");
+    assert_eq!(report["unparsed_lines"], 0);
+}
+
+/// A CMS log with date stamps (GCViewer TestDataReaderSun1_8_0.cmsPrintGCID:
+/// 10 pauses among its 18 events, see parsers/tests/legacy_corpus.rs) is
+/// placed in its own wall-clock minute and names its JDK from the header.
+#[test]
+fn analyze_places_a_date_stamped_cms_log_in_minutes() {
+    let Some(file) = corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_8_0CmsPrintGcId.txt")
+    else {
+        return;
+    };
+    let report = analyze_json(&[], &file);
+    assert_eq!(report["pauses"]["count"], 10);
+    assert_eq!(report["pauses"]["max_seconds"].as_f64(), Some(0.0106548));
+    assert_eq!(report["collector"], "cms");
+    assert_eq!(report["jdk_version"], "1.8.0_342-b07");
+    let minutes = report["minutes"].as_array().unwrap();
+    assert_eq!(minutes.len(), 1);
+    assert_eq!(minutes[0]["start"], "2022-08-01T17:16:00Z");
+    assert_eq!(minutes[0]["pause_count"], 10);
+}
