@@ -6,6 +6,9 @@
 #     (ZGC, Shenandoah, Parallel, Serial, CMS; JDK 9-17 shapes), from
 #     $GCVIEWER_UJL (default /work/shared/corpus/GCViewer/src/test/resources/openjdk/unified-jvm-logging)
 #     when that directory exists.
+#   * optionally, GCViewer's JDK 6 to 8 samples (SampleSun1_*.txt: every
+#     collector, tenuring, PrintHeapAtGC, spliced concurrent output), from
+#     $GCVIEWER_LEGACY (default /work/shared/corpus/GCViewer/src/test/resources/openjdk).
 # Each seed is two header bytes (chunking/flush selectors, see
 # fuzz_targets/gc_log.rs) followed by about 25 consecutive lines taken from
 # the start, the middle and the last third of a log.
@@ -16,6 +19,7 @@ root=$(dirname "$here")
 out=$here/corpus/gc_log
 lines=${SEED_LINES:-25}
 gcviewer=${GCVIEWER_UJL:-/work/shared/corpus/GCViewer/src/test/resources/openjdk/unified-jvm-logging}
+legacy=${GCVIEWER_LEGACY:-/work/shared/corpus/GCViewer/src/test/resources/openjdk}
 
 mkdir -p "$out"
 
@@ -25,6 +29,11 @@ for f in "$root"/tests/fixtures/jvm/*/gc.log; do
 done
 if [ -d "$gcviewer" ]; then
     for f in "$gcviewer"/*.txt; do
+        [ -f "$f" ] && sources+=("$f")
+    done
+fi
+if [ -d "$legacy" ]; then
+    for f in "$legacy"/SampleSun1_*.txt; do
         [ -f "$f" ] && sources+=("$f")
     done
 fi
