@@ -42,7 +42,8 @@ fn analyze_json(args: &[&str], file: &PathBuf) -> Value {
 /// `--jvm-start` places its pauses in minutes.
 #[test]
 fn analyze_reads_a_jdk6_g1_log_as_gcviewer_does() {
-    let Some(file) = corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_6_0G1_gc_verbose.txt")
+    let Some(file) =
+        corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_6_0G1_gc_verbose.txt")
     else {
         return;
     };
@@ -90,7 +91,8 @@ fn analyze_reads_a_jdk8_parallel_log() {
 /// placed in its own wall-clock minute and names its JDK from the header.
 #[test]
 fn analyze_places_a_date_stamped_cms_log_in_minutes() {
-    let Some(file) = corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_8_0CmsPrintGcId.txt")
+    let Some(file) =
+        corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_8_0CmsPrintGcId.txt")
     else {
         return;
     };

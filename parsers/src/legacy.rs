@@ -603,8 +603,10 @@ fn starts_legacy_group(text: &str) -> bool {
 fn starts_collection(text: &str) -> bool {
     text.starts_with("[Full GC")
         || text.strip_prefix("[GC").is_some_and(|rest| {
-            matches!(rest.as_bytes().first(), None | Some(b' ' | b'(' | b'-' | b'[' | b'0'..=b'9'))
-                && !rest.starts_with(" concurrent-")
+            matches!(
+                rest.as_bytes().first(),
+                None | Some(b' ' | b'(' | b'-' | b'[' | b'0'..=b'9')
+            ) && !rest.starts_with(" concurrent-")
         })
 }
 
@@ -783,7 +785,10 @@ fn interpret(root: &Group, out: &mut Vec<GcEvent>) -> Option<Pause> {
     let nested = children(root, &mut pause, out);
     pause.duration_s = (own? - nested).max(0.0);
     pause.end = pause.start.later_by(pause.duration_s);
-    pause.humongous = pause.cause.as_deref().is_some_and(|c| c.contains("Humongous"));
+    pause.humongous = pause
+        .cause
+        .as_deref()
+        .is_some_and(|c| c.contains("Humongous"));
     pause.explicit = pause.cause.as_deref() == Some("System.gc()");
     Some(pause)
 }
@@ -1108,7 +1113,10 @@ mod tests {
         assert!(close(pause.duration_s, 0.0470136));
         assert!(pause.humongous);
         assert_eq!(pause.collector, Collector::G1);
-        assert_eq!(pause.heap.unwrap().after_bytes, (13.9 * 1024.0 * 1024.0f64).round() as u64);
+        assert_eq!(
+            pause.heap.unwrap().after_bytes,
+            (13.9 * 1024.0 * 1024.0f64).round() as u64
+        );
         assert_eq!(pause.pools.len(), 2);
         assert_eq!(pause.cpu.unwrap().real_s, 0.05);
     }
@@ -1164,7 +1172,10 @@ mod tests {
         let mut events = Vec::new();
         let deep = format!("1.0: [GC {}", "[".repeat(100));
         assert_eq!(parser.line(&deep, &mut events), Claim::Malformed);
-        assert_eq!(parser.line("1.0: [GC (x) [ParNew", &mut events), Claim::Used);
+        assert_eq!(
+            parser.line("1.0: [GC (x) [ParNew", &mut events),
+            Claim::Used
+        );
         for _ in 0..100 {
             let _ = parser.line(": [a", &mut events);
         }

@@ -193,7 +193,10 @@ fn parallel_tenuring_and_gc_id_match_gcviewer() {
     // GCViewer TestDataReaderSun1_8_0.parallelPrintGCID: 5 events. By hand
     // (grep): 2 of them `Full GC (System.gc())`, numbered #0 to #4.
     assert_eq!(log.pauses.len(), 5);
-    assert_eq!(log.pauses.iter().filter(|p| p.full && p.explicit).count(), 2);
+    assert_eq!(
+        log.pauses.iter().filter(|p| p.full && p.explicit).count(),
+        2
+    );
     let ids: Vec<_> = log.pauses.iter().map(|p| p.gc_id.unwrap()).collect();
     assert_eq!(ids, [0, 1, 2, 3, 4]);
 }
@@ -230,10 +233,17 @@ fn cms_with_gc_id_matches_gcviewer() {
     assert_eq!(first.gc_id, Some(0));
     let names: Vec<&str> = log.pauses.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names.iter().filter(|n| **n == "Pause Young").count(), 8);
-    assert_eq!(names.iter().filter(|n| **n == "Pause Initial Mark").count(), 1);
+    assert_eq!(
+        names.iter().filter(|n| **n == "Pause Initial Mark").count(),
+        1
+    );
     assert_eq!(names.iter().filter(|n| **n == "Pause Remark").count(), 1);
     // CMS-concurrent-mark: 0.005/0.013 secs: the wall-clock figure.
-    let mark = log.phases.iter().find(|p| p.name == "CMS-concurrent-mark").unwrap();
+    let mark = log
+        .phases
+        .iter()
+        .find(|p| p.name == "CMS-concurrent-mark")
+        .unwrap();
     assert_close(mark.duration_s, 0.013, "concurrent mark");
     assert_eq!(log.run.collector, Collector::Cms);
     assert_eq!(log.run.version.as_deref(), Some("1.8.0_342-b07"));
@@ -266,7 +276,9 @@ fn cms_scavenge_before_remark_matches_gcviewer() {
 /// CMS (concurrent mode failure); Metaspace" of 218.6928810 s.
 #[test]
 fn cms_concurrent_mode_failure_matches_gcviewer() {
-    let Some(log) = parse(&format!("{OPENJDK}SampleSun1_8_0CMS_HeadDumpBeforeFullGc.txt")) else {
+    let Some(log) = parse(&format!(
+        "{OPENJDK}SampleSun1_8_0CMS_HeadDumpBeforeFullGc.txt"
+    )) else {
         return;
     };
     assert_eq!(log.phases.len(), 1);
@@ -276,7 +288,10 @@ fn cms_concurrent_mode_failure_matches_gcviewer() {
     assert_close(full.duration_s, 218.6928810, "full pause");
     assert!(full.full);
     assert_eq!(full.cause.as_deref(), Some("GCLocker Initiated GC"));
-    assert!(full.qualifiers.iter().any(|q| q == "concurrent mode failure"));
+    assert!(full
+        .qualifiers
+        .iter()
+        .any(|q| q == "concurrent mode failure"));
 }
 
 /// Promotion failed, over tenuring lines: GCViewer
@@ -321,7 +336,11 @@ fn g1_jdk6_verbose_matches_gcviewer() {
     assert_close(max(&log.pauses), 0.1581177, "longest pause");
     let count = |name: &str| log.pauses.iter().filter(|p| p.name == name).count();
     assert_eq!(
-        (count("Pause Remark"), count("Pause Cleanup"), count("Pause Full")),
+        (
+            count("Pause Remark"),
+            count("Pause Cleanup"),
+            count("Pause Full")
+        ),
         (250, 245, 5)
     );
     assert_eq!(log.stats.unparsed_total(), 0);
@@ -371,7 +390,11 @@ fn g1_jdk8_details_match_jifa() {
 #[test]
 fn g1_jdk8_samples_match_gcviewer() {
     for (file, pauses, total) in [
-        ("SampleSun1_8_0G1PrintGCCausePrintTenuringDistribution.txt", 1, 16.7578613),
+        (
+            "SampleSun1_8_0G1PrintGCCausePrintTenuringDistribution.txt",
+            1,
+            16.7578613,
+        ),
         ("SampleSun1_8_0G1PrintHeapAtGc.txt", 1, 0.0055924),
         ("SampleSun1_8_0G1HumongousMixed.txt", 1, 0.0470136),
     ] {
@@ -454,6 +477,9 @@ fn shenandoah_jdk8_matches_gcviewer() {
         return;
     };
     assert!((sum(&log.pauses) - 0.197536).abs() < 1e-6);
-    assert!(log.pauses.iter().all(|p| p.collector == Collector::Shenandoah));
+    assert!(log
+        .pauses
+        .iter()
+        .all(|p| p.collector == Collector::Shenandoah));
     assert!(!log.phases.is_empty());
 }
