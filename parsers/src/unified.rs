@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::envelope::{self, Envelope};
 use crate::events::*;
 use crate::grammar;
-use crate::legacy::{Claim, LegacyParser};
+use crate::legacy::{self, Claim, LegacyParser};
 use crate::lines::{LineSplitter, Piece};
 
 /// At most this many collections are tracked as open at once; the oldest ids
@@ -269,10 +269,13 @@ fn split_message(message: &str) -> Message<'_> {
 /// The time a single log line carries (anchored only if the line has both clocks);
 /// used to put the files of a rotated set in order.
 pub fn line_time(line: &str) -> Option<LogTime> {
-    let env = envelope::parse(line)?;
-    let time = LogTime {
-        uptime_s: env.uptime_s,
-        wall: env.wall(),
+    let time = match envelope::parse(line) {
+        Some(env) if env.decorated => LogTime {
+            uptime_s: env.uptime_s,
+            wall: env.wall(),
+        },
+        // JDK 6 to 8: `2016-04-14T22:30:09.108+0200: 1.053: [GC (...`.
+        _ => legacy::leading_stamp(line).0.time(),
     };
     (time.uptime_s.is_some() || time.wall.is_some()).then_some(time)
 }

@@ -79,6 +79,28 @@ fn run(input: &[u8], chunks: &[usize], max_line_bytes: usize) -> (Vec<GcEvent>, 
     (events, parser.stats().clone())
 }
 
+/// The agent checkpoints the parser between any two reads: a JDK 8 event
+/// open across a checkpoint (joined lines, a pause waiting for its G1
+/// details) must come out of the restored parser as it would have.
+#[test]
+fn a_checkpoint_inside_a_jdk8_event_changes_nothing() {
+    let input = LEGACY_SAMPLE.as_bytes();
+    let (expected, expected_stats) = run(input, &[input.len()], 64 * 1024);
+    assert!(expected.len() > 10, "{expected:?}");
+    let line_ends: Vec<usize> = memchr::memchr_iter(b'\n', input).map(|i| i + 1).collect();
+    for &cut in &line_ends {
+        let mut parser = GcLogParser::default();
+        let mut events = Vec::new();
+        parser.feed(&input[..cut], &mut events);
+        let saved = serde_json::to_string(&parser).unwrap();
+        let mut parser: GcLogParser = serde_json::from_str(&saved).unwrap();
+        parser.feed(&input[cut..], &mut events);
+        parser.finish(&mut events);
+        assert!(events == expected, "checkpoint after byte {cut}");
+        assert_eq!(parser.stats(), &expected_stats);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
