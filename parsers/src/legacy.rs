@@ -1155,11 +1155,26 @@ mod tests {
     /// `line_time` orders a rotated set and paces `replay`: JDK 8 stamps count.
     #[test]
     fn line_time_reads_jdk8_stamps() {
-        let time = crate::line_time("2016-04-14T22:30:09.108+0200: 1.053: [GC (Allocation Failure)").unwrap();
+        let time =
+            crate::line_time("2016-04-14T22:30:09.108+0200: 1.053: [GC (Allocation Failure)")
+                .unwrap();
         assert_eq!(time.uptime_s, Some(1.053));
-        assert_eq!(time.wall.unwrap().to_rfc3339(), "2016-04-14T20:30:09.108+00:00");
-        assert_eq!(crate::line_time("24.268: Total time for which application threads were stopped: 0.0054520 seconds").unwrap().uptime_s, Some(24.268));
-        assert_eq!(crate::line_time("Desired survivor size 1343488 bytes"), None);
+        assert_eq!(
+            time.wall.unwrap().to_rfc3339(),
+            "2016-04-14T20:30:09.108+00:00"
+        );
+        assert_eq!(
+            crate::line_time(
+                "24.268: Total time for which application threads were stopped: 0.0054520 seconds"
+            )
+            .unwrap()
+            .uptime_s,
+            Some(24.268)
+        );
+        assert_eq!(
+            crate::line_time("Desired survivor size 1343488 bytes"),
+            None
+        );
     }
 
     #[test]

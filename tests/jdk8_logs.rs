@@ -1,9 +1,11 @@
-//! `pausewatch analyze` on JDK 6 to 8 logs from the public corpus, with no
-//! option saying which format they are in; the figures are the ones
-//! GCViewer's and Jifa's own tests assert for the same files.
+//! `pausewatch analyze` and `pausewatch run` on JDK 6 to 8 logs from the
+//! public corpus, with no option saying which format they are in; the
+//! figures are the ones GCViewer's and Jifa's own tests assert for the same
+//! files.
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -105,4 +107,55 @@ fn analyze_places_a_date_stamped_cms_log_in_minutes() {
     assert_eq!(minutes.len(), 1);
     assert_eq!(minutes[0]["start"], "2022-08-01T17:16:00Z");
     assert_eq!(minutes[0]["pause_count"], 10);
+}
+
+/// The agent follows a JDK 8 log that `pausewatch replay` writes live (CMS
+/// with date stamps and `-XX:+PrintGCID`): `/metrics` counts its 10 pauses
+/// (GCViewer TestDataReaderSun1_8_0.cmsPrintGCID, see
+/// parsers/tests/legacy_corpus.rs), the 8 young ones under Micrometer's
+/// `gc="ParNew"`, for 0.0557297 s in all (the ten `secs]` figures added by
+/// hand), and reads no line as unreadable.
+#[test]
+fn the_agent_follows_a_jdk8_log_written_live() {
+    let Some(source) =
+        corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_8_0CmsPrintGcId.txt")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("gc.log");
+    let port = common::free_port();
+    let config = format!(
+        "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n[[gc_log]]\npath = {}\n",
+        common::toml_string(&dir.path().join("state")),
+        common::toml_string(&live),
+    );
+    let agent = common::Agent::start(dir.path(), port, &config);
+    agent.metrics_when(Duration::from_secs(30), |m| m.ends_with("# EOF\n"));
+    let status = common::replay_command(&source, &live, &["--lines-per-second", "200"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let metrics = agent.metrics_when(Duration::from_secs(30), |m| {
+        common::sum(m, "jvm_gc_pause_seconds_count", &[]) >= 10.0
+    });
+    assert_eq!(
+        common::sum(&metrics, "jvm_gc_pause_seconds_count", &[]),
+        10.0
+    );
+    assert_eq!(
+        common::sum(&metrics, "jvm_gc_pause_seconds_count", &["gc=\"ParNew\""]),
+        8.0
+    );
+    let total = common::sum(&metrics, "jvm_gc_pause_seconds_sum", &[]);
+    assert!((total - 0.0557297).abs() < 1e-9, "{total}");
+    assert_eq!(
+        common::sum(
+            &metrics,
+            "pausewatch_log_unparsed_lines_total",
+            &["kind=\"legacy_format\""]
+        ),
+        0.0,
+        "{metrics}"
+    );
 }
