@@ -19,6 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{toml_string, Children, MxBeans};
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::MetricsService;
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
 use rcgen::ExtendedKeyUsagePurpose;
 
 mod common;
@@ -950,12 +954,91 @@ fn mutual_tls_receiver(dir: &Path) -> (u16, Arc<Mutex<Vec<String>>>) {
     (port, captured)
 }
 
+/// Records the names of the metrics of every gRPC export it answers.
+struct MetricNames(Arc<Mutex<Vec<String>>>);
+
+#[tonic::async_trait]
+impl MetricsService for MetricNames {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportMetricsServiceRequest>,
+    ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        let request = request.into_inner();
+        let metrics = (request.resource_metrics.iter())
+            .flat_map(|r| &r.scope_metrics)
+            .flat_map(|s| &s.metrics);
+        let mut names = self.0.lock().unwrap();
+        names.extend(metrics.map(|m| m.name.clone()));
+        Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
+    }
+}
+
+/// A gRPC OTLP receiver (tonic, as the OpenTelemetry Collector's Go
+/// counterpart) on 127.0.0.1 over TLS that wants a client certificate signed
+/// by `dir/ca.pem`; records the metric names it receives.
+fn grpc_mutual_tls_receiver(dir: &Path) -> (u16, Arc<Mutex<Vec<String>>>) {
+    use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::MetricsServiceServer;
+    use tonic::transport::{Certificate, Identity, Server, ServerTlsConfig};
+
+    let read = |name: &str| std::fs::read(dir.join(name)).unwrap();
+    let tls = ServerTlsConfig::new()
+        .identity(Identity::from_pem(
+            read("server.pem"),
+            read("server-key.pem"),
+        ))
+        .client_ca_root(Certificate::from_pem(read("ca.pem")));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let captured: Arc<Mutex<Vec<String>>> = Arc::default();
+    let names = MetricNames(captured.clone());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            Server::builder()
+                .tls_config(tls)
+                .unwrap()
+                .add_service(MetricsServiceServer::new(names))
+                .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
+                .await
+                .unwrap();
+        });
+    });
+    (port, captured)
+}
+
 #[test]
-fn mutual_tls_with_the_configured_ca_and_client_certificate() {
+fn mutual_tls_with_the_configured_ca_and_client_certificate_over_http() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    write_pki(dir);
-    let (port, captured) = mutual_tls_receiver(dir);
+    write_pki(tmp.path());
+    let (port, captured) = mutual_tls_receiver(tmp.path());
+    mutual_tls(tmp.path(), port, &[]);
+    let heads = captured.lock().unwrap();
+    assert!(!heads.is_empty());
+    assert!(
+        heads.iter().all(|h| h.starts_with("POST /v1/metrics ")),
+        "{heads:?}"
+    );
+}
+
+#[test]
+fn mutual_tls_with_the_configured_ca_and_client_certificate_over_grpc() {
+    let tmp = tempfile::tempdir().unwrap();
+    write_pki(tmp.path());
+    let (port, captured) = grpc_mutual_tls_receiver(tmp.path());
+    mutual_tls(tmp.path(), port, &["protocol = \"grpc\"".to_string()]);
+    let names = captured.lock().unwrap();
+    assert!(names.iter().any(|n| n == "jvm.gc.duration"), "{names:?}");
+}
+
+/// Four agents export to the mutual-TLS receiver on `port` with `otlp`
+/// settings: with the CA and a client certificate (delivered), and without
+/// the certificate, with another CA, with the system's roots (all refused).
+fn mutual_tls(dir: &Path, port: u16, otlp: &[String]) {
     let gc_log = dir.join("gc.log");
     std::fs::copy(
         common::jvm_fixture("jdk17-parallel-full").join("gc.log"),
@@ -965,6 +1048,7 @@ fn mutual_tls_with_the_configured_ca_and_client_certificate() {
     let endpoint = format!("endpoint = \"https://127.0.0.1:{port}\"");
     let tls = |settings: &str| format!("tls_config = {{ {settings} }}");
     let ports = common::free_ports(4);
+    let with = |settings: Vec<String>| otlp.iter().cloned().chain(settings).collect::<Vec<_>>();
     let configs = [
         (
             "mtls",
@@ -988,8 +1072,8 @@ fn mutual_tls_with_the_configured_ca_and_client_certificate() {
     ];
     let mut children = Children::new(dir);
     children.dump_on_failure(&ports, &["pausewatch_otlp"]);
-    for ((name, otlp), port) in configs.iter().zip(&ports) {
-        let config = agent_config(dir, name, *port, &gc_log, otlp);
+    for ((name, settings), port) in configs.into_iter().zip(&ports) {
+        let config = agent_config(dir, name, *port, &gc_log, &with(settings));
         children.spawn_service(name, &mut common::run_command(&config));
     }
     children.wait_until(
@@ -1005,10 +1089,4 @@ fn mutual_tls_with_the_configured_ca_and_client_certificate() {
     for &port in &ports[1..] {
         assert_eq!(exports(port, "success"), 0.0);
     }
-    let heads = captured.lock().unwrap();
-    assert!(!heads.is_empty());
-    assert!(
-        heads.iter().all(|h| h.starts_with("POST /v1/metrics ")),
-        "{heads:?}"
-    );
 }

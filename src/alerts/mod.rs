@@ -278,6 +278,22 @@ pub fn evaluate(
                 ),
             }
         }
+        RuleKind::LogCounterMismatch => {
+            let mismatches = stream.runtime.iter().flat_map(|r| &r.log_counter_mismatch);
+            let Some((gc, difference)) = mismatches.max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()))
+            else {
+                return inactive(0.0);
+            };
+            Finding {
+                active: *difference != 0.0,
+                value: *difference,
+                summary: format!(
+                    "the GC log has {} {} pauses of {gc} than the JVM's own counter: the agent misses part of the log, or the parser has a gap",
+                    difference.abs(),
+                    if *difference < 0.0 { "fewer" } else { "more" }
+                ),
+            }
+        }
         RuleKind::StaleLog => {
             let silent_for = stream.last_event_processed_at.map_or(f64::INFINITY, |at| {
                 (now - at).num_milliseconds() as f64 / 1000.0

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use crate::model::alerts::AlertsConfig;
+use crate::model::alerts::{AlertsConfig, RuleKind};
 
 const TEMPLATE: &str = include_str!("rules.yml");
 
@@ -71,6 +71,11 @@ pub fn prometheus_rules(config: &AlertsConfig, from: Option<&str>) -> Result<Str
         ));
     }
     let seconds = |d: Duration| d.as_secs_f64().to_string();
+    let for_duration = |kind: RuleKind| {
+        (config.rules.iter())
+            .find(|rule| rule.kind == kind)
+            .map_or(kind.default_for(), |rule| rule.for_duration)
+    };
     let values: Vec<(&str, String)> = vec![
         (
             "config",
@@ -125,6 +130,10 @@ pub fn prometheus_rules(config: &AlertsConfig, from: Option<&str>) -> Result<Str
         ("ttsp_max_s", seconds(t.max_time_to_safepoint)),
         ("stale_after", promql_duration(t.stale_after)),
         ("stale_after_s", seconds(t.stale_after)),
+        (
+            "mismatch_for",
+            promql_duration(for_duration(RuleKind::LogCounterMismatch)),
+        ),
     ];
     let mut out = String::with_capacity(TEMPLATE.len());
     let mut rest = TEMPLATE;

@@ -141,14 +141,31 @@ pub struct Semconv {
     pub name: &'static str,
     /// Attributes every point carries (`jvm.memory.type = heap`).
     pub attributes: &'static [(&'static str, &'static str)],
+    /// A whole-heap figure from the log that a JVM's per-pool runtime stats
+    /// report under the same name: exported only for a JVM without them, so
+    /// that summing the name's points never counts the heap twice.
+    pub unless_pools: bool,
+}
+
+/// A convention metric whose attributes all come from the family's labels.
+const fn semconv(name: &'static str) -> Option<Semconv> {
+    Some(Semconv {
+        name,
+        attributes: &[],
+        unless_pools: false,
+    })
 }
 
 /// Attribute names of the semantic conventions for the catalog's label
 /// names, where they differ.
-const OTEL_ATTRIBUTES: [(&str, &str); 3] = [
+const OTEL_ATTRIBUTES: [(&str, &str); 5] = [
     ("gc", "jvm.gc.name"),
     ("action", "jvm.gc.action"),
     ("cause", "jvm.gc.cause"),
+    // Micrometer's `area` is `heap` (runtime stats have heap pools only),
+    // which is also the convention's value.
+    ("area", "jvm.memory.type"),
+    ("id", "jvm.memory.pool.name"),
 ];
 
 /// One series as exporters see it: every label, and the value.
@@ -264,11 +281,12 @@ fn log_labels<'a>(log: &'a str, configured: &'a BTreeMap<String, String>) -> Lab
 
 /// A `jvm.memory.*` metric of the heap as a whole: the log gives no
 /// per-pool figures, so points carry `jvm.memory.type` but no pool name.
-const fn heap_memory(name: &'static str) -> Semconv {
-    Semconv {
+const fn whole_heap(name: &'static str, unless_pools: bool) -> Option<Semconv> {
+    Some(Semconv {
         name,
         attributes: &[("jvm.memory.type", "heap")],
-    }
+        unless_pools,
+    })
 }
 
 /// Every family, in exposition order.
@@ -279,10 +297,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Seconds,
         help: "Stop-the-world GC pauses read from the GC log, labelled as Micrometer labels jvm.gc.pause.",
         labels: &["gc", "action", "cause"],
-        semconv: Some(Semconv {
-            name: "jvm.gc.duration",
-            attributes: &[],
-        }),
+        semconv: semconv("jvm.gc.duration"),
         scopes: &[Scope::Stream(pauses)],
     },
     Family {
@@ -605,7 +620,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Memory used per pool, under Micrometer's names (id is the MXBean's pool name).",
         labels: &["area", "id"],
-        semconv: None,
+        semconv: semconv("jvm.memory.used"),
         scopes: &[Scope::Stream(|s, _| per_pool(s, |p| p.used))],
     },
     Family {
@@ -614,7 +629,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Memory committed per pool.",
         labels: &["area", "id"],
-        semconv: None,
+        semconv: semconv("jvm.memory.committed"),
         scopes: &[Scope::Stream(|s, _| per_pool(s, |p| Some(p.committed)))],
     },
     Family {
@@ -623,7 +638,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Maximum memory per pool, where the pool has one.",
         labels: &["area", "id"],
-        semconv: None,
+        semconv: semconv("jvm.memory.limit"),
         scopes: &[Scope::Stream(|s, _| per_pool(s, |p| p.max))],
     },
     Family {
@@ -641,10 +656,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Classes loaded now (loaded minus unloaded, as Micrometer counts).",
         labels: &[],
-        semconv: Some(Semconv {
-            name: "jvm.class.count",
-            attributes: &[],
-        }),
+        semconv: semconv("jvm.class.count"),
         scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.classes_loaded.saturating_sub(r.classes_unloaded)))))],
     },
     Family {
@@ -671,10 +683,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::None,
         help: "Live threads.",
         labels: &[],
-        semconv: Some(Semconv {
-            name: "jvm.thread.count",
-            attributes: &[],
-        }),
+        semconv: semconv("jvm.thread.count"),
         scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.threads_live))))],
     },
     Family {
@@ -705,12 +714,21 @@ pub static CATALOG: &[Family] = &[
         scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Float(r.uptime_seconds))))],
     },
     Family {
+        name: "process_cpu_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "CPU time the JVM's process used, user and system, since it started (/proc/PID/stat), as the Prometheus Java client names it.",
+        labels: &[],
+        semconv: semconv("jvm.cpu.time"),
+        scopes: &[Scope::Stream(|s, _| runtime(s, |r| known(r.cpu_seconds.map(Value::Float))))],
+    },
+    Family {
         name: "pausewatch_heap_after_gc_bytes",
         kind: Kind::Gauge,
         unit: Unit::Bytes,
         help: "Heap occupancy after the latest collection.",
         labels: &[],
-        semconv: Some(heap_memory("jvm.memory.used_after_last_gc")),
+        semconv: whole_heap("jvm.memory.used_after_last_gc", false),
         scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.after_gc_bytes.map(Value::Int)))],
     },
     Family {
@@ -719,7 +737,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Heap capacity reported by the latest collection.",
         labels: &[],
-        semconv: Some(heap_memory("jvm.memory.committed")),
+        semconv: whole_heap("jvm.memory.committed", true),
         scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.committed_bytes.map(Value::Int)))],
     },
     Family {
@@ -728,7 +746,7 @@ pub static CATALOG: &[Family] = &[
         unit: Unit::Bytes,
         help: "Maximum heap size from the log preamble.",
         labels: &[],
-        semconv: Some(heap_memory("jvm.memory.limit")),
+        semconv: whole_heap("jvm.memory.limit", true),
         scopes: &[Scope::Stream(|s, _| known(s.jvm.heap.max_bytes.map(Value::Int)))],
     },
     Family {
@@ -1459,6 +1477,7 @@ mod tests {
                 max: Some(3),
             }],
             log_counter_mismatch: vec![("G1 Young Generation".to_string(), 0.0)],
+            cpu_seconds: Some(1.5),
             ..RuntimeStats::default()
         });
         let alert = Alert {

@@ -536,7 +536,14 @@ impl Exporter {
             for scope in family.scopes {
                 match scope {
                     Scope::Stream(read) => {
-                        for stream in state.streams.values() {
+                        let replaced = |stream: &StreamState| {
+                            family.semconv.is_some_and(|s| s.unless_pools)
+                                && stream
+                                    .runtime
+                                    .as_ref()
+                                    .is_some_and(|r| !r.memory.is_empty())
+                        };
+                        for stream in state.streams.values().filter(|s| !replaced(s)) {
                             let into = points.entry(stream.log.clone()).or_default();
                             self.add(into, index, Vec::new(), read(stream, clock));
                         }
@@ -980,6 +987,7 @@ mod tests {
 
     use super::*;
     use crate::export::prometheus::tests::fixture_stream;
+    use crate::model::runtime::{MemoryPool, RuntimeStats};
 
     fn config(temporality: Temporality, gc_cause: bool) -> OtlpConfig {
         OtlpConfig {
@@ -1045,7 +1053,11 @@ mod tests {
     #[test]
     fn otel_names_are_distinct_and_follow_the_conventions() {
         let mut seen = BTreeSet::new();
-        for family in CATALOG {
+        // A whole-heap family shares its name with the per-pool one that replaces it.
+        for family in CATALOG
+            .iter()
+            .filter(|f| !f.semconv.is_some_and(|s| s.unless_pools))
+        {
             let name = family.otel_name();
             assert!(seen.insert(name.clone()), "{name} twice");
             match family.semconv {
@@ -1070,6 +1082,75 @@ mod tests {
             .find(|f| f.name == "pausewatch_allocation_stall_seconds_total")
             .unwrap();
         assert_eq!(stalls.otel_name(), "pausewatch.allocation_stall");
+    }
+
+    /// `(attributes, value)` of the request's gauge points named `name`.
+    fn gauge_points(request: &ExportMetricsServiceRequest, name: &str) -> Vec<(String, f64)> {
+        let metrics = (request.resource_metrics.iter())
+            .flat_map(|r| &r.scope_metrics)
+            .flat_map(|s| &s.metrics);
+        let mut points = Vec::new();
+        for metric in metrics.filter(|m| m.name == name) {
+            let Some(metric::Data::Gauge(gauge)) = &metric.data else {
+                panic!("{name} is a gauge");
+            };
+            for point in &gauge.data_points {
+                let attributes = point
+                    .attributes
+                    .iter()
+                    .map(|kv| format!("{kv:?}"))
+                    .collect();
+                let value = match point.value {
+                    Some(number_data_point::Value::AsInt(v)) => v as f64,
+                    Some(number_data_point::Value::AsDouble(v)) => v,
+                    None => f64::NAN,
+                };
+                points.push((attributes, value));
+            }
+        }
+        points
+    }
+
+    #[test]
+    fn whole_heap_figures_give_way_to_a_jvms_pools() {
+        let exporter = Exporter::new(config(Temporality::Cumulative, false), "1");
+        let now = SystemTime::now();
+        let mut stream = fixture_stream();
+        let committed = stream.jvm.heap.committed_bytes.unwrap() as f64;
+        let request = exporter
+            .build(&AgentState::from_streams([stream.clone()]), now)
+            .request;
+        let points = gauge_points(&request, "jvm.memory.committed");
+        assert_eq!(points.len(), 1, "{points:?}");
+        assert_eq!(points[0].1, committed);
+        assert!(!points[0].0.contains("jvm.memory.pool.name"));
+
+        stream.runtime = Some(RuntimeStats {
+            memory: vec![MemoryPool {
+                area: "heap".to_string(),
+                id: "PS Eden Space".to_string(),
+                used: Some(1024),
+                committed: 4096,
+                max: None,
+            }],
+            ..RuntimeStats::default()
+        });
+        let request = exporter
+            .build(&AgentState::from_streams([stream]), now)
+            .request;
+        let points = gauge_points(&request, "jvm.memory.committed");
+        assert_eq!(points.len(), 1, "{points:?}");
+        assert_eq!(points[0].1, 4096.0);
+        assert!(
+            points[0].0.contains("jvm.memory.pool.name") && points[0].0.contains("PS Eden Space")
+        );
+        assert!(points[0].0.contains("jvm.memory.type") && points[0].0.contains("heap"));
+        assert_eq!(gauge_points(&request, "jvm.memory.used")[0].1, 1024.0);
+        // The log's figure after the last collection has no per-pool twin.
+        assert_eq!(
+            gauge_points(&request, "jvm.memory.used_after_last_gc").len(),
+            1
+        );
     }
 
     #[test]

@@ -542,6 +542,7 @@ pub(crate) mod tests {
             ("jvm_threads_daemon_threads", "gauge"),
             ("jvm_threads_peak_threads", "gauge"),
             ("process_uptime_seconds", "gauge"),
+            ("process_cpu_seconds", "counter"),
         ];
         for (family, kind) in expected {
             assert_eq!(
@@ -574,6 +575,7 @@ pub(crate) mod tests {
                 "jvm_classes_",
                 "jvm_threads_",
                 "process_uptime",
+                "process_cpu",
             ]
             .iter()
             .any(|prefix| family.starts_with(prefix))

@@ -25,10 +25,11 @@ pub enum RuleKind {
     GcDrivenTail,
     TimeToSafepoint,
     StaleLog,
+    LogCounterMismatch,
 }
 
 impl RuleKind {
-    pub const ALL: [RuleKind; 11] = [
+    pub const ALL: [RuleKind; 12] = [
         RuleKind::PauseBudget,
         RuleKind::PauseRegression,
         RuleKind::GcOverhead,
@@ -40,6 +41,7 @@ impl RuleKind {
         RuleKind::GcDrivenTail,
         RuleKind::TimeToSafepoint,
         RuleKind::StaleLog,
+        RuleKind::LogCounterMismatch,
     ];
 
     /// The `[alerts.<name>]` table name.
@@ -56,6 +58,7 @@ impl RuleKind {
             RuleKind::GcDrivenTail => "gc_driven_tail",
             RuleKind::TimeToSafepoint => "time_to_safepoint",
             RuleKind::StaleLog => "stale_log",
+            RuleKind::LogCounterMismatch => "log_counter_mismatch",
         }
     }
 
@@ -79,12 +82,16 @@ impl RuleKind {
             RuleKind::GcDrivenTail => "GcDrivenTail",
             RuleKind::TimeToSafepoint => "LongTimeToSafepoint",
             RuleKind::StaleLog => "StaleGcLog",
+            RuleKind::LogCounterMismatch => "GcLogCounterMismatch",
         }
     }
 
     pub fn default_for(self) -> Duration {
         match self {
             RuleKind::HeapPressure => Duration::from_secs(300),
+            // A difference that lasts: one collection the log has not
+            // flushed yet, or a sample between two counters, passes.
+            RuleKind::LogCounterMismatch => Duration::from_secs(600),
             _ => Duration::ZERO,
         }
     }

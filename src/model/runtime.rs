@@ -58,6 +58,10 @@ pub struct RuntimeStats {
     pub threads_daemon: u64,
     pub threads_peak: u64,
     pub uptime_seconds: f64,
+    /// User plus system CPU time of the process, from /proc (hsperfdata
+    /// has no such counter); `None` until read.
+    #[serde(default)]
+    pub cpu_seconds: Option<f64>,
     /// Pauses that fell several between two samples: their count and total
     /// are exact, their individual durations are not.
     pub unresolved_pauses: u64,

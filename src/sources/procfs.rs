@@ -34,12 +34,31 @@ pub(super) fn boot_time(proc_root: &Path) -> Option<i64> {
         .and_then(|value| value.trim().parse().ok())
 }
 
-/// Start of a process in ticks after boot, from field 22 of /proc/PID/stat
-/// (after the command name, which may itself contain spaces and parentheses).
-pub(super) fn start_ticks(proc_root: &Path, pid: u32) -> Option<u64> {
+/// Fields of /proc/PID/stat by their number in proc(5), 1-based, past the
+/// command name (field 2), which may itself hold spaces and parentheses.
+fn stat_fields<const N: usize>(
+    proc_root: &Path,
+    pid: u32,
+    numbers: [usize; N],
+) -> Option<[u64; N]> {
     let stat = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 2..];
-    after_name.split_whitespace().nth(19)?.parse().ok()
+    let after_name: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
+    let mut values = [0; N];
+    for (value, number) in values.iter_mut().zip(numbers) {
+        *value = after_name.get(number.checked_sub(3)?)?.parse().ok()?;
+    }
+    Some(values)
+}
+
+/// Start of a process in ticks after boot (field 22).
+pub(super) fn start_ticks(proc_root: &Path, pid: u32) -> Option<u64> {
+    stat_fields(proc_root, pid, [22]).map(|[ticks]| ticks)
+}
+
+/// CPU time a process used, user (field 14) plus system (field 15), in seconds.
+pub(super) fn cpu_seconds(proc_root: &Path, pid: u32) -> Option<f64> {
+    stat_fields(proc_root, pid, [14, 15])
+        .map(|[user, system]| (user + system) as f64 / TICKS_PER_SECOND)
 }
 
 pub(super) fn wall_clock(boot: i64, ticks: u64) -> DateTime<Utc> {

@@ -19,6 +19,7 @@ use pausewatch_parsers::hsperf::{self, ByteOrder, PerfData, Value};
 use pausewatch_parsers::{Collector, GcEvent, JvmRun};
 
 use super::discovery::{hsperf_path, is_alive, JavaProcess};
+use super::procfs::cpu_seconds;
 use super::{Source, SourceCheckpoint, SourceKey};
 use crate::config::RuntimeStatsConfig;
 use crate::model::jvm::PauseSeries;
@@ -398,6 +399,7 @@ impl RuntimeStatsSource {
         // As the RuntimeMXBean counts it (JDK 25 has no ticks counter).
         let uptime = Utc::now() - layout.jvm_start;
         stats.uptime_seconds = uptime.num_milliseconds().max(0) as f64 / 1e3;
+        stats.cpu_seconds = cpu_seconds(&self.proc_root, self.process.pid);
         stats.pauses_available = self.recovers_pauses && layout.collector != Collector::Shenandoah;
         let mut events = Vec::new();
         let mut unresolved = 0;
@@ -435,6 +437,10 @@ impl RuntimeStatsSource {
             ..
         } = stream;
         stats.unresolved_pauses = runtime.as_ref().map_or(0, |r| r.unresolved_pauses) + unresolved;
+        // The last sample, taken after the exit, finds no /proc/PID/stat.
+        stats.cpu_seconds = stats
+            .cpu_seconds
+            .or(runtime.as_ref().and_then(|r| r.cpu_seconds));
         if self.recovers_pauses {
             jvm.ingest(&run, &events, latency.as_mut());
             if unresolved > 0 {

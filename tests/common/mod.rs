@@ -56,6 +56,12 @@ pub struct Bean {
 pub struct MxBeans {
     pub java_version: String,
     pub collectors: Vec<Bean>,
+    /// The process's CPU time (OperatingSystemMXBean) before the snapshot's
+    /// own work and at its end; absent from the older fixtures.
+    #[serde(default)]
+    pub process_cpu_ns_before: Option<u64>,
+    #[serde(default)]
+    pub process_cpu_ns: Option<u64>,
 }
 
 impl MxBeans {
@@ -213,6 +219,11 @@ impl Agent {
         let path = dir.join("pausewatch.toml");
         std::fs::write(&path, config).unwrap();
         let child = run_command(&path).stderr(Stdio::null()).spawn().unwrap();
+        Agent { port, child }
+    }
+
+    /// An agent started otherwise (as another user), listening on `port`.
+    pub fn from_child(port: u16, child: Child) -> Agent {
         Agent { port, child }
     }
 

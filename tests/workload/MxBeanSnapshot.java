@@ -9,6 +9,7 @@
 //     "jvm_args": ["-Xmx128m", ...],
 //     "start_time_ms": N, "uptime_ms": N,
 //     "snapshot_attempts": N,
+//     "process_cpu_ns_before": N, "process_cpu_ns": N,
 //     <the caller's extra fields, in order>
 //     "collectors": [
 //       {"name": "G1 Young Generation", "count": N, "time_ms": N<, the caller's extra collector fields>},
@@ -63,6 +64,11 @@ final class MxBeanSnapshot {
         int n = gcBeans.length;
         long[] counts = new long[n];
         long[] times = new long[n];
+        // The process's CPU time before the snapshot's own work, and in each
+        // attempt: an agent's reading taken in between lies between the two.
+        com.sun.management.OperatingSystemMXBean os =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        long cpuBefore = os.getProcessCpuTime();
         String hsperfCopy = System.getProperty("wl.hsperf");
         // Fetched before the loop: the first use of each bean initialises it.
         ThreadMXBean threadBean = ManagementFactory.getThreadMXBean();
@@ -88,6 +94,8 @@ final class MxBeanSnapshot {
             sb.append(field("start_time_ms", runtimeBean.getStartTime()));
             sb.append(field("uptime_ms", runtimeBean.getUptime()));
             sb.append(field("snapshot_attempts", attempt + 1));
+            sb.append(field("process_cpu_ns_before", cpuBefore));
+            sb.append(field("process_cpu_ns", os.getProcessCpuTime()));
             sb.append(extraFields);
             long classesLoaded = classBean.getTotalLoadedClassCount();
             if (hsperfCopy != null) {
