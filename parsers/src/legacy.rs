@@ -214,7 +214,8 @@ impl LegacyParser {
         if let Some(at) = find(text, "{Heap before GC") {
             self.in_heap_block = true;
             self.active = true;
-            if at == 0 {
+            // `2.385: {Heap before GC ...`: nothing but stamps before it.
+            if leading_stamp(&text[..at]).1.trim().is_empty() {
                 return Claim::Ignored;
             }
             return self.line(&text[..at], out);
@@ -277,13 +278,19 @@ impl LegacyParser {
     }
 
     fn fresh_line<'a>(&mut self, text: &'a str, out: &mut Vec<GcEvent>) -> Claim<'a> {
-        let (stamp, rest) = leading_stamp(text.trim_start());
+        let trimmed = text.trim_start();
+        let (stamp, rest) = leading_stamp(trimmed);
+        // A `[Times: ...]` whose event is gone: the first line of a rotated file.
+        if rest.starts_with("[Times: ") {
+            self.active = true;
+            return Claim::Ignored;
+        }
         if rest.starts_with('[') {
             if !self.active && !starts_legacy_group(rest) {
                 return Claim::NotLegacy;
             }
             self.active = true;
-            return self.event_text(text, out);
+            return self.event_text(trimmed, out);
         }
         if let Some(rest) = rest.strip_prefix(STOPPED_TIME) {
             if !stamp.is_empty() {
@@ -291,7 +298,7 @@ impl LegacyParser {
             }
             return Claim::StoppedTime { stamp, rest };
         }
-        if rest.starts_with("Application time: ") && (self.active || !stamp.is_empty()) {
+        if rest.starts_with("Application time: ") {
             self.active = true;
             return Claim::Ignored;
         }
@@ -341,8 +348,12 @@ impl LegacyParser {
         let Some(mut pause) = interpret(&root, out) else {
             return if is_concurrent(&root.text) || ignored_group(&root.text) {
                 Claim::Used
-            } else {
+            } else if names_collection(&root.text) {
                 Claim::Malformed
+            } else {
+                // Detail groups with no pause to belong to: a stray `[Times:`,
+                // G1 string deduplication statistics.
+                Claim::Ignored
             };
         };
         let after = after.trim_start();
@@ -620,6 +631,23 @@ fn find_collection(text: &str) -> Option<usize> {
     Some(before.len())
 }
 
+/// A collection's group, which must carry a duration.
+fn names_collection(text: &str) -> bool {
+    let text = text.trim_start();
+    ["GC pause", "GC remark", "GC cleanup", "Full GC", "Pause "]
+        .iter()
+        .any(|name| text.starts_with(name))
+        || young_collection(text).is_some()
+}
+
+/// What follows `GC` in a young collection's group (`GC (Allocation
+/// Failure) ...`, `GC--`, JDK 1.4's `GC 1534K->276K(16256K), ...`), but not
+/// in G1's `GC Worker Start (ms): ...` detail groups.
+fn young_collection(text: &str) -> Option<&str> {
+    text.strip_prefix("GC")
+        .filter(|rest| !rest.trim_start().starts_with(char::is_alphabetic))
+}
+
 fn is_concurrent(text: &str) -> bool {
     text.starts_with("CMS-concurrent-")
         || text.starts_with("ASCMS-concurrent-")
@@ -644,12 +672,14 @@ fn preamble(text: &str) -> Option<Preamble> {
     if text.starts_with("Memory: ") || text == "/proc/meminfo:" {
         return Some(Preamble::default());
     }
-    if text.starts_with("OpenJDK ") || text.starts_with("Java HotSpot(TM)") {
+    if text.starts_with("Java HotSpot(TM) ")
+        || (text.starts_with("OpenJDK ") && text.contains(" VM ("))
+    {
         let version = text
             .split_once(" JRE (")
             .and_then(|(_, rest)| rest.split_once(')'))
             .map(|(version, _)| version.to_string());
-        return text.contains(" VM (").then_some(Preamble {
+        return Some(Preamble {
             version,
             ..Preamble::default()
         });
@@ -676,26 +706,31 @@ fn preamble(text: &str) -> Option<Preamble> {
 }
 
 /// The duration a group's own text ends with: `, 0.0146984 secs`,
-/// `0.146/0.280 secs` (CMS concurrent: CPU/wall, the wall figure), `0.0019007`
-/// (early G1 concurrent counts), `1.983 ms` (JDK 8 Shenandoah).
+/// `0.146/0.280 secs` (CMS concurrent: CPU/wall, the wall figure), `1.983 ms`
+/// (JDK 8 Shenandoah). A number without a unit is not a duration: G1's
+/// detail groups end with bare figures.
 fn trailing_duration(text: &str) -> Option<f64> {
     let text = text.trim_end();
     let (number, scale) = if let Some(t) = text.strip_suffix(" secs") {
         (t, 1.0)
     } else if let Some(t) = text.strip_suffix(" sec") {
         (t, 1.0)
-    } else if let Some(t) = text.strip_suffix(" ms") {
-        (t, 1e-3)
     } else {
-        (text, 1.0)
+        (text.strip_suffix(" ms")?, 1e-3)
     };
+    trailing_seconds(number).map(|value| value * scale)
+}
+
+/// The bare number a text ends with, as JDK 6 G1 ends `GC concurrent-count-end, 0.0019007`.
+fn trailing_seconds(number: &str) -> Option<f64> {
+    let number = number.trim_end();
     let start = number
         .trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ',' || c == '/')
         .len();
     let token = &number[start..];
     let token = token.rsplit('/').next().unwrap_or(token);
     match uptime_prefix_exact(token) {
-        Some((value, "")) if value.is_finite() => Some(value * scale),
+        Some((value, "")) if value.is_finite() => Some(value),
         _ => None,
     }
 }
@@ -766,7 +801,7 @@ fn interpret(root: &Group, out: &mut Vec<GcEvent>) -> Option<Pause> {
         let (groups, rest) = groups_after(&rest[name_end..]);
         pause.qualifiers = groups.iter().map(|g| g.to_string()).collect();
         rest
-    } else if let Some(rest) = text.strip_prefix("GC") {
+    } else if let Some(rest) = young_collection(text) {
         let rest = match rest.strip_prefix("--") {
             Some(rest) => {
                 pause.qualifiers.push("promotion failed".to_string());
@@ -856,7 +891,8 @@ fn concurrent_phase(group: &Group) -> Option<ConcurrentPhase> {
     let name_end = text.find([':', ',', '(']).unwrap_or(text.len());
     let name = text[..name_end].trim_end();
     let name = name.strip_suffix("-end").unwrap_or(name);
-    let duration_s = trailing_duration(&text[name_end..])?;
+    let tail = &text[name_end..];
+    let duration_s = trailing_duration(tail).or_else(|| trailing_seconds(tail))?;
     Some(ConcurrentPhase {
         gc_id: group.stamp.gc_id,
         collector,
@@ -893,7 +929,7 @@ fn children(root: &Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -> f64 {
             }
             continue;
         }
-        if text.starts_with("GC") && !text.starts_with("GC ref-proc") {
+        if text.starts_with("GC") {
             if let Some(young) = interpret(child, out) {
                 nested_s += young.duration_s;
                 last_nested = Some(out.len());
@@ -1181,7 +1217,8 @@ mod tests {
     fn durations_in_each_unit() {
         assert_eq!(trailing_duration(", 0.0146984 secs"), Some(0.0146984));
         assert_eq!(trailing_duration(": 0.146/0.280 secs"), Some(0.280));
-        assert_eq!(trailing_duration(", 0.0019007"), Some(0.0019007));
+        assert_eq!(trailing_duration(", 0.0019007"), None);
+        assert_eq!(trailing_seconds(", 0.0019007"), Some(0.0019007));
         assert_eq!(trailing_duration(", 1.983 ms"), Some(0.001983));
         assert_eq!(trailing_duration(", 0,0004130 secs"), Some(0.000413));
         assert_eq!(trailing_duration("GC concurrent-mark-start"), None);
