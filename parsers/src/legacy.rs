@@ -260,7 +260,7 @@ impl LegacyParser {
         let continues = matches!(
             trimmed.as_bytes().first(),
             Some(b':' | b',' | b'[' | b'(' | b'0'..=b'9')
-        );
+        ) && !is_histogram_row(trimmed);
         if !continues {
             self.open = Some(open);
             return Some(Claim::Ignored);
@@ -448,20 +448,28 @@ fn times(text: &str) -> Option<CpuTimes> {
 }
 
 /// The leading stamps of a line: date stamp, uptime and GC id, each optional.
+/// Threads that log at once interleave their stamps
+/// (`2015-02-25T12:47:08.028+0100: 2015-02-25T12:47:08.028+0100: 6616,888: `):
+/// repeated stamps are skipped, the first of each kind kept.
 pub(crate) fn leading_stamp(text: &str) -> (Stamp, &str) {
     let mut stamp = Stamp::default();
     let mut rest = text;
-    if rest.as_bytes().get(10) == Some(&b'T') {
-        if let Some(wall) = rest.get(..28).and_then(parse_iso8601) {
-            if let Some(after) = rest[28..].strip_prefix(": ") {
-                stamp.wall = Some(wall);
-                rest = after;
+    loop {
+        if rest.as_bytes().get(10) == Some(&b'T') {
+            if let Some(wall) = rest.get(..28).and_then(parse_iso8601) {
+                if let Some(after) = rest[28..].strip_prefix(": ") {
+                    stamp.wall.get_or_insert(wall);
+                    rest = after;
+                    continue;
+                }
             }
         }
-    }
-    if let Some((uptime, after)) = uptime_prefix(rest) {
-        stamp.uptime_s = Some(uptime);
-        rest = after;
+        if let Some((uptime, after)) = uptime_prefix(rest) {
+            stamp.uptime_s.get_or_insert(uptime);
+            rest = after;
+            continue;
+        }
+        break;
     }
     if let Some((id, after)) = rest.strip_prefix('#').and_then(id_prefix) {
         stamp.gc_id = Some(id);
@@ -629,6 +637,14 @@ fn find_collection(text: &str) -> Option<usize> {
         .min()?;
     let (before, _) = trailing_stamp(&text[..at]);
     Some(before.len())
+}
+
+/// `   1:       2050241     4701812112  [Ljava.lang.Object;`: a row of the
+/// `-XX:+PrintClassHistogramBeforeFullGC` table printed inside a full
+/// collection (its `[` never closes).
+fn is_histogram_row(trimmed: &str) -> bool {
+    let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0 && trimmed[digits..].starts_with(": ")
 }
 
 /// A collection's group, which must carry a duration.
