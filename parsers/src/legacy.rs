@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use crate::envelope::parse_iso8601;
 use crate::events::*;
 use crate::grammar;
+use crate::unified::plausible;
 
 /// Bracket groups nest at most this deep in a real log (four or five); a
 /// deeper tree is garbage, and recursion must stay bounded.
@@ -342,6 +343,9 @@ impl LegacyParser {
     /// One complete top-level group and what follows it on the line.
     fn root<'a>(&mut self, root: Group, after: &str, out: &mut Vec<GcEvent>) -> Claim<'a> {
         if let Some(phase) = concurrent_phase(&root) {
+            if !plausible(phase.duration_s) {
+                return Claim::Malformed;
+            }
             out.push(GcEvent::ConcurrentPhase(phase));
             return Claim::Used;
         }
@@ -831,7 +835,7 @@ fn interpret(root: &Group, out: &mut Vec<GcEvent>) -> Option<Pause> {
     } else {
         return None;
     };
-    let own = trailing_duration(rest);
+    let own = trailing_duration(rest).filter(|d| plausible(*d));
     pause.heap = heap_in(rest);
     let nested = children(root, &mut pause, out);
     pause.duration_s = (own? - nested).max(0.0);
@@ -928,15 +932,15 @@ fn children(root: &Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -> f64 {
     let mut last_nested: Option<usize> = None;
     for child in &root.children {
         let text = child.text.trim();
-        if let Some(phase) = concurrent_phase(child) {
-            out.push(GcEvent::ConcurrentPhase(phase));
+        // A phase spliced into the pause's group, or into a pool's group:
+        // `[CMS2016-...: [CMS-concurrent-mark: ...] (concurrent mode failure): ...]`.
+        let spliced = std::iter::once(child)
+            .chain(&child.children)
+            .filter_map(concurrent_phase)
+            .filter(|phase| plausible(phase.duration_s));
+        out.extend(spliced.map(GcEvent::ConcurrentPhase));
+        if is_concurrent(text) {
             continue;
-        }
-        // A phase spliced into a pool's group: `[CMS2016-...: [CMS-concurrent-mark: ...] (concurrent mode failure): ...]`.
-        for grandchild in &child.children {
-            if let Some(phase) = concurrent_phase(grandchild) {
-                out.push(GcEvent::ConcurrentPhase(phase));
-            }
         }
         if let Some(cpu) = times(&format!("{text}]")) {
             match last_nested.and_then(|i| out.get_mut(i)) {
@@ -1242,6 +1246,17 @@ mod tests {
         // A multi-byte character right before the number (a proptest finding).
         assert_eq!(trailing_duration("é1.5 secs"), Some(1.5));
         assert_eq!(heap_in("é1K->1K(2K)").unwrap().before_bytes, 1024);
+    }
+
+    /// No pause or phase lasts a day: a longer figure is a garbled number.
+    #[test]
+    fn durations_beyond_a_day_are_malformed() {
+        let (events, claims) = parse(
+            "1.0: [GC (Allocation Failure)  1K->1K(2K), 99999999.0000000 secs]\n\
+             2.0: [CMS-concurrent-mark: 0.1/86401.0 secs]\n",
+        );
+        assert!(events.is_empty(), "{events:?}");
+        assert_eq!(claims, ["Malformed", "Malformed"]);
     }
 
     #[test]

@@ -39,7 +39,7 @@ const OTHER_RUNS_KEPT: usize = 4;
 const MAX_DURATION_S: f64 = 24.0 * 3600.0;
 
 /// Whether a parsed duration (seconds) is one HotSpot could have measured.
-fn plausible(duration_s: f64) -> bool {
+pub(crate) fn plausible(duration_s: f64) -> bool {
     (0.0..=MAX_DURATION_S).contains(&duration_s)
 }
 
