@@ -983,12 +983,14 @@ fn children(root: &Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -> f64 {
             Some(pool @ ("ParNew" | "CMS")) => pool,
             _ => pool,
         };
-        for failure in failures {
-            pause.qualifiers.push(failure.to_string());
-        }
+        // Only a pool's group holds a transition; G1 ergonomics decisions
+        // (`G1Ergonomics (CSet Construction) ...: 0, ...`) do not.
         let Ok((after, transition)) = grammar::heap_transition(value.trim_start()) else {
             continue;
         };
+        for failure in failures {
+            pause.qualifiers.push(failure.to_string());
+        }
         if let Some(collector) = crate::unified::collector_from_pool(pool) {
             if pause.collector == Collector::Unknown {
                 pause.collector = collector;

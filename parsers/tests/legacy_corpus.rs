@@ -383,6 +383,54 @@ fn g1_jdk8_details_match_jifa() {
     assert_eq!(log.stats.unparsed_total(), 0);
 }
 
+/// `-XX:+PrintAdaptiveSizePolicy` output inside and between events, and
+/// `-XX:+PrintReferenceGC` groups inside pauses.
+#[test]
+fn adaptive_size_policy_and_reference_gc_match_gcviewer_and_jifa() {
+    // GCViewer TestDataReaderSun1_6_0.testAdaptiveSizePolicy (Parallel):
+    // 10 events, longest young pause 0.0224480 s, longest full 0.0204436 s.
+    let Some(log) = parse(&format!("{OPENJDK}SampleSun1_6_0AdaptiveSizePolicy.txt")) else {
+        return;
+    };
+    assert_eq!(log.pauses.len(), 10);
+    let (full, young): (Vec<Pause>, Vec<Pause>) = log.pauses.into_iter().partition(|p| p.full);
+    assert_close(max(&young), 0.0224480, "longest young pause");
+    assert_close(max(&full), 0.0204436, "longest full pause");
+    assert_eq!(log.stats.unparsed_total(), 0);
+    // GCViewer TestDataReaderSun1_7_0G1.printAdaptiveSizePolicy (G1 with
+    // G1Ergonomics lines inside each pause): longest pause 0.158757 s.
+    let Some(log) = parse(&format!(
+        "{OPENJDK}SampleSun1_7_0_12PrintAdaptiveSizePolicy.txt"
+    )) else {
+        return;
+    };
+    assert_close(max(&log.pauses), 0.158757, "longest G1 pause");
+    assert!(log
+        .pauses
+        .iter()
+        .all(|p| p.qualifiers.iter().all(|q| q == "Concurrent Start")));
+    // Jifa TestParser.testJDK8G1GCParserAdaptiveSize: 1 event, 8.5898 ms.
+    let Some(log) = parse(&format!("{JIFA}8G1GCParserAdaptiveSize.log")) else {
+        return;
+    };
+    assert_eq!(log.pauses.len(), 1);
+    assert_close(log.pauses[0].duration_s, 0.0085898, "pause");
+    // GCViewer TestDataReaderSun1_7_0G1.printReferencePolicy: 1 event of
+    // 0.0049738 s; TestDataReaderSun1_7_0.parallelPrintUseAdaptiveSizeReference
+    // (PrintReferenceGC with Parallel): 1 event of 0.0134562 s.
+    for (file, duration) in [
+        ("SampleSun1_7_0G1PrintReferencePolicy.txt", 0.0049738),
+        ("SampleSun1_7_0ParallelAdaptiveSizeReference.txt", 0.0134562),
+    ] {
+        let Some(log) = parse(&format!("{OPENJDK}{file}")) else {
+            return;
+        };
+        assert_eq!(log.pauses.len(), 1, "{file}");
+        assert_close(log.pauses[0].duration_s, duration, file);
+        assert_eq!(log.stats.unparsed_total(), 0, "{file}");
+    }
+}
+
 /// JDK 8 G1 from GCViewer TestDataReaderSun1_8_0G1: pause sums 16.7578613 s
 /// (printGCCauseTenuringDistribution... G1PrintGCCausePrintTenuringDistribution.txt)
 /// and 0.0055924 s (G1PrintHeapAtGc.txt); 1 event in G1HumongousMixed.txt,
