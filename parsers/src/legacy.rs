@@ -18,9 +18,11 @@
 //!
 //! [`GcLogParser`]: crate::GcLogParser
 
+use std::sync::LazyLock;
+
 use chrono::{DateTime, Utc};
+use memchr::memmem::Finder;
 use nom::bytes::complete::tag;
-use nom::character::complete::char;
 use nom::sequence::{delimited, preceded};
 use nom::{IResult, Parser};
 use serde::{Deserialize, Serialize};
@@ -212,7 +214,7 @@ impl LegacyParser {
             }
         }
         // `PrintHeapAtGC`: the block may start at the end of an event's line.
-        if let Some(at) = find(text, "{Heap before GC") {
+        if let Some(at) = HEAP_BEFORE.find(text.as_bytes()) {
             self.in_heap_block = true;
             self.active = true;
             // `2.385: {Heap before GC ...`: nothing but stamps before it.
@@ -434,15 +436,14 @@ fn g1_summary(pause: &mut Pause, summary: &str) {
     }
 }
 
-/// `Times: user=0.08 sys=0.02, real=0.03 secs]`, with the opening bracket taken off.
+/// `Times: user=0.08 sys=0.02, real=0.03 secs`, the opening bracket taken off.
 fn times(text: &str) -> Option<CpuTimes> {
     let parsed: IResult<&str, CpuTimes> = (
         preceded(tag("Times: user="), grammar::decimal),
         preceded(tag(" sys="), grammar::decimal),
         delimited(tag(", real="), grammar::decimal, tag(" secs")),
-        char(']'),
     )
-        .map(|(user_s, sys_s, real_s, _)| CpuTimes {
+        .map(|(user_s, sys_s, real_s)| CpuTimes {
             user_s,
             sys_s,
             real_s,
@@ -588,23 +589,35 @@ fn group(text: &str, stamp: Stamp, depth: usize) -> Result<(Group, &str), Unbala
 /// Output that HotSpot starts in the middle of an event's line and
 /// continues on lines of its own (`PrintAdaptiveSizePolicy`,
 /// `PrintFLSStatistics`): the event's part of the line ends where it starts.
-const SPLICED: &[&str] = &["AdaptiveSize", "Before GC:", "After GC:"];
+static SPLICED: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
+    [
+        Finder::new("AdaptiveSize"),
+        Finder::new("Before GC:"),
+        Finder::new("After GC:"),
+    ]
+});
+
+/// `-XX:+PrintHeapAtGC`'s block, which may start at the end of an event's line.
+static HEAP_BEFORE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("{Heap before GC"));
+
+/// Collections in `-verbose:gc` output mixed with other lines.
+static COLLECTIONS: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
+    [
+        Finder::new("[GC ("),
+        Finder::new("[Full GC"),
+        Finder::new("[GC pause"),
+    ]
+});
 
 fn cut_spliced(text: &str) -> &str {
-    let Some(open) = text.find('[') else {
+    let Some(open) = memchr::memchr(b'[', text.as_bytes()) else {
         return text;
     };
     SPLICED
         .iter()
-        .filter_map(|marker| find(&text[open..], marker).map(|at| open + at))
+        .filter_map(|marker| marker.find(&text.as_bytes()[open..]).map(|at| open + at))
         .min()
         .map_or(text, |at| &text[..at])
-}
-
-/// Substring search with a SIMD prefilter: it runs several times on every
-/// line, and `str::find` spent more setting up than searching.
-fn find(haystack: &str, needle: &str) -> Option<usize> {
-    memchr::memmem::find(haystack.as_bytes(), needle.as_bytes())
 }
 
 /// The kinds of top-level event a JDK 6 to 8 log writes.
@@ -635,9 +648,9 @@ fn starts_collection(text: &str) -> bool {
 
 /// Where a collection starts inside a line of other output, with its stamps.
 fn find_collection(text: &str) -> Option<usize> {
-    let at = ["[GC (", "[Full GC", "[GC pause"]
+    let at = COLLECTIONS
         .iter()
-        .filter_map(|needle| find(text, needle))
+        .filter_map(|needle| needle.find(text.as_bytes()))
         .min()?;
     let (before, _) = trailing_stamp(&text[..at]);
     Some(before.len())
@@ -942,7 +955,7 @@ fn children(root: &Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -> f64 {
         if is_concurrent(text) {
             continue;
         }
-        if let Some(cpu) = times(&format!("{text}]")) {
+        if let Some(cpu) = times(text) {
             match last_nested.and_then(|i| out.get_mut(i)) {
                 Some(GcEvent::Pause(young)) => young.cpu = Some(cpu),
                 _ => pause.cpu = Some(cpu),
