@@ -806,6 +806,10 @@ fn interpret(root: &Group, out: &mut Vec<GcEvent>) -> Option<Pause> {
         pause.collector = Collector::G1;
         let (groups, rest) = groups_after(rest);
         g1_groups(&mut pause, &groups);
+        // JDK 7's `(young)-- 90M->94M(128M)`: to-space overflow.
+        if rest.starts_with("--") {
+            pause.evacuation_failure = true;
+        }
         rest
     } else if let Some(rest) = text.strip_prefix("GC remark") {
         pause.collector = Collector::G1;
@@ -1190,6 +1194,18 @@ mod tests {
         );
         assert_eq!(pause.pools.len(), 2);
         assert_eq!(pause.cpu.unwrap().real_s, 0.05);
+    }
+
+    /// GCViewer TestDataReaderSun1_7_0G1.printSimpleToSpaceOverflow: 1
+    /// pause of 0.0245257 s; `--` marks the to-space overflow.
+    #[test]
+    fn g1_to_space_overflow_marker() {
+        let (events, _) = parse("2013-12-21T15:48:44.062+0100: 0.441: [GC pause (G1 Evacuation Pause) (young)-- 90M->94M(128M), 0.0245257 secs]");
+        let pauses = pauses(&events);
+        assert_eq!(pauses.len(), 1);
+        assert!(close(pauses[0].duration_s, 0.0245257));
+        assert!(pauses[0].evacuation_failure);
+        assert_eq!(pauses[0].heap.unwrap().after_bytes, 94 << 20);
     }
 
     #[test]

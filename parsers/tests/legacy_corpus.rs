@@ -456,6 +456,48 @@ fn g1_jdk8_samples_match_gcviewer() {
     }
 }
 
+/// G1 with `-XX:+PrintGCID`: GCViewer TestDataReaderSun1_8_0G1.printGCID
+/// counts 11 events, which by grep are 7 pauses (5 young, one of them
+/// initial-mark, a remark and a cleanup) and 4 concurrent lines (2 `-start`
+/// markers). G1 details with date stamps but no time stamps: GCViewer
+/// TestDataReaderSun1_7_0G1.printDetailsWithoutTimestamp, 1 pause of
+/// 0.0055310 s, placed by its date stamp (2013-12-21T15:49:27.817+0100).
+#[test]
+fn g1_gc_id_and_no_stamps_match_gcviewer() {
+    let Some(log) = parse(&format!("{OPENJDK}SampleSun1_8_0G1PrintGCID.txt")) else {
+        return;
+    };
+    assert_eq!((log.pauses.len(), log.phases.len()), (7, 2));
+    let names: Vec<&str> = log.pauses.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "Pause Young",
+            "Pause Young",
+            "Pause Young",
+            "Pause Young",
+            "Pause Young",
+            "Pause Remark",
+            "Pause Cleanup"
+        ]
+    );
+    assert_eq!(log.pauses[3].qualifiers, ["Concurrent Start"]);
+    let ids: Vec<u64> = log.pauses.iter().filter_map(|p| p.gc_id).collect();
+    assert_eq!(ids.len(), 7);
+    let Some(log) = parse(&format!("{OPENJDK}SampleSun1_7_0G1_DetailsWoTimestamp.txt")) else {
+        return;
+    };
+    assert_eq!(log.pauses.len(), 1);
+    assert_close(log.pauses[0].duration_s, 0.0055310, "pause");
+    let start = log.pauses[0].start;
+    assert_eq!(start.uptime_s, None);
+    assert_eq!(
+        start.wall.unwrap().to_rfc3339(),
+        "2013-12-21T14:49:27.817+00:00"
+    );
+    assert_eq!(log.stats.unparsed_total(), 0);
+}
+
 /// `-XX:+PrintGCApplicationStoppedTime` with G1 details and tenuring:
 /// garbagecat TestJvmRun (dataset98.txt) counts 2 blocking events, the
 /// first at 1002192 ms and the last at 1002847 ms, and 6 stopped-time
