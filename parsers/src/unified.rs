@@ -657,70 +657,6 @@ impl GcLogParser {
         }
     }
 
-    /// Hands an undecorated line to the JDK 6 to 8 parser; `None` when it
-    /// is not JDK 8 output.
-    fn legacy_line(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Option<Outcome> {
-        let mut found = Vec::new();
-        let claim = self.legacy.line(text, &mut found);
-        self.place_legacy(found, out);
-        Some(match claim {
-            Claim::NotLegacy => return None,
-            Claim::Used => Outcome::Used,
-            Claim::Ignored => Outcome::Ignored,
-            Claim::Malformed => Outcome::Unparsed(UnparsedKind::LegacyFormat),
-            Claim::StoppedTime { stamp, rest } => {
-                let env = legacy_envelope(stamp.time());
-                self.check_restart(&env, &split_message(""), out);
-                match self.stopped_time_line(rest, &env, out) {
-                    Understood::Yes => Outcome::Used,
-                    Understood::Ignored => Outcome::Ignored,
-                    Understood::Malformed => Outcome::Unparsed(UnparsedKind::MalformedEvent),
-                }
-            }
-            Claim::Preamble(preamble) => {
-                if let Some(collector) = preamble.collector {
-                    self.run.collector = collector;
-                }
-                self.run.version = preamble.version.or(self.run.version.take());
-                self.run.max_heap_bytes = preamble.max_heap_bytes.or(self.run.max_heap_bytes);
-                Outcome::Used
-            }
-        })
-    }
-
-    /// Puts JDK 6 to 8 events on the run's clock and emits them: the same
-    /// restart detection and anchoring as unified lines, keyed by the
-    /// instant each event ends (a concurrent phase spliced into a pause's
-    /// line is stamped after the pause began).
-    fn place_legacy(&mut self, events: Vec<GcEvent>, out: &mut Vec<GcEvent>) {
-        for mut event in events {
-            let (end, hint) = match &event {
-                GcEvent::Pause(pause) => (pause.end, pause.collector),
-                GcEvent::ConcurrentPhase(phase) => (phase.end, phase.collector),
-                _ => (LogTime::default(), Collector::Unknown),
-            };
-            let env = legacy_envelope(end);
-            self.check_restart(&env, &split_message(""), out);
-            self.time_of(&env);
-            self.run.saw_collection = true;
-            self.infer_collector(Some(hint).filter(|c| *c != Collector::Unknown));
-            let collector = self.run.collector;
-            match &mut event {
-                GcEvent::Pause(pause) => {
-                    pause.collector = collector;
-                    pause.start = self.anchored(pause.start);
-                    pause.end = self.anchored(pause.end);
-                }
-                GcEvent::ConcurrentPhase(phase) => {
-                    phase.collector = collector;
-                    phase.end = self.anchored(phase.end);
-                }
-                _ => {}
-            }
-            self.emit(event, out);
-        }
-    }
-
     fn infer_collector(&mut self, hint: Option<Collector>) {
         match (self.run.collector, hint) {
             (Collector::Unknown, Some(c)) => self.run.collector = c,
@@ -1217,6 +1153,73 @@ impl GcLogParser {
         self.open.remove(&id);
         self.emit(GcEvent::Cycle(cycle), out);
         Understood::Yes
+    }
+}
+
+/// The JDK 6 to 8 format's way in (`legacy.rs` holds its grammar).
+impl GcLogParser {
+    /// Hands an undecorated line to the JDK 6 to 8 parser; `None` when it
+    /// is not JDK 8 output.
+    fn legacy_line(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Option<Outcome> {
+        let mut found = Vec::new();
+        let claim = self.legacy.line(text, &mut found);
+        self.place_legacy(found, out);
+        Some(match claim {
+            Claim::NotLegacy => return None,
+            Claim::Used => Outcome::Used,
+            Claim::Ignored => Outcome::Ignored,
+            Claim::Malformed => Outcome::Unparsed(UnparsedKind::LegacyFormat),
+            Claim::StoppedTime { stamp, rest } => {
+                let env = legacy_envelope(stamp.time());
+                self.check_restart(&env, &split_message(""), out);
+                match self.stopped_time_line(rest, &env, out) {
+                    Understood::Yes => Outcome::Used,
+                    Understood::Ignored => Outcome::Ignored,
+                    Understood::Malformed => Outcome::Unparsed(UnparsedKind::MalformedEvent),
+                }
+            }
+            Claim::Preamble(preamble) => {
+                if let Some(collector) = preamble.collector {
+                    self.run.collector = collector;
+                }
+                self.run.version = preamble.version.or(self.run.version.take());
+                self.run.max_heap_bytes = preamble.max_heap_bytes.or(self.run.max_heap_bytes);
+                Outcome::Used
+            }
+        })
+    }
+
+    /// Puts JDK 6 to 8 events on the run's clock and emits them: the same
+    /// restart detection and anchoring as unified lines, keyed by the
+    /// instant each event ends (a concurrent phase spliced into a pause's
+    /// line is stamped after the pause began).
+    fn place_legacy(&mut self, events: Vec<GcEvent>, out: &mut Vec<GcEvent>) {
+        for mut event in events {
+            let (end, hint) = match &event {
+                GcEvent::Pause(pause) => (pause.end, pause.collector),
+                GcEvent::ConcurrentPhase(phase) => (phase.end, phase.collector),
+                _ => (LogTime::default(), Collector::Unknown),
+            };
+            let env = legacy_envelope(end);
+            self.check_restart(&env, &split_message(""), out);
+            self.time_of(&env);
+            self.run.saw_collection = true;
+            self.infer_collector(Some(hint).filter(|c| *c != Collector::Unknown));
+            let collector = self.run.collector;
+            match &mut event {
+                GcEvent::Pause(pause) => {
+                    pause.collector = collector;
+                    pause.start = self.anchored(pause.start);
+                    pause.end = self.anchored(pause.end);
+                }
+                GcEvent::ConcurrentPhase(phase) => {
+                    phase.collector = collector;
+                    phase.end = self.anchored(phase.end);
+                }
+                _ => {}
+            }
+            self.emit(event, out);
+        }
     }
 }
 
