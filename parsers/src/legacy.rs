@@ -67,7 +67,6 @@ const NOISE_PREFIXES: &[&str] = &[
     "Before GC:",
     "After GC:",
     "CMS: Large ",
-    "CMSCollector: ",
     "GC locker: ",
     "Finished ",
     "Concurrent ",
