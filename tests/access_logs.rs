@@ -115,18 +115,7 @@ fn a_log_no_line_of_which_parses_fails_quoting_its_first_line() {
 #[test]
 fn json_lines_are_detected_without_flags() {
     let jsonl = recorded().join("access.jsonl");
-    let flagged = analyze_ok(&[
-        "--latency",
-        arg(&jsonl),
-        "--latency-format",
-        "json",
-        "--time-field",
-        "start",
-        "--duration-field",
-        "duration_ms",
-        "--duration-unit",
-        "ms",
-    ]);
+    let flagged = analyze_ok(&common::json_latency_flags(&jsonl));
     let detected = analyze_ok(&["--latency", arg(&jsonl)]);
     assert_eq!(detected["latency"]["count"], 6000);
     assert_eq!(detected["latency"], flagged["latency"]);

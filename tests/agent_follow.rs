@@ -1136,3 +1136,160 @@ fn copytruncate_while_the_agent_is_down_loses_nothing() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The JDK 8 rotation set GCViewer keeps as a test resource
+/// (`SampleSun1_8_0Series-Part1..7.txt`: the files one JVM wrote with
+/// `-XX:+UseGCLogFileRotation`, each beginning with HotSpot's "GC log file
+/// created" line and ending with its "Saved as" line), or `None` (the test
+/// says it is skipped) without the public corpus.
+fn jdk8_rotation_set() -> Option<Vec<Vec<String>>> {
+    let dir = common::root().join("../shared/corpus/GCViewer/src/test/resources/openjdk");
+    if !dir.is_dir() {
+        eprintln!(
+            "SKIPPED: public corpus not found at {} (it lives beside the repository in shared/)",
+            dir.display()
+        );
+        return None;
+    }
+    let part = |n: usize| fixture_lines(&dir.join(format!("SampleSun1_8_0Series-Part{n}.txt")));
+    Some((1..=7).map(part).collect())
+}
+
+/// One JDK 8 JVM's ring of `files` files named `ring`, moved through
+/// HotSpot 8's `gcLogFileStream` file operations (`ostream.cpp`): it starts
+/// in `ring.0.current` (`fopen(.., "w")`); a rotation removes an old
+/// `ring.K`, renames `ring.K.current` to `ring.K`, creates
+/// `ring.K+1.current` (or `ring.0.current` after the last) and then removes
+/// an old `ring.K+1`. The lines, in-band markers included, are the corpus's.
+struct Jdk8Jvm {
+    ring: PathBuf,
+    files: usize,
+    number: usize,
+    writer: File,
+}
+
+impl Jdk8Jvm {
+    fn numbered(&self, number: usize, current: bool) -> PathBuf {
+        let name = self.ring.file_name().unwrap().to_string_lossy();
+        let suffix = if current { ".current" } else { "" };
+        self.ring.with_file_name(format!("{name}.{number}{suffix}"))
+    }
+
+    fn start(ring: PathBuf, files: usize) -> Jdk8Jvm {
+        std::fs::create_dir_all(ring.parent().unwrap()).unwrap();
+        let current = ring.with_file_name(format!(
+            "{}.0.current",
+            ring.file_name().unwrap().to_string_lossy()
+        ));
+        let writer = File::create(current).unwrap();
+        Jdk8Jvm {
+            ring,
+            files,
+            number: 0,
+            writer,
+        }
+    }
+
+    fn rotate(&mut self) {
+        let saved = self.numbered(self.number, false);
+        let _ = std::fs::remove_file(&saved);
+        std::fs::rename(self.numbered(self.number, true), &saved).unwrap();
+        self.number = (self.number + 1) % self.files;
+        self.writer = File::create(self.numbered(self.number, true)).unwrap();
+        let _ = std::fs::remove_file(self.numbered(self.number, false));
+    }
+}
+
+/// Two JDK 8 rings of 4 files, one configured by its name (`a/gc.log`), one
+/// by a glob (`b/gc*.log*`), written from before the agent sees them through
+/// all 7 files of the corpus's rotation set: they wrap, and the agent is
+/// SIGKILLed in the fourth file and restarted in the fifth (the wrapped
+/// `gc.log.0.current`), resuming from its checkpoint in the renamed
+/// `gc.log.3`. Every byte and line of the set must be read exactly once,
+/// counted against the corpus files themselves.
+#[test]
+fn a_jdk8_rotation_ring_is_followed_through_wraps_and_an_agent_kill() {
+    let Some(parts) = jdk8_rotation_set() else {
+        return;
+    };
+    let mut h = Harness::new("jdk8-ring", &|dir| {
+        vec![dir.join("a/gc.log"), dir.join("b/gc*.log*")]
+    });
+    let rings = [h.path().join("a/gc.log"), h.path().join("b/gc.log")];
+    let labels: Vec<String> = rings.iter().map(|r| r.display().to_string()).collect();
+    let bytes =
+        |parts: &[Vec<String>]| -> u64 { parts.iter().flatten().map(|l| l.len() as u64).sum() };
+    let read_all = |h: &mut Harness, written: u64| {
+        h.settle(Duration::from_secs(10), &|m| {
+            labels.iter().all(|log| {
+                m.one("pausewatch_log_bytes_total", &[("log", log)]) == Some(written as f64)
+            })
+        })
+    };
+    h.start_agent();
+    let mut jvms: Vec<Jdk8Jvm> = rings.iter().map(|r| Jdk8Jvm::start(r.clone(), 4)).collect();
+    let write = |jvms: &mut [Jdk8Jvm], lines: &[String]| {
+        for line in lines {
+            for jvm in jvms.iter_mut() {
+                jvm.writer.write_all(line.as_bytes()).unwrap();
+            }
+            std::thread::sleep(Duration::from_micros(300));
+        }
+    };
+    let half = parts[3].len() / 2;
+    for (index, part) in parts.iter().enumerate() {
+        match index {
+            3 => {
+                write(&mut jvms, &part[..half]);
+                read_all(&mut h, bytes(&parts[..3]) + bytes(&[part[..half].to_vec()]));
+                // The checkpoint interval is 200 ms; settling took longer.
+                h.kill_agent();
+                write(&mut jvms, &part[half..]);
+            }
+            4 => {
+                write(&mut jvms, &part[..half]);
+                h.start_agent();
+                write(&mut jvms, &part[half..]);
+            }
+            _ => write(&mut jvms, part),
+        }
+        if index + 1 < parts.len() {
+            // Rotations happen at GC safepoints, never within one clock tick.
+            std::thread::sleep(Duration::from_millis(20));
+            jvms.iter_mut().for_each(Jdk8Jvm::rotate);
+        }
+    }
+    let total_bytes = bytes(&parts);
+    let total_lines: usize = parts.iter().map(Vec::len).sum();
+    let metrics = read_all(&mut h, total_bytes);
+    let mut failures = Vec::new();
+    for log in &labels {
+        let filter = [("log", log.as_str())];
+        let read = metrics.one("pausewatch_log_bytes_total", &filter);
+        if read != Some(total_bytes as f64) {
+            failures.push(format!(
+                "{log}: bytes read {read:?}, the set has {total_bytes}"
+            ));
+        }
+        let lines = metrics.one("pausewatch_log_lines_total", &filter);
+        if lines != Some(total_lines as f64) {
+            failures.push(format!(
+                "{log}: lines read {lines:?}, the set has {total_lines}"
+            ));
+        }
+        let files = metrics.one("pausewatch_log_files_followed", &filter);
+        if files != Some(4.0) {
+            failures.push(format!("{log}: files followed {files:?}, the ring has 4"));
+        }
+        // Counted by hand: 533 `[GC (` events in the seven parts, 3 of them
+        // CMS remarks holding a young collection (-XX:+CMSScavengeBeforeRemark),
+        // as in the file GCViewer's GcSeriesLoaderTest merges them into
+        // (SampleSun1_8_0Series-ManuallyMerged.txt, parsers/tests/legacy_corpus.rs).
+        let pauses = metrics.sum("jvm_gc_pause_seconds_count", &filter);
+        if pauses != 536.0 {
+            failures.push(format!("{log}: {pauses} pauses, the set has 536"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(h.agent_is_running(), "the agent died");
+}

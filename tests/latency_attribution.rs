@@ -165,18 +165,7 @@ const MIN_GC_SLOWED: u64 = 1;
 fn check(dir: &Path) -> bool {
     let truth = truth(dir);
     let json_path = dir.join("access.jsonl");
-    let json_args = [
-        "--latency",
-        json_path.to_str().unwrap(),
-        "--latency-format",
-        "json",
-        "--time-field",
-        "start",
-        "--duration-field",
-        "duration_ms",
-        "--duration-unit",
-        "ms",
-    ];
+    let json_args = common::json_latency_flags(&json_path);
     let nginx_path = dir.join("access.nginx.log");
     let nginx_args = ["--latency", nginx_path.to_str().unwrap()];
     let variants = [

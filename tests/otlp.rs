@@ -1090,3 +1090,117 @@ fn mutual_tls(dir: &Path, port: u16, otlp: &[String]) {
         assert_eq!(exports(port, "success"), 0.0);
     }
 }
+
+#[test]
+fn a_discovered_jvms_runtime_stats_arrive_under_the_conventions_names() {
+    let test = "tests/otlp.rs a_discovered_jvms_runtime_stats";
+    let Some(rotel) = rotel_or_skip(test) else {
+        return;
+    };
+    if !common::java_or_skip(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let classes = dir.join("classes");
+    common::compile_workloads(&classes);
+    let receiver = Rotel::start(&rotel, dir, "rotel");
+    let marker = format!("-Dpausewatch.test={}", dir.display());
+    let port = common::free_port();
+    let config = dir.join("agent.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+             [discovery]\ninterval = \"200ms\"\ngrace = \"60s\"\ninclude = [{}]\n\
+             [runtime_stats]\ninterval = \"100ms\"\n\
+             [otlp]\ninterval = \"1s\"\nendpoint = \"http://127.0.0.1:{}\"\n",
+            toml_string(&dir.join("checkpoint")),
+            toml_string(Path::new(&regex::escape(&marker))),
+            receiver.http,
+        ),
+    )
+    .unwrap();
+    let mut children = Children::new(dir);
+    children.dump_on_failure(&[port], &["pausewatch_jvm_discovered", "pausewatch_otlp"]);
+    children.spawn_service("agent", &mut common::run_command(&config));
+
+    // The workload's MXBean snapshot, with its heap pools and the
+    // process's CPU time (`-Dwl.hsperf`), then its exit.
+    let snapshot = dir.join("mxbeans.json");
+    let mut jvm = Command::new("java")
+        .args(["-XX:+UseG1GC", "-Xmx64m", &marker])
+        .arg(format!("-Dwl.hsperf={}", dir.join("hsperf.copy").display()))
+        .args(["-Dwl.rate=25", "-Dwl.quiesceMs=1500", "-cp"])
+        .arg(&classes)
+        .args(["GcWorkload", "steady", "3"])
+        .arg(&snapshot)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = jvm.id().to_string();
+    assert!(jvm.wait().unwrap().success());
+    let exited = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    // The JVM's points of an export made after its exit.
+    let last = |points: &[Point], metric: &str| -> Vec<Point> {
+        let of_jvm = points.iter().filter(|p| {
+            p.metric == metric && p.resource.get("process.pid") == Some(&pid) && p.time > exited
+        });
+        let mut latest: BTreeMap<String, Point> = BTreeMap::new();
+        for point in of_jvm {
+            latest.insert(format!("{:?}", point.attributes), point.clone());
+        }
+        latest.into_values().collect()
+    };
+    children.wait_until(
+        Instant::now() + Duration::from_secs(30),
+        "an export of the exited JVM's runtime stats",
+        |_| !last(&receiver.points(), "jvm.cpu.time").is_empty(),
+    );
+    let points = receiver.points();
+    let beans: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&snapshot).unwrap()).unwrap();
+
+    // Heap pools under jvm.memory.*, named as the MXBeans name them, and
+    // no whole-heap point beside them.
+    let committed = last(&points, "jvm.memory.committed");
+    assert!(!committed.is_empty());
+    for point in &committed {
+        assert_eq!(point.attributes["jvm.memory.type"], "heap", "{point:?}");
+        let pool = &point.attributes["jvm.memory.pool.name"];
+        let bean = (beans["memory_pools"].as_array().unwrap().iter())
+            .find(|b| b["name"] == pool.as_str())
+            .unwrap_or_else(|| panic!("no MXBean pool {pool}"));
+        assert_eq!(point.value, bean["committed"].as_f64(), "{pool}");
+        assert_eq!(point.unit, "By");
+    }
+    let classes = &beans["classes"];
+    let loaded = classes["loaded"].as_f64().unwrap() - classes["unloaded"].as_f64().unwrap();
+    // The same figure as /metrics, and the snapshot's classes plus the
+    // few the JVM loads on its way to halt.
+    let count = last(&points, "jvm.class.count")[0].value.unwrap();
+    let metrics = common::http_get(port, "/metrics").unwrap().1;
+    let pid_label = format!("pid=\"{pid}\"");
+    let exposed = metrics
+        .lines()
+        .find(|l| l.starts_with("jvm_classes_loaded_classes{") && l.contains(&pid_label))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok());
+    assert_eq!(Some(count), exposed);
+    assert!(
+        (loaded..=loaded + 10.0).contains(&count),
+        "{count} classes, {loaded} at the snapshot"
+    );
+    // CPU time: a monotonic sum in seconds, read within the snapshot.
+    let cpu = &last(&points, "jvm.cpu.time")[0];
+    assert_eq!((cpu.unit.as_str(), cpu.delta), ("s", false));
+    let before = beans["process_cpu_ns_before"].as_f64().unwrap() / 1e9;
+    let after = beans["process_cpu_ns"].as_f64().unwrap() / 1e9;
+    let value = cpu.value.unwrap();
+    assert!(
+        before - 0.05 <= value && value <= after + 0.05,
+        "{value} outside {before}..{after}"
+    );
+}

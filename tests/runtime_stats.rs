@@ -708,3 +708,95 @@ fn the_readmes_first_command_shows_a_running_jvms_pauses_without_configuration()
     let beans = MxBeans::read(&snapshot);
     assert!(seen <= beans.total_count() as f64);
 }
+
+/// Whether JVM `pid` has written its options to its hsperfdata (the file
+/// exists from early in its start, the `java.rt.vmArgs` entry a moment later).
+fn has_vm_args(pid: u32) -> bool {
+    let Ok(users) = std::fs::read_dir("/tmp") else {
+        return false;
+    };
+    users
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("hsperfdata_"))
+        .filter_map(|e| std::fs::read(e.path().join(pid.to_string())).ok())
+        .any(|bytes| bytes.windows(14).any(|w| w == b"java.rt.vmArgs"))
+}
+
+/// GC logging options in `@argfiles`, which /proc/PID/cmdline shows only as
+/// `@file`: JVM `vm-args` names its log in an argfile deleted once it
+/// runs, so discovery can find it only in hsperfdata's `java.rt.vmArgs`;
+/// JVM `cut` has a 1,100-byte option before its argfile, so its `vmArgs`
+/// is cut at 1,024 bytes before the `-Xlog` option and discovery must
+/// expand the argfile from its command line, as the launcher did. The
+/// second, started after the agent, is followed from its first pause: the
+/// counts equal its MXBeans.
+#[test]
+fn gc_logs_named_in_argfiles_are_found_through_vm_args_or_the_expanded_command_line() {
+    let test = "gc_logs_named_in_argfiles_are_found_through_vm_args_or_the_expanded_command_line";
+    let Some(setup) = Setup::new(test) else {
+        return;
+    };
+    let (dir, classes, marker) = (setup.dir.path(), &setup.classes, &setup.marker);
+    let argfile = |name: &str, log: &Path| {
+        let path = dir.join(format!("{name}.args"));
+        let text = format!(
+            "# GC logging, as an operator writes it\n-XX:+UseG1GC -Xmx64m\n\
+             \"-Xlog:gc*,safepoint:file={}:time,uptime,level,tags\"\n",
+            log.display()
+        );
+        std::fs::write(&path, text).unwrap();
+        format!("@{}", path.display())
+    };
+    let java = |arguments: &[String], snapshot: &Path| {
+        Command::new("java")
+            .current_dir(dir)
+            .args(arguments)
+            .args(workload(25, 4, classes, snapshot))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+
+    let vm_args_log = dir.join("vm args gc.log");
+    let vm_args_file = argfile("vm-args", &vm_args_log);
+    let mut vm_args_jvm = java(
+        &[marker.clone(), vm_args_file.clone()],
+        &dir.join("vm-args.json"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !has_vm_args(vm_args_jvm.id()) {
+        assert!(Instant::now() < deadline, "no java.rt.vmArgs after 10 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::remove_file(&vm_args_file[1..]).unwrap();
+    let agent = start_agent(dir, marker, "");
+
+    let cut_log = dir.join("cut-gc.log");
+    let padding = format!("-Dpadding={}", "x".repeat(1100));
+    let snapshot = dir.join("cut.json");
+    let mut cut_jvm = java(
+        &[marker.clone(), padding, argfile("cut", &cut_log)],
+        &snapshot,
+    );
+    assert!(cut_jvm.wait().unwrap().success());
+    let Followed { beans, metrics, .. } = followed(&agent, &cut_log, &snapshot);
+    assert!(beans.bean("G1 Young Generation").count > 0);
+    let label = |log: &Path| {
+        format!(
+            "log={}",
+            serde_json::to_string(&log.display().to_string()).unwrap()
+        )
+    };
+    let discovered: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("pausewatch_jvm_discovered{"))
+        .collect();
+    for log in [&vm_args_log, &cut_log] {
+        assert!(
+            discovered.iter().any(|l| l.contains(&label(log))),
+            "{} not followed: {discovered:?}",
+            log.display()
+        );
+    }
+    assert!(vm_args_jvm.wait().unwrap().success());
+}

@@ -201,6 +201,45 @@ fn parallel_tenuring_and_gc_id_match_gcviewer() {
     assert_eq!(ids, [0, 1, 2, 3, 4]);
 }
 
+/// A JDK 8 rotation set (`-XX:+UseGCLogFileRotation`), each file starting
+/// with the VM header again and a "GC log file created" line: read in order
+/// by one parser it is one JVM run, with the pauses of the file GCViewer's
+/// GcSeriesLoaderTest.merge_FilesInRightOrder merges it into
+/// (SampleSun1_8_0Series-ManuallyMerged.txt). By hand: 533 `[GC (` events,
+/// 3 of them CMS remarks holding a young collection, so 536 pauses.
+#[test]
+fn a_rotation_set_is_one_run() {
+    let Some(merged) = parse(&format!("{OPENJDK}SampleSun1_8_0Series-ManuallyMerged.txt")) else {
+        return;
+    };
+    assert_eq!(merged.pauses.len(), 536);
+    let mut parser = GcLogParser::default();
+    let mut events = Vec::new();
+    for part in 1..=7 {
+        let Some(path) = corpus_file(&format!("{OPENJDK}SampleSun1_8_0Series-Part{part}.txt"))
+        else {
+            return;
+        };
+        parser.feed(&std::fs::read(path).unwrap(), &mut events);
+    }
+    parser.finish(&mut events);
+    let pauses: Vec<&Pause> = events
+        .iter()
+        .filter_map(|e| match e {
+            GcEvent::Pause(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pauses.len(), 536);
+    assert_close(
+        pauses.iter().map(|p| p.duration_s).sum(),
+        sum(&merged.pauses),
+        "pause sum",
+    );
+    assert_eq!(parser.stats().restarts, 0);
+    assert_eq!(parser.stats().unparsed_total(), 0);
+}
+
 /// `-XX:+PrintHeapAtGC` blocks around a Parallel pause: GCViewer
 /// TestDataReaderSun1_8_0.parallelPrintHeapAtGC, pause sum 0.0103603 s.
 #[test]

@@ -227,12 +227,23 @@ mod tests {
     #[test]
     fn rotated_names_fold_into_their_live_file() {
         let dir = tempfile::tempdir().unwrap();
-        for name in ["a/gc.log", "a/gc.log.1", "a/gc.log.2.gz", "b/gc.log.0"] {
+        for name in [
+            "a/gc.log",
+            "a/gc.log.1",
+            "a/gc.log.2.gz",
+            "b/gc.log.0",
+            "c/gc.log.0",
+            "c/gc.log.1.current",
+        ] {
             touch(&dir.path().join(name));
         }
         assert_eq!(
             found(&dir.path().join("*/gc.log*"), &Confine::Anywhere),
-            vec![dir.path().join("a/gc.log"), dir.path().join("b/gc.log")]
+            vec![
+                dir.path().join("a/gc.log"),
+                dir.path().join("b/gc.log"),
+                dir.path().join("c/gc.log")
+            ]
         );
     }
 

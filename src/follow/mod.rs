@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use siblings::is_rotation_of;
+use siblings::{is_rotation_of, ring_current_of};
 
 mod confine;
 mod discover;
@@ -26,7 +26,7 @@ mod siblings;
 pub use confine::Confine;
 use confine::OpenError;
 pub use discover::{base_dir, discover, has_glob_chars, Discovery, MAX_MATCHES};
-pub use siblings::live_path_of;
+pub use siblings::{live_path_of, log_exists};
 
 /// Bytes of a file's head that identify it.
 const HEAD_BYTES: usize = 1024;
@@ -173,6 +173,9 @@ struct Current {
 /// Follows `live_path` and the rotated files beside it.
 pub struct Follower {
     live_path: PathBuf,
+    /// The file written now, found at the start of each poll: `live_path`,
+    /// or the `.current` file of a JDK 8 ring named `live_path`.
+    live_file: PathBuf,
     start_at: StartAt,
     confine: Confine,
     order: Order,
@@ -206,6 +209,7 @@ impl Follower {
             _ => CatchUp::Nothing,
         };
         Follower {
+            live_file: live_path.clone(),
             live_path,
             start_at: options.start_at,
             confine: options.confine,
@@ -264,8 +268,9 @@ impl Follower {
         }
     }
 
-    /// The rotated siblings of the live file (`gc.log.0`, `gc.log.1`, ...).
-    fn siblings(&mut self) -> Vec<(PathBuf, Metadata)> {
+    /// The regular files beside the live path whose names `belongs` accepts
+    /// (called with the live name and the file's name).
+    fn beside(&self, belongs: fn(&str, &str) -> bool) -> Vec<(PathBuf, Metadata)> {
         let (Some(dir), Some(name)) = (self.live_path.parent(), self.live_path.file_name()) else {
             return Vec::new();
         };
@@ -277,16 +282,49 @@ impl Follower {
         }) else {
             return Vec::new();
         };
-        let found: Vec<(PathBuf, Metadata)> = entries
+        entries
             .filter_map(|entry| entry.ok())
-            .filter(|entry| is_rotation_of(&name, &entry.file_name().to_string_lossy()))
+            .filter(|entry| belongs(&name, &entry.file_name().to_string_lossy()))
             .filter_map(|entry| {
                 let path = entry.path();
                 let meta = std::fs::metadata(&path).ok()?;
                 meta.is_file().then_some((path, meta))
             })
-            .collect();
-        found
+            .collect()
+    }
+
+    /// The file written now. The live path when it exists; else, for a JDK 8
+    /// ring, the newest `gc.log.K.current` that is not older than the file
+    /// being read: one an earlier JVM run left behind is not where writing
+    /// goes on, and between HotSpot's rename of the full file and its
+    /// creation of the next one there is none (the open file is kept).
+    fn find_live_file(&self) -> PathBuf {
+        if std::fs::symlink_metadata(&self.live_path).is_ok() {
+            return self.live_path.clone();
+        }
+        // The file being read is still written to: no need to list the
+        // directory (a stale one is listed past, when the JVM restarted).
+        if let Some(current) = &self.current {
+            let growing = std::fs::metadata(&self.live_file).is_ok_and(|meta| {
+                identity(&meta) == (current.position.dev, current.position.ino)
+                    && meta.len() > current.position.offset
+            });
+            if growing {
+                return self.live_file.clone();
+            }
+        }
+        let read_since = self.current.as_ref().map(|c| c.mtime);
+        self.beside(ring_current_of)
+            .into_iter()
+            .filter_map(|(path, meta)| Some((meta.modified().ok()?, path)))
+            .filter(|(mtime, _)| read_since.is_none_or(|since| *mtime >= since))
+            .max()
+            .map_or_else(|| self.live_path.clone(), |(_, path)| path)
+    }
+
+    /// The rotated siblings of the live file (`gc.log.0`, `gc.log.1`, ...).
+    fn siblings(&mut self) -> Vec<(PathBuf, Metadata)> {
+        self.beside(is_rotation_of)
             .into_iter()
             .filter(|(path, _)| match path.canonicalize() {
                 Ok(real) if !self.confine.allows(&real) => {
@@ -310,13 +348,14 @@ impl Follower {
             readable: true,
             ..PollOutcome::default()
         };
+        self.live_file = self.find_live_file();
         if let Some(resume) = self.resume.take() {
             self.open_checkpointed(resume, &mut outcome);
         }
         // Before reading on: a truncated file must not be read from the old offset.
         self.check_rewritten(sink, &mut outcome);
         self.drain(sink, &mut outcome);
-        let live = match std::fs::metadata(&self.live_path) {
+        let live = match std::fs::metadata(&self.live_file) {
             Ok(meta) if !meta.is_file() => {
                 let error = io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
                 self.note_unreadable(error, &mut outcome);
@@ -411,10 +450,13 @@ impl Follower {
         outcome.readable = false;
     }
 
-    /// Finds the checkpointed file (live, or rotated while the agent was down).
+    /// Finds the checkpointed file (live, or rotated while the agent was
+    /// down, or a JDK 8 ring's `.current` file a JVM run left when it exited).
     fn open_checkpointed(&mut self, resume: Position, outcome: &mut PollOutcome) {
-        let mut candidates = vec![self.live_path.clone()];
+        let mut candidates = vec![self.live_file.clone()];
         candidates.extend(self.siblings().into_iter().map(|(path, _)| path));
+        let ring = self.beside(ring_current_of).into_iter();
+        candidates.extend(ring.map(|(path, _)| path).filter(|p| *p != self.live_file));
         for path in candidates {
             let Some(Ok(file)) = self.open(&path) else {
                 continue;
@@ -460,7 +502,7 @@ impl Follower {
     /// A rotated copy of the checkpointed file, when the live file still has
     /// the checkpointed identity but no longer its bytes (copytruncate).
     fn copy_of(&mut self, resume: &Position) -> Option<(PathBuf, File, Metadata)> {
-        let live = self.open(&self.live_path.clone())?.ok()?;
+        let live = self.open(&self.live_file.clone())?.ok()?;
         let live_meta = live.metadata().ok()?;
         let rewritten = identity(&live_meta) == (resume.dev, resume.ino)
             && (live_meta.len() < resume.offset
@@ -482,7 +524,7 @@ impl Follower {
     }
 
     fn open_live(&mut self, offset: u64, outcome: &mut PollOutcome) {
-        let file = match self.open(&self.live_path.clone()) {
+        let file = match self.open(&self.live_file.clone()) {
             Some(Ok(file)) => file,
             Some(Err(error)) => {
                 self.current = None;
@@ -508,7 +550,7 @@ impl Follower {
             len: 0,
             hash: fnv1a(&[]),
         });
-        outcome.notes.push(Note::Opened(self.live_path.clone()));
+        outcome.notes.push(Note::Opened(self.live_file.clone()));
         self.current = Some(Current {
             file,
             position: Position {
@@ -785,6 +827,153 @@ mod tests {
             poll_text(&mut follower),
             "first run line 2\nfirst run line 1\n"
         );
+    }
+
+    /// A JDK 8 JVM writing `gc.log` with `-XX:+UseGCLogFileRotation
+    /// -XX:NumberOfGCLogFiles=N`, by the file operations of HotSpot 8's
+    /// `gcLogFileStream` (`ostream.cpp`): start with `fopen("gc.log.0.current",
+    /// "w")`; rotate by writing the "Saved as" line, closing, removing an old
+    /// `gc.log.K`, renaming `gc.log.K.current` to `gc.log.K`, opening
+    /// `gc.log.K+1.current` (or `.0.current` after the last) with `"w"`,
+    /// writing the "created" line and header, then removing an old
+    /// `gc.log.K+1`.
+    struct Jdk8Ring {
+        ring: PathBuf,
+        files: usize,
+        number: usize,
+        written: String,
+    }
+
+    impl Jdk8Ring {
+        fn file(&self, number: usize, current: bool) -> PathBuf {
+            let suffix = if current { ".current" } else { "" };
+            let name = self.ring.file_name().unwrap().to_string_lossy();
+            self.ring.with_file_name(format!("{name}.{number}{suffix}"))
+        }
+
+        fn start(ring: PathBuf, files: usize) -> Jdk8Ring {
+            let mut jvm = Jdk8Ring {
+                ring,
+                files,
+                number: 0,
+                written: String::new(),
+            };
+            std::fs::File::create(jvm.file(0, true)).unwrap();
+            jvm.write("Java HotSpot(TM) 64-Bit Server VM (25.45-b02)\n");
+            jvm
+        }
+
+        fn write(&mut self, text: &str) {
+            append(&self.file(self.number, true), text);
+            self.written.push_str(text);
+        }
+
+        fn rotate(&mut self) {
+            // Rotations happen at GC safepoints, never within one clock tick.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let saved = self.file(self.number, false);
+            self.write(&format!(
+                "GC log file has reached the maximum size. Saved as {}\n",
+                saved.display()
+            ));
+            let _ = std::fs::remove_file(&saved);
+            std::fs::rename(self.file(self.number, true), &saved).unwrap();
+            self.number = (self.number + 1) % self.files;
+            std::fs::File::create(self.file(self.number, true)).unwrap();
+            let created = self.file(self.number, false);
+            self.write(&format!("GC log file created {}\n", created.display()));
+            let _ = std::fs::remove_file(created);
+        }
+    }
+
+    #[test]
+    fn a_jdk8_ring_is_followed_through_renames_and_wraps_from_before_the_jvm_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let ring = dir.path().join("gc.log");
+        let mut follower = Follower::new(ring.clone(), starting(StartAt::End), None);
+        assert_eq!(follower.poll(&mut |_| {}).notes, vec![Note::Missing]);
+        let mut jvm = Jdk8Ring::start(ring.clone(), 3);
+        let mut read = poll_text(&mut follower);
+        for round in 0..8 {
+            jvm.write(&format!("pause {round}\n"));
+            jvm.rotate();
+            jvm.write(&format!("pause {round} after\n"));
+            if round % 3 == 1 {
+                // Two rotations before the agent looks again.
+                jvm.rotate();
+            }
+            read += &poll_text(&mut follower);
+        }
+        assert_eq!(read, jvm.written, "every line once, in order");
+        assert!(follower
+            .live_file
+            .ends_with(format!("gc.log.{}.current", jvm.number)));
+    }
+
+    #[test]
+    fn a_jdk8_ring_resumes_where_its_checkpoint_is_after_rotations_while_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let ring = dir.path().join("gc.log");
+        let mut jvm = Jdk8Ring::start(ring.clone(), 4);
+        jvm.write("first\n");
+        let mut follower = Follower::new(ring.clone(), starting(StartAt::Beginning), None);
+        let mut read = poll_text(&mut follower);
+        let checkpoint = follower.position();
+        drop(follower);
+        for round in 0..2 {
+            jvm.write(&format!("while down {round}\n"));
+            jvm.rotate();
+        }
+        jvm.write("after restart\n");
+        let mut follower = Follower::new(ring, starting(StartAt::End), checkpoint);
+        read += &poll_text(&mut follower);
+        assert_eq!(read, jvm.written);
+    }
+
+    #[test]
+    fn a_restarted_jdk8_jvm_is_followed_past_the_current_file_its_last_run_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let ring = dir.path().join("gc.log");
+        let mut first_run = Jdk8Ring::start(ring.clone(), 4);
+        first_run.rotate();
+        first_run.rotate();
+        first_run.write("first run, last line\n");
+        // It exits writing gc.log.2.current, which stays.
+        let mut follower = Follower::new(ring.clone(), starting(StartAt::End), None);
+        assert_eq!(poll_text(&mut follower), "");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut second_run = Jdk8Ring::start(ring.clone(), 4);
+        second_run.write("second run\n");
+        let mut read = poll_text(&mut follower);
+        // The third opens the stale gc.log.2.current again with "w".
+        second_run.rotate();
+        second_run.rotate();
+        read += &poll_text(&mut follower);
+        second_run.rotate();
+        read += &poll_text(&mut follower);
+        assert_eq!(read, second_run.written, "nothing of the stale file");
+    }
+
+    #[test]
+    fn a_checkpoint_in_the_current_file_of_a_jdk8_run_that_exited_is_finished_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let ring = dir.path().join("gc.log");
+        let mut first_run = Jdk8Ring::start(ring.clone(), 4);
+        first_run.rotate();
+        first_run.rotate();
+        let mut follower = Follower::new(ring.clone(), starting(StartAt::Beginning), None);
+        let mut read = poll_text(&mut follower);
+        let checkpoint = follower.position();
+        drop(follower);
+        // While the agent is down the run writes its last line and exits,
+        // leaving gc.log.2.current; the next run starts in gc.log.0.current.
+        first_run.write("first run, last line\n");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut second_run = Jdk8Ring::start(ring.clone(), 4);
+        second_run.write("second run\n");
+        let mut follower = Follower::new(ring, starting(StartAt::End), checkpoint);
+        read += &poll_text(&mut follower);
+        assert_eq!(read, first_run.written + &second_run.written);
     }
 
     #[test]

@@ -7,7 +7,12 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use super::procfs::{boot_time, processes, start_ticks, wall_clock, xlog_files};
+use std::io::Read;
+
+use crate::follow::log_exists;
+
+use super::launcher::{expand_argfiles, MAX_ARGFILE_BYTES, OPTIONS_WITH_VALUE};
+use super::procfs::{boot_time, gc_log_files, processes, start_ticks, wall_clock};
 
 /// One Java process, as found at a scan.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,18 +63,6 @@ impl JavaProcess {
     }
 }
 
-/// Options of the `java` launcher that take the next argument as their value.
-const OPTIONS_WITH_VALUE: [&str; 8] = [
-    "-cp",
-    "-classpath",
-    "--class-path",
-    "-p",
-    "--module-path",
-    "--add-modules",
-    "--add-opens",
-    "--add-exports",
-];
-
 fn main_of(arguments: &[String]) -> String {
     let mut rest = arguments.iter().skip(1);
     while let Some(argument) = rest.next() {
@@ -84,7 +77,8 @@ fn main_of(arguments: &[String]) -> String {
             option if OPTIONS_WITH_VALUE.contains(&option) => {
                 rest.next();
             }
-            option if option.starts_with('-') => {}
+            // An argfile (expanded only to find GC logs) or an option.
+            option if option.starts_with(['-', '@']) => {}
             main => return main.to_string(),
         }
     }
@@ -172,28 +166,85 @@ impl Scanner {
     }
 }
 
-/// Environment variables the `java` launcher and the JVM read options from.
-const OPTION_VARIABLES: [&str; 3] = ["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"];
+/// `java.rt.vmArgs` is cut to this many bytes (`PerfMaxStringConstLength`):
+/// one this long may have lost options.
+const VM_ARGS_CUT: usize = 1024;
 
-/// The GC log files the JVM writes, from the `-Xlog` options of its command
-/// line and of the environment variables the JVM reads, as the agent can
-/// open them: through /proc/PID/root when the JVM is in another mount
-/// namespace. A `%t` is tried at the process's start and the second after
-/// (the JVM takes its time a moment after the process starts); when no
-/// such file exists yet, the start's.
-pub fn gc_logs(proc_root: &Path, process: &JavaProcess) -> Vec<PathBuf> {
+/// The JVM's options, in the order it reads them (a later `-Xloggc` wins):
+/// hsperfdata's `java.rt.vmArgs`, which the JVM wrote from
+/// `JAVA_TOOL_OPTIONS`, the launcher's arguments (`JDK_JAVA_OPTIONS`, the
+/// command line, `@argfiles` expanded) and `_JAVA_OPTIONS`; when there is
+/// none yet, or it was cut, the same gathered from /proc: the environment's
+/// variables around the command line with its `@argfiles` expanded as the
+/// launcher does, from the JVM's working directory.
+fn jvm_options(
+    proc_root: &Path,
+    process: &JavaProcess,
+    seen: &dyn Fn(PathBuf) -> PathBuf,
+) -> Vec<String> {
+    if let Some(vm_args) = vm_args(proc_root, process) {
+        return vm_args;
+    }
     let dir = proc_root.join(process.pid.to_string());
     let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
-    let mut options = process.arguments.clone();
-    for variable in environ.split(|&b| b == 0) {
-        let variable = String::from_utf8_lossy(variable);
-        if let Some((name, value)) = variable.split_once('=') {
-            if OPTION_VARIABLES.contains(&name) {
-                options.extend(value.split_whitespace().map(str::to_string));
+    let variable = |wanted: &str| -> Vec<String> {
+        environ
+            .split(|&b| b == 0)
+            .filter_map(|entry| entry.strip_prefix(wanted.as_bytes())?.strip_prefix(b"="))
+            .flat_map(|value| {
+                let value = String::from_utf8_lossy(value);
+                value
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
+    let read = |name: &str| -> Option<Vec<u8>> {
+        let file = std::fs::File::open(seen(cwd.join(name))).ok()?;
+        let mut bytes = Vec::new();
+        file.take(MAX_ARGFILE_BYTES).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    };
+    let mut options = variable("JAVA_TOOL_OPTIONS");
+    options.extend(variable("JDK_JAVA_OPTIONS"));
+    options.extend(expand_argfiles(&process.arguments, &read));
+    options.extend(variable("_JAVA_OPTIONS"));
+    options
+}
+
+/// The options in hsperfdata's `java.rt.vmArgs`, unless it is cut. It
+/// joins them with spaces and drops quotes, so a word that does not start
+/// with `-` continues the option before it (`-Xlog:gc:file=/a b/gc.log`).
+fn vm_args(proc_root: &Path, process: &JavaProcess) -> Option<Vec<String>> {
+    let bytes = std::fs::read(hsperf_path(proc_root, process).ok()?).ok()?;
+    let data = pausewatch_parsers::hsperf::parse(&bytes).ok()?;
+    let joined = data.string("java.rt.vmArgs")?;
+    if joined.len() >= VM_ARGS_CUT {
+        return None;
+    }
+    let mut options: Vec<String> = Vec::new();
+    for word in joined.split(' ').filter(|w| !w.is_empty()) {
+        match options.last_mut() {
+            Some(option) if !word.starts_with('-') => {
+                option.push(' ');
+                option.push_str(word);
             }
+            _ => options.push(word.to_string()),
         }
     }
-    let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
+    Some(options)
+}
+
+/// The GC log files the JVM writes, from its options (see
+/// [`jvm_options`]), as the agent can open them: through /proc/PID/root
+/// when the JVM is in another mount namespace. Of the names a file may have
+/// (`%t` at the process's start and the second after, as the JVM takes its
+/// time a moment after the process starts; `-Xloggc`'s `%p` as JDK 8 and as
+/// JDK 9+ write it), the first that exists, else the first.
+pub fn gc_logs(proc_root: &Path, process: &JavaProcess) -> Vec<PathBuf> {
+    let dir = proc_root.join(process.pid.to_string());
     let root = (std::fs::read_link(dir.join("ns/mnt")).ok()
         != std::fs::read_link(proc_root.join("self/ns/mnt")).ok())
     .then(|| dir.join("root"));
@@ -201,20 +252,19 @@ pub fn gc_logs(proc_root: &Path, process: &JavaProcess) -> Vec<PathBuf> {
         Some(root) => root.join(path.strip_prefix("/").unwrap_or(&path)),
         None => path,
     };
+    let options = jvm_options(proc_root, process, &seen);
+    let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
     let at = |offset: i64| {
         let started = process.started + chrono::Duration::seconds(offset);
-        xlog_files(&cwd, process.nspid, Some(started), &options)
+        gc_log_files(&cwd, process.nspid, Some(started), &options)
     };
     let (now, next) = (at(0), at(1));
     now.into_iter()
         .zip(next)
-        .map(|(now, next)| {
-            let (now, next) = (seen(now), seen(next));
-            if !now.exists() && next.exists() {
-                next
-            } else {
-                now
-            }
+        .filter_map(|(now, next)| {
+            let names: Vec<PathBuf> = now.into_iter().chain(next).map(seen).collect();
+            let written = names.iter().find(|name| log_exists(name));
+            written.or(names.first()).cloned()
         })
         .collect()
 }
@@ -313,6 +363,49 @@ mod tests {
             "app/app.Main"
         );
         assert_eq!(main_of(&args("java -version")), "java");
+        assert_eq!(
+            main_of(&args("java @jvm.opts -cp a com.acme.Main")),
+            "com.acme.Main"
+        );
+    }
+
+    /// A JDK 8 JVM in a fake /proc (no hsperfdata, so its options come from
+    /// /proc): `-Xloggc` with `%p` and rotation, overridden by a later one in
+    /// `_JAVA_OPTIONS`; its ring exists only as `.current` and rotated files.
+    #[test]
+    fn a_jdk8_xloggc_ring_is_found_under_its_name_with_the_last_option_winning() {
+        let proc_root = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let dir = proc_root.path().join("4242");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(cwd.path(), dir.join("cwd")).unwrap();
+        let environ = "HOME=/root\0_JAVA_OPTIONS=-Xmx1g -Xloggc:logs/gc-%p.log\0";
+        std::fs::write(dir.join("environ"), environ).unwrap();
+        std::fs::write(cwd.path().join("jvm.opts"), "-Xloggc:/nowhere/first.log\n").unwrap();
+        let logs = cwd.path().join("logs");
+        std::fs::create_dir(&logs).unwrap();
+        for name in ["gc-pid7.log.0", "gc-pid7.log.1.current"] {
+            std::fs::write(logs.join(name), "").unwrap();
+        }
+        let process = JavaProcess {
+            pid: 4242,
+            nspid: 7,
+            user: "app".to_string(),
+            start_ticks: 1,
+            started: DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+            arguments: args(
+                "java @jvm.opts -XX:+UseGCLogFileRotation -XX:NumberOfGCLogFiles=5 -XX:GCLogFileSize=8k Main",
+            ),
+            container: None,
+        };
+        assert_eq!(
+            gc_logs(proc_root.path(), &process),
+            [logs.join("gc-pid7.log")]
+        );
+        // As JDK 9+ names it, when that is the file there.
+        std::fs::remove_file(logs.join("gc-pid7.log.1.current")).unwrap();
+        std::fs::write(logs.join("gc-7.log"), "").unwrap();
+        assert_eq!(gc_logs(proc_root.path(), &process), [logs.join("gc-7.log")]);
     }
 
     #[test]

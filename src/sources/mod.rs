@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, CorrelationConfig};
 use crate::follow::{
-    base_dir, discover, Confine, FollowOptions, Follower, Note, PollOutcome, StartAt, MAX_MATCHES,
+    base_dir, discover, log_exists, Confine, FollowOptions, Follower, Note, PollOutcome, StartAt,
+    MAX_MATCHES,
 };
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
@@ -27,6 +28,7 @@ pub mod access_log;
 pub mod discovery;
 pub mod gc_log;
 pub mod latency_histogram;
+mod launcher;
 pub mod procfs;
 pub mod runtime_stats;
 
@@ -354,7 +356,7 @@ impl Registry {
         let mut claimed = Vec::new();
         for (index, live) in candidates {
             let key = key(live.display().to_string());
-            if self.known.contains(&key) || !self.claimed.insert(real_path(&live)) {
+            if self.known.contains(&key) || !self.claimed.insert(procfs::canonical(&live)) {
                 continue;
             }
             if let Some(restored) = self.take_new(key) {
@@ -463,7 +465,7 @@ impl Registry {
                 .collect();
             let followed = {
                 let state = store.write();
-                let writes = |log: &str| logs.contains(&real_path(Path::new(log)));
+                let writes = |log: &str| logs.contains(&procfs::canonical(Path::new(log)));
                 state
                     .streams
                     .iter()
@@ -490,11 +492,11 @@ impl Registry {
                 }
                 // A log of its own, not created yet: look again, unless the
                 // JVM has run for long without it.
-                None if logs.first().is_some_and(|log| !log.exists()) && young(&process) => {
+                None if logs.first().is_some_and(|log| !log_exists(log)) && young(&process) => {
                     retry.push(process.pid);
                     continue;
                 }
-                None => match logs.into_iter().find(|log| log.exists()) {
+                None => match logs.into_iter().find(|log| log_exists(log)) {
                     Some(log) => {
                         let id = self.next_id();
                         let source = self.follow_discovered_log(id, log, &process, &labels, store);
@@ -556,7 +558,7 @@ impl Registry {
             },
         };
         tracing::info!(pid = process.pid, log = %log.display(), "following the GC log the JVM's options name");
-        self.claimed.insert(real_path(&log));
+        self.claimed.insert(procfs::canonical(&log));
         let follow = FollowOptions {
             start_at,
             confine: Confine::Anywhere,
@@ -579,26 +581,12 @@ impl Registry {
         let (SourceKey::GcLog(path) | SourceKey::AccessLog(path)) = key else {
             return;
         };
-        self.claimed.remove(&real_path(Path::new(path)));
+        self.claimed.remove(&procfs::canonical(Path::new(path)));
     }
 
     /// Checkpoints of sources not seen this run, kept for when they return.
     pub fn unclaimed(&self) -> impl Iterator<Item = &SourceCheckpoint> {
         self.restored.values()
-    }
-}
-
-/// The real path of a live file, or of where it will be when it does not
-/// exist yet.
-fn real_path(live: &Path) -> PathBuf {
-    if let Ok(real) = live.canonicalize() {
-        return real;
-    }
-    match (live.parent(), live.file_name()) {
-        (Some(dir), Some(name)) => dir
-            .canonicalize()
-            .map_or_else(|_| live.to_path_buf(), |dir| dir.join(name)),
-        _ => live.to_path_buf(),
     }
 }
 

@@ -66,17 +66,34 @@ pub(super) fn wall_clock(boot: i64, ticks: u64) -> DateTime<Utc> {
     DateTime::from_timestamp_nanos(nanos)
 }
 
-/// The files a JVM's `-Xlog` options send `gc`-tagged output to, as
-/// HotSpot names them: the first `%p` is the JVM's own (possibly namespaced)
-/// pid, the first `%t` its start (`YYYY-MM-DD_HH-MM-SS`, local time; the
-/// caller may look a second around it), relative paths from `cwd`.
-pub(super) fn xlog_files(
+/// The files a JVM's GC logging options send `gc`-tagged output to, as
+/// HotSpot names them, relative paths from `cwd`: each `-Xlog` option with
+/// the `gc` tag writing to a file, and the last `-Xloggc:PATH`. One entry per
+/// file, with the names it may have, most likely first: `-Xloggc`'s `%p` is
+/// `pid1234` on JDK 8 (only in the file name) and `1234` on JDK 9+, where
+/// `-Xloggc` means `-Xlog:gc:file=PATH`. The first `%p` is the JVM's own
+/// (possibly namespaced) pid, the first `%t` its start (`YYYY-MM-DD_HH-MM-SS`,
+/// local time; the caller may look a second around it). A JDK 8 rotation
+/// ring (`-XX:+UseGCLogFileRotation`) is named `PATH`, as the follower
+/// follows it.
+pub(super) fn gc_log_files(
     cwd: &Path,
     pid: u32,
     started: Option<DateTime<Utc>>,
     arguments: &[String],
-) -> Vec<PathBuf> {
-    arguments
+) -> Vec<Vec<PathBuf>> {
+    let stamp = started.map(|start| {
+        let stamp = start.with_timezone(&chrono::Local);
+        stamp.format("%Y-%m-%d_%H-%M-%S").to_string()
+    });
+    let expand = |path: &str, pid: &str| {
+        let path = path.replacen("%p", pid, 1);
+        match &stamp {
+            Some(stamp) => path.replacen("%t", stamp, 1),
+            None => path,
+        }
+    };
+    let mut files: Vec<Vec<PathBuf>> = arguments
         .iter()
         .filter_map(|a| a.strip_prefix("-Xlog:"))
         .filter_map(|option| {
@@ -84,17 +101,29 @@ pub(super) fn xlog_files(
             let selectors = parts.next()?;
             let file = parts.next()?.strip_prefix("file=")?;
             let file = file.trim_matches('"');
-            writes_gc(selectors).then(|| {
-                let mut path = file.replacen("%p", &pid.to_string(), 1);
-                if let Some(start) = started {
-                    let stamp = start.with_timezone(&chrono::Local);
-                    let stamp = stamp.format("%Y-%m-%d_%H-%M-%S").to_string();
-                    path = path.replacen("%t", &stamp, 1);
-                }
-                cwd.join(path)
-            })
+            writes_gc(selectors).then(|| vec![cwd.join(expand(file, &pid.to_string()))])
         })
-        .collect()
+        .collect();
+    let loggc = arguments
+        .iter()
+        .rev()
+        .find_map(|a| a.strip_prefix("-Xloggc:"));
+    if let Some(path) = loggc.filter(|path| !path.is_empty()) {
+        let (dir, name) = path.rsplit_once('/').map_or(("", path), |(d, n)| (d, n));
+        let jdk8_name = expand(name, &format!("pid{pid}"));
+        let jdk8 = if dir.is_empty() && !path.starts_with('/') {
+            jdk8_name
+        } else {
+            format!("{dir}/{jdk8_name}")
+        };
+        let mut names = vec![cwd.join(jdk8)];
+        let unified = cwd.join(expand(path, &pid.to_string()));
+        if !names.contains(&unified) {
+            names.push(unified);
+        }
+        files.push(names);
+    }
+    files
 }
 
 /// Whether an `-Xlog` selection (`gc*,safepoint=info`) includes the `gc` tag.
@@ -116,12 +145,23 @@ fn split_unquoted(text: &str, separator: char) -> impl Iterator<Item = &str> {
     })
 }
 
+/// The real path of a file, or of where it will be when it does not exist
+/// yet (a log not created, a JDK 8 ring, which no file is called after).
 pub(super) fn canonical(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    if let Ok(real) = path.canonicalize() {
+        return real;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => dir
+            .canonicalize()
+            .map_or_else(|_| path.to_path_buf(), |dir| dir.join(name)),
+        _ => path.to_path_buf(),
+    }
 }
 
 /// A process as last scanned: its start (which tells a reused pid apart)
-/// and the `-Xlog` files of its command line, read once per process.
+/// and the GC log files of its command line (every name each may have),
+/// read once per process.
 struct Process {
     start_ticks: u64,
     logs: Vec<PathBuf>,
@@ -204,8 +244,9 @@ impl JvmLogWriters {
             .collect();
         let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
         let start = self.boot.map(|boot| wall_clock(boot, start_ticks));
-        xlog_files(&cwd, pid, start, &arguments)
+        gc_log_files(&cwd, pid, start, &arguments)
             .iter()
+            .flatten()
             .map(|file| canonical(file))
             .collect()
     }
@@ -223,12 +264,12 @@ mod tests {
             "-Xlog:gc:file=\"/var/log/a b/gc.log\"".to_string(),
         ];
         let cwd = std::env::current_dir().unwrap();
-        let files = xlog_files(&cwd, std::process::id(), None, &arguments);
+        let files = gc_log_files(&cwd, std::process::id(), None, &arguments);
         assert_eq!(
             files[0],
-            cwd.join(format!("logs/gc-{}.log", std::process::id()))
+            [cwd.join(format!("logs/gc-{}.log", std::process::id()))]
         );
-        assert_eq!(files[1], PathBuf::from("/var/log/a b/gc.log"));
+        assert_eq!(files[1], [PathBuf::from("/var/log/a b/gc.log")]);
     }
 
     #[test]
@@ -243,14 +284,46 @@ mod tests {
         let local = start
             .with_timezone(&chrono::Local)
             .format("%Y-%m-%d_%H-%M-%S");
-        let files = xlog_files(Path::new("/w"), 7, Some(start), &arguments);
+        let files = gc_log_files(Path::new("/w"), 7, Some(start), &arguments);
         assert_eq!(
             files,
             [
-                PathBuf::from("/l/a:b-7-%p.log"),
-                PathBuf::from(format!("/l/gc-{local}-%t.log"))
+                [PathBuf::from("/l/a:b-7-%p.log")],
+                [PathBuf::from(format!("/l/gc-{local}-%t.log"))]
             ]
         );
+    }
+
+    /// HotSpot 8's `make_log_name` (`ostream.cpp`, and its `test_loggc_filename`
+    /// cases): `%p` becomes `pid` and the pid, `%t` the start as
+    /// `YYYY-MM-DD_HH-MM-SS`, each once and only in the file name; JDK 9+
+    /// maps `-Xloggc:PATH` to `-Xlog:gc:file=PATH`, where `%p` is the pid.
+    #[test]
+    fn the_last_xloggc_is_named_as_jdk8_and_as_jdk9_name_it() {
+        let start = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let local = start
+            .with_timezone(&chrono::Local)
+            .format("%Y-%m-%d_%H-%M-%S");
+        let files = |arguments: &[&str]| {
+            let arguments: Vec<String> = arguments.iter().map(|a| a.to_string()).collect();
+            gc_log_files(Path::new("/w"), 42, Some(start), &arguments)
+        };
+        assert_eq!(
+            files(&["-Xloggc:/l/first.log", "-Xloggc:logs/gc-%t-%p-%p.log"]),
+            [[
+                PathBuf::from(format!("/w/logs/gc-{local}-pid42-%p.log")),
+                PathBuf::from(format!("/w/logs/gc-{local}-42-%p.log"))
+            ]]
+        );
+        assert_eq!(
+            files(&["-Xloggc:/l/%p/gc.log", "-XX:+UseGCLogFileRotation"]),
+            [[PathBuf::from("/l/%p/gc.log"), PathBuf::from("/l/42/gc.log")]]
+        );
+        assert_eq!(
+            files(&["-Xloggc:gc.log", "-XX:NumberOfGCLogFiles=5"]),
+            [[PathBuf::from("/w/gc.log")]]
+        );
+        assert!(files(&["-Xloggc:", "-verbose:gc"]).is_empty());
     }
 
     #[test]

@@ -834,3 +834,20 @@ pub fn check_headline_panel(prom: &Prometheus, agent_ports: &[u16], from: i64, t
     }
     checked
 }
+
+/// `analyze` flags that read the recorded workloads' JSON access log
+/// (`access.jsonl`: `start` time, `duration_ms`) with its fields named.
+pub fn json_latency_flags(path: &Path) -> [&str; 10] {
+    [
+        "--latency",
+        path.to_str().unwrap(),
+        "--latency-format",
+        "json",
+        "--time-field",
+        "start",
+        "--duration-field",
+        "duration_ms",
+        "--duration-unit",
+        "ms",
+    ]
+}
