@@ -324,34 +324,54 @@ impl LegacyParser {
         Claim::NotLegacy
     }
 
-    /// Parses the text of one event that starts at a stamp or bracket; keeps
-    /// it open when its brackets do not balance yet.
-    fn event_text<'a>(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Claim<'a> {
-        let (stamp, rest) = leading_stamp(text);
-        match group(rest, stamp, 0) {
-            Err(Unbalanced::Open) => {
-                if text.len() > self.max_bytes {
-                    return Claim::Malformed;
+    /// Parses the text of the events that start at a stamp or bracket, one
+    /// after another on a line; keeps the last open when its brackets do not
+    /// balance yet. What becomes of the line is what became of its first.
+    fn event_text(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Claim<'static> {
+        let mut text = text;
+        let mut first = None;
+        loop {
+            let (stamp, rest) = leading_stamp(text);
+            let (claim, next) = match group(rest, stamp, 0) {
+                Err(Unbalanced::Open) if text.len() <= self.max_bytes => {
+                    self.open = Some(text.to_string());
+                    (Claim::Used, None)
                 }
-                self.open = Some(text.to_string());
-                Claim::Used
+                Err(_) => (Claim::Malformed, None),
+                Ok((root, after)) => self.root(root, after, out),
+            };
+            let claim = first.take().unwrap_or(claim);
+            match next {
+                // Another group on the same line, such as a concurrent
+                // phase that ended while the pause was being written.
+                Some(next) => {
+                    first = Some(claim);
+                    text = next;
+                }
+                None => return claim,
             }
-            Err(Unbalanced::Garbled) => Claim::Malformed,
-            Ok((root, after)) => self.root(root, after, out),
         }
     }
 
-    /// One complete top-level group and what follows it on the line.
-    fn root<'a>(&mut self, root: Group, after: &str, out: &mut Vec<GcEvent>) -> Claim<'a> {
+    /// One complete top-level group; returns what became of it and the
+    /// rest of the line when another group starts there.
+    fn root<'t>(
+        &mut self,
+        root: Group,
+        after: &'t str,
+        out: &mut Vec<GcEvent>,
+    ) -> (Claim<'static>, Option<&'t str>) {
+        let after = after.trim_start();
+        let next = leading_stamp(after).1.starts_with('[').then_some(after);
         if let Some(phase) = concurrent_phase(&root) {
             if !plausible(phase.duration_s) {
-                return Claim::Malformed;
+                return (Claim::Malformed, next);
             }
             out.push(GcEvent::ConcurrentPhase(phase));
-            return Claim::Used;
+            return (Claim::Used, next);
         }
         let Some(mut pause) = interpret(&root, out) else {
-            return if is_concurrent(&root.text) || ignored_group(&root.text) {
+            let claim = if is_concurrent(&root.text) || ignored_group(&root.text) {
                 Claim::Used
             } else if names_collection(&root.text) {
                 Claim::Malformed
@@ -360,28 +380,17 @@ impl LegacyParser {
                 // G1 string deduplication statistics.
                 Claim::Ignored
             };
+            return (claim, next);
         };
-        let after = after.trim_start();
+        // A pause earlier on the line came first.
+        self.flush(out);
         if let Some(cpu) = after.strip_prefix('[').and_then(times) {
             pause.cpu = Some(cpu);
             out.push(GcEvent::Pause(pause));
-            return Claim::Used;
+            return (Claim::Used, None);
         }
-        let (_, rest) = leading_stamp(after);
-        if rest.starts_with('[') {
-            // Another group on the same line, such as a concurrent phase
-            // that finished while the pause was being written.
-            let _ = self.event_text(after, out);
-        }
-        // A pause the rest of the line left waiting comes after this one.
-        match self.pending.take() {
-            Some(next) => {
-                out.push(GcEvent::Pause(pause));
-                self.pending = Some(next);
-            }
-            None => self.pending = Some(pause),
-        }
-        Claim::Used
+        self.pending = Some(pause);
+        (Claim::Used, next)
     }
 
     /// An indented line after a pause: G1's phase breakdown and heap
@@ -1287,6 +1296,32 @@ mod tests {
         );
         assert!(events.is_empty(), "{events:?}");
         assert_eq!(claims, ["Malformed", "Malformed"]);
+    }
+
+    /// Groups one after another on a line are read in a loop, not by
+    /// recursion: a 64 KiB line of them must not exhaust the stack.
+    #[test]
+    fn many_events_on_one_line() {
+        let line = "[GC (a)  1K->1K(2K), 0.0000001 secs]".repeat(2000);
+        let (events, _) = parse(&line);
+        assert_eq!(pauses(&events).len(), 2000);
+        let (events, _) = parse("1.0: [GC (a)  1K->1K(2K), 0.1 secs]1.1: [CMS-concurrent-mark: 0.1/0.2 secs]1.2: [GC (b)  1K->1K(2K), 0.3 secs] [Times: user=0.01 sys=0.00, real=0.30 secs]");
+        let summary: Vec<String> = events
+            .iter()
+            .map(|e| match e {
+                GcEvent::Pause(p) => format!("pause {:?} {}", p.cause, p.cpu.is_some()),
+                GcEvent::ConcurrentPhase(c) => format!("phase {}", c.name),
+                _ => String::new(),
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                "phase CMS-concurrent-mark",
+                "pause Some(\"a\") false",
+                "pause Some(\"b\") true"
+            ]
+        );
     }
 
     #[test]
