@@ -843,6 +843,7 @@ fn interpret(root: &Group, out: &mut Vec<GcEvent>) -> Option<Pause> {
         pause.name = format!("Pause {}", rest[..name_end].trim_end());
         pause.degenerated = pause.name.starts_with("Pause Degenerated");
         pause.full = pause.name == "Pause Full";
+        pause.generation = pause.full.then_some(Generation::Full);
         let (groups, rest) = groups_after(&rest[name_end..]);
         pause.qualifiers = groups.iter().map(|g| g.to_string()).collect();
         rest
@@ -864,7 +865,13 @@ fn interpret(root: &Group, out: &mut Vec<GcEvent>) -> Option<Pause> {
     pause.heap = heap_in(rest);
     let nested = children(root, &mut pause, out);
     pause.duration_s = (own? - nested).max(0.0);
-    pause.end = pause.start.later_by(pause.duration_s);
+    if pause.collector == Collector::Shenandoah {
+        // Shenandoah writes its pause line when the pause ends.
+        pause.end = pause.start;
+        pause.start = pause.end.earlier_by(pause.duration_s);
+    } else {
+        pause.end = pause.start.later_by(pause.duration_s);
+    }
     pause.humongous = pause
         .cause
         .as_deref()

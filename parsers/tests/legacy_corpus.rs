@@ -611,6 +611,11 @@ fn shenandoah_jdk8_matches_gcviewer() {
         .iter()
         .all(|p| p.collector == Collector::Shenandoah));
     assert!(!log.phases.is_empty());
+    // Its pause line is written when the pause ends: `2.469: [Pause Init
+    // Mark (process weakrefs), start]`, then `2.472: [... , 3.341 ms]`.
+    let first = &log.pauses[0];
+    assert_eq!(first.end.uptime_s, Some(2.472));
+    assert!((first.start.uptime_s.unwrap() - (2.472 - 0.003341)).abs() < 1e-9);
 }
 
 /// Every JDK 6 to 8 file of the corpus (the rows its README classifies as
