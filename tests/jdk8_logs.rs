@@ -159,3 +159,47 @@ fn the_agent_follows_a_jdk8_log_written_live() {
         "{metrics}"
     );
 }
+
+/// A JDK 8 rotation set given out of order is put in time order by its
+/// date stamps, as GCViewer's GcSeriesLoaderTest.merge_FilesInWrongOrder
+/// merges it: one run, no restart. By hand: 74 + 93 + 93 `[GC (` events in
+/// parts 1 to 3, 3 of part 1's being CMS remarks holding a young collection,
+/// so 263 pauses.
+#[test]
+fn analyze_orders_a_jdk8_rotation_set() {
+    let parts: Option<Vec<PathBuf>> = [3, 1, 2]
+        .iter()
+        .map(|n| {
+            corpus_file(&format!(
+                "GCViewer/src/test/resources/openjdk/SampleSun1_8_0Series-Part{n}.txt"
+            ))
+        })
+        .collect();
+    let Some(parts) = parts else {
+        return;
+    };
+    let output = Command::new(common::PAUSEWATCH)
+        .args(["analyze", "--format", "json"])
+        .args(&parts)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let files: Vec<&str> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().rsplit('/').next().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "SampleSun1_8_0Series-Part1.txt",
+            "SampleSun1_8_0Series-Part2.txt",
+            "SampleSun1_8_0Series-Part3.txt"
+        ]
+    );
+    assert_eq!(report["pauses"]["count"], 263);
+    assert_eq!(report["jvm_restarts"], 0);
+    assert_eq!(report["unparsed_lines"], 0);
+}
