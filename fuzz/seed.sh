@@ -2,6 +2,8 @@
 # Builds the seed corpus for the gc_log fuzz target in fuzz/corpus/gc_log/
 # (git-ignored) from short excerpts of real GC logs:
 #   * tests/fixtures/jvm/*/gc.log (logs real JVMs wrote, see tests/fixtures/generate.sh)
+#   * tests/fixtures/go/*/gctrace.log (Go GODEBUG=gctrace=1 output, see
+#     tests/fixtures/go/generate.sh) and GCViewer's go/go1.9.txt when present
 #   * optionally, GCViewer's unified-logging samples for the other collectors
 #     (ZGC, Shenandoah, Parallel, Serial, CMS; JDK 9-17 shapes), from
 #     $GCVIEWER_UJL (default /work/shared/corpus/GCViewer/src/test/resources/openjdk/unified-jvm-logging)
@@ -27,6 +29,9 @@ sources=()
 for f in "$root"/tests/fixtures/jvm/*/gc.log; do
     [ -f "$f" ] && sources+=("$f")
 done
+for f in "$root"/tests/fixtures/go/*/gctrace.log "$gcviewer"/../../go/go1.9.txt; do
+    [ -f "$f" ] && sources+=("$f")
+done
 if [ -d "$gcviewer" ]; then
     for f in "$gcviewer"/*.txt; do
         [ -f "$f" ] && sources+=("$f")
@@ -46,6 +51,7 @@ count=0
 for f in "${sources[@]}"; do
     case "$f" in
         */tests/fixtures/jvm/*) slug=$(basename "$(dirname "$f")") ;;
+        */tests/fixtures/go/*) slug=go-$(basename "$(dirname "$f")") ;;
         *) slug=gcviewer-$(basename "$f" .txt | tr -c 'A-Za-z0-9_.\n-' '_') ;;
     esac
     total=$(wc -l <"$f")

@@ -92,18 +92,15 @@ fn covered(request: &Request, intervals: &[Interval]) -> f64 {
 }
 
 fn analyze(dir: &Path, access_args: &[&str]) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_pausewatch"))
-        .args(["analyze", "--format", "json", "--events", "--slo", "50ms"])
-        .args(access_args)
-        .arg(dir.join("gc.log"))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+    let gc_log = dir.join("gc.log");
+    let fixed = ["--events", "--slo", "50ms"];
+    common::analyze_json(
+        fixed
+            .iter()
+            .chain(access_args)
+            .copied()
+            .chain([gc_log.to_str().unwrap()]),
+    )
 }
 
 /// What the truth says about one reading of the requests.

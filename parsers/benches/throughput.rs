@@ -1,4 +1,5 @@
-//! Parse throughput on one core over a large real GC log.
+//! Parse throughput on one core over a large real GC log, and over Go
+//! `gctrace` output (`cargo bench -p pausewatch-parsers --bench throughput -- gctrace`).
 //!
 //! `parsers/benches/run.sh` records the log (a JDK 17 G1 run at `gc*=debug`)
 //! and times `wc -l` on the same file for comparison. Without that log the
@@ -67,39 +68,43 @@ fn parse_all(bytes: &[u8]) -> usize {
     events.len()
 }
 
-fn parse(c: &mut Criterion) {
-    let (path, bytes) = bench_log();
-    let lines = memchr::memchr_iter(b'\n', &bytes).count() as u64;
-    eprintln!(
-        "bench log: {} ({} bytes, {} lines)",
-        path.display(),
-        bytes.len(),
-        lines
-    );
-    let mut group = c.benchmark_group("parse");
+/// Bytes per second and lines per second of `parse_all` over `bytes`.
+fn measure(c: &mut Criterion, group: &str, bytes: &[u8]) {
+    let lines = memchr::memchr_iter(b'\n', bytes).count() as u64;
+    eprintln!("{group}: {} bytes, {} lines", bytes.len(), lines);
+    let mut group = c.benchmark_group(group);
     group.sample_size(10);
     group.throughput(Throughput::Bytes(bytes.len() as u64));
-    group.bench_function("bytes", |b| b.iter(|| parse_all(&bytes)));
+    group.bench_function("bytes", |b| b.iter(|| parse_all(bytes)));
     group.throughput(Throughput::Elements(lines));
-    group.bench_function("lines", |b| b.iter(|| parse_all(&bytes)));
+    group.bench_function("lines", |b| b.iter(|| parse_all(bytes)));
     group.finish();
 }
 
+fn parse(c: &mut Criterion) {
+    let (path, bytes) = bench_log();
+    eprintln!("bench log: {}", path.display());
+    measure(c, "parse", &bytes);
+}
+
+/// Go `gctrace` output: the committed trace of a real Go program
+/// (tests/fixtures/go) repeated to about 32 MiB; every line is a cycle.
+fn gctrace(c: &mut Criterion) {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/go/go1.19-alloc/gctrace.log");
+    let one = std::fs::read(&path).expect("the Go fixture is present");
+    let bytes = one.repeat((32 << 20) / one.len() + 1);
+    measure(c, "gctrace", &bytes);
+}
+
+/// JDK 6 to 8 logs from the public corpus, see [`JDK8_LOGS`].
 fn parse_jdk8(c: &mut Criterion) {
     let Some(bytes) = jdk8_log() else {
         eprintln!("SKIPPED parse_jdk8: the public corpus (../shared/corpus) is absent");
         return;
     };
-    let lines = memchr::memchr_iter(b'\n', &bytes).count() as u64;
-    eprintln!("JDK 8 bench log: {} bytes, {} lines", bytes.len(), lines);
-    let mut group = c.benchmark_group("parse_jdk8");
-    group.sample_size(10);
-    group.throughput(Throughput::Bytes(bytes.len() as u64));
-    group.bench_function("bytes", |b| b.iter(|| parse_all(&bytes)));
-    group.throughput(Throughput::Elements(lines));
-    group.bench_function("lines", |b| b.iter(|| parse_all(&bytes)));
-    group.finish();
+    measure(c, "parse_jdk8", &bytes);
 }
 
-criterion_group!(benches, parse, parse_jdk8);
+criterion_group!(benches, parse, gctrace, parse_jdk8);
 criterion_main!(benches);

@@ -53,6 +53,8 @@ pub enum Collector {
     Z,
     /// Generational ZGC (JDK 21 and later).
     ZGenerational,
+    /// The Go runtime's collector (`GODEBUG=gctrace=1` output), not a JVM.
+    Go,
     /// Not yet known: a rotated file without the `Using ...` preamble and no
     /// collector-specific line seen so far.
     #[default]
@@ -69,6 +71,7 @@ impl Collector {
             Collector::Shenandoah => "shenandoah",
             Collector::Z => "z",
             Collector::ZGenerational => "z_generational",
+            Collector::Go => "go",
             Collector::Unknown => "unknown",
         }
     }

@@ -20,6 +20,7 @@
 mod access;
 mod envelope;
 mod events;
+mod gctrace;
 mod grammar;
 pub mod hsperf;
 mod legacy;

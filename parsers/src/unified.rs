@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::envelope::{self, Envelope};
 use crate::events::*;
+use crate::gctrace::{self, GoLine, Traced};
 use crate::grammar;
 use crate::legacy::{self, Claim, LegacyParser};
 use crate::lines::{LineSplitter, Piece};
@@ -269,6 +270,15 @@ fn split_message(message: &str) -> Message<'_> {
 /// The time a single log line carries (anchored only if the line has both clocks);
 /// used to put the files of a rotated set in order.
 pub fn line_time(line: &str) -> Option<LogTime> {
+    if let Some(traced) = gctrace::recognise(line) {
+        let GoLine::Cycle(cycle) = traced.line else {
+            return None;
+        };
+        return Some(LogTime {
+            uptime_s: Some(cycle.end_s()),
+            wall: traced.wall,
+        });
+    }
     let time = match envelope::parse(line) {
         Some(env) if env.decorated => LogTime {
             uptime_s: env.uptime_s,
@@ -484,6 +494,9 @@ impl GcLogParser {
 
     /// Handles one decoded line and says what became of it.
     fn text_line(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Outcome {
+        if let Some(traced) = gctrace::recognise(text) {
+            return self.go_line(traced, out);
+        }
         let envelope = envelope::parse(text);
         if envelope.as_ref().is_none_or(|env| !env.decorated) {
             if let Some(outcome) = self.legacy_line(text, out) {
@@ -547,6 +560,37 @@ impl GcLogParser {
             }
             Understood::Malformed => Outcome::Unparsed(UnparsedKind::MalformedEvent),
         }
+    }
+
+    /// A Go runtime line: a cycle is dated by its `@` uptime (and a prefix's
+    /// wall clock) and goes through the same restart and anchoring rules as
+    /// a unified-logging line, its number standing for the `GC(N)` id.
+    fn go_line(&mut self, traced: Traced, out: &mut Vec<GcEvent>) -> Outcome {
+        self.flush(out);
+        let cycle = match traced.line {
+            GoLine::Cycle(cycle) => cycle,
+            GoLine::Other => return Outcome::Ignored,
+            GoLine::Malformed => return Outcome::Unparsed(UnparsedKind::MalformedEvent),
+        };
+        let env = Envelope {
+            wall_millis: traced.wall.map(|wall| wall.timestamp_millis()),
+            uptime_s: Some(cycle.end_s()),
+            decorated: true,
+            ..Envelope::default()
+        };
+        let message = Message {
+            gc_id: Some(cycle.number),
+            zgc_generation: None,
+            body: "",
+        };
+        self.check_restart(&env, &message, out);
+        self.infer_collector(Some(Collector::Go));
+        self.run.saw_collection = true;
+        let end = self.time_of(&env);
+        for event in cycle.events(end) {
+            self.emit(event, out);
+        }
+        Outcome::Used
     }
 
     /// Detects a new JVM run in the same stream (uptime went back, or the

@@ -12,8 +12,8 @@ use toml::{Spanned, Value};
 use super::spans::{key, ConfigError, Ctx, Seg};
 use super::{label_problem, serialize_duration, LabelUse};
 
-/// Labels discovery sets itself on a JVM's series.
-pub const DISCOVERY_LABELS: [&str; 3] = ["pid", "jvm", "container"];
+/// Labels discovery sets itself on a JVM's (`jvm`) or Go program's (`program`) series.
+pub const DISCOVERY_LABELS: [&str; 4] = ["pid", "jvm", "program", "container"];
 
 /// Finding the host's Java processes.
 #[derive(Debug, Clone, Serialize)]

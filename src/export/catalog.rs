@@ -10,12 +10,12 @@ use std::sync::PoisonError;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use pausewatch_parsers::UnparsedKind;
+use pausewatch_parsers::{Collector, UnparsedKind};
 
 use crate::model::alerts::Alert;
 use crate::model::correlate::LatencyMinute;
 use crate::model::histogram::Histogram;
-use crate::model::jvm::SafepointSeries;
+use crate::model::jvm::{PauseSeries, SafepointSeries};
 use crate::model::minutes::{last_complete_minute, Minute, CLOCK_OUTLIER};
 use crate::model::runtime::{CollectorStats, MemoryPool, RuntimeStats};
 use crate::store::{AccessStreamState, AgentState, StreamState};
@@ -23,6 +23,11 @@ use crate::store::{AccessStreamState, AgentState, StreamState};
 /// `window` label values of `pausewatch_gc_overhead_ratio` and the number of
 /// complete minutes each covers.
 pub const OVERHEAD_WINDOWS: [(&str, u32); 2] = [("1m", 1), ("5m", 5)];
+
+/// Set to `go` on every series of a stream the Go runtime writes (its
+/// `gctrace` output), so that the shared families tell Go services from
+/// JVMs; JVM streams go without it, as they always have.
+const RUNTIME_LABEL: &str = "runtime";
 
 /// Labels Prometheus itself attaches to every scraped series; a source label
 /// of the same name would be renamed `exported_*` on scrape.
@@ -104,7 +109,8 @@ impl Scope {
     /// configured labels; `None` when the series carry no configured labels.
     pub fn scope_labels(&self) -> Option<&'static [&'static str]> {
         match self {
-            Scope::Stream(_) | Scope::AccessLog(_) => Some(&["log"]),
+            Scope::Stream(_) => Some(&["log", RUNTIME_LABEL]),
+            Scope::AccessLog(_) => Some(&["log"]),
             Scope::Alert(_) => Some(&["alertname", "log"]),
             Scope::Agent(_) => None,
         }
@@ -223,7 +229,10 @@ impl Family {
             match scope {
                 Scope::Stream(read) => {
                     for stream in state.streams.values().filter(|s| !s.exited) {
-                        let scope_labels = log_labels(&stream.log, &stream.labels);
+                        let mut scope_labels = log_labels(&stream.log, &stream.labels);
+                        if stream.jvm.collector == Collector::Go {
+                            scope_labels.push((RUNTIME_LABEL, "go".into()));
+                        }
                         series.extend(self.label(scope_labels, read(stream, now)));
                     }
                 }
@@ -299,6 +308,15 @@ pub static CATALOG: &[Family] = &[
         labels: &["gc", "action", "cause"],
         semconv: semconv("jvm.gc.duration"),
         scopes: &[Scope::Stream(pauses)],
+    },
+    Family {
+        name: "go_gc_pause_seconds",
+        kind: Kind::Histogram,
+        unit: Unit::Seconds,
+        help: "Stop-the-world pauses of a Go program's GC cycles (sweep plus mark termination, as runtime/metrics /sched/pauses/total/gc:seconds), read from its gctrace output; cause is forced for runtime.GC().",
+        labels: &["cause"],
+        semconv: None,
+        scopes: &[Scope::Stream(go_pauses)],
     },
     Family {
         name: "pausewatch_gc_pause_max_seconds",
@@ -1205,16 +1223,35 @@ fn info(labels: Vec<Cow<'_, str>>) -> Vec<Sample<'_>> {
 }
 
 fn pauses(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
+    pause_series(stream, |series| {
+        vec![
+            series.gc.as_str().into(),
+            series.action.as_str().into(),
+            series.cause.as_str().into(),
+        ]
+    })
+}
+
+/// A Go stream's pauses under the Go name: the runtime has one collector,
+/// so only the cause tells its series apart.
+fn go_pauses(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
+    if stream.jvm.collector != Collector::Go {
+        return Vec::new();
+    }
+    pause_series(stream, |series| vec![series.cause.as_str().into()])
+}
+
+/// One histogram sample per pause series, labelled by `labels`.
+fn pause_series<'a>(
+    stream: &'a StreamState,
+    labels: impl Fn(&'a PauseSeries) -> Vec<Cow<'a, str>>,
+) -> Vec<Sample<'a>> {
     stream
         .jvm
         .pauses
         .iter()
         .map(|series| Sample {
-            labels: vec![
-                series.gc.as_str().into(),
-                series.action.as_str().into(),
-                series.cause.as_str().into(),
-            ],
+            labels: labels(series),
             value: Value::Histogram(&series.histogram),
             minute: None,
         })
@@ -1490,7 +1527,7 @@ mod tests {
             fired_at: None,
             resolved_at: None,
         };
-        let mut state = AgentState::from_streams([stream]);
+        let mut state = AgentState::from_streams([stream, go_stream()]);
         let mut access = AccessStreamState::default();
         access.malformed_window.add(10, 1);
         state.access_streams.insert(StreamId(2), Arc::new(access));
@@ -1502,6 +1539,65 @@ mod tests {
         otlp.exports.insert(("logs", "success"), 1);
         drop(otlp);
         state
+    }
+
+    /// A Go program's stream: the first cycles of tests/fixtures/go.
+    fn go_stream() -> StreamState {
+        let trace = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/go/go1.19-alloc/gctrace.log");
+        let (events, parser) =
+            crate::commands::analyze::parse_files(&[trace], None).expect("fixture parses");
+        let mut jvm = crate::model::jvm::JvmState::default();
+        jvm.ingest(parser.run(), &events, None);
+        StreamState {
+            log: "/var/log/translate/stderr.log".to_string(),
+            jvm,
+            ..StreamState::default()
+        }
+    }
+
+    /// Go streams carry `runtime="go"`, and their pauses are under the Go
+    /// name too; JVM streams keep the labels they always had.
+    #[test]
+    fn go_streams_are_told_apart_by_runtime() {
+        let state = every_scope();
+        let now = at(1, 46, 30);
+        let runtime = |series: &Series| {
+            series
+                .labels
+                .iter()
+                .find(|(name, _)| *name == "runtime")
+                .map(|(_, value)| value.to_string())
+        };
+        for family in CATALOG
+            .iter()
+            .filter(|f| matches!(f.scopes, [Scope::Stream(_)]))
+        {
+            for series in family.read(&state, "1.2.3", now) {
+                let go = series.labels[0].1 == "/var/log/translate/stderr.log";
+                assert_eq!(
+                    runtime(&series).is_some(),
+                    go,
+                    "{}: {series:?}",
+                    family.name
+                );
+            }
+        }
+        let go_family = CATALOG
+            .iter()
+            .find(|f| f.name == "go_gc_pause_seconds")
+            .unwrap();
+        let series = go_family.read(&state, "1.2.3", now);
+        let count: u64 = series
+            .iter()
+            .map(|s| match s.value {
+                Value::Histogram(h) => h.count,
+                _ => 0,
+            })
+            .sum();
+        // memstats.json of the fixture: NumGC.
+        assert_eq!(count, 80);
+        assert!(series.iter().all(|s| runtime(s).as_deref() == Some("go")));
     }
 
     #[test]

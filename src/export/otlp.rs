@@ -804,11 +804,17 @@ impl Exporter {
             (name.to_string(), value.clone())
         }));
         attributes.remove("service");
+        // A Go program (its `gctrace` output) is named by its executable.
+        let go = stream.jvm.collector == pausewatch_parsers::Collector::Go;
         let service = (stream.labels.get("service"))
             .or_else(|| stream.labels.get("jvm"))
+            .or_else(|| stream.labels.get("program"))
             .cloned()
-            .unwrap_or_else(|| "unknown_service:java".to_string());
+            .unwrap_or_else(|| format!("unknown_service:{}", if go { "go" } else { "java" }));
         attributes.insert("service.name".to_string(), service);
+        if go {
+            attributes.insert("process.runtime.name".to_string(), "go".to_string());
+        }
         attributes.insert(
             "service.instance.id".to_string(),
             format!("{}:{}", self.host, stream.log),
@@ -1048,6 +1054,25 @@ mod tests {
         let resource = exporter.jvm_resource(&stream);
         assert_eq!(resource["service.name"], "pricing");
         assert!(!resource.contains_key("service"));
+    }
+
+    /// A Go program's stream: named by its executable, its runtime said.
+    #[test]
+    fn a_go_program_is_named_by_its_executable() {
+        let exporter = Exporter::new(config(Temporality::Cumulative, false), "test");
+        let mut stream = fixture_stream();
+        stream.jvm.collector = pausewatch_parsers::Collector::Go;
+        stream.labels.clear();
+        let resource = exporter.jvm_resource(&stream);
+        assert_eq!(resource["service.name"], "unknown_service:go");
+        assert_eq!(resource["process.runtime.name"], "go");
+        stream.labels = BTreeMap::from([
+            ("pid".to_string(), "77".to_string()),
+            ("program".to_string(), "translate-cache".to_string()),
+        ]);
+        let resource = exporter.jvm_resource(&stream);
+        assert_eq!(resource["service.name"], "translate-cache");
+        assert_eq!(resource["process.pid"], "77");
     }
 
     #[test]

@@ -460,6 +460,7 @@ pub(crate) mod tests {
         let (samples, types) = parse_exposition(&text);
         let expected = [
             ("jvm_gc_pause_seconds", "histogram"),
+            ("go_gc_pause_seconds", "histogram"),
             ("pausewatch_gc_pause_max_seconds", "gauge"),
             ("pausewatch_gc_pauses_last_minute", "gauge"),
             ("pausewatch_safepoints", "counter"),
@@ -558,10 +559,11 @@ pub(crate) mod tests {
         );
         // Every family has a series for this stream, and every stream series
         // carries `log` and the configured labels.
-        // This fixture has no latency source, no alert, no OTLP export and
-        // no discovered JVM: those families are declared, empty.
+        // This fixture has no latency source, no alert, no OTLP export, no
+        // discovered JVM and no Go program: those families are declared, empty.
         let latency_family = |family: &str| {
             [
+                "go_",
                 "pausewatch_request",
                 "pausewatch_slow",
                 "pausewatch_pause_latency",

@@ -441,9 +441,12 @@ impl JvmState {
     fn apply_cycle(&mut self, cycle: &Cycle, placed: Option<i64>) {
         self.counters.concurrent_cycles += 1;
         self.counters.concurrent_cycle_seconds += cycle.duration_s.unwrap_or(0.0);
-        // ZGC has no pause with a heap transition: its cycle summary carries it.
+        // ZGC and Go have no pause with a heap transition: their cycle summary carries it.
         if let Some(heap) = cycle.heap {
-            if matches!(cycle.collector, Collector::Z | Collector::ZGenerational) {
+            if matches!(
+                cycle.collector,
+                Collector::Z | Collector::ZGenerational | Collector::Go
+            ) {
                 let allocated = self
                     .previous_heap_after
                     .map_or(0, |previous| heap.before_bytes.saturating_sub(previous));

@@ -39,6 +39,8 @@ pub fn bean_name(pause: &Pause, jdk_major: Option<u32>) -> Option<&'static str> 
             "ZGC Minor Pauses"
         }
         Collector::ZGenerational => "ZGC Major Pauses",
+        // No MXBean: the name Go pauses are labelled with beside the JVMs'.
+        Collector::Go => "Go GC",
         Collector::Unknown => return None,
     })
 }

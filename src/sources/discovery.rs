@@ -287,7 +287,7 @@ fn status_field<'a>(status: &'a str, field: &str) -> Option<&'a str> {
 
 /// The container id in a /proc/PID/cgroup: the last 64-hex-digit path
 /// component part (`docker-<id>.scope`, `/docker/<id>`, `cri-containerd-<id>`).
-fn container_id(cgroup: &str) -> Option<String> {
+pub(super) fn container_id(cgroup: &str) -> Option<String> {
     let is_hex = |c: char| c.is_ascii_hexdigit() && !c.is_ascii_uppercase();
     cgroup
         .rsplit(|c: char| !is_hex(c))

@@ -27,6 +27,7 @@ use crate::store::{AgentState, Store, StreamId};
 pub mod access_log;
 pub mod discovery;
 pub mod gc_log;
+pub mod gotrace;
 pub mod latency_histogram;
 mod launcher;
 pub mod procfs;
@@ -246,6 +247,8 @@ pub struct Registry {
     writers: Arc<Mutex<procfs::JvmLogWriters>>,
     /// The host's Java processes, when `[discovery]` is enabled.
     scanner: Option<discovery::Scanner>,
+    /// The host's Go programs tracing their GC to a file, likewise.
+    go_scanner: Option<gotrace::GoScanner>,
     last_scan: Option<std::time::Instant>,
     /// The agent's own start in clock ticks after boot: a JVM that started
     /// after it is read from its first counter and its log's beginning
@@ -275,6 +278,10 @@ impl Registry {
                 .discovery
                 .enabled
                 .then(|| discovery::Scanner::new(PathBuf::from(PROC_ROOT))),
+            go_scanner: config
+                .discovery
+                .enabled
+                .then(|| gotrace::GoScanner::new(PathBuf::from(PROC_ROOT))),
             last_scan: None,
             started_ticks: procfs::start_ticks(Path::new(PROC_ROOT), std::process::id())
                 .unwrap_or(0),
@@ -499,7 +506,8 @@ impl Registry {
                 None => match logs.into_iter().find(|log| log_exists(log)) {
                     Some(log) => {
                         let id = self.next_id();
-                        let source = self.follow_discovered_log(id, log, &process, &labels, store);
+                        let writer = Writer::at(process.pid, process.start_ticks, process.started);
+                        let source = self.follow_discovered_log(id, log, &writer, &labels, store);
                         found.push(Box::new(source));
                         (id, false, true)
                     }
@@ -524,17 +532,60 @@ impl Registry {
         if let Some(scanner) = &mut self.scanner {
             retry.into_iter().for_each(|pid| scanner.forget(pid));
         }
+        found.extend(self.discover_go_programs(store));
         found
     }
 
-    /// A source following the GC log discovery found for `process`, as a
-    /// configured `[[gc_log]]` would: from its beginning when the JVM started
-    /// after the agent, else from its end; not checkpointed.
+    /// Sources for the Go programs tracing their GC into a file that
+    /// started since the last scan, unless a `[[gc_log]]` names that file
+    /// (it then supplies the pauses, anchored by the program's start).
+    fn discover_go_programs(&mut self, store: &Store) -> Vec<Box<dyn Source>> {
+        let Some(scanner) = &mut self.go_scanner else {
+            return Vec::new();
+        };
+        let scan_started = std::time::Instant::now();
+        let processes = scanner.scan();
+        tracing::debug!(
+            elapsed_us = scan_started.elapsed().as_micros() as u64,
+            new_go_programs = processes.len(),
+            "Go discovery scan"
+        );
+        let mut found: Vec<Box<dyn Source>> = Vec::new();
+        for process in processes {
+            if !self.config.discovery.selects(&process.command_line) {
+                continue;
+            }
+            let trace = procfs::canonical(&process.trace);
+            let configured = self.config.gc_log.iter().any(|c| {
+                glob::Pattern::new(&c.path).is_ok_and(|p| p.matches_path(&trace))
+                    || procfs::canonical(Path::new(&c.path)) == trace
+            });
+            if configured || self.claimed.contains(&trace) {
+                continue;
+            }
+            let mut labels = process.labels();
+            labels.extend(self.config.discovery.labels_for(&process.command_line));
+            let id = self.next_id();
+            let writer = Writer::at(process.pid, process.start_ticks, process.started);
+            let source = self.follow_discovered_log(id, trace, &writer, &labels, store);
+            found.push(Box::new(gotrace::GoTraceSource::new(
+                source,
+                &process,
+                PathBuf::from(PROC_ROOT),
+                self.config.discovery.grace,
+            )));
+        }
+        found
+    }
+
+    /// A source following the GC log discovery found for the process
+    /// `writer`, as a configured `[[gc_log]]` would: from its beginning when
+    /// the process started after the agent, else from its end; not checkpointed.
     fn follow_discovered_log(
         &mut self,
         id: StreamId,
         log: PathBuf,
-        process: &discovery::JavaProcess,
+        process: &Writer,
         labels: &BTreeMap<String, String>,
         store: &Store,
     ) -> gc_log::GcLogSource {
@@ -557,7 +608,7 @@ impl Registry {
                 _ => 0,
             },
         };
-        tracing::info!(pid = process.pid, log = %log.display(), "following the GC log the JVM's options name");
+        tracing::info!(pid = process.pid, log = %log.display(), "following the GC log discovery found");
         self.claimed.insert(procfs::canonical(&log));
         let follow = FollowOptions {
             start_at,
@@ -587,6 +638,23 @@ impl Registry {
     /// Checkpoints of sources not seen this run, kept for when they return.
     pub fn unclaimed(&self) -> impl Iterator<Item = &SourceCheckpoint> {
         self.restored.values()
+    }
+}
+
+/// The process writing a GC log discovery found: a JVM, or a Go program.
+struct Writer {
+    pid: u32,
+    start_ticks: u64,
+    started: chrono::DateTime<chrono::Utc>,
+}
+
+impl Writer {
+    fn at(pid: u32, start_ticks: u64, started: chrono::DateTime<chrono::Utc>) -> Writer {
+        Writer {
+            pid,
+            start_ticks,
+            started,
+        }
     }
 }
 

@@ -167,8 +167,8 @@ struct Process {
     logs: Vec<PathBuf>,
 }
 
-/// Which running process writes which `-Xlog` file, for logs decorated with
-/// uptime only: without their JVM's start their pauses cannot be placed in
+/// Which running process writes which `-Xlog` file (or Go GC trace, its
+/// stderr), for logs decorated with uptime only: without their JVM's start their pauses cannot be placed in
 /// wall-clock time. One finder serves every GC log source.
 pub struct JvmLogWriters {
     proc_root: PathBuf,
@@ -244,9 +244,11 @@ impl JvmLogWriters {
             .collect();
         let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
         let start = self.boot.map(|boot| wall_clock(boot, start_ticks));
+        let go_trace = super::gotrace::gctrace_file(&self.proc_root, &dir);
         gc_log_files(&cwd, pid, start, &arguments)
             .iter()
             .flatten()
+            .chain(&go_trace)
             .map(|file| canonical(file))
             .collect()
     }

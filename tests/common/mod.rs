@@ -182,6 +182,25 @@ pub fn run_command(config: &Path) -> Command {
     command
 }
 
+/// `pausewatch analyze --format json ARGS...`, which must succeed: its report.
+pub fn analyze_json<I, S>(args: I) -> Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let output = Command::new(PAUSEWATCH)
+        .args(["analyze", "--format", "json"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// Runs `command`, which must refuse its setup: exit status 2. Its stderr.
 pub fn exit_2_stderr(command: &mut Command) -> String {
     let output = command.output().unwrap();
