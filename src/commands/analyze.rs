@@ -419,7 +419,7 @@ fn summarise(
         .get(&pausewatch_parsers::UnparsedKind::LegacyFormat)
     {
         warnings.push(format!(
-            "{legacy} lines are in the JDK 8 (-XX:+PrintGCDetails) format, which is not parsed; use -Xlog:gc*,safepoint"
+            "{legacy} JDK 8 (-XX:+PrintGCDetails) events could not be read (garbled or cut short); their pauses are missing"
         ));
     }
     if jvm.minutes.clock_outliers > 0 {
