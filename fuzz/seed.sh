@@ -8,6 +8,9 @@
 #     (ZGC, Shenandoah, Parallel, Serial, CMS; JDK 9-17 shapes), from
 #     $GCVIEWER_UJL (default /work/shared/corpus/GCViewer/src/test/resources/openjdk/unified-jvm-logging)
 #     when that directory exists.
+#   * optionally, GCViewer's JDK 6 to 8 samples (SampleSun1_*.txt: every
+#     collector, tenuring, PrintHeapAtGC, spliced concurrent output), from
+#     $GCVIEWER_LEGACY (default /work/shared/corpus/GCViewer/src/test/resources/openjdk).
 # Each seed is two header bytes (chunking/flush selectors, see
 # fuzz_targets/gc_log.rs) followed by about 25 consecutive lines taken from
 # the start, the middle and the last third of a log.
@@ -18,6 +21,7 @@ root=$(dirname "$here")
 out=$here/corpus/gc_log
 lines=${SEED_LINES:-25}
 gcviewer=${GCVIEWER_UJL:-/work/shared/corpus/GCViewer/src/test/resources/openjdk/unified-jvm-logging}
+legacy=${GCVIEWER_LEGACY:-/work/shared/corpus/GCViewer/src/test/resources/openjdk}
 
 mkdir -p "$out"
 
@@ -30,6 +34,11 @@ for f in "$root"/tests/fixtures/go/*/gctrace.log "$gcviewer"/../../go/go1.9.txt;
 done
 if [ -d "$gcviewer" ]; then
     for f in "$gcviewer"/*.txt; do
+        [ -f "$f" ] && sources+=("$f")
+    done
+fi
+if [ -d "$legacy" ]; then
+    for f in "$legacy"/SampleSun1_*.txt; do
         [ -f "$f" ] && sources+=("$f")
     done
 fi

@@ -169,7 +169,7 @@ enum Command {
         /// A fixed rate instead of the log's own pace.
         #[arg(long)]
         lines_per_second: Option<f64>,
-        /// Move wall-clock decorations so the first line is stamped now.
+        /// Move wall-clock decorations (JDK 8 date stamps) so the first line is stamped now.
         #[arg(long)]
         retime: bool,
     },

@@ -1281,6 +1281,14 @@ fn a_jdk8_rotation_ring_is_followed_through_wraps_and_an_agent_kill() {
         if files != Some(4.0) {
             failures.push(format!("{log}: files followed {files:?}, the ring has 4"));
         }
+        // Counted by hand: 533 `[GC (` events in the seven parts, 3 of them
+        // CMS remarks holding a young collection (-XX:+CMSScavengeBeforeRemark),
+        // as in the file GCViewer's GcSeriesLoaderTest merges them into
+        // (SampleSun1_8_0Series-ManuallyMerged.txt, parsers/tests/legacy_corpus.rs).
+        let pauses = metrics.sum("jvm_gc_pause_seconds_count", &filter);
+        if pauses != 536.0 {
+            failures.push(format!("{log}: {pauses} pauses, the set has 536"));
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(h.agent_is_running(), "the agent died");

@@ -146,6 +146,18 @@ fn recorded_trace_matches_the_runtime_accounting() {
         serde_json::from_slice(&std::fs::read(dir.join("memstats.json")).unwrap()).unwrap();
     let report = analyze(&[], &dir.join("gctrace.log"));
     check_analyze("go1.19 fixture", &report, &trace, &truth);
+    // The text report names the runtime, not a JDK; 80 = NumGC.
+    let text = Command::new(common::PAUSEWATCH)
+        .arg("analyze")
+        .arg(dir.join("gctrace.log"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.starts_with("runtime: go (gctrace)\n"), "{text}");
+    assert!(
+        text.contains(&format!("pauses: {} ", truth.num_gc)),
+        "{text}"
+    );
 }
 
 // ---------------------------------------------------------------- live Go programs

@@ -4,6 +4,10 @@
 //! `parsers/benches/run.sh` records the log (a JDK 17 G1 run at `gc*=debug`)
 //! and times `wc -l` on the same file for comparison. Without that log the
 //! committed fixture logs are used, joined.
+//!
+//! `parse_jdk8` times the JDK 6 to 8 format on real logs of each collector
+//! from the public corpus (`../shared/corpus`), joined and repeated to about
+//! 6 MB; it is left out, saying so, when the corpus is absent.
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +33,28 @@ fn bench_log() -> (PathBuf, Vec<u8>) {
         }
     }
     (fixtures, bytes)
+}
+
+/// JDK 6 to 8 logs of every collector and detail level, by size: CMS with
+/// concurrent mode failures, JDK 6 G1, a JDK 8 CMS series with date stamps,
+/// JDK 8 G1 details with PrintGCID, Parallel and Serial.
+const JDK8_LOGS: &[&str] = &[
+    "GCViewer/src/test/resources/openjdk/SampleSun1_5_0ConcurrentModeFailure.txt",
+    "GCViewer/src/test/resources/openjdk/SampleSun1_6_0G1_gc_verbose.txt",
+    "GCViewer/src/test/resources/openjdk/SampleSun1_8_0Series-ManuallyMerged.txt",
+    "GCViewer/src/test/resources/openjdk/SampleSun1_8_0G1PrintGCID.txt",
+    "jifa/analysis/gc-log/src/test/resources/8G1LogConcurrencyProblem.log",
+    "jifa/analysis/gc-log/src/test/resources/8ParallelGCParser.log",
+    "jifa/analysis/gc-log/src/test/resources/8SerialGCParser.log",
+];
+
+fn jdk8_log() -> Option<Vec<u8>> {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus");
+    let mut once = Vec::new();
+    for log in JDK8_LOGS {
+        once.extend_from_slice(&std::fs::read(corpus.join(log)).ok()?);
+    }
+    Some(once.repeat((6 << 20) / once.len() + 1))
 }
 
 /// Parses the whole log in 64 KiB reads, as `analyze` does.
@@ -71,5 +97,14 @@ fn gctrace(c: &mut Criterion) {
     measure(c, "gctrace", &bytes);
 }
 
-criterion_group!(benches, parse, gctrace);
+/// JDK 6 to 8 logs from the public corpus, see [`JDK8_LOGS`].
+fn parse_jdk8(c: &mut Criterion) {
+    let Some(bytes) = jdk8_log() else {
+        eprintln!("SKIPPED parse_jdk8: the public corpus (../shared/corpus) is absent");
+        return;
+    };
+    measure(c, "parse_jdk8", &bytes);
+}
+
+criterion_group!(benches, parse, gctrace, parse_jdk8);
 criterion_main!(benches);

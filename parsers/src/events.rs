@@ -25,6 +25,12 @@ impl LogTime {
                 .and_then(|w| w.checked_sub_signed(seconds_to_duration(seconds))),
         }
     }
+
+    /// The same instant moved `seconds` later: the end of a JDK 8 pause,
+    /// whose line is stamped when it starts.
+    pub fn later_by(&self, seconds: f64) -> LogTime {
+        self.earlier_by(-seconds)
+    }
 }
 
 /// Converts seconds to a chrono duration with nanosecond precision.

@@ -23,6 +23,7 @@ mod events;
 mod gctrace;
 mod grammar;
 pub mod hsperf;
+mod legacy;
 mod lines;
 mod log_format;
 mod stream;

@@ -13,6 +13,7 @@ use crate::envelope::{self, Envelope};
 use crate::events::*;
 use crate::gctrace::{self, GoLine, Traced};
 use crate::grammar;
+use crate::legacy::{self, Claim, LegacyParser};
 use crate::lines::{LineSplitter, Piece};
 
 /// At most this many collections are tracked as open at once; the oldest ids
@@ -39,7 +40,7 @@ const OTHER_RUNS_KEPT: usize = 4;
 const MAX_DURATION_S: f64 = 24.0 * 3600.0;
 
 /// Whether a parsed duration (seconds) is one HotSpot could have measured.
-fn plausible(duration_s: f64) -> bool {
+pub(crate) fn plausible(duration_s: f64) -> bool {
     (0.0..=MAX_DURATION_S).contains(&duration_s)
 }
 
@@ -88,7 +89,7 @@ impl Default for ParserOptions {
 pub enum UnparsedKind {
     /// Neither unified logging nor anything recognisable (application output, garbage).
     NotUnifiedLogging,
-    /// A JDK 8 (`-XX:+PrintGCDetails`) line; that format is not parsed.
+    /// A JDK 6 to 8 (`-XX:+PrintGCDetails`) event that does not parse.
     LegacyFormat,
     /// A line that names an event (`Pause …`, `Safepoint …`) but whose fields do not parse.
     MalformedEvent,
@@ -185,6 +186,9 @@ pub struct GcLogParser {
     /// The stream is written with `-Xlog:...:none`: undecorated lines that are
     /// not understood are then GC logging we ignore, not foreign output.
     undecorated_logging: bool,
+    /// The JDK 6 to 8 format, read behind the same front door.
+    #[serde(default)]
+    legacy: LegacyParser,
     stats: ParseStats,
 }
 
@@ -192,6 +196,17 @@ pub struct GcLogParser {
 fn line_anchor(env: &Envelope) -> Option<DateTime<Utc>> {
     env.wall()?
         .checked_sub_signed(seconds_to_duration(env.uptime_s?))
+}
+
+/// The envelope a JDK 8 stamp stands for, so that its events share the
+/// unified lines' clock handling. Date stamps have millisecond precision.
+fn legacy_envelope(time: LogTime) -> Envelope<'static> {
+    Envelope {
+        wall_millis: time.wall.map(|wall| wall.timestamp_millis()),
+        uptime_s: time.uptime_s,
+        decorated: true,
+        ..Envelope::default()
+    }
 }
 
 fn same_run(a: DateTime<Utc>, b: DateTime<Utc>) -> bool {
@@ -264,10 +279,13 @@ pub fn line_time(line: &str) -> Option<LogTime> {
             wall: traced.wall,
         });
     }
-    let env = envelope::parse(line)?;
-    let time = LogTime {
-        uptime_s: env.uptime_s,
-        wall: env.wall(),
+    let time = match envelope::parse(line) {
+        Some(env) if env.decorated => LogTime {
+            uptime_s: env.uptime_s,
+            wall: env.wall(),
+        },
+        // JDK 6 to 8: `2016-04-14T22:30:09.108+0200: 1.053: [GC (...`.
+        _ => legacy::leading_stamp(line).0.time(),
     };
     (time.uptime_s.is_some() || time.wall.is_some()).then_some(time)
 }
@@ -294,7 +312,7 @@ fn collector_from_using(name: &str) -> Option<Collector> {
     })
 }
 
-fn collector_from_pool(pool: &str) -> Option<Collector> {
+pub(crate) fn collector_from_pool(pool: &str) -> Option<Collector> {
     Some(match pool {
         "PSYoungGen" | "ParOldGen" | "PSOldGen" => Collector::Parallel,
         "DefNew" | "Tenured" => Collector::Serial,
@@ -363,6 +381,7 @@ impl GcLogParser {
             pending: None,
             safepoint_begin: None,
             undecorated_logging: false,
+            legacy: LegacyParser::new(options.max_line_bytes),
             stats: ParseStats::default(),
         }
     }
@@ -419,7 +438,7 @@ impl GcLogParser {
     /// Whether a pause waits for its CPU-times line: a tailing agent then
     /// owes [`flush`](Self::flush) a call once the log has been quiet.
     pub fn has_pending(&self) -> bool {
-        self.pending.is_some()
+        self.pending.is_some() || self.legacy.has_pending()
     }
 
     /// Emits a pause still waiting for its CPU-times line. A tailing agent calls
@@ -428,6 +447,9 @@ impl GcLogParser {
         if let Some(pause) = self.pending.take() {
             self.emit(GcEvent::Pause(pause), out);
         }
+        let mut held = Vec::new();
+        self.legacy.flush(&mut held);
+        self.place_legacy(held, out);
     }
 
     fn emit(&mut self, event: GcEvent, out: &mut Vec<GcEvent>) {
@@ -475,7 +497,13 @@ impl GcLogParser {
         if let Some(traced) = gctrace::recognise(text) {
             return self.go_line(traced, out);
         }
-        let Some(env) = envelope::parse(text) else {
+        let envelope = envelope::parse(text);
+        if envelope.as_ref().is_none_or(|env| !env.decorated) {
+            if let Some(outcome) = self.legacy_line(text, out) {
+                return outcome;
+            }
+        }
+        let Some(env) = envelope else {
             self.flush(out);
             return Outcome::Unparsed(if is_legacy_line(text) {
                 UnparsedKind::LegacyFormat
@@ -651,17 +679,25 @@ impl GcLogParser {
                     wall: Some(wall),
                 }
             }
-            (None, Some(uptime)) => LogTime {
+            (None, Some(_)) => self.anchored(LogTime {
                 uptime_s,
-                wall: self
-                    .run
-                    .anchor
-                    .and_then(|a| a.checked_add_signed(seconds_to_duration(uptime))),
-            },
+                wall: None,
+            }),
             (wall, None) => LogTime {
                 uptime_s: None,
                 wall,
             },
+        }
+    }
+
+    /// Wall-clock time for an uptime-only instant, once the run is anchored.
+    fn anchored(&self, time: LogTime) -> LogTime {
+        match (time.wall, time.uptime_s, self.run.anchor) {
+            (None, Some(uptime), Some(anchor)) => LogTime {
+                wall: anchor.checked_add_signed(seconds_to_duration(uptime)),
+                ..time
+            },
+            _ => time,
         }
     }
 
@@ -1161,6 +1197,73 @@ impl GcLogParser {
         self.open.remove(&id);
         self.emit(GcEvent::Cycle(cycle), out);
         Understood::Yes
+    }
+}
+
+/// The JDK 6 to 8 format's way in (`legacy.rs` holds its grammar).
+impl GcLogParser {
+    /// Hands an undecorated line to the JDK 6 to 8 parser; `None` when it
+    /// is not JDK 8 output.
+    fn legacy_line(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Option<Outcome> {
+        let mut found = Vec::new();
+        let claim = self.legacy.line(text, &mut found);
+        self.place_legacy(found, out);
+        Some(match claim {
+            Claim::NotLegacy => return None,
+            Claim::Used => Outcome::Used,
+            Claim::Ignored => Outcome::Ignored,
+            Claim::Malformed => Outcome::Unparsed(UnparsedKind::LegacyFormat),
+            Claim::StoppedTime { stamp, rest } => {
+                let env = legacy_envelope(stamp.time());
+                self.check_restart(&env, &split_message(""), out);
+                match self.stopped_time_line(rest, &env, out) {
+                    Understood::Yes => Outcome::Used,
+                    Understood::Ignored => Outcome::Ignored,
+                    Understood::Malformed => Outcome::Unparsed(UnparsedKind::MalformedEvent),
+                }
+            }
+            Claim::Preamble(preamble) => {
+                if let Some(collector) = preamble.collector {
+                    self.run.collector = collector;
+                }
+                self.run.version = preamble.version.or(self.run.version.take());
+                self.run.max_heap_bytes = preamble.max_heap_bytes.or(self.run.max_heap_bytes);
+                Outcome::Used
+            }
+        })
+    }
+
+    /// Puts JDK 6 to 8 events on the run's clock and emits them: the same
+    /// restart detection and anchoring as unified lines, keyed by the
+    /// instant each event ends (a concurrent phase spliced into a pause's
+    /// line is stamped after the pause began).
+    fn place_legacy(&mut self, events: Vec<GcEvent>, out: &mut Vec<GcEvent>) {
+        for mut event in events {
+            let (end, hint) = match &event {
+                GcEvent::Pause(pause) => (pause.end, pause.collector),
+                GcEvent::ConcurrentPhase(phase) => (phase.end, phase.collector),
+                _ => (LogTime::default(), Collector::Unknown),
+            };
+            let env = legacy_envelope(end);
+            self.check_restart(&env, &split_message(""), out);
+            self.time_of(&env);
+            self.run.saw_collection = true;
+            self.infer_collector(Some(hint).filter(|c| *c != Collector::Unknown));
+            let collector = self.run.collector;
+            match &mut event {
+                GcEvent::Pause(pause) => {
+                    pause.collector = collector;
+                    pause.start = self.anchored(pause.start);
+                    pause.end = self.anchored(pause.end);
+                }
+                GcEvent::ConcurrentPhase(phase) => {
+                    phase.collector = collector;
+                    phase.end = self.anchored(phase.end);
+                }
+                _ => {}
+            }
+            self.emit(event, out);
+        }
     }
 }
 

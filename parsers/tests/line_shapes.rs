@@ -374,7 +374,7 @@ fn preamble_after_collections_is_a_restart_and_bad_lines_are_counted() {
 [2024-04-12T17:56:10.000-0400][info][gc] Using G1
 [2024-04-12T17:56:11.000-0400][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 90M->15M(96M) 1.000ms
 [2024-04-12T17:56:12.000-0400][info][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 90M->
-2016-04-14T22:30:09.108+0200: 1.053: [GC (Allocation Failure) 1.053: [ParNew: 218496K->25704K(245760K), 0.0145305 secs] 218496K->25704K(791936K), 0.0146984 secs]
+2016-04-14T22:30:09.108+0200: 1.053: [GC (Allocation Failure) 1.053: [ParNew: 218496K->25704K(245760K), 0.0145305 secs] 218496K->garbled]
 Exception in thread \"main\" java.lang.OutOfMemoryError
 ";
     let (events, stats) = parse(log);

@@ -419,7 +419,7 @@ fn summarise(
         .get(&pausewatch_parsers::UnparsedKind::LegacyFormat)
     {
         warnings.push(format!(
-            "{legacy} lines are in the JDK 8 (-XX:+PrintGCDetails) format, which is not parsed; use -Xlog:gc*,safepoint"
+            "{legacy} JDK 8 (-XX:+PrintGCDetails) events could not be read (garbled or cut short); their pauses are missing"
         ));
     }
     if jvm.minutes.clock_outliers > 0 {
@@ -494,12 +494,17 @@ pub fn render_text(report: &Report) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let p = &report.pauses;
-    let _ = writeln!(
-        out,
-        "collector: {}   jdk: {}",
-        report.collector,
-        report.jdk_version.as_deref().unwrap_or("unknown")
-    );
+    // A Go trace has a runtime, not a JDK.
+    if report.collector == pausewatch_parsers::Collector::Go.as_str() {
+        let _ = writeln!(out, "runtime: go (gctrace)");
+    } else {
+        let _ = writeln!(
+            out,
+            "collector: {}   jdk: {}",
+            report.collector,
+            report.jdk_version.as_deref().unwrap_or("unknown")
+        );
+    }
     let _ = writeln!(
         out,
         "lines: {}   unparsed: {}   jvm restarts: {}",

@@ -23,10 +23,12 @@ pub struct ReplayOptions {
 /// `2022-01-29T16:34:51.654+0000`, HotSpot's `time` decoration.
 const TIME_FORMAT: &str = "%Y-%m-%dT%H:%M:%S%.3f%z";
 
-/// `line` with its `time` decoration moved by `shift`.
+/// `line` with its `time` decoration moved by `shift`; in a JDK 6 to 8
+/// line, every date stamp (`2016-04-14T22:30:09.108+0200: `, one per nested
+/// group).
 pub fn retimed(line: &str, shift: chrono::Duration) -> String {
     let Some(rest) = line.strip_prefix('[') else {
-        return line.to_string();
+        return retimed_date_stamps(line, shift);
     };
     let Some(close) = rest.find(']') else {
         return line.to_string();
@@ -39,6 +41,34 @@ pub fn retimed(line: &str, shift: chrono::Duration) -> String {
         ),
         Err(_) => line.to_string(),
     }
+}
+
+/// Length of HotSpot's date stamp, `2016-04-14T22:30:09.108+0200`.
+const DATE_STAMP_LEN: usize = 28;
+
+fn retimed_date_stamps(line: &str, shift: chrono::Duration) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find('T').filter(|&at| at >= 10) {
+        let start = at - 10;
+        let moved = rest
+            .get(start..start + DATE_STAMP_LEN)
+            .filter(|_| rest[start + DATE_STAMP_LEN..].starts_with(": "))
+            .and_then(|stamp| DateTime::parse_from_str(stamp, TIME_FORMAT).ok());
+        match moved {
+            Some(time) => {
+                out.push_str(&rest[..start]);
+                out.push_str(&(time + shift).format(TIME_FORMAT).to_string());
+                rest = &rest[start + DATE_STAMP_LEN..];
+            }
+            None => {
+                out.push_str(&rest[..=at]);
+                rest = &rest[at + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Seconds since the first timed line, from the line's uptime or wall time.
@@ -125,5 +155,20 @@ mod tests {
             retimed("[0.1s][info][gc] Using G1", chrono::Duration::hours(1)),
             "[0.1s][info][gc] Using G1"
         );
+    }
+
+    #[test]
+    fn retime_moves_every_jdk8_date_stamp() {
+        let line = "2016-04-14T22:30:09.108+0200: 1.053: [GC (Allocation Failure) 2016-04-14T22:30:09.108+0200: 1.053: [ParNew: 218496K->25704K(245760K), 0.0145305 secs] 218496K->25704K(791936K), 0.0146984 secs] [Times: user=0.13 sys=0.00, real=0.01 secs]";
+        let moved = retimed(line, chrono::Duration::hours(1));
+        assert_eq!(
+            moved,
+            line.replace(
+                "2016-04-14T22:30:09.108+0200",
+                "2016-04-14T23:30:09.108+0200"
+            )
+        );
+        let plain = "Desired survivor size 1343488 bytes, new threshold 1 (max 1) T";
+        assert_eq!(retimed(plain, chrono::Duration::hours(1)), plain);
     }
 }
