@@ -31,18 +31,17 @@ const LOG_OWNER: u32 = 65534;
 
 /// Why the test cannot run here, if it cannot.
 fn missing_prerequisite() -> Option<String> {
-    if std::fs::metadata("/proc/self").map_or(true, |m| m.uid() != 0) {
-        return Some("not root (dpkg -i needs it)".into());
-    }
-    for (tool, args) in [
-        ("dpkg", &["--version"][..]),
-        ("adduser", &["--version"][..]),
-        ("setpriv", &["--version"][..]),
-        ("cargo", &["deb", "--version"][..]),
-    ] {
-        if !succeeds(tool, args) {
-            return Some(format!("{tool} {} does not run", args.join(" ")));
-        }
+    let missing = common::missing_root_or_tool(
+        "dpkg -i needs it",
+        &[
+            ("dpkg", &["--version"]),
+            ("adduser", &["--version"]),
+            ("setpriv", &["--version"]),
+            ("cargo", &["deb", "--version"]),
+        ],
+    );
+    if missing.is_some() {
+        return missing;
     }
     if succeeds("dpkg", &["-s", "pausewatch"]) {
         return Some("a pausewatch package is installed on this machine; not touching it".into());

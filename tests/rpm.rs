@@ -16,7 +16,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;
 
-use common::{run_stdout, succeeds};
+use common::run_stdout;
 
 mod common;
 
@@ -39,20 +39,15 @@ const FILES: [&str; 10] = [
 
 /// Why the test cannot run here, if it cannot.
 fn missing_prerequisite() -> Option<String> {
-    if std::fs::metadata("/proc/self").map_or(true, |m| m.uid() != 0) {
-        return Some("not root (rpm --root sets file owners)".into());
-    }
-    for (tool, args) in [
-        ("rpm", &["--version"][..]),
-        ("cargo", &["generate-rpm", "--version"][..]),
-        ("systemd-sysusers", &["--version"][..]),
-        ("systemd-tmpfiles", &["--version"][..]),
-    ] {
-        if !succeeds(tool, args) {
-            return Some(format!("{tool} {} does not run", args.join(" ")));
-        }
-    }
-    None
+    common::missing_root_or_tool(
+        "rpm --root sets file owners",
+        &[
+            ("rpm", &["--version"]),
+            ("cargo", &["generate-rpm", "--version"]),
+            ("systemd-sysusers", &["--version"]),
+            ("systemd-tmpfiles", &["--version"]),
+        ],
+    )
 }
 
 /// `rpm -qp --queryformat FORMAT PACKAGE`.

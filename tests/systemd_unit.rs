@@ -15,12 +15,11 @@
 //! `PAUSEWATCH_SYSTEMD_TEST=1`, as root, with debootstrap, systemd-nspawn
 //! (`systemd-container`), nsenter and cargo-deb; otherwise it says SKIPPED.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{jvm_fixture, run_stdout, succeeds, MxBeans};
+use common::{jvm_fixture, run_stdout, MxBeans};
 
 mod common;
 
@@ -39,20 +38,15 @@ fn missing_prerequisite() -> Option<String> {
             "set {MARKER}=1 to boot systemd in a container (debootstrap: about 4 minutes the first time)"
         ));
     }
-    if std::fs::metadata("/proc/self").map_or(true, |m| m.uid() != 0) {
-        return Some("not root".into());
-    }
-    for (tool, args) in [
-        ("debootstrap", &["--version"][..]),
-        ("systemd-nspawn", &["--version"][..]),
-        ("nsenter", &["--version"][..]),
-        ("cargo", &["deb", "--version"][..]),
-    ] {
-        if !succeeds(tool, args) {
-            return Some(format!("{tool} {} does not run", args.join(" ")));
-        }
-    }
-    None
+    common::missing_root_or_tool(
+        "nspawn and dpkg need it",
+        &[
+            ("debootstrap", &["--version"]),
+            ("systemd-nspawn", &["--version"]),
+            ("nsenter", &["--version"]),
+            ("cargo", &["deb", "--version"]),
+        ],
+    )
 }
 
 /// A minimal Debian of the host's release with systemd, made once.

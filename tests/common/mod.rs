@@ -219,6 +219,20 @@ pub fn succeeds(program: &str, args: &[&str]) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Why a test that must run as root with some tools cannot run here:
+/// not root (`root_for` says what needs it), or the first `(program, args)`
+/// probe that does not run and exit 0.
+pub fn missing_root_or_tool(root_for: &str, probes: &[(&str, &[&str])]) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::metadata("/proc/self").map_or(true, |m| m.uid() != 0) {
+        return Some(format!("not root ({root_for})"));
+    }
+    probes
+        .iter()
+        .find(|(program, args)| !succeeds(program, args))
+        .map(|(program, args)| format!("{program} {} does not run", args.join(" ")))
+}
+
 /// The stdout of `program ARGS`, which must exit 0.
 pub fn run_stdout(program: &str, args: &[&str]) -> String {
     let output = Command::new(program).args(args).output().unwrap();
