@@ -93,13 +93,7 @@ fn hand_checked_pause_counts() {
     let Some(root) = corpus_root() else { return };
     for (file, collector, count, full, evacuation_failures, degenerated, unparsed) in HAND_CHECKED {
         let (events, parser) = parse_files(&[root.join(file)], None).unwrap();
-        let pauses: Vec<_> = events
-            .iter()
-            .filter_map(|e| match e {
-                GcEvent::Pause(p) => Some(p),
-                _ => None,
-            })
-            .collect();
+        let pauses: Vec<_> = events.iter().filter_map(GcEvent::as_pause).collect();
         assert_eq!(pauses.len(), *count, "pauses in {file}");
         assert!(
             pauses.iter().all(|p| p.collector == *collector),

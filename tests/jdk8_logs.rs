@@ -3,7 +3,7 @@
 //! figures are the ones GCViewer's and Jifa's own tests assert for the same
 //! files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -11,31 +11,9 @@ use serde_json::Value;
 
 mod common;
 
-fn corpus_file(relative: &str) -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/corpus")
-        .join(relative);
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: corpus file not found: {}", path.display());
-        None
-    }
-}
-
-fn analyze_json(args: &[&str], file: &PathBuf) -> Value {
-    let output = Command::new(common::PAUSEWATCH)
-        .args(["analyze", "--format", "json"])
-        .args(args)
-        .arg(file)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+/// `analyze --format json ARGS FILE`.
+fn analyze_json(args: &[&str], file: &Path) -> Value {
+    common::analyze_json(args.iter().map(|a| a.as_ref()).chain([file.as_os_str()]))
 }
 
 /// GCViewer TestDataReaderSun1_6_0G1.testG1GcVerbose: pause sum 62.616796 s,
@@ -45,7 +23,7 @@ fn analyze_json(args: &[&str], file: &PathBuf) -> Value {
 #[test]
 fn analyze_reads_a_jdk6_g1_log_as_gcviewer_does() {
     let Some(file) =
-        corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_6_0G1_gc_verbose.txt")
+        common::corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_6_0G1_gc_verbose.txt")
     else {
         return;
     };
@@ -74,7 +52,8 @@ fn analyze_reads_a_jdk6_g1_log_as_gcviewer_does() {
 /// `secs]` figures). The file has uptime only and no header.
 #[test]
 fn analyze_reads_a_jdk8_parallel_log() {
-    let Some(file) = corpus_file("jifa/analysis/gc-log/src/test/resources/8ParallelGCParser.log")
+    let Some(file) =
+        common::corpus_file("jifa/analysis/gc-log/src/test/resources/8ParallelGCParser.log")
     else {
         return;
     };
@@ -94,7 +73,7 @@ fn analyze_reads_a_jdk8_parallel_log() {
 #[test]
 fn analyze_places_a_date_stamped_cms_log_in_minutes() {
     let Some(file) =
-        corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_8_0CmsPrintGcId.txt")
+        common::corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_8_0CmsPrintGcId.txt")
     else {
         return;
     };
@@ -118,7 +97,7 @@ fn analyze_places_a_date_stamped_cms_log_in_minutes() {
 #[test]
 fn the_agent_follows_a_jdk8_log_written_live() {
     let Some(source) =
-        corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_8_0CmsPrintGcId.txt")
+        common::corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_8_0CmsPrintGcId.txt")
     else {
         return;
     };
@@ -170,7 +149,7 @@ fn analyze_orders_a_jdk8_rotation_set() {
     let parts: Option<Vec<PathBuf>> = [3, 1, 2]
         .iter()
         .map(|n| {
-            corpus_file(&format!(
+            common::corpus_file(&format!(
                 "GCViewer/src/test/resources/openjdk/SampleSun1_8_0Series-Part{n}.txt"
             ))
         })

@@ -103,17 +103,12 @@ fn pixels_near(rgba: &[u8], rgb: [u8; 3]) -> usize {
 }
 
 fn report(args: &[&str], out: &Path) {
-    let output = Command::new(common::PAUSEWATCH)
-        .arg("report")
-        .args(args)
-        .arg("-o")
-        .arg(out)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    common::succeed(
+        Command::new(common::PAUSEWATCH)
+            .arg("report")
+            .args(args)
+            .arg("-o")
+            .arg(out),
     );
 }
 

@@ -119,7 +119,8 @@ pub struct CpuTimes {
 }
 
 /// A stop-the-world GC pause, counted once, from the line that carries its duration.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `Default` is a pause of nothing known: builders name what their line gives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Pause {
     pub gc_id: Option<u64>,
     pub collector: Collector,
@@ -222,4 +223,14 @@ pub enum GcEvent {
     Cycle(Cycle),
     Stall(Stall),
     JvmRestart(JvmRestart),
+}
+
+impl GcEvent {
+    /// The pause, if the event is one: what most readers of an event list want.
+    pub fn as_pause(&self) -> Option<&Pause> {
+        match self {
+            GcEvent::Pause(pause) => Some(pause),
+            _ => None,
+        }
+    }
 }

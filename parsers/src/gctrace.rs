@@ -91,20 +91,13 @@ impl GoCycle {
             gc_id: Some(self.number),
             collector: Collector::Go,
             name: "Pause GC".to_string(),
-            qualifiers: Vec::new(),
             cause: cause.clone(),
             generation: None,
             start: end.earlier_by(pause_s),
             end,
             duration_s: pause_s,
-            heap: None,
-            pools: Vec::new(),
-            cpu: None,
-            full: false,
-            evacuation_failure: false,
-            degenerated: false,
-            humongous: false,
             explicit: self.forced,
+            ..Pause::default()
         };
         // After the cycle only the marked heap is live: the rest is swept
         // lazily, so the marked figure is the heap "after" the collection.

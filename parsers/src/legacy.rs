@@ -887,20 +887,10 @@ fn blank_pause(stamp: Stamp) -> Pause {
         gc_id: stamp.gc_id,
         collector: Collector::Unknown,
         name: "Pause Young".to_string(),
-        qualifiers: Vec::new(),
-        cause: None,
         generation: Some(Generation::Young),
         start,
         end: start,
-        duration_s: 0.0,
-        heap: None,
-        pools: Vec::new(),
-        cpu: None,
-        full: false,
-        evacuation_failure: false,
-        degenerated: false,
-        humongous: false,
-        explicit: false,
+        ..Pause::default()
     }
 }
 
@@ -1074,13 +1064,7 @@ mod tests {
     }
 
     fn pauses(events: &[GcEvent]) -> Vec<&Pause> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                GcEvent::Pause(p) => Some(p),
-                _ => None,
-            })
-            .collect()
+        events.iter().filter_map(GcEvent::as_pause).collect()
     }
 
     fn close(a: f64, b: f64) -> bool {

@@ -33,13 +33,7 @@ fn parse(text: &[u8]) -> (Vec<GcEvent>, ParseStats) {
 }
 
 fn pauses(events: &[GcEvent]) -> Vec<&pausewatch_parsers::Pause> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            GcEvent::Pause(p) => Some(p),
-            _ => None,
-        })
-        .collect()
+    events.iter().filter_map(GcEvent::as_pause).collect()
 }
 
 fn go19() -> Option<Vec<u8>> {

@@ -223,13 +223,7 @@ fn a_rotation_set_is_one_run() {
         parser.feed(&std::fs::read(path).unwrap(), &mut events);
     }
     parser.finish(&mut events);
-    let pauses: Vec<&Pause> = events
-        .iter()
-        .filter_map(|e| match e {
-            GcEvent::Pause(p) => Some(p),
-            _ => None,
-        })
-        .collect();
+    let pauses: Vec<&Pause> = events.iter().filter_map(GcEvent::as_pause).collect();
     assert_eq!(pauses.len(), 536);
     assert_close(
         pauses.iter().map(|p| p.duration_s).sum(),

@@ -12,13 +12,7 @@ fn parse(text: &str) -> (Vec<GcEvent>, ParseStats) {
 }
 
 fn pauses(events: &[GcEvent]) -> Vec<&Pause> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            GcEvent::Pause(p) => Some(p),
-            _ => None,
-        })
-        .collect()
+    events.iter().filter_map(GcEvent::as_pause).collect()
 }
 
 fn close(a: f64, b: f64) -> bool {

@@ -197,7 +197,6 @@ fn counter_pause(
     at: impl Fn(f64) -> LogTime,
 ) -> Pause {
     Pause {
-        gc_id: None,
         collector: counter.collector,
         name: counter.name.to_string(),
         qualifiers: counter.qualifier.map(str::to_string).into_iter().collect(),
@@ -206,14 +205,10 @@ fn counter_pause(
         start: at(start),
         end: at(end),
         duration_s: duration,
-        heap: None,
-        pools: Vec::new(),
-        cpu: None,
         full: counter.full,
-        evacuation_failure: false,
-        degenerated: false,
         humongous: cause == "G1 Humongous Allocation",
         explicit: cause == "System.gc()",
+        ..Pause::default()
     }
 }
 

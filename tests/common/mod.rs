@@ -188,17 +188,35 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let output = Command::new(PAUSEWATCH)
-        .args(["analyze", "--format", "json"])
-        .args(args)
-        .output()
-        .unwrap();
+    let stdout = succeed(
+        Command::new(PAUSEWATCH)
+            .args(["analyze", "--format", "json"])
+            .args(args),
+    );
+    serde_json::from_slice(&stdout).unwrap()
+}
+
+/// Runs `command`, which must succeed (its stderr otherwise): its stdout.
+pub fn succeed(command: &mut Command) -> Vec<u8> {
+    let output = command.output().unwrap();
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    serde_json::from_slice(&output.stdout).unwrap()
+    output.stdout
+}
+
+/// A file of the public corpus beside the repository (`../shared/corpus`),
+/// or `None` after saying the test is skipped.
+pub fn corpus_file(relative: &str) -> Option<PathBuf> {
+    let path = root().join("../shared/corpus").join(relative);
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!("SKIPPED: corpus file not found: {}", path.display());
+        None
+    }
 }
 
 /// Runs `command`, which must refuse its setup: exit status 2. Its stderr.
