@@ -1,8 +1,6 @@
 //! `pausewatch analyze`: read GC log files offline and summarise their pauses.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -12,6 +10,7 @@ use pausewatch_parsers::{
 };
 use serde::Serialize;
 
+use crate::commands::gc_input::read_gc_log;
 use crate::config::access_format::{detect_json, detect_preset, format_names, AccessFields};
 use crate::model::correlate::{
     attribute, combine, correlate, per_minute, stop_of, Attribution, AttributionOptions,
@@ -122,7 +121,8 @@ pub fn percentile(sorted: &[f64], quantile: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
-/// Parses the files as one stream, in the order given.
+/// Parses the files as one stream, in the order given, all events kept (for
+/// tests that feed the model themselves; `analyze` folds them as they come).
 pub fn parse_files(
     paths: &[PathBuf],
     jvm_start: Option<DateTime<Utc>>,
@@ -132,22 +132,40 @@ pub fn parse_files(
         ..ParserOptions::default()
     });
     let mut events = Vec::new();
-    let mut buffer = vec![0u8; 1024 * 1024];
     for path in paths {
-        let mut file =
-            File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-        loop {
-            let read = file
-                .read(&mut buffer)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            if read == 0 {
-                break;
-            }
-            parser.feed(&buffer[..read], &mut events);
-        }
+        read_gc_log(path, &mut |bytes| parser.feed(bytes, &mut events))?;
     }
     parser.finish(&mut events);
     Ok((events, parser))
+}
+
+/// Events held back at most while the clock of a run is undecided (no two
+/// of its times near each other yet, [`JvmState::ingest_events`]): past
+/// that, the first time is taken, as at the end of the input.
+const MAX_HELD_EVENTS: usize = 1 << 16;
+
+/// Reads the files as one stream, in the order given, and folds their
+/// events into `fold` as they are parsed: nothing but the fold outlives a
+/// chunk, so memory does not grow with the log.
+fn fold_files(
+    paths: &[PathBuf],
+    jvm_start: Option<DateTime<Utc>>,
+    fold: &mut Fold,
+) -> Result<GcLogParser> {
+    let mut parser = GcLogParser::new(ParserOptions {
+        jvm_start,
+        ..ParserOptions::default()
+    });
+    let mut fresh = Vec::new();
+    for path in paths {
+        read_gc_log(path, &mut |bytes| {
+            parser.feed(bytes, &mut fresh);
+            fold.take(&mut fresh, false);
+        })?;
+    }
+    parser.finish(&mut fresh);
+    fold.take(&mut fresh, true);
+    Ok(parser)
 }
 
 pub struct AnalyzeOptions {
@@ -171,22 +189,15 @@ fn event_wall_time(event: &GcEvent) -> Option<DateTime<Utc>> {
     }
 }
 
-/// The end of the warm-up `skip_seconds` long: `None` when nothing is to be
-/// skipped or no event has a wall-clock time.
-fn warm_up_end(events: &[GcEvent], skip_seconds: Option<f64>) -> Option<DateTime<Utc>> {
-    let skip = skip_seconds.filter(|s| *s > 0.0)?;
-    let first = events.iter().find_map(event_wall_time)?;
-    first.checked_add_signed(pausewatch_parsers::seconds_to_duration(skip))
-}
-
 pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
     // The GC log and each access log are read on threads of their own: they
     // are independent until attribution, and archives are large.
     let (parsed, access_logs) = std::thread::scope(|scope| {
         let gc = scope.spawn(|| {
-            // An unreadable file is reported by `parse_files`.
+            // An unreadable file is reported by `fold_files`.
             let files = oldest_first(paths.to_vec());
-            parse_files(&files, options.jvm_start).map(|parsed| (files, parsed))
+            let mut fold = Fold::new(options);
+            fold_files(&files, options.jvm_start, &mut fold).map(|parser| (files, fold, parser))
         });
         let access: Vec<_> = options
             .latency
@@ -200,24 +211,13 @@ pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
             .collect();
         (gc.join().expect("the GC-log reader panicked"), access_logs)
     });
-    let (files, (mut events, parser)) = parsed?;
+    let (files, fold, parser) = parsed?;
     let access_logs = access_logs?;
-    let warm_up_end = warm_up_end(&events, options.skip_first_seconds);
-    if let Some(end) = warm_up_end {
-        events.retain(|e| event_wall_time(e).is_none_or(|t| t >= end));
-    }
-    let mut stops = StopIndex::default();
-    for event in &events {
-        if let Some(stop) = stop_of(event) {
-            stops.add(stop);
-        }
-    }
-    let has_stops_without_time = events
-        .iter()
-        .any(|e| matches!(e, GcEvent::Pause(_) | GcEvent::Safepoint(_)))
-        && stops.is_empty();
-    let mut report = summarise(files, events, &parser, options.include_events);
+    let warm_up_end = fold.warm_up_end();
+    let has_stops_without_time = fold.saw_stops && !fold.saw_timed_stop;
+    let (mut report, stops) = fold.report(files, &parser);
     if let Some(input) = &options.latency {
+        let stops = stops.unwrap_or_default();
         let mut requests = Vec::new();
         for (summary, warning, read) in access_logs {
             report.access_logs.push(summary);
@@ -360,28 +360,182 @@ fn add_latency(
     }
 }
 
-fn summarise(
-    files: Vec<PathBuf>,
-    events: Vec<GcEvent>,
-    parser: &GcLogParser,
-    include_events: bool,
-) -> Report {
-    let mut jvm = JvmState::default();
-    jvm.ingest(parser.run(), &events, None);
-    jvm.minutes.finish();
-    let mut durations = Vec::new();
-    let mut by_name: BTreeMap<String, NameSummary> = BTreeMap::new();
-    let mut safepoints = SafepointSummary {
-        count: 0,
-        total_seconds: 0.0,
-        max_seconds: 0.0,
-    };
-    let mut pauses = Vec::new();
-    for event in events {
+/// A pause duration ordered as `f64::total_cmp` orders it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Duration(f64);
+
+impl Eq for Duration {}
+
+impl PartialOrd for Duration {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Duration {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// Every pause duration with how often it occurred: the exact percentiles
+/// of all of them, in memory that follows the distinct durations (logs
+/// print them to a fixed resolution), not the number of pauses.
+#[derive(Debug, Default)]
+struct Durations {
+    counts: BTreeMap<Duration, u64>,
+    count: u64,
+}
+
+impl Durations {
+    fn add(&mut self, seconds: f64) {
+        *self.counts.entry(Duration(seconds)).or_default() += 1;
+        self.count += 1;
+    }
+
+    /// The sum in ascending order, as over the sorted list, from +0.0 (an
+    /// empty `sum()` is -0.0, printed `-0.000 ms`).
+    fn total(&self) -> f64 {
+        let mut total = 0.0;
+        for (duration, count) in &self.counts {
+            for _ in 0..*count {
+                total += duration.0;
+            }
+        }
+        total
+    }
+
+    fn max(&self) -> f64 {
+        self.counts.keys().next_back().map_or(0.0, |d| d.0)
+    }
+
+    /// [`percentile`] of the sorted durations.
+    fn percentile(&self, quantile: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let rank = ((quantile * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (duration, count) in &self.counts {
+            seen += count;
+            if seen >= rank {
+                return duration.0;
+            }
+        }
+        unreachable!("rank {rank} is at most the count {seen}")
+    }
+}
+
+/// The end of the warm-up `--skip-first` leaves out, known from the first
+/// event with a wall-clock time on.
+enum WarmUp {
+    Nothing,
+    /// Seconds to skip from the first event with a wall-clock time, not seen yet.
+    Waiting(f64),
+    Until(Option<DateTime<Utc>>),
+}
+
+impl WarmUp {
+    /// Whether `event` is past the warm-up (one without wall-clock time always is).
+    fn keeps(&mut self, event: &GcEvent) -> bool {
+        let Some(time) = event_wall_time(event) else {
+            return true;
+        };
+        if let WarmUp::Waiting(skip) = *self {
+            *self = WarmUp::Until(
+                time.checked_add_signed(pausewatch_parsers::seconds_to_duration(skip)),
+            );
+        }
+        match self {
+            WarmUp::Until(Some(end)) => time >= *end,
+            _ => true,
+        }
+    }
+}
+
+/// What `analyze` keeps of the GC log's events as they are read: the model,
+/// the report's summaries, and the events themselves only where asked for
+/// (`--events`, the stops of `--latency`).
+struct Fold {
+    jvm: JvmState,
+    warm_up: WarmUp,
+    /// Parsed events not folded in yet: the clock of their run is undecided.
+    held: Vec<GcEvent>,
+    durations: Durations,
+    by_name: BTreeMap<String, NameSummary>,
+    safepoints: SafepointSummary,
+    /// The collector of the first pause, for a log that never names it.
+    first_collector: Option<pausewatch_parsers::Collector>,
+    pauses: Option<Vec<Pause>>,
+    stops: Option<StopIndex>,
+    saw_stops: bool,
+    saw_timed_stop: bool,
+}
+
+impl Fold {
+    fn new(options: &AnalyzeOptions) -> Self {
+        Fold {
+            jvm: JvmState::default(),
+            warm_up: options
+                .skip_first_seconds
+                .filter(|s| *s > 0.0)
+                .map_or(WarmUp::Nothing, WarmUp::Waiting),
+            held: Vec::new(),
+            durations: Durations::default(),
+            by_name: BTreeMap::new(),
+            safepoints: SafepointSummary {
+                count: 0,
+                total_seconds: 0.0,
+                max_seconds: 0.0,
+            },
+            first_collector: None,
+            pauses: options.include_events.then(Vec::new),
+            stops: options.latency.as_ref().map(|_| StopIndex::default()),
+            saw_stops: false,
+            saw_timed_stop: false,
+        }
+    }
+
+    fn warm_up_end(&self) -> Option<DateTime<Utc>> {
+        match self.warm_up {
+            WarmUp::Until(end) => end,
+            _ => None,
+        }
+    }
+
+    /// Folds in `fresh` (emptied), past the warm-up; with `complete` false
+    /// some may wait for the events after them.
+    fn take(&mut self, fresh: &mut Vec<GcEvent>, complete: bool) {
+        for event in fresh.drain(..) {
+            if self.warm_up.keeps(&event) {
+                self.held.push(event);
+            }
+        }
+        let complete = complete || self.held.len() > MAX_HELD_EVENTS;
+        let taken = self.jvm.ingest_events(&self.held, complete, None);
+        let held = std::mem::take(&mut self.held);
+        let mut held = held.into_iter();
+        for event in held.by_ref().take(taken) {
+            self.count(event);
+        }
+        self.held = held.collect();
+    }
+
+    fn count(&mut self, event: GcEvent) {
+        if matches!(event, GcEvent::Pause(_) | GcEvent::Safepoint(_)) {
+            self.saw_stops = true;
+            if let Some(stop) = stop_of(&event) {
+                self.saw_timed_stop = true;
+                if let Some(stops) = &mut self.stops {
+                    stops.add(stop);
+                }
+            }
+        }
         match event {
             GcEvent::Pause(pause) => {
-                durations.push(pause.duration_s);
-                let entry = by_name
+                self.durations.add(pause.duration_s);
+                let entry = self
+                    .by_name
                     .entry(pause.name.clone())
                     .or_insert_with(|| NameSummary {
                         name: pause.name.clone(),
@@ -392,12 +546,13 @@ fn summarise(
                 entry.count += 1;
                 entry.total_seconds += pause.duration_s;
                 entry.max_seconds = entry.max_seconds.max(pause.duration_s);
-                if jvm.collector == pausewatch_parsers::Collector::Unknown {
-                    jvm.collector = pause.collector;
+                self.first_collector.get_or_insert(pause.collector);
+                if let Some(pauses) = &mut self.pauses {
+                    pauses.push(pause);
                 }
-                pauses.push(pause);
             }
             GcEvent::Safepoint(s) => {
+                let safepoints = &mut self.safepoints;
                 safepoints.count += 1;
                 safepoints.total_seconds += s.total_s;
                 safepoints.max_seconds = safepoints.max_seconds.max(s.total_s);
@@ -405,83 +560,103 @@ fn summarise(
             _ => {}
         }
     }
-    durations.sort_by(f64::total_cmp);
-    let stats = parser.stats();
-    let mut warnings = Vec::new();
-    if jvm.minutes.unplaced_events > 0 {
-        warnings.push(format!(
+
+    /// The report of the whole log, and the stops with `--latency`.
+    fn report(self, files: Vec<PathBuf>, parser: &GcLogParser) -> (Report, Option<StopIndex>) {
+        let Fold {
+            mut jvm,
+            durations,
+            by_name,
+            safepoints,
+            first_collector,
+            pauses,
+            stops,
+            ..
+        } = self;
+        jvm.note_run(parser.run());
+        jvm.minutes.finish();
+        if jvm.collector == pausewatch_parsers::Collector::Unknown {
+            if let Some(collector) = first_collector {
+                jvm.collector = collector;
+            }
+        }
+        let stats = parser.stats();
+        let mut warnings = Vec::new();
+        if jvm.minutes.unplaced_events > 0 {
+            warnings.push(format!(
             "{} events have no wall-clock time (the log has no time decorator and no line with both time and uptime); pass --jvm-start to place them in minutes",
             jvm.minutes.unplaced_events
         ));
-    }
-    if let Some(legacy) = stats
-        .unparsed
-        .get(&pausewatch_parsers::UnparsedKind::LegacyFormat)
-    {
-        warnings.push(format!(
+        }
+        if let Some(legacy) = stats
+            .unparsed
+            .get(&pausewatch_parsers::UnparsedKind::LegacyFormat)
+        {
+            warnings.push(format!(
             "{legacy} JDK 8 (-XX:+PrintGCDetails) events could not be read (garbled or cut short); their pauses are missing"
         ));
-    }
-    if jvm.minutes.clock_outliers > 0 {
-        warnings.push(format!(
+        }
+        if jvm.minutes.clock_outliers > 0 {
+            warnings.push(format!(
             "{} events are dated more than a day from the events around them (a wrong clock or a corrupt line): counted, but not placed in minutes",
             jvm.minutes.clock_outliers
         ));
-    }
-    let filled = jvm.minutes.filled(i64::MIN..i64::MAX, MAX_QUIET_MINUTES);
-    if filled.quiet_left_out > 0 {
-        warnings.push(format!(
+        }
+        let filled = jvm.minutes.filled(i64::MIN..i64::MAX, MAX_QUIET_MINUTES);
+        if filled.quiet_left_out > 0 {
+            warnings.push(format!(
             "quiet minutes are listed for at most {} days: {} quiet minutes between events are left out of `minutes`",
             MAX_QUIET_MINUTES / (24 * 60),
             filled.quiet_left_out
         ));
-    }
-    let mut unparsed_by_kind: BTreeMap<String, u64> = stats
-        .unparsed
-        .iter()
-        .map(|(kind, count)| (kind.as_str().to_string(), *count))
-        .collect();
-    if jvm.minutes.clock_outliers > 0 {
-        unparsed_by_kind.insert(CLOCK_OUTLIER.to_string(), jvm.minutes.clock_outliers);
-    }
-    let mut by_name: Vec<NameSummary> = by_name.into_values().collect();
-    by_name.sort_by(|a, b| b.total_seconds.total_cmp(&a.total_seconds));
-    Report {
-        files,
-        collector: jvm.collector.as_str().to_string(),
-        jdk_version: parser.run().version.clone(),
-        pauses: PauseSummary {
-            count: durations.len() as u64,
-            // From +0.0: an empty `sum()` is -0.0, printed `-0.000 ms`.
-            total_seconds: durations.iter().fold(0.0, |total, d| total + d),
-            max_seconds: durations.last().copied().unwrap_or(0.0),
-            p50_seconds: percentile(&durations, 0.50),
-            p99_seconds: percentile(&durations, 0.99),
-            p999_seconds: percentile(&durations, 0.999),
-        },
-        by_name,
-        safepoints,
-        minutes: filled
-            .minutes
-            .into_iter()
-            .map(|gc| CombinedMinute {
-                gc,
-                latency: None,
-                attribution: None,
-            })
-            .collect(),
-        access_logs: Vec::new(),
-        latency: None,
-        attribution: None,
-        correlation: None,
-        markers: jvm.counters,
-        lines: stats.lines,
-        unparsed_lines: stats.unparsed_total() + jvm.minutes.clock_outliers,
-        unparsed_by_kind,
-        jvm_restarts: stats.restarts,
-        warnings,
-        events: include_events.then_some(pauses),
-        slow_requests: None,
+        }
+        let mut unparsed_by_kind: BTreeMap<String, u64> = stats
+            .unparsed
+            .iter()
+            .map(|(kind, count)| (kind.as_str().to_string(), *count))
+            .collect();
+        if jvm.minutes.clock_outliers > 0 {
+            unparsed_by_kind.insert(CLOCK_OUTLIER.to_string(), jvm.minutes.clock_outliers);
+        }
+        let mut by_name: Vec<NameSummary> = by_name.into_values().collect();
+        by_name.sort_by(|a, b| b.total_seconds.total_cmp(&a.total_seconds));
+        let report = Report {
+            files,
+            collector: jvm.collector.as_str().to_string(),
+            jdk_version: parser.run().version.clone(),
+            pauses: PauseSummary {
+                count: durations.count,
+                total_seconds: durations.total(),
+                max_seconds: durations.max(),
+                p50_seconds: durations.percentile(0.50),
+                p99_seconds: durations.percentile(0.99),
+                p999_seconds: durations.percentile(0.999),
+            },
+            by_name,
+            safepoints,
+            minutes: filled
+                .minutes
+                .into_iter()
+                .map(|gc| CombinedMinute {
+                    gc,
+                    latency: None,
+                    attribution: None,
+                })
+                .collect(),
+            access_logs: Vec::new(),
+            latency: None,
+            attribution: None,
+            correlation: None,
+            markers: jvm.counters,
+            lines: stats.lines,
+            unparsed_lines: stats.unparsed_total() + jvm.minutes.clock_outliers,
+            unparsed_by_kind,
+            jvm_restarts: stats.restarts,
+            warnings,
+            events: pauses,
+            slow_requests: None,
+        };
+        (report, stops)
     }
 }
 

@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod chart;
 pub mod compare;
 pub mod demo;
+mod gc_input;
 pub mod replay;
 pub mod report;
 pub mod rules;

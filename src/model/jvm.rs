@@ -242,16 +242,41 @@ impl JvmState {
         &mut self,
         run: &pausewatch_parsers::JvmRun,
         events: &[GcEvent],
-        mut latency: Option<&mut LatencyState>,
+        latency: Option<&mut LatencyState>,
     ) {
         self.note_run(run);
+        self.ingest_events(events, true, latency);
+    }
+
+    /// [`ingest`](Self::ingest)'s fold over `events` alone, for a caller
+    /// that streams a log through it (`analyze`): with `complete` false, more
+    /// of the stream is to come, and the events whose minutes depend on the
+    /// time of one still unread are left for the next call
+    /// ([`MinuteWindows::settle_clock`]). Returns how many of
+    /// `events` (a prefix) were taken.
+    pub fn ingest_events(
+        &mut self,
+        events: &[GcEvent],
+        complete: bool,
+        mut latency: Option<&mut LatencyState>,
+    ) -> usize {
+        // The clock is asked only where its answer may change: asking at
+        // every event rescanned the rest of a run without wall-clock time
+        // for each of its events.
+        let mut ask_at = 0;
         for (index, event) in events.iter().enumerate() {
-            self.minutes.settle_clock(&events[index..]);
+            if index == ask_at {
+                match self.minutes.settle_clock(&events[index..], complete) {
+                    Some(taken) => ask_at = index + taken,
+                    None => return index,
+                }
+            }
             let placed = self.apply(event);
             if let (Some(latency), Placement::Minute(_)) = (latency.as_deref_mut(), placed) {
                 latency.add_event(event);
             }
         }
+        events.len()
     }
 
     /// Updates every figure from one event, and says where it was placed. An
@@ -309,7 +334,7 @@ impl JvmState {
     }
 
     /// Records what the parser knows of the JVM run (collector, version, max heap).
-    fn note_run(&mut self, run: &pausewatch_parsers::JvmRun) {
+    pub fn note_run(&mut self, run: &pausewatch_parsers::JvmRun) {
         if run.collector != Collector::Unknown {
             self.collector = run.collector;
         }

@@ -202,23 +202,42 @@ impl MinuteWindows {
     /// time is credible: take the first of `events` that has a neighbour
     /// within [`MAX_CLOCK_JUMP_SECONDS`], so that one absurd first line does
     /// not become the reference the credible lines after it are judged by.
-    pub fn settle_clock(&mut self, events: &[GcEvent]) {
+    ///
+    /// Returns how many of `events` may be added before asking again (at
+    /// least one): up to the next restart when none before it has a
+    /// wall-clock time, which keeps a caller that asks before every event
+    /// linear on logs without one. With `complete` false (more events to
+    /// come) it decides nothing and returns `None` while no two times before
+    /// the end of `events` are near each other: a later event may still be
+    /// the neighbour that makes one credible.
+    pub fn settle_clock(&mut self, events: &[GcEvent], complete: bool) -> Option<usize> {
         if self.clock.reference.is_some() {
-            return;
+            return Some(1);
         }
-        let times: Vec<i64> = events
+        let run = events
             .iter()
-            .take_while(|e| !matches!(e, GcEvent::JvmRestart(_)))
-            .filter_map(|e| Some(event_end(e)?.wall?.timestamp()))
-            .collect();
-        let Some(&first) = times.first() else {
-            return;
+            .position(|e| matches!(e, GcEvent::JvmRestart(_)))
+            .unwrap_or(events.len());
+        let mut times = events[..run]
+            .iter()
+            .filter_map(|e| Some(event_end(e)?.wall?.timestamp()));
+        let Some(first) = times.next() else {
+            return Some(run.max(1));
         };
-        let credible = times
-            .windows(2)
-            .find(|pair| near(pair[0], pair[1]))
-            .map_or(first, |pair| pair[0]);
-        self.clock.reference = Some(credible);
+        let mut previous = first;
+        let mut credible = None;
+        for time in times {
+            if near(previous, time) {
+                credible = Some(previous);
+                break;
+            }
+            previous = time;
+        }
+        if credible.is_none() && !complete && run == events.len() {
+            return None;
+        }
+        self.clock.reference = Some(credible.unwrap_or(first));
+        Some(1)
     }
 
     /// Counts the parts of an event that need no history: pauses, safepoints,
@@ -457,7 +476,7 @@ mod tests {
     fn windows_of(events: &[GcEvent]) -> MinuteWindows {
         let mut windows = MinuteWindows::default();
         for (index, event) in events.iter().enumerate() {
-            windows.settle_clock(&events[index..]);
+            windows.settle_clock(&events[index..], true);
             windows.add(event);
         }
         windows
@@ -467,7 +486,7 @@ mod tests {
     fn live_windows(times: &[&str]) -> MinuteWindows {
         let mut windows = MinuteWindows::default();
         for event in pauses_at(times) {
-            windows.settle_clock(std::slice::from_ref(&event));
+            windows.settle_clock(std::slice::from_ref(&event), true);
             windows.add(&event);
         }
         windows
