@@ -74,3 +74,79 @@ read -r both_ms both_cpu <<< "$(best_of 3 "$BIN" analyze --format json --latency
     --latency-format json --time-field start --duration-field duration_ms --duration-unit ms "$LOG")"
 printf '%-44s %8s ms  (%s requests), CPU %s ms: %s cores busy\n' "analyze with an access log (best of 3)" \
     "$both_ms" "$access_lines" "$both_cpu" "$(python3 -c "print(f'{$both_cpu / $both_ms:.2f}')")"
+
+# --- Every collector, linearity and memory (issue 20) -----------------------
+# Large logs of one JVM run each, grown from the repository's fixtures (and a
+# JDK 8 CMS/ParNew log of the public corpus, when it is there): the fixture
+# repeated with its uptime and GC ids moved on, its header lines once.
+# PAUSEWATCH_BENCH_MB sets their size (default 47 MB).
+MB="${PAUSEWATCH_BENCH_MB:-47}"
+grow() { # grow SOURCE OUT BYTES
+    python3 - "$@" <<'PY'
+import re, sys
+source, out, target = sys.argv[1], sys.argv[2], int(sys.argv[3])
+text = open(source, "rb").read().replace(b"\r\n", b"\n")
+lines = text.split(b"\n")
+unified = text.startswith(b"[")
+stamp = re.compile(rb"\[(\d+\.\d+)s\]") if unified else re.compile(rb"(?<![\d.])(\d+\.\d{3}): ")
+ids = re.compile(rb"GC\((\d+)\)")
+first_event = next(i for i, l in enumerate(lines) if (ids.search(l) if unified else stamp.match(l)))
+header, body = b"\n".join(lines[:first_event]) + b"\n", b"\n".join(lines[first_event:]).rstrip(b"\n") + b"\n"
+span = max(float(m) for m in stamp.findall(text)) + 1.0
+gc_ids = [int(m) for m in ids.findall(text)] or [0]
+with open(out, "wb") as f:
+    f.write(header)
+    written, copy = len(header), 0
+    while written < target:
+        shift, id_shift = copy * span, copy * (max(gc_ids) + 1)
+        moved = stamp.sub(lambda m: (b"[%.3fs]" if unified else b"%.3f: ") % (float(m[1]) + shift), body)
+        moved = ids.sub(lambda m: b"GC(%d)" % (int(m[1]) + id_shift), moved)
+        f.write(moved)
+        written += len(moved)
+        copy += 1
+PY
+}
+# measure CMD...: best wall time of 3 runs (ms) and the largest peak RSS (MiB).
+measure() {
+    python3 - "$@" <<'PY'
+import os, subprocess, sys, time
+best, rss = None, 0
+for _ in range(3):
+    started = time.perf_counter()
+    child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    assert status == 0, f"{sys.argv[1:]} failed"
+    best = wall if best is None else min(best, wall)
+    rss = max(rss, usage.ru_maxrss / 1024)
+print(f"{best * 1000:.1f} {rss:.1f}")
+PY
+}
+declare -A SOURCES=(
+    [g1]="$ROOT/tests/fixtures/jvm/jdk17-g1-steady/gc.log"
+    [zgc-generational]="$ROOT/tests/fixtures/jvm/jdk25-zgc-steady/gc.log"
+    [shenandoah]="$ROOT/tests/fixtures/jvm/jdk17-shenandoah-steady/gc.log"
+    [jdk8-cms]="$ROOT/../shared/corpus/jifa/analysis/gc-log/src/test/resources/8CMSParser.log"
+)
+printf '\n%-18s %8s %9s %9s %7s %9s %11s %8s\n' "log ($MB MB)" "wc ms" "analyze" "ratio" "quarter" "whole/q" "peak RSS" "pauses"
+for name in g1 zgc-generational shenandoah jdk8-cms; do
+    source_log="${SOURCES[$name]}"
+    if [[ ! -s "$source_log" ]]; then
+        echo "SKIPPED $name: $source_log not found"
+        continue
+    fi
+    big="$WORK/$name.log" quarter="$WORK/$name-quarter.log"
+    grow "$source_log" "$big" $((MB * 1000000))
+    head -c $(($(stat -c %s "$big") / 4)) "$big" > "$quarter"
+    cat "$big" > /dev/null
+    read -r wc_ms _ <<< "$(measure wc -l "$big")"
+    read -r whole_ms rss <<< "$(measure "$BIN" analyze --format json "$big")"
+    read -r quarter_ms _ <<< "$(measure "$BIN" analyze --format json "$quarter")"
+    pauses=$("$BIN" analyze --format json "$big" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pauses"]["count"])')
+    python3 - "$name" "$wc_ms" "$whole_ms" "$quarter_ms" "$rss" "$pauses" <<'PY'
+import sys
+name, wc, whole, quarter, rss, pauses = sys.argv[1], *map(float, sys.argv[2:])
+print(f"{name:<18} {wc:8.1f} {whole:9.1f} {wc / whole:9.2f} {quarter:7.1f} {whole / quarter:9.2f} {rss:8.1f} MiB {pauses:8.0f}")
+PY
+done
+echo "(ratio: wc -l's time / analyze's, targets >= 0.25; whole/q: whole log / its first quarter, <= 5; peak RSS <= 64 MiB)"
