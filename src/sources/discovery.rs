@@ -1,33 +1,41 @@
-//! Finding the host's Java processes in /proc: who they are (pid, namespace
-//! pid, user, main class or jar, container, start) and where their
-//! hsperfdata is, so that a JVM needs no configuration to be seen.
+//! Finding the host's Java processes in the shared [`ProcTable`]: who they
+//! are (pid, namespace pid, user, main class or jar, service, container,
+//! start), which GC logs their options name and where their hsperfdata is,
+//! so that a JVM needs no configuration to be seen.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use std::io::Read;
-
 use crate::follow::log_exists;
 
 use super::launcher::{expand_argfiles, MAX_ARGFILE_BYTES, OPTIONS_WITH_VALUE};
-use super::procfs::{boot_time, gc_log_files, processes, start_ticks, wall_clock};
+use super::proc_table::{ProcEntry, ProcTable};
 
-/// One Java process, as found at a scan.
+/// One Java process, as found at a scan: its table entry (pid, start,
+/// arguments, which it derefs to) and what the JVM discoverer read besides.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JavaProcess {
-    pub pid: u32,
+    pub entry: ProcEntry,
     /// Its pid in its own PID namespace (the last `NSpid` field): the name of
     /// its hsperfdata file, and `%p` in its options.
     pub nspid: u32,
     pub user: String,
-    /// Start, in clock ticks after boot: with the pid, the process's identity.
-    pub start_ticks: u64,
     pub started: DateTime<Utc>,
-    pub arguments: Vec<String>,
     /// The 64-hex-digit id of its container, from its cgroup, when it has one.
     pub container: Option<String>,
+    /// Its default `service` label (see [`service_of`]).
+    pub service: String,
+}
+
+impl std::ops::Deref for JavaProcess {
+    type Target = ProcEntry;
+
+    fn deref(&self) -> &ProcEntry {
+        &self.entry
+    }
 }
 
 impl JavaProcess {
@@ -50,11 +58,14 @@ impl JavaProcess {
             .any(|a| a == "-XX:-UsePerfData" || a == "-XX:+PerfDisableSharedMem")
     }
 
-    /// The labels of its series: `pid`, `jvm`, `container` when there is one.
+    /// The labels of its series: `pid`, `jvm`, `service`, `container` when
+    /// there is one. `[[discovery.rule]]` labels are added over these, so a
+    /// rule's `service` wins.
     pub fn labels(&self) -> BTreeMap<String, String> {
         let mut labels = BTreeMap::from([
             ("pid".to_string(), self.pid.to_string()),
             ("jvm".to_string(), self.main()),
+            ("service".to_string(), self.service.clone()),
         ]);
         if let Some(container) = &self.container {
             labels.insert("container".to_string(), container.clone());
@@ -85,81 +96,125 @@ fn main_of(arguments: &[String]) -> String {
     "java".to_string()
 }
 
-/// Scans /proc for Java processes, remembering the ones already reported.
+/// The value of the first `name` in an environment (`/proc/PID/environ`).
+fn env_value<'a>(environ: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    environ
+        .split(|&b| b == 0)
+        .find_map(|entry| entry.strip_prefix(name.as_bytes())?.strip_prefix(b"="))
+}
+
+/// A JVM's default `service`, the first of: `OTEL_SERVICE_NAME`, then
+/// `service.name` in `OTEL_RESOURCE_ATTRIBUTES` (the names an
+/// OpenTelemetry-instrumented service already carries); in a Kubernetes pod
+/// (`KUBERNETES_SERVICE_HOST` set) its workload, the pod name in `HOSTNAME`
+/// without the suffixes a Deployment, ReplicaSet, DaemonSet or StatefulSet
+/// adds; else `main`, the jar or main class. Docker names and pod labels are
+/// not read: they are in no file of the process.
+fn service_of(environ: &[u8], main: &str) -> String {
+    let text = |name| env_value(environ, name).map(|v| String::from_utf8_lossy(v).into_owned());
+    let resource = text("OTEL_RESOURCE_ATTRIBUTES").and_then(|attributes| {
+        attributes.split(',').find_map(|pair| {
+            let (key, value) = pair.split_once('=')?;
+            (key.trim() == "service.name").then(|| value.trim().to_string())
+        })
+    });
+    let pod = text("KUBERNETES_SERVICE_HOST")
+        .and(text("HOSTNAME"))
+        .map(|pod| workload_of(&pod));
+    text("OTEL_SERVICE_NAME")
+        .into_iter()
+        .chain(resource)
+        .chain(pod)
+        .find(|name| !name.is_empty())
+        .unwrap_or_else(|| main.to_string())
+}
+
+/// A pod's workload from its name: `NAME-HASH-XXXXX` (Deployment: a
+/// pod-template hash of 6 to 10 and a suffix of 5 of the characters
+/// Kubernetes' names draw on), `NAME-XXXXX` (ReplicaSet, DaemonSet, Job),
+/// `NAME-N` (StatefulSet); any other name as it is.
+fn workload_of(pod: &str) -> String {
+    let random = |part: &str, lengths: std::ops::RangeInclusive<usize>| {
+        lengths.contains(&part.len())
+            && part
+                .bytes()
+                .all(|b| b"bcdfghjklmnpqrstvwxz2456789".contains(&b))
+    };
+    let parts: Vec<&str> = pod.split('-').collect();
+    let keep = match parts.as_slice() {
+        [name @ .., hash, suffix]
+            if !name.is_empty() && random(hash, 6..=10) && random(suffix, 5..=5) =>
+        {
+            name.len()
+        }
+        [name @ .., last]
+            if !name.is_empty()
+                && (random(last, 5..=5) || last.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            name.len()
+        }
+        _ => parts.len(),
+    };
+    parts[..keep].join("-")
+}
+
+/// Finds Java processes in the table, remembering the ones already reported.
 pub struct Scanner {
-    proc_root: PathBuf,
     /// Java processes reported, by pid, with their start.
     known: HashMap<u32, u64>,
     users: HashMap<u32, String>,
 }
 
-impl Scanner {
-    pub fn new(proc_root: PathBuf) -> Scanner {
+impl Default for Scanner {
+    fn default() -> Self {
         Scanner {
-            proc_root,
             known: HashMap::new(),
             users: passwd_users(Path::new("/etc/passwd")),
         }
     }
+}
 
+impl Scanner {
     /// The Java processes that started since the last scan. A process is
-    /// Java when its `argv[0]` is `java`; its command line is read at every
-    /// scan, since a process may exec java long after it was forked.
-    pub fn scan(&mut self) -> Vec<JavaProcess> {
-        let boot = boot_time(&self.proc_root).unwrap_or(0);
+    /// Java when its `argv[0]` is `java`; the table reads every command line
+    /// at every scan, since a process may exec java long after it was forked.
+    pub fn scan(&mut self, table: &ProcTable) -> Vec<JavaProcess> {
         let mut found = Vec::new();
         let mut alive = HashMap::with_capacity(self.known.len());
-        for (pid, dir) in processes(&self.proc_root) {
-            let Ok(cmdline) = std::fs::read(dir.join("cmdline")) else {
-                continue;
-            };
-            let arguments: Vec<String> = cmdline
-                .split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            let is_java = arguments
+        for entry in table.entries() {
+            let is_java = entry
+                .arguments
                 .first()
                 .is_some_and(|argv0| Path::new(argv0).file_name().is_some_and(|n| n == "java"));
             if !is_java {
                 continue;
             }
-            let Some(ticks) = start_ticks(&self.proc_root, pid) else {
-                continue;
-            };
-            alive.insert(pid, ticks);
-            if self.known.get(&pid) == Some(&ticks) {
+            alive.insert(entry.pid, entry.start_ticks);
+            if self.known.get(&entry.pid) == Some(&entry.start_ticks) {
                 continue;
             }
-            let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
-            let uid = status_field(&status, "Uid:").and_then(|v| v.parse().ok());
-            let nspid = status_field(&status, "NSpid:")
-                .and_then(|v| {
-                    v.rsplit(char::is_whitespace)
-                        .next()
-                        .and_then(|p| p.parse().ok())
-                })
-                .unwrap_or(pid);
-            let cgroup = std::fs::read_to_string(dir.join("cgroup")).unwrap_or_default();
+            let status = entry.status();
+            let uid = status.as_ref().map(|s| s.ruid);
+            let nspid = status
+                .and_then(|s| s.nspid?.last().copied())
+                .map_or(entry.pid, |pid| pid as u32);
+            let service = service_of(&entry.environ(), &main_of(&entry.arguments));
             found.push(JavaProcess {
-                pid,
                 nspid,
                 user: uid
                     .and_then(|uid| self.users.get(&uid).cloned())
                     .or_else(|| uid.map(|u: u32| u.to_string()))
                     .unwrap_or_default(),
-                start_ticks: ticks,
-                started: wall_clock(boot, ticks),
-                arguments,
-                container: container_id(&cgroup),
+                started: table.started(entry.start_ticks).unwrap_or_default(),
+                container: entry.container(),
+                service,
+                entry: entry.clone(),
             });
         }
         self.known = alive;
         found
     }
-}
 
-impl Scanner {
     /// Reports `pid` again at the next scan, as if it had just started.
     pub fn forget(&mut self, pid: u32) {
         self.known.remove(&pid);
@@ -177,16 +232,11 @@ const VM_ARGS_CUT: usize = 1024;
 /// none yet, or it was cut, the same gathered from /proc: the environment's
 /// variables around the command line with its `@argfiles` expanded as the
 /// launcher does, from the JVM's working directory.
-fn jvm_options(
-    proc_root: &Path,
-    process: &JavaProcess,
-    seen: &dyn Fn(PathBuf) -> PathBuf,
-) -> Vec<String> {
+fn jvm_options(proc_root: &Path, process: &JavaProcess, cwd: &Path) -> Vec<String> {
     if let Some(vm_args) = vm_args(proc_root, process) {
         return vm_args;
     }
-    let dir = proc_root.join(process.pid.to_string());
-    let environ = std::fs::read(dir.join("environ")).unwrap_or_default();
+    let environ = process.environ();
     let variable = |wanted: &str| -> Vec<String> {
         environ
             .split(|&b| b == 0)
@@ -200,9 +250,8 @@ fn jvm_options(
             })
             .collect()
     };
-    let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
     let read = |name: &str| -> Option<Vec<u8>> {
-        let file = std::fs::File::open(seen(cwd.join(name))).ok()?;
+        let file = std::fs::File::open(process.seen(&cwd.join(name))).ok()?;
         let mut bytes = Vec::new();
         file.take(MAX_ARGFILE_BYTES).read_to_end(&mut bytes).ok()?;
         Some(bytes)
@@ -244,16 +293,8 @@ fn vm_args(proc_root: &Path, process: &JavaProcess) -> Option<Vec<String>> {
 /// time a moment after the process starts; `-Xloggc`'s `%p` as JDK 8 and as
 /// JDK 9+ write it), the first that exists, else the first.
 pub fn gc_logs(proc_root: &Path, process: &JavaProcess) -> Vec<PathBuf> {
-    let dir = proc_root.join(process.pid.to_string());
-    let root = (std::fs::read_link(dir.join("ns/mnt")).ok()
-        != std::fs::read_link(proc_root.join("self/ns/mnt")).ok())
-    .then(|| dir.join("root"));
-    let seen = |path: PathBuf| match &root {
-        Some(root) => root.join(path.strip_prefix("/").unwrap_or(&path)),
-        None => path,
-    };
-    let options = jvm_options(proc_root, process, &seen);
-    let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
+    let cwd = process.cwd();
+    let options = jvm_options(proc_root, process, &cwd);
     let at = |offset: i64| {
         let started = process.started + chrono::Duration::seconds(offset);
         gc_log_files(&cwd, process.nspid, Some(started), &options)
@@ -262,37 +303,94 @@ pub fn gc_logs(proc_root: &Path, process: &JavaProcess) -> Vec<PathBuf> {
     now.into_iter()
         .zip(next)
         .filter_map(|(now, next)| {
-            let names: Vec<PathBuf> = now.into_iter().chain(next).map(seen).collect();
+            let names: Vec<PathBuf> = now
+                .into_iter()
+                .chain(next)
+                .map(|name| process.seen(&name))
+                .collect();
             let written = names.iter().find(|name| log_exists(name));
             written.or(names.first()).cloned()
         })
         .collect()
 }
 
-/// Whether process `pid` that started at `ticks` still runs.
-pub fn is_alive(proc_root: &Path, pid: u32, ticks: u64) -> bool {
-    start_ticks(proc_root, pid) == Some(ticks)
-}
-
-/// The first value of `field` in /proc/PID/status (for `Uid:` the real uid,
-/// for `NSpid:` the whole list).
-fn status_field<'a>(status: &'a str, field: &str) -> Option<&'a str> {
-    let line = status.lines().find_map(|l| l.strip_prefix(field))?.trim();
-    if field == "Uid:" {
-        line.split_whitespace().next()
-    } else {
-        Some(line)
+/// The files a JVM's GC logging options send `gc`-tagged output to, as
+/// HotSpot names them, relative paths from `cwd`: each `-Xlog` option with
+/// the `gc` tag writing to a file, and the last `-Xloggc:PATH`. One entry per
+/// file, with the names it may have, most likely first: `-Xloggc`'s `%p` is
+/// `pid1234` on JDK 8 (only in the file name) and `1234` on JDK 9+, where
+/// `-Xloggc` means `-Xlog:gc:file=PATH`. The first `%p` is the JVM's own
+/// (possibly namespaced) pid, the first `%t` its start (`YYYY-MM-DD_HH-MM-SS`,
+/// local time; the caller may look a second around it). A JDK 8 rotation
+/// ring (`-XX:+UseGCLogFileRotation`) is named `PATH`, as the follower
+/// follows it.
+pub(super) fn gc_log_files(
+    cwd: &Path,
+    pid: u32,
+    started: Option<DateTime<Utc>>,
+    arguments: &[String],
+) -> Vec<Vec<PathBuf>> {
+    let stamp = started.map(|start| {
+        let stamp = start.with_timezone(&chrono::Local);
+        stamp.format("%Y-%m-%d_%H-%M-%S").to_string()
+    });
+    let expand = |path: &str, pid: &str| {
+        let path = path.replacen("%p", pid, 1);
+        match &stamp {
+            Some(stamp) => path.replacen("%t", stamp, 1),
+            None => path,
+        }
+    };
+    let mut files: Vec<Vec<PathBuf>> = arguments
+        .iter()
+        .filter_map(|a| a.strip_prefix("-Xlog:"))
+        .filter_map(|option| {
+            let mut parts = split_unquoted(option, ':');
+            let selectors = parts.next()?;
+            let file = parts.next()?.strip_prefix("file=")?;
+            let file = file.trim_matches('"');
+            writes_gc(selectors).then(|| vec![cwd.join(expand(file, &pid.to_string()))])
+        })
+        .collect();
+    let loggc = arguments
+        .iter()
+        .rev()
+        .find_map(|a| a.strip_prefix("-Xloggc:"));
+    if let Some(path) = loggc.filter(|path| !path.is_empty()) {
+        let (dir, name) = path.rsplit_once('/').map_or(("", path), |(d, n)| (d, n));
+        let jdk8_name = expand(name, &format!("pid{pid}"));
+        let jdk8 = if dir.is_empty() && !path.starts_with('/') {
+            jdk8_name
+        } else {
+            format!("{dir}/{jdk8_name}")
+        };
+        let mut names = vec![cwd.join(jdk8)];
+        let unified = cwd.join(expand(path, &pid.to_string()));
+        if !names.contains(&unified) {
+            names.push(unified);
+        }
+        files.push(names);
     }
+    files
 }
 
-/// The container id in a /proc/PID/cgroup: the last 64-hex-digit path
-/// component part (`docker-<id>.scope`, `/docker/<id>`, `cri-containerd-<id>`).
-pub(super) fn container_id(cgroup: &str) -> Option<String> {
-    let is_hex = |c: char| c.is_ascii_hexdigit() && !c.is_ascii_uppercase();
-    cgroup
-        .rsplit(|c: char| !is_hex(c))
-        .find(|run| run.len() == 64)
-        .map(str::to_string)
+/// Whether an `-Xlog` selection (`gc*,safepoint=info`) includes the `gc` tag.
+fn writes_gc(selectors: &str) -> bool {
+    selectors.split(',').any(|selector| {
+        let tags = selector.split('=').next().unwrap_or("");
+        tags.split('+').any(|tag| tag.trim_end_matches('*') == "gc")
+    })
+}
+
+/// `text` split at `separator`s outside double quotes.
+fn split_unquoted(text: &str, separator: char) -> impl Iterator<Item = &str> {
+    let mut quoted = false;
+    text.split(move |c| {
+        if c == '"' {
+            quoted = !quoted;
+        }
+        c == separator && !quoted
+    })
 }
 
 fn passwd_users(path: &Path) -> HashMap<u32, String> {
@@ -342,6 +440,7 @@ pub fn hsperf_path(proc_root: &Path, process: &JavaProcess) -> Result<PathBuf, &
 
 #[cfg(test)]
 mod tests {
+    use super::super::proc_table::tests::fake_process;
     use super::*;
 
     fn args(line: &str) -> Vec<String> {
@@ -369,64 +468,155 @@ mod tests {
         );
     }
 
+    #[test]
+    fn xlog_file_options_are_resolved_and_expanded() {
+        let arguments = [
+            "java".to_string(),
+            "-Xlog:gc*,safepoint:file=logs/gc-%p.log:uptime:filecount=5".to_string(),
+            "-Xlog:gc:file=\"/var/log/a b/gc.log\"".to_string(),
+        ];
+        let cwd = std::env::current_dir().unwrap();
+        let files = gc_log_files(&cwd, std::process::id(), None, &arguments);
+        assert_eq!(
+            files[0],
+            [cwd.join(format!("logs/gc-{}.log", std::process::id()))]
+        );
+        assert_eq!(files[1], [PathBuf::from("/var/log/a b/gc.log")]);
+    }
+
+    #[test]
+    fn only_gc_outputs_count_and_only_the_first_p_and_t_are_expanded() {
+        let arguments = [
+            "-Xlog:safepoint:file=sp.log".to_string(),
+            "-Xlog:gc+heap=debug:file=\"/l/a:b-%p-%p.log\"".to_string(),
+            "-Xlog:gc:stdout".to_string(),
+            "-Xlog:os+gc*,class:file=/l/gc-%t-%t.log:time".to_string(),
+        ];
+        let start = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let local = start
+            .with_timezone(&chrono::Local)
+            .format("%Y-%m-%d_%H-%M-%S");
+        let files = gc_log_files(Path::new("/w"), 7, Some(start), &arguments);
+        assert_eq!(
+            files,
+            [
+                [PathBuf::from("/l/a:b-7-%p.log")],
+                [PathBuf::from(format!("/l/gc-{local}-%t.log"))]
+            ]
+        );
+    }
+
+    /// HotSpot 8's `make_log_name` (`ostream.cpp`, and its `test_loggc_filename`
+    /// cases): `%p` becomes `pid` and the pid, `%t` the start as
+    /// `YYYY-MM-DD_HH-MM-SS`, each once and only in the file name; JDK 9+
+    /// maps `-Xloggc:PATH` to `-Xlog:gc:file=PATH`, where `%p` is the pid.
+    #[test]
+    fn the_last_xloggc_is_named_as_jdk8_and_as_jdk9_name_it() {
+        let start = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let local = start
+            .with_timezone(&chrono::Local)
+            .format("%Y-%m-%d_%H-%M-%S");
+        let files = |arguments: &[&str]| {
+            let arguments: Vec<String> = arguments.iter().map(|a| a.to_string()).collect();
+            gc_log_files(Path::new("/w"), 42, Some(start), &arguments)
+        };
+        assert_eq!(
+            files(&["-Xloggc:/l/first.log", "-Xloggc:logs/gc-%t-%p-%p.log"]),
+            [[
+                PathBuf::from(format!("/w/logs/gc-{local}-pid42-%p.log")),
+                PathBuf::from(format!("/w/logs/gc-{local}-42-%p.log"))
+            ]]
+        );
+        assert_eq!(
+            files(&["-Xloggc:/l/%p/gc.log", "-XX:+UseGCLogFileRotation"]),
+            [[PathBuf::from("/l/%p/gc.log"), PathBuf::from("/l/42/gc.log")]]
+        );
+        assert_eq!(
+            files(&["-Xloggc:gc.log", "-XX:NumberOfGCLogFiles=5"]),
+            [[PathBuf::from("/w/gc.log")]]
+        );
+        assert!(files(&["-Xloggc:", "-verbose:gc"]).is_empty());
+    }
+
     /// A JDK 8 JVM in a fake /proc (no hsperfdata, so its options come from
     /// /proc): `-Xloggc` with `%p` and rotation, overridden by a later one in
     /// `_JAVA_OPTIONS`; its ring exists only as `.current` and rotated files.
+    /// The scan finds it with its namespace pid, user, start and service.
     #[test]
     fn a_jdk8_xloggc_ring_is_found_under_its_name_with_the_last_option_winning() {
         let proc_root = tempfile::tempdir().unwrap();
         let cwd = tempfile::tempdir().unwrap();
-        let dir = proc_root.path().join("4242");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::os::unix::fs::symlink(cwd.path(), dir.join("cwd")).unwrap();
         let environ = "HOME=/root\0_JAVA_OPTIONS=-Xmx1g -Xloggc:logs/gc-%p.log\0";
-        std::fs::write(dir.join("environ"), environ).unwrap();
+        fake_process(
+            proc_root.path(),
+            4242,
+            100,
+            "java @jvm.opts -XX:+UseGCLogFileRotation -XX:NumberOfGCLogFiles=5 -XX:GCLogFileSize=8k Main",
+            environ,
+            cwd.path(),
+        );
+        fake_process(proc_root.path(), 17, 5, "/bin/sh -c java", "", cwd.path());
         std::fs::write(cwd.path().join("jvm.opts"), "-Xloggc:/nowhere/first.log\n").unwrap();
         let logs = cwd.path().join("logs");
         std::fs::create_dir(&logs).unwrap();
         for name in ["gc-pid7.log.0", "gc-pid7.log.1.current"] {
             std::fs::write(logs.join(name), "").unwrap();
         }
-        let process = JavaProcess {
-            pid: 4242,
-            nspid: 7,
-            user: "app".to_string(),
-            start_ticks: 1,
-            started: DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
-            arguments: args(
-                "java @jvm.opts -XX:+UseGCLogFileRotation -XX:NumberOfGCLogFiles=5 -XX:GCLogFileSize=8k Main",
-            ),
-            container: None,
-        };
+        let mut table = ProcTable::new(proc_root.path().to_path_buf());
+        table.refresh();
+        let mut scanner = Scanner::default();
+        let found = scanner.scan(&table);
+        assert_eq!(found.len(), 1);
+        let process = &found[0];
+        assert_eq!((process.pid, process.nspid), (4242, 7));
+        assert_eq!(process.service, "Main");
+        assert_eq!(process.started, table.started(100).unwrap());
         assert_eq!(
-            gc_logs(proc_root.path(), &process),
+            gc_logs(proc_root.path(), process),
             [logs.join("gc-pid7.log")]
         );
         // As JDK 9+ names it, when that is the file there.
         std::fs::remove_file(logs.join("gc-pid7.log.1.current")).unwrap();
         std::fs::write(logs.join("gc-7.log"), "").unwrap();
-        assert_eq!(gc_logs(proc_root.path(), &process), [logs.join("gc-7.log")]);
+        assert_eq!(gc_logs(proc_root.path(), process), [logs.join("gc-7.log")]);
+        // Reported once; again after `forget`.
+        table.refresh();
+        assert!(scanner.scan(&table).is_empty());
+        scanner.forget(4242);
+        assert_eq!(scanner.scan(&table).len(), 1);
     }
 
     #[test]
-    fn container_ids_come_from_the_cgroup_path() {
-        let id = "3f4e1a2b".repeat(8);
-        let cgroup = format!("0::/system.slice/docker-{id}.scope\n");
-        assert_eq!(container_id(&cgroup), Some(id.clone()));
+    fn the_service_is_the_otel_name_the_pods_workload_or_the_main() {
+        let service = |environ: &str| service_of(environ.as_bytes(), "app.jar");
+        assert_eq!(service("HOME=/\0"), "app.jar");
+        assert_eq!(service("OTEL_SERVICE_NAME=pricing\0HOSTNAME=x"), "pricing");
         assert_eq!(
-            container_id(&format!("12:pids:/kubepods/burstable/pod1/{id}\n")),
-            Some(id)
+            service("OTEL_RESOURCE_ATTRIBUTES=deployment.environment=prod, service.name=quotes\0"),
+            "quotes"
         );
-        assert_eq!(container_id("0::/user.slice/session-1.scope\n"), None);
+        assert_eq!(service("OTEL_SERVICE_NAME=\0"), "app.jar");
+        // Outside Kubernetes HOSTNAME is only a host (or container id).
+        assert_eq!(service("HOSTNAME=pricing-7d9f8c6b5d-x2x4z\0"), "app.jar");
+        let pod = |name: &str| {
+            service(&format!(
+                "KUBERNETES_SERVICE_HOST=10.0.0.1\0HOSTNAME={name}\0"
+            ))
+        };
+        assert_eq!(pod("pricing-api-7d9f8c6b5d-x2x4z"), "pricing-api");
+        assert_eq!(pod("node-agent-x2x4z"), "node-agent");
+        assert_eq!(pod("kafka-2"), "kafka");
+        assert_eq!(pod("standalone"), "standalone");
+        // Not Kubernetes' random alphabet (it has no vowels): kept whole.
+        assert_eq!(pod("my-release-abcde"), "my-release-abcde");
     }
 
     #[test]
-    fn this_test_process_is_not_java_and_a_status_is_read() {
-        let status = "Name:\tjava\nUid:\t1000\t1000\t1000\t1000\nNSpid:\t4242\t7\n";
-        assert_eq!(status_field(status, "Uid:"), Some("1000"));
-        assert_eq!(status_field(status, "NSpid:"), Some("4242\t7"));
-        let mut scanner = Scanner::new(PathBuf::from("/proc"));
+    fn this_test_process_is_not_java() {
+        let mut table = ProcTable::new(PathBuf::from("/proc"));
+        table.refresh();
         let own = std::process::id();
-        assert!(scanner.scan().iter().all(|p| p.pid != own));
+        assert!(table.entries().any(|e| e.pid == own));
+        assert!(Scanner::default().scan(&table).iter().all(|p| p.pid != own));
     }
 }

@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use super::discovery::{container_id, is_alive};
-use super::procfs::{boot_time, processes, start_ticks, wall_clock};
+use super::proc_table::{is_alive, ProcEntry, ProcTable};
 use super::{gc_log::GcLogSource, Source, SourceCheckpoint, SourceKey};
 use crate::store::{AgentState, Store, StreamId};
 
@@ -65,85 +64,54 @@ pub fn traces_gc(environ: &[u8]) -> bool {
         .is_some_and(|level| level >= 1)
 }
 
-/// The file the process in `dir` (`/proc/PID`) traces its GC into: its
+/// The file a process traces its GC into, as the agent opens it: its
 /// stderr, when its environment turns the trace on and stderr is a regular
 /// file (not a terminal, pipe or socket).
-pub fn gctrace_file(proc_root: &Path, dir: &Path) -> Option<PathBuf> {
-    let environ = std::fs::read(dir.join("environ")).ok()?;
-    if !traces_gc(&environ) {
+pub fn gctrace_file(entry: &ProcEntry) -> Option<PathBuf> {
+    if !traces_gc(&entry.environ()) {
         return None;
     }
-    // `metadata` follows the descriptor's link to the open file itself.
-    if !std::fs::metadata(dir.join("fd/2")).ok()?.is_file() {
-        return None;
-    }
-    let target = std::fs::read_link(dir.join("fd/2")).ok()?;
-    let other_namespace = std::fs::read_link(dir.join("ns/mnt")).ok()
-        != std::fs::read_link(proc_root.join("self/ns/mnt")).ok();
-    let path = if other_namespace {
-        dir.join("root")
-            .join(target.strip_prefix("/").unwrap_or(&target))
-    } else {
-        target
-    };
+    let path = entry.seen(&entry.stderr_file()?);
     path.exists().then_some(path)
 }
 
-/// Scans /proc for Go programs tracing their GC to a file. Each process
+/// Finds Go programs tracing their GC to a file in the table. Each process
 /// (pid and start) is examined once: the environment does not change
 /// after exec.
+#[derive(Default)]
 pub struct GoScanner {
-    proc_root: PathBuf,
     /// Processes already examined, by pid, with their start.
     examined: HashMap<u32, u64>,
 }
 
 impl GoScanner {
-    pub fn new(proc_root: PathBuf) -> GoScanner {
-        GoScanner {
-            proc_root,
-            examined: HashMap::new(),
-        }
-    }
-
     /// The Go programs tracing their GC to a file that started since the last scan.
-    pub fn scan(&mut self) -> Vec<GoProcess> {
-        let boot = boot_time(&self.proc_root).unwrap_or(0);
+    pub fn scan(&mut self, table: &ProcTable) -> Vec<GoProcess> {
         let mut found = Vec::new();
         let mut alive = HashMap::with_capacity(self.examined.len());
-        for (pid, dir) in processes(&self.proc_root) {
-            let Some(ticks) = start_ticks(&self.proc_root, pid) else {
-                continue;
-            };
-            alive.insert(pid, ticks);
-            if self.examined.get(&pid) == Some(&ticks) {
+        for entry in table.entries() {
+            alive.insert(entry.pid, entry.start_ticks);
+            if self.examined.get(&entry.pid) == Some(&entry.start_ticks) {
                 continue;
             }
-            let Some(trace) = gctrace_file(&self.proc_root, &dir) else {
+            let Some(trace) = gctrace_file(entry) else {
                 continue;
             };
-            let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
-            let arguments: Vec<String> = cmdline
-                .split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect();
-            let executable = std::fs::read_link(dir.join("exe"))
-                .ok()
-                .or_else(|| arguments.first().map(PathBuf::from));
+            let executable = entry
+                .exe()
+                .or_else(|| entry.arguments.first().map(PathBuf::from));
             let program = executable
                 .as_deref()
                 .and_then(Path::file_name)
                 .map_or_else(|| "go".to_string(), |n| n.to_string_lossy().into_owned());
-            let cgroup = std::fs::read_to_string(dir.join("cgroup")).unwrap_or_default();
             found.push(GoProcess {
-                pid,
-                start_ticks: ticks,
-                started: wall_clock(boot, ticks),
+                pid: entry.pid,
+                start_ticks: entry.start_ticks,
+                started: table.started(entry.start_ticks).unwrap_or_default(),
                 program,
-                command_line: arguments.join(" "),
+                command_line: entry.arguments.join(" "),
                 trace,
-                container: container_id(&cgroup),
+                container: entry.container(),
             });
         }
         // Every live process stays examined: one found not tracing is not
@@ -239,6 +207,7 @@ impl Source for GoTraceSource {
 
 #[cfg(test)]
 mod tests {
+    use super::super::proc_table::tests::fake_process;
     use super::*;
 
     #[test]
@@ -268,8 +237,46 @@ mod tests {
     /// This test process neither traces its GC nor is a Go program.
     #[test]
     fn a_process_without_gctrace_has_no_trace_file() {
-        let proc_root = Path::new("/proc");
-        let dir = proc_root.join(std::process::id().to_string());
-        assert_eq!(gctrace_file(proc_root, &dir), None);
+        let mut table = ProcTable::new(PathBuf::from("/proc"));
+        table.refresh();
+        let own = std::process::id();
+        let me = table.entries().find(|e| e.pid == own).unwrap();
+        assert_eq!(gctrace_file(me), None);
+    }
+
+    /// A process in a fake /proc with `gctrace=1` and its stderr in a file.
+    #[test]
+    fn a_go_program_with_gctrace_into_a_file_is_found_once() {
+        let root = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let trace = cwd.path().join("trace.log");
+        std::fs::write(&trace, "").unwrap();
+        let dir = fake_process(
+            root.path(),
+            31,
+            50,
+            "./server -port 1",
+            "GODEBUG=gctrace=1\0",
+            cwd.path(),
+        );
+        std::fs::create_dir(dir.join("fd")).unwrap();
+        std::os::unix::fs::symlink(&trace, dir.join("fd/2")).unwrap();
+        fake_process(
+            root.path(),
+            32,
+            50,
+            "./quiet",
+            "GODEBUG=gctrace=0\0",
+            cwd.path(),
+        );
+        let mut table = ProcTable::new(root.path().to_path_buf());
+        table.refresh();
+        let mut scanner = GoScanner::default();
+        let found = scanner.scan(&table);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!((found[0].pid, &found[0].trace), (31, &trace));
+        assert_eq!(found[0].program, "server");
+        assert_eq!(found[0].command_line, "./server -port 1");
+        assert!(scanner.scan(&table).is_empty());
     }
 }

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use pausewatch_parsers::StreamParser;
 use serde::{Deserialize, Serialize};
@@ -30,6 +30,7 @@ pub mod gc_log;
 pub mod gotrace;
 pub mod latency_histogram;
 mod launcher;
+pub mod proc_table;
 pub mod procfs;
 pub mod runtime_stats;
 
@@ -153,6 +154,10 @@ fn young(process: &discovery::JavaProcess) -> bool {
 /// Where the kernel's process information is.
 const PROC_ROOT: &str = "/proc";
 
+/// A discovery pass uses the process table as it is when it was scanned
+/// this recently (for a GC log's writer), else scans it again.
+const DISCOVERY_SCAN_REUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Records applied to the store under one lock at most: a catch-up read of
 /// a large file must not hold gigabytes of records, nor the lock for long.
 const APPLY_BATCH: usize = 4096;
@@ -245,6 +250,8 @@ pub struct Registry {
     capped: BTreeSet<String>,
     next_id: u64,
     writers: Arc<Mutex<procfs::JvmLogWriters>>,
+    /// The one view of /proc the discoverers and `writers` share.
+    table: Arc<Mutex<proc_table::ProcTable>>,
     /// The host's Java processes, when `[discovery]` is enabled.
     scanner: Option<discovery::Scanner>,
     /// The host's Go programs tracing their GC to a file, likewise.
@@ -264,6 +271,9 @@ impl Registry {
             .chain(config.access_log.iter().map(|s| &s.path))
             .map(|path| base_dir(path))
             .collect();
+        let table = Arc::new(Mutex::new(proc_table::ProcTable::new(PathBuf::from(
+            PROC_ROOT,
+        ))));
         Registry {
             settings,
             looked_before: !restored.is_empty(),
@@ -273,17 +283,12 @@ impl Registry {
             roots,
             capped: BTreeSet::new(),
             next_id: 0,
-            writers: Arc::default(),
-            scanner: config
-                .discovery
-                .enabled
-                .then(|| discovery::Scanner::new(PathBuf::from(PROC_ROOT))),
-            go_scanner: config
-                .discovery
-                .enabled
-                .then(|| gotrace::GoScanner::new(PathBuf::from(PROC_ROOT))),
+            writers: Arc::new(Mutex::new(procfs::JvmLogWriters::new(table.clone()))),
+            table,
+            scanner: config.discovery.enabled.then(discovery::Scanner::default),
+            go_scanner: config.discovery.enabled.then(gotrace::GoScanner::default),
             last_scan: None,
-            started_ticks: procfs::start_ticks(Path::new(PROC_ROOT), std::process::id())
+            started_ticks: proc_table::start_ticks(Path::new(PROC_ROOT), std::process::id())
                 .unwrap_or(0),
             config,
         }
@@ -444,7 +449,7 @@ impl Registry {
     /// stream of the `[[gc_log]]` it writes, which then supplies its pauses.
     fn discover_jvms(&mut self, store: &Store) -> Vec<Box<dyn Source>> {
         let interval = self.config.discovery.interval;
-        let Some(scanner) = &mut self.scanner else {
+        let (Some(scanner), Some(go_scanner)) = (&mut self.scanner, &mut self.go_scanner) else {
             return Vec::new();
         };
         if self.last_scan.is_some_and(|at| at.elapsed() < interval) {
@@ -452,10 +457,16 @@ impl Registry {
         }
         let scan_started = std::time::Instant::now();
         self.last_scan = Some(scan_started);
-        let processes = scanner.scan();
+        let (processes, go_programs) = {
+            let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+            // A scan a GC log source asked for this second is as good.
+            table.refresh_within(DISCOVERY_SCAN_REUSE);
+            (scanner.scan(&table), go_scanner.scan(&table))
+        };
         tracing::debug!(
             elapsed_us = scan_started.elapsed().as_micros() as u64,
             new_jvms = processes.len(),
+            new_go_programs = go_programs.len(),
             "discovery scan"
         );
         let mut found: Vec<Box<dyn Source>> = Vec::new();
@@ -532,24 +543,18 @@ impl Registry {
         if let Some(scanner) = &mut self.scanner {
             retry.into_iter().for_each(|pid| scanner.forget(pid));
         }
-        found.extend(self.discover_go_programs(store));
+        found.extend(self.discover_go_programs(go_programs, store));
         found
     }
 
     /// Sources for the Go programs tracing their GC into a file that
     /// started since the last scan, unless a `[[gc_log]]` names that file
     /// (it then supplies the pauses, anchored by the program's start).
-    fn discover_go_programs(&mut self, store: &Store) -> Vec<Box<dyn Source>> {
-        let Some(scanner) = &mut self.go_scanner else {
-            return Vec::new();
-        };
-        let scan_started = std::time::Instant::now();
-        let processes = scanner.scan();
-        tracing::debug!(
-            elapsed_us = scan_started.elapsed().as_micros() as u64,
-            new_go_programs = processes.len(),
-            "Go discovery scan"
-        );
+    fn discover_go_programs(
+        &mut self,
+        processes: Vec<gotrace::GoProcess>,
+        store: &Store,
+    ) -> Vec<Box<dyn Source>> {
         let mut found: Vec<Box<dyn Source>> = Vec::new();
         for process in processes {
             if !self.config.discovery.selects(&process.command_line) {

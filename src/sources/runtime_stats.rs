@@ -18,8 +18,8 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::hsperf::{self, ByteOrder, PerfData, Value};
 use pausewatch_parsers::{Collector, GcEvent, JvmRun};
 
-use super::discovery::{hsperf_path, is_alive, JavaProcess};
-use super::procfs::cpu_seconds;
+use super::discovery::{hsperf_path, JavaProcess};
+use super::proc_table::{cpu_seconds, is_alive};
 use super::{Source, SourceCheckpoint, SourceKey};
 use crate::config::RuntimeStatsConfig;
 use crate::model::jvm::PauseSeries;

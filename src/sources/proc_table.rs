@@ -1,0 +1,361 @@
+//! One view of /proc per scan, on the `procfs` crate: every process's pid,
+//! start and command line, read once and shared by the JVM and Go
+//! discoverers and by [`JvmLogWriters`](super::procfs::JvmLogWriters), so a
+//! scan walks /proc once and a command line is split one way. What only some
+//! kinds need (status, environment, cgroup, stderr, later maps and tasks) is
+//! read on demand, for the processes they examine.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use procfs::process::Process;
+use procfs::FromReadSI;
+
+/// A process as a scan saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcEntry {
+    pub pid: u32,
+    /// Start, in clock ticks after boot: with the pid, the process's identity.
+    pub start_ticks: u64,
+    /// `/proc/PID/cmdline` split at its NULs, empty arguments dropped (as
+    /// the procfs crate splits it): what every discoverer matches.
+    pub arguments: Vec<String>,
+    dir: PathBuf,
+    /// Whether it runs in another mount namespace than the agent: its files
+    /// are then opened through `/proc/PID/root`.
+    foreign_mounts: bool,
+}
+
+impl ProcEntry {
+    /// `/proc/PID`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The crate's handle on this process, for what the table does not
+    /// keep (tasks and their schedstat, memory maps). It holds a file
+    /// descriptor: drop it when done.
+    pub fn process(&self) -> procfs::ProcResult<Process> {
+        Process::new_with_root(self.dir.clone())
+    }
+
+    /// `/proc/PID/status`: real uid, `NSpid`.
+    pub fn status(&self) -> Option<procfs::process::Status> {
+        self.process().ok()?.status().ok()
+    }
+
+    /// The environment, raw (`NAME=value` separated by NULs): the crate's
+    /// map would lose the order and duplicates that `GODEBUG` and the
+    /// `*_JAVA_OPTIONS` rules depend on.
+    pub fn environ(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        if let Ok(mut file) = self.process().and_then(|p| p.open_relative("environ")) {
+            let _ = file.read_to_end(&mut bytes);
+        }
+        bytes
+    }
+
+    /// The working directory, as the process sees it (empty when unreadable).
+    pub fn cwd(&self) -> PathBuf {
+        self.process().and_then(|p| p.cwd()).unwrap_or_default()
+    }
+
+    /// The executable's path, as the process sees it.
+    pub fn exe(&self) -> Option<PathBuf> {
+        self.process().and_then(|p| p.exe()).ok()
+    }
+
+    /// The cgroup paths of its hierarchies (`/proc/PID/cgroup`).
+    pub fn cgroups(&self) -> Vec<String> {
+        let groups = self.process().and_then(|p| p.cgroups());
+        groups.map_or_else(
+            |_| Vec::new(),
+            |groups| groups.0.into_iter().map(|g| g.pathname).collect(),
+        )
+    }
+
+    /// Its stderr's path as the process sees it, when stderr is a regular
+    /// file (not a terminal, pipe or socket).
+    pub fn stderr_file(&self) -> Option<PathBuf> {
+        // `metadata` follows the descriptor's link to the open file itself.
+        if !std::fs::metadata(self.dir.join("fd/2")).ok()?.is_file() {
+            return None;
+        }
+        match self.process().ok()?.fd_from_fd(2).ok()?.target {
+            procfs::process::FDTarget::Path(path) => Some(path),
+            _ => None,
+        }
+    }
+
+    /// `path`, as the process names it, as the agent opens it: through
+    /// `/proc/PID/root` when the process is in another mount namespace.
+    pub fn seen(&self, path: &Path) -> PathBuf {
+        if self.foreign_mounts {
+            self.dir
+                .join("root")
+                .join(path.strip_prefix("/").unwrap_or(path))
+        } else {
+            path.to_path_buf()
+        }
+    }
+
+    /// The 64-hex-digit id of its container, from its cgroup path, when it has one.
+    pub fn container(&self) -> Option<String> {
+        self.cgroups()
+            .iter()
+            .rev()
+            .find_map(|path| container_id(path))
+    }
+}
+
+/// The container id in a cgroup path: the last 64-hex-digit component part
+/// (`docker-<id>.scope`, `/docker/<id>`, `cri-containerd-<id>`).
+pub fn container_id(cgroup: &str) -> Option<String> {
+    let is_hex = |c: char| c.is_ascii_hexdigit() && !c.is_ascii_uppercase();
+    cgroup
+        .rsplit(|c: char| !is_hex(c))
+        .find(|run| run.len() == 64)
+        .map(str::to_string)
+}
+
+/// The processes of one scan of /proc, refreshed on demand, with the
+/// boot time and clock tick that place their starts in wall-clock time.
+pub struct ProcTable {
+    root: PathBuf,
+    boot: Option<i64>,
+    entries: HashMap<u32, ProcEntry>,
+    scanned: Option<Instant>,
+    /// Bumped when a scan finds another set of processes (or command
+    /// lines) than the one before: what caches keyed on processes watch.
+    generation: u64,
+}
+
+impl ProcTable {
+    /// An empty table of the processes in `root` (`/proc`, or a fake tree).
+    pub fn new(root: PathBuf) -> ProcTable {
+        ProcTable {
+            root,
+            boot: None,
+            entries: HashMap::new(),
+            scanned: None,
+            generation: 0,
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Scans again when the last scan is older than `max_age` (or there was
+    /// none); says whether it did.
+    pub fn refresh_within(&mut self, max_age: Duration) -> bool {
+        if self.scanned.is_some_and(|at| at.elapsed() < max_age) {
+            return false;
+        }
+        self.refresh();
+        true
+    }
+
+    /// Reads every process's start and command line: the one walk of /proc.
+    pub fn refresh(&mut self) {
+        self.scanned = Some(Instant::now());
+        self.boot = boot_time(&self.root);
+        let own_mounts = std::fs::read_link(self.root.join("self/ns/mnt")).ok();
+        let mut entries = HashMap::with_capacity(self.entries.len());
+        let processes = procfs::process::all_processes_with_root(&self.root);
+        for process in processes.into_iter().flatten().flatten() {
+            let Ok(stat) = process.stat() else { continue };
+            let pid = stat.pid as u32;
+            let dir = self.root.join(pid.to_string());
+            let mounts = std::fs::read_link(dir.join("ns/mnt")).ok();
+            entries.insert(
+                pid,
+                ProcEntry {
+                    pid,
+                    start_ticks: stat.starttime,
+                    arguments: process.cmdline().unwrap_or_default(),
+                    foreign_mounts: mounts != own_mounts,
+                    dir,
+                },
+            );
+        }
+        if entries != self.entries {
+            self.generation += 1;
+        }
+        self.entries = entries;
+    }
+
+    /// The processes of the last scan.
+    pub fn entries(&self) -> impl Iterator<Item = &ProcEntry> {
+        self.entries.values()
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// When a process that started `ticks` after boot started, if the boot
+    /// time is known.
+    pub fn started(&self, ticks: u64) -> Option<DateTime<Utc>> {
+        Some(wall_clock(self.boot?, ticks))
+    }
+}
+
+/// Boot time, seconds since the epoch (`btime` in /proc/stat).
+fn boot_time(proc_root: &Path) -> Option<i64> {
+    let stats =
+        procfs::KernelStats::from_file(proc_root.join("stat"), procfs::current_system_info());
+    stats.ok().map(|stats| stats.btime as i64)
+}
+
+/// `ticks` after `boot` in wall-clock time, at the kernel's clock tick
+/// (`sysconf(_SC_CLK_TCK)`).
+fn wall_clock(boot: i64, ticks: u64) -> DateTime<Utc> {
+    let per_second = procfs::ticks_per_second();
+    let nanos =
+        boot as i128 * 1_000_000_000 + ticks as i128 * 1_000_000_000 / per_second.max(1) as i128;
+    DateTime::from_timestamp_nanos(nanos as i64)
+}
+
+fn stat(proc_root: &Path, pid: u32) -> Option<procfs::process::Stat> {
+    Process::new_with_root(proc_root.join(pid.to_string()))
+        .ok()?
+        .stat()
+        .ok()
+}
+
+/// Start of a process in ticks after boot, read now (not from a scan).
+pub fn start_ticks(proc_root: &Path, pid: u32) -> Option<u64> {
+    stat(proc_root, pid).map(|stat| stat.starttime)
+}
+
+/// Whether process `pid` that started at `ticks` still runs.
+pub fn is_alive(proc_root: &Path, pid: u32, ticks: u64) -> bool {
+    start_ticks(proc_root, pid) == Some(ticks)
+}
+
+/// CPU time a process used, user plus system, in seconds, read now.
+pub fn cpu_seconds(proc_root: &Path, pid: u32) -> Option<f64> {
+    let stat = stat(proc_root, pid)?;
+    Some((stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64)
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// A fake /proc process directory: `stat` with all 52 fields (started
+    /// `ticks` after boot, 250 user and 150 system ticks), `status` taken
+    /// from this process's own with `uid` and `nspid`, `cmdline`, `environ`
+    /// and `cwd`; and the tree's `stat` booted at 1,800,000,000 s.
+    pub fn fake_process(
+        root: &Path,
+        pid: u32,
+        ticks: u64,
+        cmdline: &str,
+        environ: &str,
+        cwd: &Path,
+    ) -> PathBuf {
+        let dir = root.join(pid.to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        let host = std::fs::read_to_string("/proc/stat").unwrap();
+        let host_btime = host.lines().find(|l| l.starts_with("btime ")).unwrap();
+        std::fs::write(
+            root.join("stat"),
+            host.replace(host_btime, "btime 1800000000"),
+        )
+        .unwrap();
+        let mut fields: Vec<String> = (4..=52).map(|n| n.to_string()).collect();
+        fields[14 - 4] = "250".to_string();
+        fields[15 - 4] = "150".to_string();
+        fields[22 - 4] = ticks.to_string();
+        let stat = format!("{pid} (java main) S {}\n", fields.join(" "));
+        std::fs::write(dir.join("stat"), stat).unwrap();
+        let status: String = std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .map(|line| match line.split(':').next() {
+                Some("Uid") => "Uid:\t1000\t1000\t1000\t1000".to_string(),
+                Some("NSpid") => format!("NSpid:\t{pid}\t7"),
+                Some("Pid") => format!("Pid:\t{pid}"),
+                Some("Tgid") => format!("Tgid:\t{pid}"),
+                _ => line.to_string(),
+            })
+            .map(|line| line + "\n")
+            .collect();
+        std::fs::write(dir.join("status"), status).unwrap();
+        std::fs::write(dir.join("cmdline"), cmdline.replace(' ', "\0") + "\0").unwrap();
+        std::fs::write(dir.join("environ"), environ).unwrap();
+        let _ = std::fs::remove_file(dir.join("cwd"));
+        std::os::unix::fs::symlink(cwd, dir.join("cwd")).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_scan_reads_each_process_once_and_counts_changes() {
+        let root = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        fake_process(root.path(), 4242, 1234, "java -Xmx1g  Main", "", cwd.path());
+        fake_process(root.path(), 17, 5, "/bin/sh -c x", "", cwd.path());
+        std::fs::create_dir(root.path().join("self")).unwrap();
+        let mut table = ProcTable::new(root.path().to_path_buf());
+        assert!(table.refresh_within(Duration::from_secs(60)));
+        assert!(!table.refresh_within(Duration::from_secs(60)));
+        let generation = table.generation();
+        let mut entries: Vec<&ProcEntry> = table.entries().collect();
+        entries.sort_by_key(|e| e.pid);
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[1].pid, 4242);
+        assert_eq!(entries[1].start_ticks, 1234);
+        // The empty argument between the two spaces is dropped.
+        assert_eq!(entries[1].arguments, ["java", "-Xmx1g", "Main"]);
+        assert_eq!(entries[1].cwd(), cwd.path());
+        let status = entries[1].status().unwrap();
+        assert_eq!((status.ruid, status.nspid), (1000, Some(vec![4242, 7])));
+        // 12.34 s after boot, at this machine's clock tick.
+        let tick = procfs::ticks_per_second();
+        let expected = 1_800_000_000_000_000_000 + 1234 * 1_000_000_000 / tick as i64;
+        assert_eq!(
+            table.started(1234),
+            Some(DateTime::from_timestamp_nanos(expected))
+        );
+        assert_eq!(cpu_seconds(root.path(), 4242), Some(400.0 / tick as f64));
+        assert!(is_alive(root.path(), 4242, 1234));
+        assert!(!is_alive(root.path(), 4242, 1235));
+        // The same processes: the same generation; one gone: the next.
+        table.refresh();
+        assert_eq!(table.generation(), generation);
+        std::fs::remove_dir_all(root.path().join("17")).unwrap();
+        table.refresh();
+        assert_eq!(table.generation(), generation + 1);
+        assert_eq!(table.entries().count(), 1);
+    }
+
+    #[test]
+    fn this_process_is_in_the_host_table_with_its_real_start() {
+        let mut table = ProcTable::new(PathBuf::from("/proc"));
+        table.refresh();
+        let own = std::process::id();
+        let me = table.entries().find(|e| e.pid == own).unwrap();
+        let start = table.started(me.start_ticks).unwrap();
+        let age = Utc::now() - start;
+        assert!(age.num_seconds() >= 0 && age.num_hours() < 24, "{start}");
+        assert_eq!(me.arguments, std::env::args().collect::<Vec<_>>());
+        assert_eq!(me.seen(Path::new("/tmp/x")), PathBuf::from("/tmp/x"));
+    }
+
+    #[test]
+    fn container_ids_come_from_the_cgroup_path() {
+        let id = "3f4e1a2b".repeat(8);
+        let cgroup = format!("/system.slice/docker-{id}.scope");
+        assert_eq!(container_id(&cgroup), Some(id.clone()));
+        assert_eq!(
+            container_id(&format!("/kubepods/burstable/pod1/{id}")),
+            Some(id)
+        );
+        assert_eq!(container_id("/user.slice/session-1.scope"), None);
+    }
+}
