@@ -23,13 +23,17 @@ mod confine;
 mod discover;
 mod siblings;
 
-pub use confine::Confine;
-use confine::OpenError;
+pub use confine::{open_regular, Confine, OpenError};
 pub use discover::{base_dir, discover, has_glob_chars, Discovery, MAX_MATCHES};
 pub use siblings::{live_path_of, log_exists};
 
 /// Bytes of a file's head that identify it.
 const HEAD_BYTES: usize = 1024;
+/// Bytes just before the read position that must still be there at the
+/// next read: a writer without `O_APPEND` continues at its old offset after
+/// a copytruncate, so the file's length and (after one truncation, a hole
+/// of NULs) its head can look unchanged.
+const TAIL_BYTES: u64 = 64;
 const READ_CHUNK: usize = 64 * 1024;
 const FILES_KNOWN_REFRESH: Duration = Duration::from_secs(5);
 
@@ -69,6 +73,23 @@ impl HeadPrint {
         file.read_exact_at(&mut buffer[..len], 0)?;
         Ok(fnv1a(&buffer[..len]) == self.hash)
     }
+
+    /// The print of the (up to [`TAIL_BYTES`]) bytes just before `offset`.
+    fn before(file: &File, offset: u64) -> io::Result<HeadPrint> {
+        let len = offset.min(TAIL_BYTES) as usize;
+        let mut buffer = [0u8; TAIL_BYTES as usize];
+        file.read_exact_at(&mut buffer[..len], offset - len as u64)?;
+        Ok(HeadPrint {
+            len: len as u32,
+            hash: fnv1a(&buffer[..len]),
+        })
+    }
+
+    /// Whether the bytes before `offset` in `file` are still those this
+    /// print was taken from (unreadable ones are not).
+    fn matches_before(&self, file: &File, offset: u64) -> bool {
+        HeadPrint::before(file, offset).is_ok_and(|now| now == *self)
+    }
 }
 
 /// Where reading stopped: which file (by identity) and at what offset. This is
@@ -84,6 +105,28 @@ pub struct Position {
     /// not read yet. Absent in checkpoints of older agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtime: Option<SystemTime>,
+    /// Print of the bytes just before `offset`: the file is still the one
+    /// read only while they are unchanged. Absent in checkpoints of older
+    /// agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<HeadPrint>,
+}
+
+impl Position {
+    /// Whether `file` still holds, before this position's offset, the
+    /// bytes read there (true when no print was taken).
+    fn tail_matches(&self, file: &File) -> bool {
+        self.tail
+            .is_none_or(|tail| tail.matches_before(file, self.offset))
+    }
+
+    /// Whether `file` (of `file_len` bytes) holds what was read up to this
+    /// position: its head and the bytes just before the offset.
+    fn read_in(&self, file: &File, file_len: u64) -> bool {
+        file_len >= self.offset
+            && self.head.matches(file, file_len).unwrap_or(false)
+            && self.tail_matches(file)
+    }
 }
 
 /// Where to begin reading a file that has no checkpoint yet.
@@ -116,6 +159,12 @@ pub enum Note {
     SymlinkOutside {
         path: PathBuf,
         real: PathBuf,
+    },
+    /// This path is, or leads to, a FIFO, socket, device or directory: not
+    /// opened (a FIFO blocks an open, `/dev/zero` never ends).
+    NotRegular {
+        path: PathBuf,
+        kind: &'static str,
     },
 }
 
@@ -183,7 +232,8 @@ pub struct Follower {
     /// Checkpointed position not yet matched to a file.
     resume: Option<Position>,
     catch_up: CatchUp,
-    /// Paths refused by `confine`, each reported once.
+    /// Paths refused by `confine` or for not being regular files, each
+    /// reported once.
     refused: BTreeSet<PathBuf>,
     /// Notes made outside a poll's outcome, handed over at its end.
     notes: Vec<Note>,
@@ -246,25 +296,43 @@ impl Follower {
             .or(self.resume)
     }
 
-    /// Opens `path` if `confine` allows where it leads; `None` when it does
-    /// not (noted once per path).
+    /// What decides where this follower's files may lead.
+    pub fn confine(&self) -> &Confine {
+        &self.confine
+    }
+
+    /// Opens `path` if `confine` allows where it leads and it is a regular
+    /// file; `None` when not (noted once per path).
     fn open(&mut self, path: &Path) -> Option<io::Result<File>> {
         match self.confine.open(path) {
             Ok(file) => Some(Ok(file)),
             Err(OpenError::Io(error)) => Some(Err(error)),
             Err(OpenError::Outside(real)) => {
-                self.refuse(path, real);
+                self.refuse(
+                    path,
+                    Note::SymlinkOutside {
+                        path: path.to_path_buf(),
+                        real,
+                    },
+                );
+                None
+            }
+            Err(OpenError::NotRegular(kind)) => {
+                self.refuse(
+                    path,
+                    Note::NotRegular {
+                        path: path.to_path_buf(),
+                        kind,
+                    },
+                );
                 None
             }
         }
     }
 
-    fn refuse(&mut self, path: &Path, real: PathBuf) {
+    fn refuse(&mut self, path: &Path, note: Note) {
         if self.refused.insert(path.to_path_buf()) {
-            self.notes.push(Note::SymlinkOutside {
-                path: path.to_path_buf(),
-                real,
-            });
+            self.notes.push(note);
         }
     }
 
@@ -328,7 +396,11 @@ impl Follower {
             .into_iter()
             .filter(|(path, _)| match path.canonicalize() {
                 Ok(real) if !self.confine.allows(&real) => {
-                    self.refuse(path, real);
+                    let note = Note::SymlinkOutside {
+                        path: path.clone(),
+                        real,
+                    };
+                    self.refuse(path, note);
                     false
                 }
                 _ => true,
@@ -356,9 +428,21 @@ impl Follower {
         self.check_rewritten(sink, &mut outcome);
         self.drain(sink, &mut outcome);
         let live = match std::fs::metadata(&self.live_file) {
-            Ok(meta) if !meta.is_file() => {
+            // A directory is no trap (it cannot be opened for reading):
+            // counted as unreadable, as before the other kinds were refused.
+            Ok(meta) if meta.is_dir() => {
                 let error = io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
                 self.note_unreadable(error, &mut outcome);
+                return outcome;
+            }
+            Ok(meta) if !meta.is_file() => {
+                let kind = confine::kind_of(meta.file_type());
+                let message = format!("{}: not a regular file ({kind})", self.live_path.display());
+                let note = Note::NotRegular {
+                    path: self.live_file.clone(),
+                    kind,
+                };
+                self.note_unreadable_as(message, note, &mut outcome);
                 return outcome;
             }
             Ok(meta) => {
@@ -443,8 +527,14 @@ impl Follower {
 
     fn note_unreadable(&mut self, error: io::Error, outcome: &mut PollOutcome) {
         let message = format!("{}: {error}", self.live_path.display());
+        self.note_unreadable_as(message.clone(), Note::Unreadable(message), outcome);
+    }
+
+    /// The live file cannot be read, for `message`: `note` once, until the
+    /// reason changes.
+    fn note_unreadable_as(&mut self, message: String, note: Note, outcome: &mut PollOutcome) {
         if self.unreadable.as_deref() != Some(message.as_str()) {
-            outcome.notes.push(Note::Unreadable(message.clone()));
+            outcome.notes.push(note);
         }
         self.unreadable = Some(message);
         outcome.readable = false;
@@ -462,10 +552,7 @@ impl Follower {
                 continue;
             };
             let Ok(meta) = file.metadata() else { continue };
-            if identity(&meta) != (resume.dev, resume.ino) || meta.len() < resume.offset {
-                continue;
-            }
-            if !resume.head.matches(&file, meta.len()).unwrap_or(false) {
+            if identity(&meta) != (resume.dev, resume.ino) || !resume.read_in(&file, meta.len()) {
                 continue;
             }
             outcome.notes.push(Note::Opened(path));
@@ -505,8 +592,7 @@ impl Follower {
         let live = self.open(&self.live_file.clone())?.ok()?;
         let live_meta = live.metadata().ok()?;
         let rewritten = identity(&live_meta) == (resume.dev, resume.ino)
-            && (live_meta.len() < resume.offset
-                || !resume.head.matches(&live, live_meta.len()).unwrap_or(true));
+            && !resume.read_in(&live, live_meta.len());
         if !rewritten {
             return None;
         }
@@ -516,9 +602,7 @@ impl Follower {
             }
             let file = self.confine.open(&path).ok()?;
             resume
-                .head
-                .matches(&file, meta.len())
-                .unwrap_or(false)
+                .read_in(&file, meta.len())
                 .then_some((path, file, meta))
         })
     }
@@ -551,6 +635,7 @@ impl Follower {
             hash: fnv1a(&[]),
         });
         outcome.notes.push(Note::Opened(self.live_file.clone()));
+        let tail = HeadPrint::before(&file, offset).ok();
         self.current = Some(Current {
             file,
             position: Position {
@@ -559,6 +644,7 @@ impl Follower {
                 head,
                 offset,
                 mtime: None,
+                tail,
             },
             mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
         });
@@ -569,12 +655,17 @@ impl Follower {
         let Some(current) = &mut self.current else {
             return;
         };
-        if let Err(error) = read_from(
+        let from = current.position.offset;
+        let read = read_from(
             &mut current.file,
             &mut current.position.offset,
             sink,
             &mut outcome.bytes_read,
-        ) {
+        );
+        if current.position.offset != from {
+            current.position.tail = HeadPrint::before(&current.file, current.position.offset).ok();
+        }
+        if let Err(error) = read {
             let message = format!("{}: {error}", self.live_path.display());
             outcome.notes.push(Note::Unreadable(message));
             outcome.readable = false;
@@ -598,19 +689,16 @@ impl Follower {
         let Ok(meta) = current.file.metadata() else {
             return;
         };
-        let shrunk = meta.len() < current.position.offset;
-        let head_changed = !shrunk
-            && !current
-                .position
-                .head
-                .matches(&current.file, meta.len())
-                .unwrap_or(true);
-        if !shrunk && !head_changed {
+        // Shorter than the position, another head, or other bytes just
+        // before the position: a writer without O_APPEND refills the file
+        // from its old offset after a truncation, behind a hole of NULs.
+        if current.position.read_in(&current.file, meta.len()) {
             return;
         }
         outcome.notes.push(Note::Truncated);
         let old = current.position;
-        // logrotate's copy holds the bytes written before the truncation.
+        // logrotate's copy holds the bytes written before the truncation:
+        // the one whose bytes up to the position are those read.
         for (path, meta) in self.siblings() {
             if meta.len() <= old.offset || identity(&meta) == (old.dev, old.ino) {
                 continue;
@@ -618,7 +706,7 @@ impl Follower {
             let Some(Ok(mut copy)) = self.open(&path) else {
                 continue;
             };
-            if !old.head.matches(&copy, meta.len()).unwrap_or(false) {
+            if !old.read_in(&copy, meta.len()) {
                 continue;
             }
             let mut offset = old.offset;
@@ -708,6 +796,7 @@ fn read_from(
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::os::unix::fs::FileExt;
 
     fn append(path: &Path, text: &str) {
         let mut file = std::fs::OpenOptions::new()
@@ -807,6 +896,54 @@ mod tests {
             poll_text(&mut follower),
             "line 2\nline 3 after truncation, longer than before\n"
         );
+    }
+
+    /// logrotate's copytruncate of a file whose writer does not use
+    /// O_APPEND: the writer goes on at its own offset, so after the first
+    /// truncation the file starts with a hole of NULs, and after the next
+    /// its head is the same NULs. The bytes just before the read position
+    /// tell the second truncation, and pick the right copy.
+    #[test]
+    fn copytruncate_behind_a_writer_without_o_append_is_seen_every_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("gc.log");
+        let writer = std::fs::File::create(&log).unwrap();
+        let mut at = 0;
+        let mut write = |text: &str| {
+            writer.write_all_at(text.as_bytes(), at).unwrap();
+            at += text.len() as u64;
+        };
+        let copytruncate = || {
+            // Each copy replaces the last (`rotate 1`).
+            std::fs::copy(&log, dir.path().join("gc.log.1")).unwrap();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&log)
+                .unwrap()
+                .set_len(0)
+                .unwrap();
+        };
+        let mut follower = Follower::new(log.clone(), starting(StartAt::Beginning), None);
+        let mut read = String::new();
+        let mut written = String::new();
+        for round in 0..3 {
+            // Over a KiB before each truncation: the hole covers the whole head.
+            let read_lines = format!("read {round}\n").repeat(200);
+            for text in [read_lines, format!("unread {round}\n")] {
+                write(&text);
+                written += &text;
+                if text.starts_with("read") {
+                    read += &poll_text(&mut follower);
+                }
+            }
+            // The agent lags: "unread" is in the file, not yet read.
+            copytruncate();
+            let text = format!("after {round}\n");
+            write(&text);
+            written += &text;
+            read += &poll_text(&mut follower);
+        }
+        assert_eq!(read.replace('\0', ""), written);
     }
 
     #[test]

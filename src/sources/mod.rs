@@ -209,6 +209,10 @@ pub fn report_note(note: &Note, live: &Path, errors: &mut BTreeMap<String, u64>)
             tracing::error!(log = %log, file = %path.display(), target = %real.display(), "not read: a symlink out of the configured directories (follow_symlinks_outside = true allows it)");
             count(errors, "symlink_outside");
         }
+        Note::NotRegular { path, kind } => {
+            tracing::error!(log = %log, file = %path.display(), kind, "not read: not a regular file");
+            count(errors, "not_regular_file");
+        }
     }
 }
 
