@@ -20,8 +20,12 @@ use serde::{Deserialize, Serialize};
 use siblings::{is_rotation_of, ring_current_of};
 
 mod confine;
+mod descriptors;
 mod discover;
 mod siblings;
+
+use descriptors::Slot;
+pub use descriptors::{plan, raise_open_files_limit, set_budget, Plan};
 
 pub use confine::{open_regular, Confine, OpenError};
 pub use discover::{base_dir, discover, has_glob_chars, Discovery, MAX_MATCHES};
@@ -148,6 +152,9 @@ pub enum Note {
     Rotated,
     /// The live file was truncated or rewritten in place (copytruncate).
     Truncated,
+    /// A file could not be opened for want of descriptors; tried again at
+    /// the next poll.
+    OutOfDescriptors,
     /// After a truncation, the bytes not yet read were found in this copy.
     RecoveredFromCopy(PathBuf),
     /// The checkpointed file is gone; reading restarts from the live file.
@@ -217,6 +224,16 @@ struct Current {
     position: Position,
     /// Modification time at the last read, to find files rotated after it.
     mtime: SystemTime,
+    /// The right to keep `file` open after this poll.
+    slot: Option<Slot>,
+}
+
+/// Whether a path is the file a position was taken in.
+enum Identified {
+    Yes(File, Metadata),
+    No,
+    /// It could not be opened for want of descriptors: nothing is known.
+    OutOfDescriptors,
 }
 
 /// Follows `live_path` and the rotated files beside it.
@@ -238,6 +255,9 @@ pub struct Follower {
     /// Notes made outside a poll's outcome, handed over at its end.
     notes: Vec<Note>,
     unreadable: Option<String>,
+    /// Whether the file was closed after the last poll for want of a
+    /// descriptor slot (`resume` says where it was): reopened quietly.
+    parked: bool,
     /// Since when the live path has not existed, while it does not.
     missing_since: Option<Instant>,
     files_known: u64,
@@ -270,6 +290,7 @@ impl Follower {
             refused: BTreeSet::new(),
             notes: Vec::new(),
             unreadable: None,
+            parked: false,
             missing_since: None,
             files_known: 0,
             files_known_at: None,
@@ -411,8 +432,25 @@ impl Follower {
     /// Reads everything new, in order, handing the bytes to `sink`.
     pub fn poll(&mut self, sink: &mut dyn FnMut(&[u8])) -> PollOutcome {
         let mut outcome = self.poll_files(sink);
+        self.hold_or_park();
         outcome.notes.append(&mut self.notes);
         outcome
+    }
+
+    /// Keeps the file open for the next poll when a descriptor slot is
+    /// free; otherwise closes it, to be found again by identity.
+    fn hold_or_park(&mut self) {
+        let Some(current) = &mut self.current else {
+            return;
+        };
+        if current.slot.is_none() {
+            current.slot = Slot::take();
+        }
+        if current.slot.is_none() {
+            self.resume = self.position();
+            self.current = None;
+            self.parked = true;
+        }
     }
 
     fn poll_files(&mut self, sink: &mut dyn FnMut(&[u8])) -> PollOutcome {
@@ -423,6 +461,10 @@ impl Follower {
         self.live_file = self.find_live_file();
         if let Some(resume) = self.resume.take() {
             self.open_checkpointed(resume, &mut outcome);
+            if self.resume.is_some() {
+                // Not found yet, nor known to be gone: nothing to read now.
+                return outcome;
+            }
         }
         // Before reading on: a truncated file must not be read from the old offset.
         self.check_rewritten(sink, &mut outcome);
@@ -540,28 +582,68 @@ impl Follower {
         outcome.readable = false;
     }
 
-    /// Finds the checkpointed file (live, or rotated while the agent was
-    /// down, or a JDK 8 ring's `.current` file a JVM run left when it exited).
-    fn open_checkpointed(&mut self, resume: Position, outcome: &mut PollOutcome) {
-        let mut candidates = vec![self.live_file.clone()];
-        candidates.extend(self.siblings().into_iter().map(|(path, _)| path));
-        let ring = self.beside(ring_current_of).into_iter();
-        candidates.extend(ring.map(|(path, _)| path).filter(|p| *p != self.live_file));
-        for path in candidates {
-            let Some(Ok(file)) = self.open(&path) else {
-                continue;
-            };
-            let Ok(meta) = file.metadata() else { continue };
-            if identity(&meta) != (resume.dev, resume.ino) || !resume.read_in(&file, meta.len()) {
-                continue;
+    /// `path` opened, if it is the file `resume` was taken in.
+    fn identified(&mut self, path: &Path, resume: &Position) -> Identified {
+        let file = match self.open(path) {
+            Some(Ok(file)) => file,
+            Some(Err(error)) if descriptors::exhausted(&error) => {
+                return Identified::OutOfDescriptors
             }
-            outcome.notes.push(Note::Opened(path));
-            self.current = Some(Current {
-                file,
-                position: resume,
-                mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            });
-            return;
+            _ => return Identified::No,
+        };
+        match file.metadata() {
+            Ok(meta)
+                if identity(&meta) == (resume.dev, resume.ino)
+                    && resume.read_in(&file, meta.len()) =>
+            {
+                Identified::Yes(file, meta)
+            }
+            _ => Identified::No,
+        }
+    }
+
+    /// Finds the checkpointed file (live, or rotated while the agent was
+    /// down, or a JDK 8 ring's `.current` file a JVM run left when it
+    /// exited), or the file this follower closed for want of a descriptor
+    /// slot. Out of descriptors, it tries again at the next poll.
+    fn open_checkpointed(&mut self, resume: Position, outcome: &mut PollOutcome) {
+        let reopening = std::mem::take(&mut self.parked);
+        let live = self.live_file.clone();
+        let mut found = (live.clone(), self.identified(&live, &resume));
+        // The live file first: a parked follower lists no directory while
+        // its file is still the live one.
+        if matches!(found.1, Identified::No) {
+            let mut others: Vec<PathBuf> = self.siblings().into_iter().map(|(p, _)| p).collect();
+            let ring = self.beside(ring_current_of).into_iter();
+            others.extend(ring.map(|(path, _)| path).filter(|p| *p != live));
+            for path in others {
+                let identified = self.identified(&path, &resume);
+                if !matches!(identified, Identified::No) {
+                    found = (path, identified);
+                    break;
+                }
+            }
+        }
+        match found {
+            (_, Identified::OutOfDescriptors) => {
+                self.resume = Some(resume);
+                self.parked = reopening;
+                outcome.notes.push(Note::OutOfDescriptors);
+                return;
+            }
+            (path, Identified::Yes(file, meta)) => {
+                if !reopening || path != live {
+                    outcome.notes.push(Note::Opened(path));
+                }
+                self.current = Some(Current {
+                    file,
+                    position: resume,
+                    mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                    slot: None,
+                });
+                return;
+            }
+            (_, Identified::No) => {}
         }
         // copytruncate while the agent was down: the checkpointed inode is
         // still the live file but truncated or rewritten, and its bytes are in
@@ -574,6 +656,7 @@ impl Follower {
                 file,
                 position: Position { dev, ino, ..resume },
                 mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                slot: None,
             });
             return;
         }
@@ -612,7 +695,15 @@ impl Follower {
             Some(Ok(file)) => file,
             Some(Err(error)) => {
                 self.current = None;
-                self.note_unreadable(error, outcome);
+                if offset == 0 {
+                    // Whenever it can be opened, all of it is still new.
+                    self.start_at = StartAt::Beginning;
+                }
+                if descriptors::exhausted(&error) {
+                    outcome.notes.push(Note::OutOfDescriptors);
+                } else {
+                    self.note_unreadable(error, outcome);
+                }
                 return;
             }
             None => {
@@ -647,6 +738,7 @@ impl Follower {
                 tail,
             },
             mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            slot: None,
         });
     }
 

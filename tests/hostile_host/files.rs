@@ -10,7 +10,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, http_get_ok, jvm_fixture, missing_root_or_tool, run_command, sum};
+use crate::common::{
+    free_port, http_get_ok, jvm_fixture, missing_root_or_tool, run_command, sum, PAUSEWATCH,
+};
 use crate::follow::{analyze_pauses, pauses, steady_pieces, write, HOLD, SETTLE};
 
 /// The uid and gid of `nobody`.
@@ -64,6 +66,11 @@ struct Running {
 
 impl Running {
     fn start(dir: &Path, port: u16, sources: &str) -> Running {
+        Running::start_limited(dir, port, sources, None)
+    }
+
+    /// As [`Running::start`], with `prlimit --nofile=N:N` when `nofile` is given.
+    fn start_limited(dir: &Path, port: u16, sources: &str, nofile: Option<u32>) -> Running {
         let config = dir.join("pausewatch.toml");
         std::fs::write(
             &config,
@@ -73,7 +80,16 @@ impl Running {
             ),
         )
         .unwrap();
-        let child = run_command(&config).stderr(Stdio::null()).spawn().unwrap();
+        let mut command = run_command(&config);
+        if let Some(nofile) = nofile {
+            // prlimit execs the agent: the child's pid is the agent's.
+            command = Command::new("prlimit");
+            command
+                .arg(format!("--nofile={nofile}:{nofile}"))
+                .args([PAUSEWATCH, "run", "--config"])
+                .arg(&config);
+        }
+        let child = command.stderr(Stdio::null()).spawn().unwrap();
         Running { child, port }
     }
 
@@ -298,4 +314,46 @@ fn copytruncate_behind_a_writer_without_o_append_loses_nothing() {
         truth_so_far(&written),
         analyze_pauses(&[jvm_fixture("jdk17-g1-steady").join("gc.log")])
     );
+}
+
+/// With `prlimit --nofile=64` and 100 logs, `/metrics` and `/healthz` were
+/// unreachable for 10 minutes and no checkpoint was written: every
+/// descriptor held a followed file. Files beyond the agent's budget are
+/// closed after each poll and found again by identity.
+#[test]
+fn a_hundred_logs_within_sixty_four_descriptors_are_all_read_and_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let [x, y, _] = steady_pieces();
+    let logs: Vec<_> = (0..100)
+        .map(|i| dir.path().join(format!("jvms/{i:03}/gc.log")))
+        .collect();
+    for log in &logs {
+        write(log, &x);
+    }
+    let sources = format!(
+        "[[gc_log]]\npath = \"{}/jvms/*/gc.log\"\nstart_at = \"beginning\"\n",
+        dir.path().display()
+    );
+    let mut agent = Running::start_limited(dir.path(), free_port(), &sources, Some(64));
+    let one = analyze_pauses(&[&logs[0]]);
+    let metrics = agent.settle(100.0 * one, |m| pauses(m, &[]));
+    assert_eq!(pauses(&metrics, &[]), 100.0 * one, "{metrics}");
+    // The files closed between polls are still followed: what is appended
+    // to each is read once.
+    use std::io::Write;
+    for log in &logs {
+        let mut file = std::fs::OpenOptions::new().append(true).open(log).unwrap();
+        file.write_all(y.as_bytes()).unwrap();
+    }
+    let expected = 100.0 * analyze_pauses(&[&logs[0]]);
+    let metrics = agent.settle(expected, |m| pauses(m, &[]));
+    assert_eq!(pauses(&metrics, &[]), expected, "{metrics}");
+    assert!(http_get_ok(agent.port, "/healthz").is_ok(), "/healthz");
+    let checkpoint = dir.path().join("checkpoint/state.json");
+    let deadline = Instant::now() + SETTLE;
+    while !checkpoint.exists() {
+        assert!(Instant::now() < deadline, "no checkpoint written");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    agent.terminate_within(Duration::from_secs(10));
 }
