@@ -34,6 +34,8 @@ use crate::web::{require_basic_auth, WebGuard};
 
 /// How long to wait after a failed accept before the next.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+/// How often a failing accept is logged.
+const ACCEPT_ERROR_LOG_EVERY: Duration = Duration::from_secs(60);
 
 #[derive(Clone)]
 struct App {
@@ -156,7 +158,23 @@ async fn accept(
     match listener.accept().await {
         Ok((stream, _)) => Some((stream, slot)),
         Err(error) => {
-            tracing::warn!(%error, "cannot accept an HTTP connection");
+            // Out of descriptors it fails on every try: one line a minute
+            // (5,745 lines in 10 minutes once), with how many were not logged.
+            static UNLOGGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            static LOGGED: std::sync::Mutex<Option<std::time::Instant>> =
+                std::sync::Mutex::new(None);
+            {
+                let mut logged = LOGGED
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if logged.is_none_or(|at| at.elapsed() >= ACCEPT_ERROR_LOG_EVERY) {
+                    *logged = Some(std::time::Instant::now());
+                    let unlogged = UNLOGGED.swap(0, std::sync::atomic::Ordering::Relaxed);
+                    tracing::warn!(%error, unlogged, "cannot accept an HTTP connection");
+                } else {
+                    UNLOGGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
             tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
             None
         }

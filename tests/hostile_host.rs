@@ -5,6 +5,9 @@
 
 mod common;
 
+/// Files that are not logs (FIFOs, devices) and writers without O_APPEND.
+#[path = "hostile_host/files.rs"]
+mod files;
 /// Following files: restarts, late files, symlinks, bad bytes.
 #[path = "hostile_host/follow.rs"]
 mod follow;

@@ -59,7 +59,7 @@ pub fn run(config: Config) -> Result<()> {
     let bound = listener.local_addr()?;
     tracing::info!(listen = %bound, sources = config.gc_log.len(), "pausewatch agent started");
     let guard = web_guard(&config)?;
-    let limits = config.http;
+    let limits = share_descriptors(config.http);
     runtime.spawn(async move {
         if let Err(error) = server::serve(listener, router, limits, guard).await {
             tracing::error!(%error, "HTTP server stopped");
@@ -73,6 +73,42 @@ pub fn run(config: Config) -> Result<()> {
     tracing::info!("pausewatch agent stopped");
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result
+}
+
+/// Raises the soft limit on open files to the hard one, then shares the
+/// descriptors out so that followed files cannot take those of the HTTP
+/// server and the checkpoint: the limits to serve with.
+fn share_descriptors(limits: crate::config::HttpLimits) -> crate::config::HttpLimits {
+    let limit = match crate::follow::raise_open_files_limit() {
+        Ok((before, after)) => {
+            if after > before {
+                tracing::info!(
+                    before,
+                    after,
+                    "raised the soft limit on open files to the hard limit"
+                );
+            }
+            after
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot read or raise the limit on open files");
+            return limits;
+        }
+    };
+    let plan = crate::follow::plan(limit, limits.max_connections);
+    crate::follow::set_budget(plan.files);
+    if plan.connections < limits.max_connections {
+        tracing::warn!(
+            open_files_limit = limit,
+            max_connections = plan.connections,
+            files_held_open = plan.files,
+            "few file descriptors: fewer connections served at once; files beyond those held open are reopened at each poll"
+        );
+    }
+    crate::config::HttpLimits {
+        max_connections: plan.connections,
+        ..limits
+    }
 }
 
 /// The web config's guard, and a warning when the endpoints are reachable

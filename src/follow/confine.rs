@@ -3,9 +3,10 @@
 //! line count into `/metrics`, so by default a file is read only when its
 //! real path lies in a directory the configuration names.
 
-use std::fs::File;
+use std::fs::{File, FileType, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -22,7 +23,69 @@ pub enum Confine {
 pub enum OpenError {
     /// It resolves to this real path, outside the allowed directories.
     Outside(PathBuf),
+    /// It is (or leads to) this kind of file, not a regular one: a FIFO
+    /// would block the open, `/dev/zero` would never end.
+    NotRegular(&'static str),
     Io(io::Error),
+}
+
+/// What a file that is not a regular file is, in words for a log line.
+pub fn kind_of(file_type: FileType) -> &'static str {
+    if file_type.is_fifo() {
+        "fifo"
+    } else if file_type.is_socket() {
+        "socket"
+    } else if file_type.is_char_device() {
+        "character device"
+    } else if file_type.is_block_device() {
+        "block device"
+    } else if file_type.is_dir() {
+        "directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens `path` for reading only if it is a regular file, without ever
+/// blocking: the target is checked with `stat` first, opened with
+/// `O_NONBLOCK` (a FIFO swapped in after the check opens at once instead
+/// of waiting for a writer) and `O_NOCTTY`, then checked again on the
+/// descriptor itself. `O_NONBLOCK` changes nothing for a regular file.
+pub fn open_regular(path: &Path) -> Result<File, OpenError> {
+    let meta = std::fs::metadata(path).map_err(OpenError::Io)?;
+    if !meta.is_file() {
+        return Err(OpenError::NotRegular(kind_of(meta.file_type())));
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(OpenError::Io)?;
+    let opened = file.metadata().map_err(OpenError::Io)?;
+    if !opened.is_file() {
+        return Err(OpenError::NotRegular(kind_of(opened.file_type())));
+    }
+    Ok(file)
+}
+
+impl OpenError {
+    /// The error as an `io::Error`, for callers that only need to know it failed.
+    pub fn into_io(self) -> io::Error {
+        match self {
+            OpenError::Io(error) => error,
+            OpenError::Outside(real) => io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "leads out of the configured directories to {}",
+                    real.display()
+                ),
+            ),
+            OpenError::NotRegular(kind) => io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("not a regular file ({kind})"),
+            ),
+        }
+    }
 }
 
 impl Confine {
@@ -54,13 +117,13 @@ impl Confine {
     /// Opens `path` for reading if it resolves inside the allowed directories.
     pub fn open(&self, path: &Path) -> Result<File, OpenError> {
         if *self == Confine::Anywhere {
-            return File::open(path).map_err(OpenError::Io);
+            return open_regular(path);
         }
         let real = path.canonicalize().map_err(OpenError::Io)?;
         if !self.contains(&real) {
             return Err(OpenError::Outside(real));
         }
-        let file = File::open(&real).map_err(OpenError::Io)?;
+        let file = open_regular(&real)?;
         // A link re-pointed between the check and the open: ask the kernel
         // what was opened.
         if let Ok(opened) = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())) {
@@ -97,5 +160,30 @@ mod tests {
         assert!(confine.open(&logs.join("current.log")).is_ok());
         assert!(confine.allows(&logs.join("not-yet.log")));
         assert!(Confine::Anywhere.open(&logs.join("gc.log")).is_ok());
+    }
+
+    #[test]
+    fn a_fifo_or_a_device_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("gc.log");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success(), "mkfifo");
+        symlink("/dev/zero", dir.path().join("zero.log")).unwrap();
+        let confine = Confine::within([dir.path().to_path_buf()]);
+        for (path, kind) in [
+            (fifo, "fifo"),
+            (dir.path().join("zero.log"), "character device"),
+        ] {
+            // A blocking open of the FIFO would hang this test: no writer comes.
+            assert!(
+                matches!(Confine::Anywhere.open(&path), Err(OpenError::NotRegular(k)) if k == kind),
+                "{}",
+                path.display()
+            );
+        }
+        assert!(matches!(
+            confine.open(&dir.path().join("zero.log")),
+            Err(OpenError::Outside(_))
+        ));
     }
 }

@@ -20,16 +20,24 @@ use serde::{Deserialize, Serialize};
 use siblings::{is_rotation_of, ring_current_of};
 
 mod confine;
+mod descriptors;
 mod discover;
 mod siblings;
 
-pub use confine::Confine;
-use confine::OpenError;
+use descriptors::Slot;
+pub use descriptors::{plan, raise_open_files_limit, set_budget, Plan};
+
+pub use confine::{open_regular, Confine, OpenError};
 pub use discover::{base_dir, discover, has_glob_chars, Discovery, MAX_MATCHES};
 pub use siblings::{live_path_of, log_exists};
 
 /// Bytes of a file's head that identify it.
 const HEAD_BYTES: usize = 1024;
+/// Bytes just before the read position that must still be there at the
+/// next read: a writer without `O_APPEND` continues at its old offset after
+/// a copytruncate, so the file's length and (after one truncation, a hole
+/// of NULs) its head can look unchanged.
+const TAIL_BYTES: u64 = 64;
 const READ_CHUNK: usize = 64 * 1024;
 const FILES_KNOWN_REFRESH: Duration = Duration::from_secs(5);
 
@@ -69,6 +77,23 @@ impl HeadPrint {
         file.read_exact_at(&mut buffer[..len], 0)?;
         Ok(fnv1a(&buffer[..len]) == self.hash)
     }
+
+    /// The print of the (up to [`TAIL_BYTES`]) bytes just before `offset`.
+    fn before(file: &File, offset: u64) -> io::Result<HeadPrint> {
+        let len = offset.min(TAIL_BYTES) as usize;
+        let mut buffer = [0u8; TAIL_BYTES as usize];
+        file.read_exact_at(&mut buffer[..len], offset - len as u64)?;
+        Ok(HeadPrint {
+            len: len as u32,
+            hash: fnv1a(&buffer[..len]),
+        })
+    }
+
+    /// Whether the bytes before `offset` in `file` are still those this
+    /// print was taken from (unreadable ones are not).
+    fn matches_before(&self, file: &File, offset: u64) -> bool {
+        HeadPrint::before(file, offset).is_ok_and(|now| now == *self)
+    }
 }
 
 /// Where reading stopped: which file (by identity) and at what offset. This is
@@ -84,6 +109,28 @@ pub struct Position {
     /// not read yet. Absent in checkpoints of older agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtime: Option<SystemTime>,
+    /// Print of the bytes just before `offset`: the file is still the one
+    /// read only while they are unchanged. Absent in checkpoints of older
+    /// agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<HeadPrint>,
+}
+
+impl Position {
+    /// Whether `file` still holds, before this position's offset, the
+    /// bytes read there (true when no print was taken).
+    fn tail_matches(&self, file: &File) -> bool {
+        self.tail
+            .is_none_or(|tail| tail.matches_before(file, self.offset))
+    }
+
+    /// Whether `file` (of `file_len` bytes) holds what was read up to this
+    /// position: its head and the bytes just before the offset.
+    fn read_in(&self, file: &File, file_len: u64) -> bool {
+        file_len >= self.offset
+            && self.head.matches(file, file_len).unwrap_or(false)
+            && self.tail_matches(file)
+    }
 }
 
 /// Where to begin reading a file that has no checkpoint yet.
@@ -105,6 +152,9 @@ pub enum Note {
     Rotated,
     /// The live file was truncated or rewritten in place (copytruncate).
     Truncated,
+    /// A file could not be opened for want of descriptors; tried again at
+    /// the next poll.
+    OutOfDescriptors,
     /// After a truncation, the bytes not yet read were found in this copy.
     RecoveredFromCopy(PathBuf),
     /// The checkpointed file is gone; reading restarts from the live file.
@@ -116,6 +166,12 @@ pub enum Note {
     SymlinkOutside {
         path: PathBuf,
         real: PathBuf,
+    },
+    /// This path is, or leads to, a FIFO, socket, device or directory: not
+    /// opened (a FIFO blocks an open, `/dev/zero` never ends).
+    NotRegular {
+        path: PathBuf,
+        kind: &'static str,
     },
 }
 
@@ -168,6 +224,16 @@ struct Current {
     position: Position,
     /// Modification time at the last read, to find files rotated after it.
     mtime: SystemTime,
+    /// The right to keep `file` open after this poll.
+    slot: Option<Slot>,
+}
+
+/// Whether a path is the file a position was taken in.
+enum Identified {
+    Yes(File, Metadata),
+    No,
+    /// It could not be opened for want of descriptors: nothing is known.
+    OutOfDescriptors,
 }
 
 /// Follows `live_path` and the rotated files beside it.
@@ -183,11 +249,15 @@ pub struct Follower {
     /// Checkpointed position not yet matched to a file.
     resume: Option<Position>,
     catch_up: CatchUp,
-    /// Paths refused by `confine`, each reported once.
+    /// Paths refused by `confine` or for not being regular files, each
+    /// reported once.
     refused: BTreeSet<PathBuf>,
     /// Notes made outside a poll's outcome, handed over at its end.
     notes: Vec<Note>,
     unreadable: Option<String>,
+    /// Whether the file was closed after the last poll for want of a
+    /// descriptor slot (`resume` says where it was): reopened quietly.
+    parked: bool,
     /// Since when the live path has not existed, while it does not.
     missing_since: Option<Instant>,
     files_known: u64,
@@ -220,6 +290,7 @@ impl Follower {
             refused: BTreeSet::new(),
             notes: Vec::new(),
             unreadable: None,
+            parked: false,
             missing_since: None,
             files_known: 0,
             files_known_at: None,
@@ -246,25 +317,43 @@ impl Follower {
             .or(self.resume)
     }
 
-    /// Opens `path` if `confine` allows where it leads; `None` when it does
-    /// not (noted once per path).
+    /// What decides where this follower's files may lead.
+    pub fn confine(&self) -> &Confine {
+        &self.confine
+    }
+
+    /// Opens `path` if `confine` allows where it leads and it is a regular
+    /// file; `None` when not (noted once per path).
     fn open(&mut self, path: &Path) -> Option<io::Result<File>> {
         match self.confine.open(path) {
             Ok(file) => Some(Ok(file)),
             Err(OpenError::Io(error)) => Some(Err(error)),
             Err(OpenError::Outside(real)) => {
-                self.refuse(path, real);
+                self.refuse(
+                    path,
+                    Note::SymlinkOutside {
+                        path: path.to_path_buf(),
+                        real,
+                    },
+                );
+                None
+            }
+            Err(OpenError::NotRegular(kind)) => {
+                self.refuse(
+                    path,
+                    Note::NotRegular {
+                        path: path.to_path_buf(),
+                        kind,
+                    },
+                );
                 None
             }
         }
     }
 
-    fn refuse(&mut self, path: &Path, real: PathBuf) {
+    fn refuse(&mut self, path: &Path, note: Note) {
         if self.refused.insert(path.to_path_buf()) {
-            self.notes.push(Note::SymlinkOutside {
-                path: path.to_path_buf(),
-                real,
-            });
+            self.notes.push(note);
         }
     }
 
@@ -328,7 +417,11 @@ impl Follower {
             .into_iter()
             .filter(|(path, _)| match path.canonicalize() {
                 Ok(real) if !self.confine.allows(&real) => {
-                    self.refuse(path, real);
+                    let note = Note::SymlinkOutside {
+                        path: path.clone(),
+                        real,
+                    };
+                    self.refuse(path, note);
                     false
                 }
                 _ => true,
@@ -339,8 +432,25 @@ impl Follower {
     /// Reads everything new, in order, handing the bytes to `sink`.
     pub fn poll(&mut self, sink: &mut dyn FnMut(&[u8])) -> PollOutcome {
         let mut outcome = self.poll_files(sink);
+        self.hold_or_park();
         outcome.notes.append(&mut self.notes);
         outcome
+    }
+
+    /// Keeps the file open for the next poll when a descriptor slot is
+    /// free; otherwise closes it, to be found again by identity.
+    fn hold_or_park(&mut self) {
+        let Some(current) = &mut self.current else {
+            return;
+        };
+        if current.slot.is_none() {
+            current.slot = Slot::take();
+        }
+        if current.slot.is_none() {
+            self.resume = self.position();
+            self.current = None;
+            self.parked = true;
+        }
     }
 
     fn poll_files(&mut self, sink: &mut dyn FnMut(&[u8])) -> PollOutcome {
@@ -351,14 +461,30 @@ impl Follower {
         self.live_file = self.find_live_file();
         if let Some(resume) = self.resume.take() {
             self.open_checkpointed(resume, &mut outcome);
+            if self.resume.is_some() {
+                // Not found yet, nor known to be gone: nothing to read now.
+                return outcome;
+            }
         }
         // Before reading on: a truncated file must not be read from the old offset.
         self.check_rewritten(sink, &mut outcome);
         self.drain(sink, &mut outcome);
         let live = match std::fs::metadata(&self.live_file) {
-            Ok(meta) if !meta.is_file() => {
+            // A directory is no trap (it cannot be opened for reading):
+            // counted as unreadable, as before the other kinds were refused.
+            Ok(meta) if meta.is_dir() => {
                 let error = io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
                 self.note_unreadable(error, &mut outcome);
+                return outcome;
+            }
+            Ok(meta) if !meta.is_file() => {
+                let kind = confine::kind_of(meta.file_type());
+                let message = format!("{}: not a regular file ({kind})", self.live_path.display());
+                let note = Note::NotRegular {
+                    path: self.live_file.clone(),
+                    kind,
+                };
+                self.note_unreadable_as(message, note, &mut outcome);
                 return outcome;
             }
             Ok(meta) => {
@@ -443,38 +569,81 @@ impl Follower {
 
     fn note_unreadable(&mut self, error: io::Error, outcome: &mut PollOutcome) {
         let message = format!("{}: {error}", self.live_path.display());
+        self.note_unreadable_as(message.clone(), Note::Unreadable(message), outcome);
+    }
+
+    /// The live file cannot be read, for `message`: `note` once, until the
+    /// reason changes.
+    fn note_unreadable_as(&mut self, message: String, note: Note, outcome: &mut PollOutcome) {
         if self.unreadable.as_deref() != Some(message.as_str()) {
-            outcome.notes.push(Note::Unreadable(message.clone()));
+            outcome.notes.push(note);
         }
         self.unreadable = Some(message);
         outcome.readable = false;
     }
 
+    /// `path` opened, if it is the file `resume` was taken in.
+    fn identified(&mut self, path: &Path, resume: &Position) -> Identified {
+        let file = match self.open(path) {
+            Some(Ok(file)) => file,
+            Some(Err(error)) if descriptors::exhausted(&error) => {
+                return Identified::OutOfDescriptors
+            }
+            _ => return Identified::No,
+        };
+        match file.metadata() {
+            Ok(meta)
+                if identity(&meta) == (resume.dev, resume.ino)
+                    && resume.read_in(&file, meta.len()) =>
+            {
+                Identified::Yes(file, meta)
+            }
+            _ => Identified::No,
+        }
+    }
+
     /// Finds the checkpointed file (live, or rotated while the agent was
-    /// down, or a JDK 8 ring's `.current` file a JVM run left when it exited).
+    /// down, or a JDK 8 ring's `.current` file a JVM run left when it
+    /// exited), or the file this follower closed for want of a descriptor
+    /// slot. Out of descriptors, it tries again at the next poll.
     fn open_checkpointed(&mut self, resume: Position, outcome: &mut PollOutcome) {
-        let mut candidates = vec![self.live_file.clone()];
-        candidates.extend(self.siblings().into_iter().map(|(path, _)| path));
-        let ring = self.beside(ring_current_of).into_iter();
-        candidates.extend(ring.map(|(path, _)| path).filter(|p| *p != self.live_file));
-        for path in candidates {
-            let Some(Ok(file)) = self.open(&path) else {
-                continue;
-            };
-            let Ok(meta) = file.metadata() else { continue };
-            if identity(&meta) != (resume.dev, resume.ino) || meta.len() < resume.offset {
-                continue;
+        let reopening = std::mem::take(&mut self.parked);
+        let live = self.live_file.clone();
+        let mut found = (live.clone(), self.identified(&live, &resume));
+        // The live file first: a parked follower lists no directory while
+        // its file is still the live one.
+        if matches!(found.1, Identified::No) {
+            let mut others: Vec<PathBuf> = self.siblings().into_iter().map(|(p, _)| p).collect();
+            let ring = self.beside(ring_current_of).into_iter();
+            others.extend(ring.map(|(path, _)| path).filter(|p| *p != live));
+            for path in others {
+                let identified = self.identified(&path, &resume);
+                if !matches!(identified, Identified::No) {
+                    found = (path, identified);
+                    break;
+                }
             }
-            if !resume.head.matches(&file, meta.len()).unwrap_or(false) {
-                continue;
+        }
+        match found {
+            (_, Identified::OutOfDescriptors) => {
+                self.resume = Some(resume);
+                self.parked = reopening;
+                outcome.notes.push(Note::OutOfDescriptors);
+                return;
             }
-            outcome.notes.push(Note::Opened(path));
-            self.current = Some(Current {
-                file,
-                position: resume,
-                mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            });
-            return;
+            (path, Identified::Yes(file, meta)) => {
+                if !reopening || path != live {
+                    outcome.notes.push(Note::Opened(path));
+                }
+                self.current = Some(Current {
+                    file,
+                    position: resume,
+                    mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                    slot: None,
+                });
+                return;
+            }
+            (_, Identified::No) => {}
         }
         // copytruncate while the agent was down: the checkpointed inode is
         // still the live file but truncated or rewritten, and its bytes are in
@@ -487,6 +656,7 @@ impl Follower {
                 file,
                 position: Position { dev, ino, ..resume },
                 mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                slot: None,
             });
             return;
         }
@@ -505,8 +675,7 @@ impl Follower {
         let live = self.open(&self.live_file.clone())?.ok()?;
         let live_meta = live.metadata().ok()?;
         let rewritten = identity(&live_meta) == (resume.dev, resume.ino)
-            && (live_meta.len() < resume.offset
-                || !resume.head.matches(&live, live_meta.len()).unwrap_or(true));
+            && !resume.read_in(&live, live_meta.len());
         if !rewritten {
             return None;
         }
@@ -516,9 +685,7 @@ impl Follower {
             }
             let file = self.confine.open(&path).ok()?;
             resume
-                .head
-                .matches(&file, meta.len())
-                .unwrap_or(false)
+                .read_in(&file, meta.len())
                 .then_some((path, file, meta))
         })
     }
@@ -528,7 +695,15 @@ impl Follower {
             Some(Ok(file)) => file,
             Some(Err(error)) => {
                 self.current = None;
-                self.note_unreadable(error, outcome);
+                if offset == 0 {
+                    // Whenever it can be opened, all of it is still new.
+                    self.start_at = StartAt::Beginning;
+                }
+                if descriptors::exhausted(&error) {
+                    outcome.notes.push(Note::OutOfDescriptors);
+                } else {
+                    self.note_unreadable(error, outcome);
+                }
                 return;
             }
             None => {
@@ -551,6 +726,7 @@ impl Follower {
             hash: fnv1a(&[]),
         });
         outcome.notes.push(Note::Opened(self.live_file.clone()));
+        let tail = HeadPrint::before(&file, offset).ok();
         self.current = Some(Current {
             file,
             position: Position {
@@ -559,8 +735,10 @@ impl Follower {
                 head,
                 offset,
                 mtime: None,
+                tail,
             },
             mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            slot: None,
         });
     }
 
@@ -569,12 +747,17 @@ impl Follower {
         let Some(current) = &mut self.current else {
             return;
         };
-        if let Err(error) = read_from(
+        let from = current.position.offset;
+        let read = read_from(
             &mut current.file,
             &mut current.position.offset,
             sink,
             &mut outcome.bytes_read,
-        ) {
+        );
+        if current.position.offset != from {
+            current.position.tail = HeadPrint::before(&current.file, current.position.offset).ok();
+        }
+        if let Err(error) = read {
             let message = format!("{}: {error}", self.live_path.display());
             outcome.notes.push(Note::Unreadable(message));
             outcome.readable = false;
@@ -598,19 +781,16 @@ impl Follower {
         let Ok(meta) = current.file.metadata() else {
             return;
         };
-        let shrunk = meta.len() < current.position.offset;
-        let head_changed = !shrunk
-            && !current
-                .position
-                .head
-                .matches(&current.file, meta.len())
-                .unwrap_or(true);
-        if !shrunk && !head_changed {
+        // Shorter than the position, another head, or other bytes just
+        // before the position: a writer without O_APPEND refills the file
+        // from its old offset after a truncation, behind a hole of NULs.
+        if current.position.read_in(&current.file, meta.len()) {
             return;
         }
         outcome.notes.push(Note::Truncated);
         let old = current.position;
-        // logrotate's copy holds the bytes written before the truncation.
+        // logrotate's copy holds the bytes written before the truncation:
+        // the one whose bytes up to the position are those read.
         for (path, meta) in self.siblings() {
             if meta.len() <= old.offset || identity(&meta) == (old.dev, old.ino) {
                 continue;
@@ -618,7 +798,7 @@ impl Follower {
             let Some(Ok(mut copy)) = self.open(&path) else {
                 continue;
             };
-            if !old.head.matches(&copy, meta.len()).unwrap_or(false) {
+            if !old.read_in(&copy, meta.len()) {
                 continue;
             }
             let mut offset = old.offset;
@@ -705,294 +885,4 @@ fn read_from(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::io::Write;
-
-    fn append(path: &Path, text: &str) {
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .unwrap();
-        file.write_all(text.as_bytes()).unwrap();
-    }
-
-    fn starting(start_at: StartAt) -> FollowOptions {
-        FollowOptions {
-            start_at,
-            ..FollowOptions::default()
-        }
-    }
-
-    fn poll_text(follower: &mut Follower) -> String {
-        let mut bytes = Vec::new();
-        follower.poll(&mut |chunk| bytes.extend_from_slice(chunk));
-        String::from_utf8(bytes).unwrap()
-    }
-
-    #[test]
-    fn start_at_end_skips_history_but_not_a_started_line() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("gc.log");
-        append(&log, "old 1\nold 2\npart");
-        let mut follower = Follower::new(log.clone(), starting(StartAt::End), None);
-        assert_eq!(poll_text(&mut follower), "part");
-        append(&log, "ial\nnew\n");
-        assert_eq!(poll_text(&mut follower), "ial\nnew\n");
-    }
-
-    #[test]
-    fn rename_rotation_finishes_the_old_file_then_reads_every_newer_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("gc.log");
-        append(&log, "a1\n");
-        let mut follower = Follower::new(log.clone(), starting(StartAt::Beginning), None);
-        assert_eq!(poll_text(&mut follower), "a1\n");
-        append(&log, "a2\n");
-        // Two rotations before the next poll: a -> .0, b -> .1, c live.
-        std::fs::rename(&log, dir.path().join("gc.log.0")).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        append(&log, "b1\n");
-        std::fs::rename(&log, dir.path().join("gc.log.1")).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        append(&log, "c1\n");
-        assert_eq!(poll_text(&mut follower), "a2\nb1\nc1\n");
-        append(&log, "c2\n");
-        assert_eq!(poll_text(&mut follower), "c2\n");
-    }
-
-    #[test]
-    fn beginning_reads_the_rotated_files_there_oldest_first_then_the_live_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("gc.log");
-        for (name, text) in [
-            ("gc.log.1", "b\n"),
-            ("gc.log.0", "c\n"),
-            ("gc.log.2", "a\n"),
-        ] {
-            append(&dir.path().join(name), text);
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        append(&log, "d\n");
-        let mut by_mtime = Follower::new(log.clone(), starting(StartAt::Beginning), None);
-        assert_eq!(poll_text(&mut by_mtime), "b\nc\na\nd\n");
-        let by_content = FollowOptions {
-            order: |mut paths| {
-                paths.sort_by_key(|path| std::fs::read(path).unwrap());
-                paths
-            },
-            ..starting(StartAt::Beginning)
-        };
-        let mut follower = Follower::new(log.clone(), by_content, None);
-        assert_eq!(poll_text(&mut follower), "a\nb\nc\nd\n");
-    }
-
-    #[test]
-    fn copytruncate_recovers_unread_bytes_from_the_copy() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("gc.log");
-        append(&log, "line 1\n");
-        let mut follower = Follower::new(log.clone(), starting(StartAt::Beginning), None);
-        assert_eq!(poll_text(&mut follower), "line 1\n");
-        append(&log, "line 2\n");
-        std::fs::copy(&log, dir.path().join("gc.log.1")).unwrap();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(&log)
-            .unwrap();
-        append(&log, "line 3 after truncation, longer than before\n");
-        assert_eq!(
-            poll_text(&mut follower),
-            "line 2\nline 3 after truncation, longer than before\n"
-        );
-    }
-
-    #[test]
-    fn checkpoint_resumes_in_a_file_rotated_while_down() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("gc.log");
-        append(&log, "first run line 1\n");
-        let mut follower = Follower::new(log.clone(), starting(StartAt::Beginning), None);
-        assert_eq!(poll_text(&mut follower), "first run line 1\n");
-        let checkpoint = follower.position();
-        drop(follower);
-        append(&log, "first run line 2\n");
-        std::fs::rename(&log, dir.path().join("gc.log.0")).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        append(&log, "first run line 1\n");
-        let mut follower = Follower::new(log.clone(), starting(StartAt::End), checkpoint);
-        assert_eq!(
-            poll_text(&mut follower),
-            "first run line 2\nfirst run line 1\n"
-        );
-    }
-
-    /// A JDK 8 JVM writing `gc.log` with `-XX:+UseGCLogFileRotation
-    /// -XX:NumberOfGCLogFiles=N`, by the file operations of HotSpot 8's
-    /// `gcLogFileStream` (`ostream.cpp`): start with `fopen("gc.log.0.current",
-    /// "w")`; rotate by writing the "Saved as" line, closing, removing an old
-    /// `gc.log.K`, renaming `gc.log.K.current` to `gc.log.K`, opening
-    /// `gc.log.K+1.current` (or `.0.current` after the last) with `"w"`,
-    /// writing the "created" line and header, then removing an old
-    /// `gc.log.K+1`.
-    struct Jdk8Ring {
-        ring: PathBuf,
-        files: usize,
-        number: usize,
-        written: String,
-    }
-
-    impl Jdk8Ring {
-        fn file(&self, number: usize, current: bool) -> PathBuf {
-            let suffix = if current { ".current" } else { "" };
-            let name = self.ring.file_name().unwrap().to_string_lossy();
-            self.ring.with_file_name(format!("{name}.{number}{suffix}"))
-        }
-
-        fn start(ring: PathBuf, files: usize) -> Jdk8Ring {
-            let mut jvm = Jdk8Ring {
-                ring,
-                files,
-                number: 0,
-                written: String::new(),
-            };
-            std::fs::File::create(jvm.file(0, true)).unwrap();
-            jvm.write("Java HotSpot(TM) 64-Bit Server VM (25.45-b02)\n");
-            jvm
-        }
-
-        fn write(&mut self, text: &str) {
-            append(&self.file(self.number, true), text);
-            self.written.push_str(text);
-        }
-
-        fn rotate(&mut self) {
-            // Rotations happen at GC safepoints, never within one clock tick.
-            std::thread::sleep(std::time::Duration::from_millis(20));
-            let saved = self.file(self.number, false);
-            self.write(&format!(
-                "GC log file has reached the maximum size. Saved as {}\n",
-                saved.display()
-            ));
-            let _ = std::fs::remove_file(&saved);
-            std::fs::rename(self.file(self.number, true), &saved).unwrap();
-            self.number = (self.number + 1) % self.files;
-            std::fs::File::create(self.file(self.number, true)).unwrap();
-            let created = self.file(self.number, false);
-            self.write(&format!("GC log file created {}\n", created.display()));
-            let _ = std::fs::remove_file(created);
-        }
-    }
-
-    #[test]
-    fn a_jdk8_ring_is_followed_through_renames_and_wraps_from_before_the_jvm_starts() {
-        let dir = tempfile::tempdir().unwrap();
-        let ring = dir.path().join("gc.log");
-        let mut follower = Follower::new(ring.clone(), starting(StartAt::End), None);
-        assert_eq!(follower.poll(&mut |_| {}).notes, vec![Note::Missing]);
-        let mut jvm = Jdk8Ring::start(ring.clone(), 3);
-        let mut read = poll_text(&mut follower);
-        for round in 0..8 {
-            jvm.write(&format!("pause {round}\n"));
-            jvm.rotate();
-            jvm.write(&format!("pause {round} after\n"));
-            if round % 3 == 1 {
-                // Two rotations before the agent looks again.
-                jvm.rotate();
-            }
-            read += &poll_text(&mut follower);
-        }
-        assert_eq!(read, jvm.written, "every line once, in order");
-        assert!(follower
-            .live_file
-            .ends_with(format!("gc.log.{}.current", jvm.number)));
-    }
-
-    #[test]
-    fn a_jdk8_ring_resumes_where_its_checkpoint_is_after_rotations_while_down() {
-        let dir = tempfile::tempdir().unwrap();
-        let ring = dir.path().join("gc.log");
-        let mut jvm = Jdk8Ring::start(ring.clone(), 4);
-        jvm.write("first\n");
-        let mut follower = Follower::new(ring.clone(), starting(StartAt::Beginning), None);
-        let mut read = poll_text(&mut follower);
-        let checkpoint = follower.position();
-        drop(follower);
-        for round in 0..2 {
-            jvm.write(&format!("while down {round}\n"));
-            jvm.rotate();
-        }
-        jvm.write("after restart\n");
-        let mut follower = Follower::new(ring, starting(StartAt::End), checkpoint);
-        read += &poll_text(&mut follower);
-        assert_eq!(read, jvm.written);
-    }
-
-    #[test]
-    fn a_restarted_jdk8_jvm_is_followed_past_the_current_file_its_last_run_left() {
-        let dir = tempfile::tempdir().unwrap();
-        let ring = dir.path().join("gc.log");
-        let mut first_run = Jdk8Ring::start(ring.clone(), 4);
-        first_run.rotate();
-        first_run.rotate();
-        first_run.write("first run, last line\n");
-        // It exits writing gc.log.2.current, which stays.
-        let mut follower = Follower::new(ring.clone(), starting(StartAt::End), None);
-        assert_eq!(poll_text(&mut follower), "");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let mut second_run = Jdk8Ring::start(ring.clone(), 4);
-        second_run.write("second run\n");
-        let mut read = poll_text(&mut follower);
-        // The third opens the stale gc.log.2.current again with "w".
-        second_run.rotate();
-        second_run.rotate();
-        read += &poll_text(&mut follower);
-        second_run.rotate();
-        read += &poll_text(&mut follower);
-        assert_eq!(read, second_run.written, "nothing of the stale file");
-    }
-
-    #[test]
-    fn a_checkpoint_in_the_current_file_of_a_jdk8_run_that_exited_is_finished_first() {
-        let dir = tempfile::tempdir().unwrap();
-        let ring = dir.path().join("gc.log");
-        let mut first_run = Jdk8Ring::start(ring.clone(), 4);
-        first_run.rotate();
-        first_run.rotate();
-        let mut follower = Follower::new(ring.clone(), starting(StartAt::Beginning), None);
-        let mut read = poll_text(&mut follower);
-        let checkpoint = follower.position();
-        drop(follower);
-        // While the agent is down the run writes its last line and exits,
-        // leaving gc.log.2.current; the next run starts in gc.log.0.current.
-        first_run.write("first run, last line\n");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        let mut second_run = Jdk8Ring::start(ring.clone(), 4);
-        second_run.write("second run\n");
-        let mut follower = Follower::new(ring, starting(StartAt::End), checkpoint);
-        read += &poll_text(&mut follower);
-        assert_eq!(read, first_run.written + &second_run.written);
-    }
-
-    #[test]
-    fn missing_and_unreadable_files_are_reported_not_fatal() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("gc.log");
-        let mut follower = Follower::new(log.clone(), starting(StartAt::Beginning), None);
-        let outcome = follower.poll(&mut |_| {});
-        assert_eq!(outcome.notes, vec![Note::Missing]);
-        // A directory where the log should be cannot be read, even by root.
-        std::fs::create_dir(&log).unwrap();
-        let outcome = follower.poll(&mut |_| {});
-        assert!(!outcome.readable);
-        assert!(
-            matches!(&outcome.notes[..], [Note::Unreadable(m)] if m.contains("not a regular file"))
-        );
-        assert!(follower.poll(&mut |_| {}).notes.is_empty(), "reported once");
-        std::fs::remove_dir(&log).unwrap();
-        append(&log, "x\n");
-        assert_eq!(poll_text(&mut follower), "x\n");
-    }
-}
+mod tests;

@@ -3,7 +3,7 @@
 
 use std::cmp::Ordering;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::procfs::JvmLogWriters;
 use super::{read_batched, report_note, NewStream, Source, SourceCheckpoint, SourceKey};
 use crate::config;
-use crate::follow::{has_glob_chars, Follower, Position};
+use crate::follow::{has_glob_chars, open_regular, Follower, Position};
 use crate::model::jvm::LabelCap;
 use crate::model::latency::LatencyState;
 use crate::store::{AgentState, Store, StreamId, StreamState};
@@ -30,12 +30,20 @@ const CLOCK_PROBE_INTERVAL: Duration = Duration::from_secs(2);
 /// before a scan has seen it, and read then they would have no time.
 const ANCHOR_WAIT: Duration = Duration::from_secs(3);
 
-/// Lines read from the head of each file to find its first timestamp.
+/// Lines read from the head of each file to find its first timestamp...
 const ORDERING_PROBE_LINES: usize = 200;
+/// ...and bytes at most: a file of one endless line cannot grow the buffer.
+const ORDERING_PROBE_BYTES: u64 = 256 * 1024;
 
-/// The time of the first line of `path` that carries one.
+/// The time of the first line of `path` that carries one; `None` for a
+/// path that is not a regular file (a FIFO would block the open).
 fn first_time(path: &Path) -> Option<LogTime> {
-    let reader = BufReader::new(File::open(path).ok()?);
+    first_time_in(open_regular(path).ok()?)
+}
+
+/// The time of the first line of `file` that carries one.
+fn first_time_in(file: File) -> Option<LogTime> {
+    let reader = BufReader::new(file.take(ORDERING_PROBE_BYTES));
     reader
         .split(b'\n')
         .take(ORDERING_PROBE_LINES)
@@ -191,7 +199,12 @@ impl GcLogSource {
         }
         let first_read = self.parser.stats().lines == 0;
         let needed = if first_read {
-            first_time(self.follower.live_path()).is_some_and(|t| t.wall.is_none())
+            // Through the follower's confinement: a link to `/dev/zero` or
+            // `/etc/shadow` is no more read here than by the follower.
+            let live = self.follower.confine().open(self.follower.live_path());
+            live.ok()
+                .and_then(first_time_in)
+                .is_some_and(|t| t.wall.is_none())
         } else {
             store
                 .write()

@@ -181,6 +181,9 @@ pub fn read_batched<P: StreamParser>(
     outcome
 }
 
+/// How often running out of descriptors is logged, whatever the sources.
+const OUT_OF_DESCRIPTORS_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Logs a follower's note and counts the errors among them in `errors`;
 /// the same for every file source.
 pub fn report_note(note: &Note, live: &Path, errors: &mut BTreeMap<String, u64>) {
@@ -213,6 +216,22 @@ pub fn report_note(note: &Note, live: &Path, errors: &mut BTreeMap<String, u64>)
         Note::SymlinkOutside { path, real } => {
             tracing::error!(log = %log, file = %path.display(), target = %real.display(), "not read: a symlink out of the configured directories (follow_symlinks_outside = true allows it)");
             count(errors, "symlink_outside");
+        }
+        Note::OutOfDescriptors => {
+            count(errors, "descriptors_exhausted");
+            // Every source meets it at once: one line for all of them.
+            static LOGGED: Mutex<Option<std::time::Instant>> = Mutex::new(None);
+            let mut logged = LOGGED
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if logged.is_none_or(|at| at.elapsed() >= OUT_OF_DESCRIPTORS_LOG_EVERY) {
+                *logged = Some(std::time::Instant::now());
+                tracing::warn!(log = %log, "out of file descriptors; files are opened again at the next poll (logged at most once a minute)");
+            }
+        }
+        Note::NotRegular { path, kind } => {
+            tracing::error!(log = %log, file = %path.display(), kind, "not read: not a regular file");
+            count(errors, "not_regular_file");
         }
     }
 }

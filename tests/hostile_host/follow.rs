@@ -15,12 +15,12 @@ use serde_json::Value;
 use crate::common::{free_port, jvm_fixture, root, sample, sum, Agent, PAUSEWATCH};
 
 /// How long the agent gets to reach a figure.
-const SETTLE: Duration = Duration::from_secs(20);
+pub(super) const SETTLE: Duration = Duration::from_secs(20);
 /// How long a reached figure must hold, so that a second count would show.
-const HOLD: Duration = Duration::from_millis(1500);
+pub(super) const HOLD: Duration = Duration::from_millis(1500);
 
 /// `pauses.count` of `pausewatch analyze` over `files`, in the order given.
-fn analyze_pauses<P: AsRef<Path>>(files: &[P]) -> f64 {
+pub(super) fn analyze_pauses<P: AsRef<Path>>(files: &[P]) -> f64 {
     let output = Command::new(PAUSEWATCH)
         .args(["analyze", "--format", "json"])
         .args(files.iter().map(AsRef::as_ref))
@@ -32,13 +32,13 @@ fn analyze_pauses<P: AsRef<Path>>(files: &[P]) -> f64 {
 }
 
 /// Pauses the agent counted, in streams whose lines contain all of `contains`.
-fn pauses(metrics: &str, contains: &[&str]) -> f64 {
+pub(super) fn pauses(metrics: &str, contains: &[&str]) -> f64 {
     sum(metrics, "jvm_gc_pause_seconds_count", contains)
 }
 
 /// Waits until `figure` of `/metrics` reaches `expected` (or `SETTLE`
 /// passes), then for `HOLD`: what it shows then.
-fn settle(agent: &Agent, expected: f64, figure: impl Fn(&str) -> f64) -> String {
+pub(super) fn settle(agent: &Agent, expected: f64, figure: impl Fn(&str) -> f64) -> String {
     let deadline = Instant::now() + SETTLE;
     while Instant::now() < deadline && figure(&agent.get("/metrics").unwrap_or_default()) < expected
     {
@@ -57,7 +57,7 @@ fn config(dir: &Path, port: u16, sources: &str) -> String {
 }
 
 /// Starts the agent and waits until it serves `/metrics`.
-fn start(dir: &Path, port: u16, sources: &str) -> Agent {
+pub(super) fn start(dir: &Path, port: u16, sources: &str) -> Agent {
     let agent = Agent::start(dir, port, &config(dir, port, sources));
     agent.metrics_when(SETTLE, |m| m.ends_with("# EOF\n"));
     agent
@@ -65,7 +65,7 @@ fn start(dir: &Path, port: u16, sources: &str) -> Agent {
 
 /// The steady G1 fixture cut into three pieces, each ending just before a
 /// collection starts, so that the pieces' pauses add up to the whole's.
-fn steady_pieces() -> [String; 3] {
+pub(super) fn steady_pieces() -> [String; 3] {
     let text = std::fs::read_to_string(jvm_fixture("jdk17-g1-steady").join("gc.log")).unwrap();
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let starts: Vec<usize> = (0..lines.len())
@@ -79,7 +79,7 @@ fn steady_pieces() -> [String; 3] {
     ]
 }
 
-fn write(path: &Path, text: &str) {
+pub(super) fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
 }
