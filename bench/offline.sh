@@ -8,6 +8,8 @@
 # Without GCLOG, records target/bench/gc-trace.log first: JDK 17 G1 running the
 # fixture workload for 40 s with -Xlog:gc*=trace,safepoint (about 70 MB).
 # PAUSEWATCH_BIN=... uses that binary instead of building target/release/pausewatch.
+# Then one 47 MB log per collector (PAUSEWATCH_BENCH_MB), grown from the
+# fixtures: speed against wc -l, whole log against its first quarter, peak RSS.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
