@@ -60,6 +60,15 @@ fn signal(child: &Child, name: &str) {
     assert!(status.success(), "kill -{name}");
 }
 
+/// The stderr of an agent on `config` that must exit 2 (a setup fault).
+fn exit_2_stderr(dir: &Path, config: &str) -> String {
+    let mut agent = spawn(dir, config);
+    let (status, _) = exit_within(&mut agent, Duration::from_secs(10));
+    let stderr = stderr_of(&mut agent);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    stderr
+}
+
 fn config(dir: &Path, port: u16, extra: &str) -> String {
     format!(
         "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n{extra}",
@@ -152,10 +161,7 @@ fn an_address_in_use_exits_2_saying_so() {
     let dir = tempfile::tempdir().unwrap();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
-    let mut agent = spawn(dir.path(), &config(dir.path(), port, ""));
-    let (status, _) = exit_within(&mut agent, Duration::from_secs(10));
-    let stderr = stderr_of(&mut agent);
-    assert_eq!(status.code(), Some(2), "{stderr}");
+    let stderr = exit_2_stderr(dir.path(), &config(dir.path(), port, ""));
     assert!(
         stderr.contains(&format!("cannot listen on 127.0.0.1:{port}")),
         "{stderr}"
@@ -169,10 +175,7 @@ fn a_second_agent_on_the_same_checkpoint_dir_exits_2_naming_the_first() {
     let mut first = spawn(dir.path(), &config(dir.path(), first_port, ""));
     wait_healthy(first_port);
     let second_dir = tempfile::tempdir().unwrap();
-    let mut second = spawn(second_dir.path(), &config(dir.path(), free_port(), ""));
-    let (status, _) = exit_within(&mut second, Duration::from_secs(10));
-    let stderr = stderr_of(&mut second);
-    assert_eq!(status.code(), Some(2), "{stderr}");
+    let stderr = exit_2_stderr(second_dir.path(), &config(dir.path(), free_port(), ""));
     assert!(
         stderr.contains(&format!("pid {}", first.id())),
         "names the holder: {stderr}"
@@ -438,4 +441,159 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// An agent under the default `start_at = "end"` follows a log that a JVM
+/// writes after it started (the fixture's lines in two halves, a checkpoint
+/// after each); it is SIGKILLed, `damage` changes the newest journal record,
+/// and a restarted agent must still count every pause (mxbeans.json), the
+/// second half read again from the last good checkpoint, and say what it cut.
+fn restart_after_damaging_the_journal(damage: impl Fn(&mut Vec<u8>, usize)) {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = jvm_fixture("jdk17-parallel-full");
+    let expected = common::MxBeans::read(&fixture.join("mxbeans.json")).total_count() as f64;
+    let text = std::fs::read_to_string(fixture.join("gc.log")).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let log = dir.path().join("gc.log");
+    std::fs::write(&log, "").unwrap();
+    let port = free_port();
+    let sources = format!(
+        "checkpoint_interval = \"100ms\"\npoll_interval = \"100ms\"\n[[gc_log]]\npath = {}\n",
+        toml_string(&log)
+    );
+    let journal = dir.path().join("checkpoint/journal.1");
+    let commits = || {
+        std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .matches(r#"{"sealed":"#)
+            .count()
+    };
+    let mut agent = KillOnDrop(spawn(dir.path(), &config(dir.path(), port, &sources)));
+    wait_healthy(port);
+    let mut counted = 0.0;
+    for half in lines.chunks(lines.len() / 2 + 1) {
+        let before = commits();
+        let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        std::io::Write::write_all(&mut file, half.concat().as_bytes()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let now = sum(
+                &http_get_ok(port, "/metrics").unwrap_or_default(),
+                "jvm_gc_pause_seconds_count",
+                &[],
+            );
+            if now > counted && commits() > before {
+                counted = now;
+                break;
+            }
+            assert!(Instant::now() < deadline, "no checkpoint of the new lines");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Checkpoints come every 100 ms while something changed: a journal
+        // unchanged for a second has committed everything counted.
+        let mut len = 0;
+        while std::fs::metadata(&journal).unwrap().len() != len {
+            len = std::fs::metadata(&journal).unwrap().len();
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+    assert_eq!(
+        counted, expected,
+        "the agent never killed counts every pause"
+    );
+    agent.0.kill().unwrap();
+    agent.0.wait().unwrap();
+    let mut bytes = std::fs::read(&journal).unwrap();
+    // The newest record: the line before the last commit.
+    let last_commit = bytes[..bytes.len() - 1]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .unwrap();
+    let newest = bytes[..last_commit]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .unwrap()
+        + 1;
+    damage(&mut bytes, newest);
+    std::fs::write(&journal, &bytes).unwrap();
+    let mut agent = KillOnDrop(spawn(dir.path(), &config(dir.path(), port, &sources)));
+    wait_healthy(port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut got;
+    loop {
+        got = sum(
+            &http_get_ok(port, "/metrics").unwrap_or_default(),
+            "jvm_gc_pause_seconds_count",
+            &[],
+        );
+        if got == expected || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Nothing more to read: the count stays.
+    std::thread::sleep(Duration::from_millis(500));
+    let settled = sum(
+        &http_get_ok(port, "/metrics").unwrap(),
+        "jvm_gc_pause_seconds_count",
+        &[],
+    );
+    signal(&agent.0, "TERM");
+    exit_within(&mut agent.0, Duration::from_secs(10));
+    let stderr = stderr_of(&mut agent.0);
+    assert_eq!((got, settled), (expected, expected), "{stderr}");
+    assert!(
+        stderr.contains("checkpoint journal damaged") && !stderr.contains("starting fresh"),
+        "{stderr}"
+    );
+    assert!(dir.path().join("checkpoint/journal.1.damaged").exists());
+}
+
+/// Issue 19, 3: one changed byte used to throw the whole checkpoint away,
+/// and under `start_at = "end"` the restarted agent counted none of them.
+#[test]
+fn a_changed_byte_in_the_newest_journal_record_loses_no_pause_before_it() {
+    restart_after_damaging_the_journal(|bytes, newest| {
+        let middle = newest + (bytes.len() - newest) / 3;
+        bytes[middle] ^= 0x20;
+    });
+}
+
+/// Issue 19, 3: a changed digit in a checkpointed offset was believed.
+#[test]
+fn a_changed_digit_in_a_checkpointed_offset_is_found_not_believed() {
+    restart_after_damaging_the_journal(|bytes, _| {
+        let key = br#""offset":"#;
+        let at = bytes
+            .windows(key.len())
+            .rposition(|w| w == key)
+            .expect("an offset in the journal")
+            + key.len();
+        let digits = bytes[at..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        // The last digit, so the number stays well formed.
+        let digit = &mut bytes[at + digits - 1];
+        *digit = if *digit == b'9' { b'8' } else { *digit + 1 };
+    });
+}
+
+#[test]
+fn a_checkpoint_of_a_newer_version_is_refused_with_exit_2_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("checkpoint/state.json");
+    std::fs::create_dir_all(state.parent().unwrap()).unwrap();
+    let newer = r#"{"version":99,"journal":"journal.7"}"#;
+    std::fs::write(&state, newer).unwrap();
+    let stderr = exit_2_stderr(dir.path(), &config(dir.path(), free_port(), ""));
+    assert!(
+        stderr.contains(&format!("{} is checkpoint version 99", state.display())),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&state).unwrap(),
+        newer,
+        "left as it was"
+    );
 }
