@@ -392,11 +392,11 @@ impl Agent {
         let Ok(history) = chrono::Duration::from_std(self.config.history) else {
             return;
         };
-        let oldest = Utc::now() - history;
+        let now = Utc::now();
         let mut state = self.store.write();
         for stream in state.streams.values_mut() {
             let stream = Arc::make_mut(stream);
-            stream.jvm.minutes.prune_outside(oldest, oldest + history);
+            let oldest = stream.jvm.minutes.prune(history, now, !stream.exited);
             if let Some(latency) = &mut stream.latency {
                 latency.prune_before(oldest);
             }

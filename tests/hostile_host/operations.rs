@@ -8,11 +8,16 @@ use std::time::{Duration, Instant};
 
 use crate::common::{self, free_port, http_get_ok, jvm_fixture, sum, toml_string};
 
-/// The agent with its stderr captured, on a config written into `dir`.
-fn spawn(dir: &Path, config: &str) -> Child {
+/// `config` written to `dir/pausewatch.toml`.
+fn config_file(dir: &Path, config: &str) -> std::path::PathBuf {
     let path = dir.join("pausewatch.toml");
     std::fs::write(&path, config).unwrap();
-    common::run_command(&path)
+    path
+}
+
+/// The agent with its stderr captured, on a config written into `dir`.
+fn spawn(dir: &Path, config: &str) -> Child {
+    common::run_command(&config_file(dir, config))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
@@ -206,10 +211,9 @@ fn a_full_disk_is_reported_once_a_minute_and_leaves_no_temporary_file() {
     let log = dir.path().join("gc.log");
     std::fs::copy(jvm_fixture("jdk17-g1-concurrent").join("gc.log"), &log).unwrap();
     let port = free_port();
-    let config_path = dir.path().join("pausewatch.toml");
-    std::fs::write(
-        &config_path,
-        config(
+    let config_path = config_file(
+        dir.path(),
+        &config(
             dir.path(),
             port,
             &format!(
@@ -217,8 +221,7 @@ fn a_full_disk_is_reported_once_a_minute_and_leaves_no_temporary_file() {
                 toml_string(&log)
             ),
         ),
-    )
-    .unwrap();
+    );
     let script = format!(
         "mount -t tmpfs -o size=4k none '{}' && exec '{}' run --config '{}'",
         checkpoint_dir.display(),
@@ -596,4 +599,89 @@ fn a_checkpoint_of_a_newer_version_is_refused_with_exit_2_and_kept() {
         newer,
         "left as it was"
     );
+}
+
+/// The agent's clock as its HTTP server stamps its answers (`Date`).
+fn agent_clock(port: u16) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let date = answer
+        .lines()
+        .find_map(|line| line.strip_prefix("date: "))?;
+    chrono::DateTime::parse_from_rfc2822(date.trim()).ok()
+}
+
+/// Issue 19, 9: with the host clock set a day ahead (libfaketime, its
+/// offset re-read from a file), the next prune used to drop every minute.
+#[test]
+fn a_clock_set_a_day_ahead_keeps_the_minute_history() {
+    let library = Path::new("/usr/lib")
+        .join(format!("{}-linux-gnu", std::env::consts::ARCH))
+        .join("faketime/libfaketimeMT.so.1");
+    assert!(
+        library.exists(),
+        "{} is missing: apt-get install faketime (.ci/run does)",
+        library.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("gc.log");
+    let now = chrono::Utc::now();
+    let lines: String = (1..=3)
+        .map(|ago| {
+            let t = (now - chrono::TimeDelta::minutes(4 - ago)).format("%Y-%m-%dT%H:%M:%S%.3f+0000");
+            format!("[{t}][{ago}.000s][info][gc] GC({ago}) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) 5.000ms\n")
+        })
+        .collect();
+    std::fs::write(&log, lines).unwrap();
+    let offset = dir.path().join("faketime");
+    std::fs::write(&offset, "+0\n").unwrap();
+    let port = free_port();
+    let path = config_file(
+        dir.path(),
+        &config(
+            dir.path(),
+            port,
+            &format!(
+                "history = \"1h\"\npoll_interval = \"100ms\"\n[[gc_log]]\npath = {}\nstart_at = \"beginning\"\n",
+                toml_string(&log)
+            ),
+        ),
+    );
+    let mut agent = KillOnDrop(
+        common::run_command(&path)
+            .env("LD_PRELOAD", &library)
+            .env("FAKETIME_TIMESTAMP_FILE", &offset)
+            .env("FAKETIME_NO_CACHE", "1")
+            // Timers and intervals keep the real pace.
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    wait_healthy(port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::agent_minutes(port).len() < 3 {
+        assert!(Instant::now() < deadline, "the three minutes never came");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::fs::write(&offset, "+1d\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while agent_clock(port).is_none_or(|t| t < chrono::Utc::now() + chrono::TimeDelta::hours(23)) {
+        assert!(Instant::now() < deadline, "the agent's clock never moved");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // History is pruned every second: three prunes at the new time.
+    let held = Instant::now();
+    while held.elapsed() < Duration::from_secs(3) {
+        let minutes = common::agent_minutes(port).len();
+        assert_eq!(minutes, 3, "minutes left after the jump");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    signal(&agent.0, "TERM");
+    exit_within(&mut agent.0, Duration::from_secs(10));
 }
