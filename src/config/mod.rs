@@ -70,6 +70,11 @@ pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_HISTORY: Duration = Duration::from_secs(24 * 3600);
 /// Less than an hour of history cannot serve the hourly windows.
 pub const MIN_HISTORY: Duration = Duration::from_secs(3600);
+/// `[[gc_log]]` and `[[access_log]]` entries together at most. Each is
+/// followed, polled and checkpointed on its own; thousands of entries (a
+/// generated config) are better one glob per directory, whose matches are
+/// capped and reported.
+pub const MAX_SOURCES: usize = 1000;
 /// Thirty days of minutes (43,200 per stream) at most: memory, the checkpoint
 /// and `/api/v1/minutes` grow with it, and beyond it a typo
 /// (`100000years`) would overflow the arithmetic of times.
@@ -289,6 +294,16 @@ impl Ctx<'_> {
             config.web_config = Some(file);
         }
 
+        let entries = raw.gc_log.iter().map(|e| ("gc_log", e.span()));
+        let entries = entries.chain(raw.access_log.iter().map(|e| ("access_log", e.span())));
+        if let Some((kind, span)) = entries.clone().nth(MAX_SOURCES) {
+            let count = entries.count();
+            return Err(self.err(
+                span,
+                &[key(kind)],
+                format!("{count} [[gc_log]] and [[access_log]] entries, above the maximum of {MAX_SOURCES}: list the logs of a directory with one glob path"),
+            ));
+        }
         config.gc_log = self.gc_logs(&raw.gc_log)?;
         for source in &mut config.gc_log {
             source.max_label_values = config.max_label_values;
@@ -650,6 +665,26 @@ mod tests {
         assert_eq!(parse_ok(&["history = '30d'"]).history, MAX_HISTORY);
         let e = parse_err(&["checkpoint_interval = '0s'"], 1, "checkpoint_interval");
         assert!(e.message.contains("greater than zero"), "{e}");
+    }
+
+    /// Issue 19, 7: 10,000 entries passed check-config, then the agent took
+    /// gigabytes and never wrote a checkpoint.
+    #[test]
+    fn source_count_bound() {
+        let entry = |i: usize| format!("[[gc_log]]\npath = '/l/{i}/gc.log'");
+        let at_most: Vec<String> = (0..MAX_SOURCES).map(entry).collect();
+        let lines: Vec<&str> = at_most.iter().map(String::as_str).collect();
+        assert_eq!(parse_ok(&lines).gc_log.len(), MAX_SOURCES);
+        let access = "[[access_log]]\npath = '/l/a.log'\nformat = 'nginx'\ngc_log = '/l/0/gc.log'";
+        let over: Vec<&str> = lines.iter().copied().chain([access]).collect();
+        // Each entry takes two lines: the access log's begins on line 2,001.
+        let e = parse_err(&over, 2 * MAX_SOURCES + 1, "access_log");
+        assert!(
+            e.message.starts_with(
+                "1001 [[gc_log]] and [[access_log]] entries, above the maximum of 1000"
+            ),
+            "{e}"
+        );
     }
 
     #[test]
