@@ -124,7 +124,7 @@ pub struct Agent {
 
 impl Agent {
     /// Loads the checkpoint, if any. A corrupt checkpoint is reported and set
-    /// aside rather than stopping the agent.
+    /// aside rather than stopping the agent; a newer agent's is refused.
     pub fn new(config: Config, store: SharedStore) -> Result<Agent> {
         std::fs::create_dir_all(&config.checkpoint_dir).with_context(|| {
             format!(
@@ -140,6 +140,7 @@ impl Agent {
                 (loaded.sources, loaded.journal)
             }
             Ok(None) => (Vec::new(), Journal::new(&config.checkpoint_dir)),
+            Err(error) if error.is::<checkpoint::NewerVersion>() => return Err(error),
             Err(error) => {
                 let aside = checkpoint::set_aside(&config.checkpoint_dir);
                 tracing::error!(path = %checkpoint_path.display(), aside = %aside.display(), error = %format!("{error:#}"), "checkpoint unreadable; starting fresh");
@@ -391,11 +392,11 @@ impl Agent {
         let Ok(history) = chrono::Duration::from_std(self.config.history) else {
             return;
         };
-        let oldest = Utc::now() - history;
+        let now = Utc::now();
         let mut state = self.store.write();
         for stream in state.streams.values_mut() {
             let stream = Arc::make_mut(stream);
-            stream.jvm.minutes.prune_outside(oldest, oldest + history);
+            let oldest = stream.jvm.minutes.prune(history, now, !stream.exited);
             if let Some(latency) = &mut stream.latency {
                 latency.prune_before(oldest);
             }

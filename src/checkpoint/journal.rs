@@ -1,7 +1,10 @@
 //! The checkpoint journal: `journal.N` in `checkpoint_dir`, JSON lines
 //! appended at every checkpoint for what changed since the one before, each
 //! checkpoint closed by a commit line and synced. A restart replays the
-//! records up to the last commit; a torn tail after it is cut off.
+//! records up to the last commit; a torn tail after it is cut off. A
+//! checkpoint whose records do not match their checksum, or do not parse, is
+//! damaged: the replay stops at the checkpoint before it, logs what it cut
+//! off and keeps those bytes in `journal.N.damaged` for a look.
 //!
 //! Every record of one checkpoint is in one commit, so an access log's
 //! position and the requests it handed to its GC stream's latency state are
@@ -15,7 +18,10 @@
 //! - `requests`: requests that arrived for one pending minute, from the
 //!   index `from` of that minute's list; `stops`: stops as they arrived.
 //!   Both as a [`Timeline`].
-//! - `commit`: the checkpoint's sequence number.
+//! - `sealed`: the end of a checkpoint: its sequence number and the CRC-32
+//!   of its records (every byte since the line that closed the checkpoint
+//!   before) and of that number. Journals of version 3 end each checkpoint
+//!   with `commit`, its sequence number alone; they still replay.
 //!
 //! The collections are left out of a state's record by serde attributes on
 //! the model (`skip_serializing`), so checkpoints of versions 1 and 2, which
@@ -80,6 +86,24 @@ enum Record<'a> {
         times: Timeline,
     },
     Commit(u64),
+    Sealed {
+        sequence: u64,
+        crc32: u32,
+    },
+}
+
+/// The checksum of a checkpoint's records and its sequence number.
+fn checksum(records: &[u8], sequence: u64) -> u32 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(records);
+    hasher.update(&sequence.to_le_bytes());
+    hasher.finalize()
+}
+
+/// Closes the checkpoint whose records are all of `buf`.
+fn seal(buf: &mut Vec<u8>, sequence: u64) -> Result<()> {
+    let crc32 = checksum(buf, sequence);
+    line(buf, &Record::Sealed { sequence, crc32 })
 }
 
 fn line(buf: &mut Vec<u8>, record: &Record) -> Result<()> {
@@ -389,7 +413,7 @@ impl Replay {
                     });
                 }
             }
-            Record::Commit(_) => {}
+            Record::Commit(_) | Record::Sealed { .. } => {}
         }
         Ok(())
     }
@@ -510,6 +534,22 @@ impl Journal {
             std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
         let (sources, committed) =
             replay(&bytes).with_context(|| format!("cannot replay {}", path.display()))?;
+        if let Some(damage) = &committed.damage {
+            let tail = &bytes[committed.len as usize..];
+            let kept = path.with_file_name(format!("{name}.damaged"));
+            let kept = match std::fs::write(&kept, tail) {
+                Ok(()) => kept.display().to_string(),
+                Err(error) => format!("not kept ({error})"),
+            };
+            tracing::error!(
+                path = %path.display(),
+                %damage,
+                replayed_to = committed.sequence,
+                bytes_cut = tail.len(),
+                kept,
+                "checkpoint journal damaged: replayed up to the last good checkpoint; its sources read again what came after it"
+            );
+        }
         let file = OpenOptions::new()
             .append(true)
             .open(&path)
@@ -535,6 +575,12 @@ impl Journal {
             compact_next: false,
         };
         Ok((sources, journal))
+    }
+
+    /// Makes the next checkpoint a full snapshot in a new journal: the one
+    /// open is of an older format.
+    pub(super) fn compact_next(&mut self) {
+        self.compact_next = true;
     }
 
     /// Records `sources` (the running ones) and `kept` (restored ones not
@@ -565,7 +611,7 @@ impl Journal {
         if buf.is_empty() {
             return Ok(());
         }
-        line(&mut buf, &Record::Commit(self.sequence + 1))?;
+        seal(&mut buf, self.sequence + 1)?;
         let open = self
             .open
             .as_mut()
@@ -604,7 +650,7 @@ impl Journal {
             written.insert(source.key(), Written::restored(source));
         }
         let sequence = self.sequence + 1;
-        line(&mut buf, &Record::Commit(sequence))?;
+        seal(&mut buf, sequence)?;
         let number = journals_in(&self.dir)
             .into_iter()
             .chain(self.open.as_ref().map(|open| open.number))
@@ -651,47 +697,72 @@ struct Committed {
     len: u64,
     snapshot_len: u64,
     sequence: u64,
+    /// Why the replay stopped before the end of the file's complete lines,
+    /// when something there was damaged rather than torn.
+    damage: Option<String>,
 }
 
-/// The sources a journal's bytes hold up to the last commit line, and
-/// where that line ends. A record that does not parse before it is an
-/// error: the file is damaged, not torn.
+/// The sources a journal's bytes hold up to the last good commit, and
+/// where that commit ends. A checkpoint is applied only once its closing
+/// line is read and its checksum matches; the first one that does not, or
+/// holds a line that does not parse, ends the replay there (`damage`). A
+/// journal without one good checkpoint is an error.
 fn replay(bytes: &[u8]) -> Result<(Vec<SourceCheckpoint>, Committed)> {
-    let mut commits = Vec::new();
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'\n', bytes) {
-        let text = &bytes[start..end];
-        if text.starts_with(br#"{"commit":"#) {
-            if let Ok(Record::Commit(sequence)) = serde_json::from_slice(text) {
-                commits.push((end as u64 + 1, sequence));
-            }
-        }
-        start = end + 1;
-    }
-    let (Some(&(snapshot_len, _)), Some(&(len, sequence))) = (commits.first(), commits.last())
-    else {
-        bail!("no commit");
-    };
     let mut replay = Replay::default();
-    for (number, text) in bytes[..len as usize]
-        .split(|b| *b == b'\n')
-        .enumerate()
-        .filter(|(_, text)| !text.is_empty())
-    {
-        let record: Record =
-            serde_json::from_slice(text).with_context(|| format!("line {}", number + 1))?;
-        replay
-            .apply(record)
-            .with_context(|| format!("line {}", number + 1))?;
-    }
-    Ok((
-        replay.finish(),
-        Committed {
-            len,
+    let mut pending = Vec::new();
+    let mut committed: Option<Committed> = None;
+    let mut damage = None;
+    let (mut start, mut checkpoint_start) = (0, 0);
+    for (number, end) in memchr::memchr_iter(b'\n', bytes).enumerate() {
+        let text = &bytes[start..end];
+        let line_start = start;
+        start = end + 1;
+        if text.is_empty() {
+            continue;
+        }
+        let sequence = match serde_json::from_slice::<Record>(text) {
+            Err(error) => {
+                damage = Some(format!("line {}: {error}", number + 1));
+                break;
+            }
+            Ok(Record::Commit(sequence)) => sequence,
+            Ok(Record::Sealed { sequence, crc32 }) => {
+                if checksum(&bytes[checkpoint_start..line_start], sequence) != crc32 {
+                    damage = Some(format!(
+                        "line {}: checkpoint {sequence} does not match its checksum",
+                        number + 1
+                    ));
+                    break;
+                }
+                sequence
+            }
+            Ok(record) => {
+                pending.push((number, record));
+                continue;
+            }
+        };
+        for (number, record) in pending.drain(..) {
+            replay
+                .apply(record)
+                .with_context(|| format!("line {}", number + 1))?;
+        }
+        checkpoint_start = start;
+        let snapshot_len = committed.as_ref().map_or(start as u64, |c| c.snapshot_len);
+        committed = Some(Committed {
+            len: start as u64,
             snapshot_len,
             sequence,
-        },
-    ))
+            damage: None,
+        });
+    }
+    let Some(mut committed) = committed else {
+        match damage {
+            Some(damage) => bail!("no good commit: {damage}"),
+            None => bail!("no commit"),
+        }
+    };
+    committed.damage = damage;
+    Ok((replay.finish(), committed))
 }
 
 #[cfg(test)]
@@ -871,6 +942,87 @@ mod tests {
         }
         let Loaded { sources, .. } = load(dir.path()).unwrap().unwrap();
         assert_eq!(gc_figures(&sources[0]), gc_figures(&resumed.checkpoint()));
+    }
+
+    /// A journal of six checkpoints: the figures and length after the
+    /// fifth, and the whole file.
+    fn six_checkpoints(dir: &Path) -> (String, u64, Vec<u8>) {
+        let mut journal = Journal::new(dir);
+        let mut stream = Stream::new();
+        for _ in 0..5 {
+            stream.step(&mut journal);
+        }
+        let committed = (gc_figures(&stream.checkpoint()), journal_len(dir));
+        stream.step(&mut journal);
+        let bytes = std::fs::read(dir.join("journal.1")).unwrap();
+        (committed.0, committed.1, bytes)
+    }
+
+    #[test]
+    fn a_changed_byte_in_the_last_checkpoint_replays_up_to_the_one_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let (committed, committed_len, bytes) = six_checkpoints(dir.path());
+        let last = &bytes[committed_len as usize..];
+        // A letter of a record's text, and a digit of a figure changed so
+        // that the line still parses: both found by the checksum.
+        let letter = committed_len as usize + last.iter().position(|b| *b == b'G').unwrap();
+        let digit =
+            committed_len as usize + last.iter().position(|b| (b'1'..=b'8').contains(b)).unwrap();
+        for (at, to) in [(letter, b'H'), (digit, bytes[digit] + 1)] {
+            let mut damaged = bytes.clone();
+            damaged[at] = to;
+            std::fs::write(dir.path().join("journal.1"), &damaged).unwrap();
+            let Loaded { sources, journal } = load(dir.path()).unwrap().unwrap();
+            assert_eq!(gc_figures(&sources[0]), committed, "changed at {at}");
+            assert_eq!(
+                journal_len(dir.path()),
+                committed_len,
+                "cut at the last good commit"
+            );
+            let kept = std::fs::read(dir.path().join("journal.1.damaged")).unwrap();
+            assert_eq!(
+                kept,
+                damaged[committed_len as usize..],
+                "the cut bytes are kept"
+            );
+            drop(journal);
+        }
+    }
+
+    #[test]
+    fn a_version_3_journal_without_checksums_replays_and_is_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, _, bytes) = six_checkpoints(dir.path());
+        let sealed = load(dir.path()).unwrap().unwrap().sources;
+        // The same records, each checkpoint closed as version 3 closed it.
+        let text = String::from_utf8(bytes).unwrap();
+        let v3: String = text
+            .lines()
+            .map(|line| match serde_json::from_str(line).unwrap() {
+                Record::Sealed { sequence, .. } => format!("{{\"commit\":{sequence}}}\n"),
+                _ => format!("{line}\n"),
+            })
+            .collect();
+        assert_eq!(v3.matches(r#"{"commit":"#).count(), 6);
+        std::fs::write(dir.path().join("journal.1"), v3).unwrap();
+        std::fs::write(
+            dir.path().join(FILE_NAME),
+            r#"{"version":3,"journal":"journal.1"}"#,
+        )
+        .unwrap();
+        let Loaded {
+            sources,
+            mut journal,
+        } = load(dir.path()).unwrap().unwrap();
+        assert_eq!(gc_figures(&sources[0]), gc_figures(&sealed[0]));
+        // The first checkpoint moves it to a journal with checksums.
+        journal.write(&sources, std::iter::empty()).unwrap();
+        assert_eq!(journals_in(dir.path()), [2]);
+        let manifest: Manifest =
+            serde_json::from_slice(&std::fs::read(dir.path().join(FILE_NAME)).unwrap()).unwrap();
+        assert_eq!(manifest.version, VERSION);
+        let again = load(dir.path()).unwrap().unwrap().sources;
+        assert_eq!(gc_figures(&again[0]), gc_figures(&sealed[0]));
     }
 
     #[test]

@@ -2,11 +2,13 @@
 //! aggregates that reflect exactly the bytes before that position, so a
 //! restart after `kill -9` neither loses nor double-counts.
 //!
-//! `checkpoint_dir/state.json` is a manifest (version 3) naming the journal
+//! `checkpoint_dir/state.json` is a manifest (version 4) naming the journal
 //! ([`journal`]) that holds the state, appended to at every checkpoint with
-//! what changed. Versions 1 and 2 held the whole state in `state.json`,
-//! rewritten at every checkpoint; they still load, and the first checkpoint
-//! after them writes a journal.
+//! what changed. Version 3 is the same without a checksum on each
+//! checkpoint; versions 1 and 2 held the whole state in `state.json`,
+//! rewritten at every checkpoint. They still load, and the first checkpoint
+//! after them writes a new journal. A newer version is refused
+//! ([`NewerVersion`]): its agent's state is not this one's to discard.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -24,9 +26,10 @@ mod timeline;
 pub use journal::Journal;
 
 pub const FILE_NAME: &str = "state.json";
+/// 4: a manifest naming a journal whose checkpoints carry a checksum.
 /// 3: a manifest naming the journal. 2: one list of sources tagged by kind
 /// (latency histograms included). 1: GC streams and access logs apart.
-const VERSION: u32 = 3;
+const VERSION: u32 = 4;
 
 #[derive(Serialize, Deserialize)]
 struct Manifest {
@@ -51,6 +54,27 @@ struct V1 {
     #[serde(default)]
     access: Vec<AccessLogCheckpoint>,
 }
+
+/// A checkpoint written by a newer agent: starting fresh would discard its
+/// state, so the agent refuses to start.
+#[derive(Debug)]
+pub struct NewerVersion {
+    pub path: PathBuf,
+    pub version: u32,
+}
+
+impl std::fmt::Display for NewerVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is checkpoint version {}, newer than this agent's {VERSION}: run the newer agent, or move the checkpoint away to start fresh",
+            self.path.display(),
+            self.version
+        )
+    }
+}
+
+impl std::error::Error for NewerVersion {}
 
 /// What a checkpoint directory held: the sources, and the journal writer
 /// that continues from them.
@@ -88,12 +112,16 @@ pub fn load(dir: &Path) -> Result<Option<Loaded>> {
             legacy(gc.chain(access).collect())
         }
         2 => legacy(serde_json::from_slice::<V2>(&bytes)?.sources),
-        VERSION => {
+        3 | VERSION => {
             let manifest: Manifest = serde_json::from_slice(&bytes)?;
-            let (sources, journal) = Journal::open(dir, &manifest.journal)?;
+            let (sources, mut journal) = Journal::open(dir, &manifest.journal)?;
+            if version < VERSION {
+                // The manifest says which format the journal holds.
+                journal.compact_next();
+            }
             Ok(Some(Loaded { sources, journal }))
         }
-        other => anyhow::bail!("checkpoint version {other} is newer than this agent ({VERSION})"),
+        version => Err(NewerVersion { path, version }.into()),
     }
 }
 
@@ -195,14 +223,14 @@ pub(crate) mod tests {
         assert_eq!(access.state.stats.lines, 6000);
         assert!(gc.position.is_some() && access.position.is_some());
 
-        // The first checkpoint writes a journal and a version-3 manifest
+        // The first checkpoint writes a journal and a current manifest
         // naming it; read back, it holds the same.
         journal.write(&sources, std::iter::empty()).unwrap();
         let manifest: Manifest =
             serde_json::from_slice(&std::fs::read(dir.path().join(FILE_NAME)).unwrap()).unwrap();
         assert_eq!(
             (manifest.version, manifest.journal.as_str()),
-            (3, "journal.1")
+            (VERSION, "journal.1")
         );
         let again = load(dir.path()).unwrap().unwrap().sources;
         assert_eq!(again.len(), 2);
@@ -214,10 +242,16 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join(FILE_NAME),
-            br#"{"version": 4, "sources": []}"#,
+            br#"{"version": 5, "sources": []}"#,
         )
         .unwrap();
         let error = load(dir.path()).err().unwrap();
-        assert!(error.to_string().contains("version 4"), "{error}");
+        let newer = error.downcast_ref::<NewerVersion>().expect("NewerVersion");
+        assert_eq!(newer.version, 5);
+        let message = error.to_string();
+        assert!(
+            message.contains("state.json is checkpoint version 5"),
+            "{message}"
+        );
     }
 }

@@ -7,6 +7,7 @@ use anyhow::Result;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::agent::{Agent, Wake};
+use crate::checkpoint::NewerVersion;
 use crate::config::{load_web_config, Config};
 use crate::export::otlp;
 use crate::export::prometheus as metrics;
@@ -15,7 +16,8 @@ use crate::store::Store;
 use crate::web::WebGuard;
 
 /// A fault in how the agent was set up rather than in what it met while
-/// running: the address is taken, the checkpoint directory is held. Exit 2.
+/// running: the address is taken, the checkpoint directory is held or holds
+/// a newer agent's checkpoint. Exit 2.
 #[derive(Debug)]
 pub struct SetupError(pub String);
 
@@ -31,9 +33,10 @@ impl std::error::Error for SetupError {}
 pub fn run(config: Config) -> Result<()> {
     let store = Arc::new(Store::default());
     let agent = Agent::new(config.clone(), store.clone()).map_err(|error| {
-        match error.downcast::<crate::agent::CheckpointDirInUse>() {
-            Ok(in_use) => SetupError(in_use.0).into(),
-            Err(error) => error,
+        if error.is::<crate::agent::CheckpointDirInUse>() || error.is::<NewerVersion>() {
+            SetupError(error.to_string()).into()
+        } else {
+            error
         }
     })?;
     if let Some(otlp) = config.otlp.clone() {

@@ -70,6 +70,15 @@ pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_HISTORY: Duration = Duration::from_secs(24 * 3600);
 /// Less than an hour of history cannot serve the hourly windows.
 pub const MIN_HISTORY: Duration = Duration::from_secs(3600);
+/// `[[gc_log]]` and `[[access_log]]` entries together at most. Each is
+/// followed, polled and checkpointed on its own; thousands of entries (a
+/// generated config) are better one glob per directory, whose matches are
+/// capped and reported.
+pub const MAX_SOURCES: usize = 1000;
+/// Thirty days of minutes (43,200 per stream) at most: memory, the checkpoint
+/// and `/api/v1/minutes` grow with it, and beyond it a typo
+/// (`100000years`) would overflow the arithmetic of times.
+pub const MAX_HISTORY: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Default cap on one log line: bounds the memory a corrupt or binary file can take.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 65536;
 /// Smallest accepted `max_line_bytes`: real GC log lines are rarely shorter.
@@ -258,7 +267,7 @@ impl Ctx<'_> {
                 self.positive_duration(v, &[key("checkpoint_interval")])?;
         }
         if let Some(v) = &raw.history {
-            config.history = self.at_least(v, &[key("history")], MIN_HISTORY)?;
+            config.history = self.within(v, &[key("history")], MIN_HISTORY, MAX_HISTORY)?;
         }
 
         if let Some(v) = &raw.max_label_values {
@@ -285,6 +294,16 @@ impl Ctx<'_> {
             config.web_config = Some(file);
         }
 
+        let entries = raw.gc_log.iter().map(|e| ("gc_log", e.span()));
+        let entries = entries.chain(raw.access_log.iter().map(|e| ("access_log", e.span())));
+        if let Some((kind, span)) = entries.clone().nth(MAX_SOURCES) {
+            let count = entries.count();
+            return Err(self.err(
+                span,
+                &[key(kind)],
+                format!("{count} [[gc_log]] and [[access_log]] entries, above the maximum of {MAX_SOURCES}: list the logs of a directory with one glob path"),
+            ));
+        }
         config.gc_log = self.gc_logs(&raw.gc_log)?;
         for source in &mut config.gc_log {
             source.max_label_values = config.max_label_values;
@@ -331,19 +350,31 @@ impl Ctx<'_> {
         path: &[Seg],
         min: Duration,
     ) -> Result<Duration, ConfigError> {
+        self.within(v, path, min, Duration::MAX)
+    }
+
+    fn within(
+        &self,
+        v: &Spanned<Value>,
+        path: &[Seg],
+        min: Duration,
+        max: Duration,
+    ) -> Result<Duration, ConfigError> {
         let d = self.duration(v, path)?;
-        if d < min {
-            return Err(self.err(
-                v.span(),
-                path,
-                format!(
-                    "{} is below the minimum of {}",
-                    humantime::format_duration(d),
-                    humantime::format_duration(min)
-                ),
-            ));
-        }
-        Ok(d)
+        let (bound, limit) = match d {
+            d if d < min => ("below the minimum", min),
+            d if d > max => ("above the maximum", max),
+            d => return Ok(d),
+        };
+        Err(self.err(
+            v.span(),
+            path,
+            format!(
+                "{} is {bound} of {}",
+                humantime::format_duration(d),
+                humantime::format_duration(limit)
+            ),
+        ))
     }
 
     /// `max_line_bytes` of a GC or access log source.
@@ -628,8 +659,32 @@ mod tests {
         assert!(e.message.contains("parsecs"), "{e}");
         parse_err(&["checkpoint_interval = 'soon'"], 1, "checkpoint_interval");
         parse_err(&["", "", "history = '1 fortnight'"], 3, "history");
+        // Issue 19, 9: accepted, then overflowed the agent's time arithmetic.
+        let e = parse_err(&["", "history = '100000years'"], 2, "history");
+        assert!(e.message.ends_with("is above the maximum of 30days"), "{e}");
+        assert_eq!(parse_ok(&["history = '30d'"]).history, MAX_HISTORY);
         let e = parse_err(&["checkpoint_interval = '0s'"], 1, "checkpoint_interval");
         assert!(e.message.contains("greater than zero"), "{e}");
+    }
+
+    /// Issue 19, 7: 10,000 entries passed check-config, then the agent took
+    /// gigabytes and never wrote a checkpoint.
+    #[test]
+    fn source_count_bound() {
+        let entry = |i: usize| format!("[[gc_log]]\npath = '/l/{i}/gc.log'");
+        let at_most: Vec<String> = (0..MAX_SOURCES).map(entry).collect();
+        let lines: Vec<&str> = at_most.iter().map(String::as_str).collect();
+        assert_eq!(parse_ok(&lines).gc_log.len(), MAX_SOURCES);
+        let access = "[[access_log]]\npath = '/l/a.log'\nformat = 'nginx'\ngc_log = '/l/0/gc.log'";
+        let over: Vec<&str> = lines.iter().copied().chain([access]).collect();
+        // Each entry takes two lines: the access log's begins on line 2,001.
+        let e = parse_err(&over, 2 * MAX_SOURCES + 1, "access_log");
+        assert!(
+            e.message.starts_with(
+                "1001 [[gc_log]] and [[access_log]] entries, above the maximum of 1000"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

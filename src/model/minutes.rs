@@ -317,14 +317,28 @@ impl MinuteWindows {
         placement
     }
 
-    /// Keeps the minutes that started from `oldest_kept` up to
-    /// [`FUTURE_TOLERANCE_SECONDS`] after `now`: the agent's history, and
-    /// nothing a clock ahead of the agent's has put in the future.
-    pub fn prune_outside(&mut self, oldest_kept: DateTime<Utc>, now: DateTime<Utc>) {
-        self.minutes = self.minutes.split_off(&oldest_kept.timestamp());
-        self.changes.prune_before(oldest_kept.timestamp());
+    /// Keeps `history` of minutes up to [`FUTURE_TOLERANCE_SECONDS`] after
+    /// `now`, nothing a clock ahead of the agent's has put in the future;
+    /// returns the start of what is kept. With `by_newest_event` (a live
+    /// stream), the `history` before the stream's newest minute is kept too:
+    /// a host clock set a day ahead must not drop every minute at once, and
+    /// the old minutes go as new events come in at the new time. An exited
+    /// JVM's minutes go by the agent's clock alone.
+    pub fn prune(
+        &mut self,
+        history: TimeDelta,
+        now: DateTime<Utc>,
+        by_newest_event: bool,
+    ) -> DateTime<Utc> {
         self.minutes
             .split_off(&(now.timestamp().saturating_add(FUTURE_TOLERANCE_SECONDS) + 1));
+        let mut oldest_kept = now - history;
+        if let Some(newest) = self.minutes.keys().next_back().filter(|_| by_newest_event) {
+            oldest_kept = oldest_kept.min(minute_start(*newest) + TimeDelta::minutes(1) - history);
+        }
+        self.minutes = self.minutes.split_off(&oldest_kept.timestamp());
+        self.changes.prune_before(oldest_kept.timestamp());
+        oldest_kept
     }
 
     /// Which minutes changed when, for the checkpoint journal.
@@ -532,10 +546,43 @@ mod tests {
             "2026-11-30T01:45:10.000+0000",
             "2026-11-30T01:56:10.000+0000",
         ]));
-        windows.prune_outside(at(1, 44, 30), at(1, 45, 0));
+        windows.prune(TimeDelta::seconds(30), at(1, 45, 0), false);
         // 01:44 is before the history, 01:56 is more than ten minutes ahead.
         let starts: Vec<DateTime<Utc>> = windows.iter().map(|m| m.start).collect();
         assert_eq!(starts, [at(1, 45, 0)]);
+    }
+
+    /// Issue 19, 9: a host clock set a day ahead wiped the whole history.
+    #[test]
+    fn a_clock_a_day_ahead_keeps_a_live_streams_history_until_new_events_replace_it() {
+        let times: Vec<String> = (0..120)
+            .map(|m| {
+                (at(0, 0, 10) + TimeDelta::minutes(m))
+                    .format("%Y-%m-%dT%H:%M:%S%.3f+0000")
+                    .to_string()
+            })
+            .collect();
+        let mut windows = live_windows(&times.iter().map(String::as_str).collect::<Vec<_>>());
+        let history = TimeDelta::hours(1);
+        let ahead = at(2, 0, 0) + TimeDelta::days(1);
+        // An exited JVM's minutes go by the agent's clock.
+        let mut exited = windows.clone();
+        exited.prune(history, ahead, false);
+        assert_eq!(exited.iter().count(), 0);
+        // A live stream keeps the hour before its newest event, 01:00 to 01:59.
+        let kept = windows.prune(history, ahead, true);
+        assert_eq!((kept, windows.iter().count()), (at(1, 0, 0), 60));
+        // Events at the new time: the hour before them is what is kept.
+        for event in pauses_at(&[
+            "2026-12-01T02:00:10.000+0000",
+            "2026-12-01T02:01:10.000+0000",
+        ]) {
+            windows.settle_clock(std::slice::from_ref(&event), true);
+            windows.add(&event);
+        }
+        windows.prune(history, ahead + TimeDelta::minutes(2), true);
+        let starts: Vec<DateTime<Utc>> = windows.iter().map(|m| m.start).collect();
+        assert_eq!(starts, [ahead, ahead + TimeDelta::minutes(1)]);
     }
 
     #[test]

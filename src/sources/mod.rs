@@ -260,7 +260,7 @@ pub struct Registry {
     /// several paths (symlinks, overlapping globs) is one stream.
     claimed: BTreeSet<PathBuf>,
     /// The directories the configuration names, where symlinks may lead.
-    roots: Vec<PathBuf>,
+    roots: Confine,
     /// Whether the agent has looked before (a discovery pass, or a run that
     /// left a checkpoint): a file found now is new, and `start_at` is only
     /// for the files already there at the first start.
@@ -288,8 +288,8 @@ impl Registry {
         let paths = config.gc_log.iter().map(|s| &s.path);
         let roots = paths
             .chain(config.access_log.iter().map(|s| &s.path))
-            .map(|path| base_dir(path))
-            .collect();
+            .map(|path| base_dir(path));
+        let roots = Confine::within(roots);
         let table = Arc::new(Mutex::new(proc_table::ProcTable::new(PathBuf::from(
             PROC_ROOT,
         ))));
@@ -335,7 +335,7 @@ impl Registry {
         if follow_symlinks_outside {
             Confine::Anywhere
         } else {
-            Confine::within(self.roots.iter().cloned())
+            self.roots.clone()
         }
     }
 

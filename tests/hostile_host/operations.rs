@@ -8,11 +8,16 @@ use std::time::{Duration, Instant};
 
 use crate::common::{self, free_port, http_get_ok, jvm_fixture, sum, toml_string};
 
-/// The agent with its stderr captured, on a config written into `dir`.
-fn spawn(dir: &Path, config: &str) -> Child {
+/// `config` written to `dir/pausewatch.toml`.
+fn config_file(dir: &Path, config: &str) -> std::path::PathBuf {
     let path = dir.join("pausewatch.toml");
     std::fs::write(&path, config).unwrap();
-    common::run_command(&path)
+    path
+}
+
+/// The agent with its stderr captured, on a config written into `dir`.
+fn spawn(dir: &Path, config: &str) -> Child {
+    common::run_command(&config_file(dir, config))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
@@ -58,6 +63,15 @@ fn signal(child: &Child, name: &str) {
         .status()
         .unwrap();
     assert!(status.success(), "kill -{name}");
+}
+
+/// The stderr of an agent on `config` that must exit 2 (a setup fault).
+fn exit_2_stderr(dir: &Path, config: &str) -> String {
+    let mut agent = spawn(dir, config);
+    let (status, _) = exit_within(&mut agent, Duration::from_secs(10));
+    let stderr = stderr_of(&mut agent);
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    stderr
 }
 
 fn config(dir: &Path, port: u16, extra: &str) -> String {
@@ -152,10 +166,7 @@ fn an_address_in_use_exits_2_saying_so() {
     let dir = tempfile::tempdir().unwrap();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
-    let mut agent = spawn(dir.path(), &config(dir.path(), port, ""));
-    let (status, _) = exit_within(&mut agent, Duration::from_secs(10));
-    let stderr = stderr_of(&mut agent);
-    assert_eq!(status.code(), Some(2), "{stderr}");
+    let stderr = exit_2_stderr(dir.path(), &config(dir.path(), port, ""));
     assert!(
         stderr.contains(&format!("cannot listen on 127.0.0.1:{port}")),
         "{stderr}"
@@ -169,10 +180,7 @@ fn a_second_agent_on_the_same_checkpoint_dir_exits_2_naming_the_first() {
     let mut first = spawn(dir.path(), &config(dir.path(), first_port, ""));
     wait_healthy(first_port);
     let second_dir = tempfile::tempdir().unwrap();
-    let mut second = spawn(second_dir.path(), &config(dir.path(), free_port(), ""));
-    let (status, _) = exit_within(&mut second, Duration::from_secs(10));
-    let stderr = stderr_of(&mut second);
-    assert_eq!(status.code(), Some(2), "{stderr}");
+    let stderr = exit_2_stderr(second_dir.path(), &config(dir.path(), free_port(), ""));
     assert!(
         stderr.contains(&format!("pid {}", first.id())),
         "names the holder: {stderr}"
@@ -203,10 +211,9 @@ fn a_full_disk_is_reported_once_a_minute_and_leaves_no_temporary_file() {
     let log = dir.path().join("gc.log");
     std::fs::copy(jvm_fixture("jdk17-g1-concurrent").join("gc.log"), &log).unwrap();
     let port = free_port();
-    let config_path = dir.path().join("pausewatch.toml");
-    std::fs::write(
-        &config_path,
-        config(
+    let config_path = config_file(
+        dir.path(),
+        &config(
             dir.path(),
             port,
             &format!(
@@ -214,8 +221,7 @@ fn a_full_disk_is_reported_once_a_minute_and_leaves_no_temporary_file() {
                 toml_string(&log)
             ),
         ),
-    )
-    .unwrap();
+    );
     let script = format!(
         "mount -t tmpfs -o size=4k none '{}' && exec '{}' run --config '{}'",
         checkpoint_dir.display(),
@@ -438,4 +444,333 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// An agent under the default `start_at = "end"` follows a log that a JVM
+/// writes after it started (the fixture's lines in two halves, a checkpoint
+/// after each); it is SIGKILLed, `damage` changes the newest journal record,
+/// and a restarted agent must still count every pause (mxbeans.json), the
+/// second half read again from the last good checkpoint, and say what it cut.
+fn restart_after_damaging_the_journal(damage: impl Fn(&mut Vec<u8>, usize)) {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = jvm_fixture("jdk17-parallel-full");
+    let expected = common::MxBeans::read(&fixture.join("mxbeans.json")).total_count() as f64;
+    let text = std::fs::read_to_string(fixture.join("gc.log")).unwrap();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let log = dir.path().join("gc.log");
+    std::fs::write(&log, "").unwrap();
+    let port = free_port();
+    let sources = format!(
+        "checkpoint_interval = \"100ms\"\npoll_interval = \"100ms\"\n[[gc_log]]\npath = {}\n",
+        toml_string(&log)
+    );
+    let journal = dir.path().join("checkpoint/journal.1");
+    let commits = || {
+        std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .matches(r#"{"sealed":"#)
+            .count()
+    };
+    let mut agent = KillOnDrop(spawn(dir.path(), &config(dir.path(), port, &sources)));
+    wait_healthy(port);
+    let mut counted = 0.0;
+    for half in lines.chunks(lines.len() / 2 + 1) {
+        let before = commits();
+        let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        std::io::Write::write_all(&mut file, half.concat().as_bytes()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let now = sum(
+                &http_get_ok(port, "/metrics").unwrap_or_default(),
+                "jvm_gc_pause_seconds_count",
+                &[],
+            );
+            if now > counted && commits() > before {
+                counted = now;
+                break;
+            }
+            assert!(Instant::now() < deadline, "no checkpoint of the new lines");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        // Checkpoints come every 100 ms while something changed: a journal
+        // unchanged for a second has committed everything counted.
+        let mut len = 0;
+        while std::fs::metadata(&journal).unwrap().len() != len {
+            len = std::fs::metadata(&journal).unwrap().len();
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+    assert_eq!(
+        counted, expected,
+        "the agent never killed counts every pause"
+    );
+    agent.0.kill().unwrap();
+    agent.0.wait().unwrap();
+    let mut bytes = std::fs::read(&journal).unwrap();
+    // The newest record: the line before the last commit.
+    let last_commit = bytes[..bytes.len() - 1]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .unwrap();
+    let newest = bytes[..last_commit]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .unwrap()
+        + 1;
+    damage(&mut bytes, newest);
+    std::fs::write(&journal, &bytes).unwrap();
+    let mut agent = KillOnDrop(spawn(dir.path(), &config(dir.path(), port, &sources)));
+    wait_healthy(port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut got;
+    loop {
+        got = sum(
+            &http_get_ok(port, "/metrics").unwrap_or_default(),
+            "jvm_gc_pause_seconds_count",
+            &[],
+        );
+        if got == expected || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Nothing more to read: the count stays.
+    std::thread::sleep(Duration::from_millis(500));
+    let settled = sum(
+        &http_get_ok(port, "/metrics").unwrap(),
+        "jvm_gc_pause_seconds_count",
+        &[],
+    );
+    signal(&agent.0, "TERM");
+    exit_within(&mut agent.0, Duration::from_secs(10));
+    let stderr = stderr_of(&mut agent.0);
+    assert_eq!((got, settled), (expected, expected), "{stderr}");
+    assert!(
+        stderr.contains("checkpoint journal damaged") && !stderr.contains("starting fresh"),
+        "{stderr}"
+    );
+    assert!(dir.path().join("checkpoint/journal.1.damaged").exists());
+}
+
+/// Issue 19, 3: one changed byte used to throw the whole checkpoint away,
+/// and under `start_at = "end"` the restarted agent counted none of them.
+#[test]
+fn a_changed_byte_in_the_newest_journal_record_loses_no_pause_before_it() {
+    restart_after_damaging_the_journal(|bytes, newest| {
+        let middle = newest + (bytes.len() - newest) / 3;
+        bytes[middle] ^= 0x20;
+    });
+}
+
+/// Issue 19, 3: a changed digit in a checkpointed offset was believed.
+#[test]
+fn a_changed_digit_in_a_checkpointed_offset_is_found_not_believed() {
+    restart_after_damaging_the_journal(|bytes, _| {
+        let key = br#""offset":"#;
+        let at = bytes
+            .windows(key.len())
+            .rposition(|w| w == key)
+            .expect("an offset in the journal")
+            + key.len();
+        let digits = bytes[at..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        // The last digit, so the number stays well formed.
+        let digit = &mut bytes[at + digits - 1];
+        *digit = if *digit == b'9' { b'8' } else { *digit + 1 };
+    });
+}
+
+#[test]
+fn a_checkpoint_of_a_newer_version_is_refused_with_exit_2_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("checkpoint/state.json");
+    std::fs::create_dir_all(state.parent().unwrap()).unwrap();
+    let newer = r#"{"version":99,"journal":"journal.7"}"#;
+    std::fs::write(&state, newer).unwrap();
+    let stderr = exit_2_stderr(dir.path(), &config(dir.path(), free_port(), ""));
+    assert!(
+        stderr.contains(&format!("{} is checkpoint version 99", state.display())),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&state).unwrap(),
+        newer,
+        "left as it was"
+    );
+}
+
+/// The agent's clock as its HTTP server stamps its answers (`Date`).
+fn agent_clock(port: u16) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    use std::io::Write;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let date = answer
+        .lines()
+        .find_map(|line| line.strip_prefix("date: "))?;
+    chrono::DateTime::parse_from_rfc2822(date.trim()).ok()
+}
+
+/// Issue 19, 9: with the host clock set a day ahead (libfaketime, its
+/// offset re-read from a file), the next prune used to drop every minute.
+#[test]
+fn a_clock_set_a_day_ahead_keeps_the_minute_history() {
+    let library = Path::new("/usr/lib")
+        .join(format!("{}-linux-gnu", std::env::consts::ARCH))
+        .join("faketime/libfaketimeMT.so.1");
+    assert!(
+        library.exists(),
+        "{} is missing: apt-get install faketime (.ci/run does)",
+        library.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("gc.log");
+    let now = chrono::Utc::now();
+    let lines: String = (1..=3)
+        .map(|ago| {
+            let t = (now - chrono::TimeDelta::minutes(4 - ago)).format("%Y-%m-%dT%H:%M:%S%.3f+0000");
+            format!("[{t}][{ago}.000s][info][gc] GC({ago}) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) 5.000ms\n")
+        })
+        .collect();
+    std::fs::write(&log, lines).unwrap();
+    let offset = dir.path().join("faketime");
+    std::fs::write(&offset, "+0\n").unwrap();
+    let port = free_port();
+    let path = config_file(
+        dir.path(),
+        &config(
+            dir.path(),
+            port,
+            &format!(
+                "history = \"1h\"\npoll_interval = \"100ms\"\n[[gc_log]]\npath = {}\nstart_at = \"beginning\"\n",
+                toml_string(&log)
+            ),
+        ),
+    );
+    let mut agent = KillOnDrop(
+        common::run_command(&path)
+            .env("LD_PRELOAD", &library)
+            .env("FAKETIME_TIMESTAMP_FILE", &offset)
+            .env("FAKETIME_NO_CACHE", "1")
+            // Timers and intervals keep the real pace.
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    wait_healthy(port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::agent_minutes(port).len() < 3 {
+        assert!(Instant::now() < deadline, "the three minutes never came");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::fs::write(&offset, "+1d\n").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while agent_clock(port).is_none_or(|t| t < chrono::Utc::now() + chrono::TimeDelta::hours(23)) {
+        assert!(Instant::now() < deadline, "the agent's clock never moved");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // History is pruned every second: three prunes at the new time.
+    let held = Instant::now();
+    while held.elapsed() < Duration::from_secs(3) {
+        let minutes = common::agent_minutes(port).len();
+        assert_eq!(minutes, 3, "minutes left after the jump");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    signal(&agent.0, "TERM");
+    exit_within(&mut agent.0, Duration::from_secs(10));
+}
+
+/// `n` `[[gc_log]]` entries, each an empty log of its own in `dir/logs`,
+/// read from the beginning (a line written before its first poll counts).
+fn many_sources(dir: &Path, n: usize) -> String {
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    (0..n)
+        .map(|i| {
+            let log = logs.join(format!("gc{i}.log"));
+            std::fs::write(&log, "").unwrap();
+            format!(
+                "[[gc_log]]\npath = {}\nstart_at = \"beginning\"\n",
+                toml_string(&log)
+            )
+        })
+        .collect()
+}
+
+/// Issue 19, 7: 10,000 entries passed check-config, then the agent grew to
+/// 5.5 GB and never wrote a checkpoint. Now a clear refusal, from both.
+#[test]
+fn ten_thousand_gc_log_entries_are_refused_with_the_line_and_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), free_port(), &many_sources(dir.path(), 10_000));
+    let stderr = exit_2_stderr(dir.path(), &config);
+    let path = dir.path().join("pausewatch.toml");
+    // Two header lines, then three lines per entry: the 1,001st on line 3,003.
+    let expected = format!(
+        "{}:3003: key gc_log: 10000 [[gc_log]] and [[access_log]] entries, above the maximum of 1000",
+        path.display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    let checked = common::exit_2_stderr(
+        Command::new(common::PAUSEWATCH).args(["check-config", path.to_str().unwrap()]),
+    );
+    assert!(checked.contains(&expected), "{checked}");
+}
+
+/// 500 logs in one directory: every stream starts, memory stays small (it
+/// was about 550 KB a stream before any event, most of it each source's own
+/// copy of every configured directory), and the checkpoint of a pause is
+/// written. (Not the bound of 1,000: each log holds a descriptor, and the
+/// soft limit of 1,024 stops the agent at 527 until it raises it.)
+#[test]
+fn five_hundred_gc_logs_start_in_little_memory_and_are_checkpointed() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let extra = many_sources(dir.path(), 500);
+    // Two lines a stream on stderr: a pipe nobody reads would fill and stop it.
+    let path = config_file(dir.path(), &config(dir.path(), port, &extra));
+    let agent = common::run_command(&path).stderr(Stdio::null()).spawn();
+    let mut agent = KillOnDrop(agent.unwrap());
+    wait_healthy(port);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let health = http_get_ok(port, "/healthz");
+        if health
+            .as_ref()
+            .is_ok_and(|h| h.contains(r#""streams":500"#))
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every stream started: {health:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let pause = "[2026-11-30T01:45:14.354+0000][0.003s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) 5.000ms\n";
+    std::fs::write(dir.path().join("logs/gc499.log"), pause).unwrap();
+    let journal = dir.path().join("checkpoint/journal.1");
+    while !std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("gc499.log")) {
+        assert!(Instant::now() < deadline, "no checkpoint written");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", agent.0.id())).unwrap();
+    let rss_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
+        .unwrap();
+    // 27 MiB measured (debug build); 64 KiB a stream at most.
+    assert!(
+        rss_kib < 64 * 1024,
+        "peak RSS {rss_kib} KiB for 1,000 streams"
+    );
+    signal(&agent.0, "TERM");
+    exit_within(&mut agent.0, Duration::from_secs(20));
 }
