@@ -61,7 +61,7 @@ impl std::error::Error for CheckpointDirInUse {}
 
 /// Locks `dir/lock` for this process and writes its pid there, so that a
 /// second agent on the same directory can say who holds it.
-fn lock_checkpoint_dir(dir: &Path) -> Result<File> {
+pub(crate) fn lock_checkpoint_dir(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK_FILE);
     let mut file = std::fs::OpenOptions::new()
         .read(true)

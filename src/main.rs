@@ -83,6 +83,11 @@ enum Command {
         /// Log line format on stderr.
         #[arg(long, value_enum, default_value = "text")]
         log_format: LogFormat,
+        /// Checkpoint directory, instead of the configuration's `checkpoint_dir`
+        /// (without a configuration: /var/lib/pausewatch as root, else
+        /// $XDG_STATE_HOME/pausewatch or ~/.local/state/pausewatch).
+        #[arg(long)]
+        checkpoint_dir: Option<PathBuf>,
     },
     /// Check a configuration file: exit 0 when the agent would start with it, 2 naming the line and key when not.
     CheckConfig { file: PathBuf },
@@ -418,6 +423,7 @@ fn main() -> ExitCode {
             listen,
             web_config,
             log_format,
+            checkpoint_dir,
         } => {
             init_logging(log_format);
             let config = match config {
@@ -428,7 +434,12 @@ fn main() -> ExitCode {
                         return ExitCode::from(2);
                     }
                 },
-                None => Config::default(),
+                None => Config {
+                    checkpoint_dir: checkpoint_dir
+                        .clone()
+                        .unwrap_or_else(pausewatch::commands::run::zero_config_checkpoint_dir),
+                    ..Config::default()
+                },
             };
             // The demo's directory lives until the agent has stopped.
             let (mut config, _demo_dir) = if demo {
@@ -444,6 +455,9 @@ fn main() -> ExitCode {
             }
             if let Some(file) = web_config {
                 config.web_config = Some(file);
+            }
+            if let Some(dir) = checkpoint_dir {
+                config.checkpoint_dir = dir;
             }
             match run(config) {
                 Ok(()) => ExitCode::SUCCESS,
