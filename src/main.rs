@@ -74,6 +74,10 @@ enum Command {
         /// before and after a cache change, in a temporary directory.
         #[arg(long)]
         demo: bool,
+        /// With --demo: also discover the host's JVMs (off in the demo, so it
+        /// shows its own service alone).
+        #[arg(long, requires = "demo")]
+        discover: bool,
         /// Address to serve on, instead of the configuration's `listen`.
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
@@ -420,6 +424,7 @@ fn main() -> ExitCode {
         Command::Run {
             config,
             demo,
+            discover,
             listen,
             web_config,
             log_format,
@@ -443,7 +448,7 @@ fn main() -> ExitCode {
             };
             // The demo's directory lives until the agent has stopped.
             let (mut config, _demo_dir) = if demo {
-                match demo_config(config) {
+                match demo_config(config, discover) {
                     Ok((config, dir)) => (config, Some(dir)),
                     Err(error) => return fail(error),
                 }

@@ -1,7 +1,7 @@
 //! `pausewatch compare` on a recorded pair of constant-rate runs of the Java
 //! stand-in service (tests/fixtures/compare, made by its generate.sh):
 //! the same service before and after its on-heap cache grew from 15 % to
-//! 55 % of the heap. The truth is independent of the parser: the JVM's own
+//! 70 % of the heap. The truth is independent of the parser: the JVM's own
 //! GarbageCollectorMXBean counts and times, the pause durations read off the
 //! GC log's pause lines with a plain regex-free split, and the latencies
 //! read off the access log (`$request_time $msec`) with nearest-rank
