@@ -361,7 +361,10 @@ impl Agent {
     fn log_status(&self) {
         let state = self.store.snapshot();
         for stream in state.streams.values() {
-            tracing::info!(log = %stream.log, lines = stream.parse.lines, lag_bytes = stream.read_lag_bytes, readable = stream.readable, "status: GC log");
+            // A discovered JVM without a GC log has an empty `log`: its pid
+            // and name tell the lines apart.
+            let label = |name: &str| stream.labels.get(name).map(String::as_str);
+            tracing::info!(log = %stream.log, pid = label("pid"), jvm = label("jvm"), lines = stream.parse.lines, lag_bytes = stream.read_lag_bytes, readable = stream.readable, "status: GC log");
         }
         for access in state.access_streams.values() {
             tracing::info!(log = %access.log, lines = access.stats.lines, lag_bytes = access.read_lag_bytes, readable = access.readable, "status: access log");

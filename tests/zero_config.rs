@@ -1,7 +1,8 @@
 //! `pausewatch run` without a configuration, as an ordinary user (uid
 //! 65534 through `setpriv`, with a HOME it can write): it keeps its
 //! checkpoint in the user's XDG state directory instead of failing on
-//! /var/lib/pausewatch, and discovers the user's own JVM with its figures.
+//! /var/lib/pausewatch, and discovers the user's own JVM with its figures;
+//! SIGUSR2's status line for that JVM, which has no GC log, names it.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -75,7 +76,9 @@ fn an_ordinary_user_runs_without_configuration() {
         if let Some(xdg) = xdg_state_home {
             command.env("XDG_STATE_HOME", xdg);
         }
-        let agent = Agent::from_child(port, command.spawn().unwrap());
+        let child = command.spawn().unwrap();
+        let agent_pid = child.id().to_string();
+        let agent = Agent::from_child(port, child);
         let pid_label = format!("pid=\"{}\"", jvm.0.id());
         // The user's own JVM, its hsperfdata read: figures, not "permission denied".
         let metrics = agent.metrics_when(Duration::from_secs(60), |m| {
@@ -96,6 +99,18 @@ fn an_ordinary_user_runs_without_configuration() {
         );
         let log = std::fs::read_to_string(&stderr).unwrap();
         assert!(log.contains(&state.display().to_string()), "{log}");
+        // SIGUSR2's status line of a JVM without a GC log says which JVM.
+        common::run_stdout("kill", &["-USR2", &agent_pid]);
+        let status = format!("pid=\"{}\" jvm=\"Sleeper.java\"", jvm.0.id());
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !std::fs::read_to_string(&stderr).unwrap().contains(&status) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no {status} in\n{}",
+                std::fs::read_to_string(&stderr).unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
         drop(agent);
     }
 }
