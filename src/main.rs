@@ -95,8 +95,12 @@ enum Command {
     },
     /// Check a configuration file: exit 0 when the agent would start with it, 2 naming the line and key when not.
     CheckConfig { file: PathBuf },
-    /// Print the man page (roff) on stdout.
-    Man,
+    /// Print the man page (roff) on stdout, or write every page to a directory.
+    Man {
+        /// Write pausewatch.1 and a pausewatch-COMMAND.1 for every subcommand here.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Print the completion script for SHELL on stdout.
     Completions { shell: clap_complete::Shell },
     /// Summarise the pauses in GC log files (a rotated set is put in time order).
@@ -402,9 +406,21 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Man => {
+        Command::Man { dir: Some(dir) } => {
+            // The main page's SUBCOMMANDS name pausewatch-COMMAND(1): these.
+            match clap_mangen::generate_to(Cli::command(), &dir) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => fail(
+                    anyhow::Error::from(error)
+                        .context(format!("cannot write the man pages to {}", dir.display())),
+                ),
+            }
+        }
+        Command::Man { dir: None } => {
             let mut page = Vec::new();
-            match clap_mangen::Man::new(Cli::command()).render(&mut page) {
+            // As the pages `--dir` writes: no pausewatch-help(1) is shipped.
+            let command = Cli::command().disable_help_subcommand(true);
+            match clap_mangen::Man::new(command).render(&mut page) {
                 Ok(()) => {
                     let _ = std::io::stdout().lock().write_all(&page);
                     ExitCode::SUCCESS
