@@ -10,7 +10,14 @@ cargo build --release --locked >&2
 generated="$target/release/generated"
 mkdir -p "$generated"
 bin="$target/release/pausewatch"
-"$bin" man | gzip -9n >"$generated/pausewatch.1.gz"
+# pausewatch.1 and pausewatch-COMMAND.1 for every subcommand (the main
+# page's SUBCOMMANDS name them), gzipped where man looks for them.
+rm -rf "$generated/man"
+mkdir -p "$generated/man"
+"$bin" man --dir "$generated/man"
+for page in "$generated/man"/*.1; do
+    gzip -9n <"$page" >"$generated/$(basename "$page").gz"
+done
 "$bin" completions bash >"$generated/pausewatch.bash"
 "$bin" completions zsh >"$generated/_pausewatch"
 "$bin" completions fish >"$generated/pausewatch.fish"

@@ -61,7 +61,7 @@ impl std::error::Error for CheckpointDirInUse {}
 
 /// Locks `dir/lock` for this process and writes its pid there, so that a
 /// second agent on the same directory can say who holds it.
-fn lock_checkpoint_dir(dir: &Path) -> Result<File> {
+pub(crate) fn lock_checkpoint_dir(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK_FILE);
     let mut file = std::fs::OpenOptions::new()
         .read(true)
@@ -362,7 +362,10 @@ impl Agent {
     fn log_status(&self) {
         let state = self.store.snapshot();
         for stream in state.streams.values() {
-            tracing::info!(log = %stream.log, lines = stream.parse.lines, lag_bytes = stream.read_lag_bytes, readable = stream.readable, "status: GC log");
+            // A discovered JVM without a GC log has an empty `log`: its pid
+            // and name tell the lines apart.
+            let label = |name: &str| stream.labels.get(name).map(String::as_str);
+            tracing::info!(log = %stream.log, pid = label("pid"), jvm = label("jvm"), lines = stream.parse.lines, lag_bytes = stream.read_lag_bytes, readable = stream.readable, "status: GC log");
         }
         for access in state.access_streams.values() {
             tracing::info!(log = %access.log, lines = access.stats.lines, lag_bytes = access.read_lag_bytes, readable = access.readable, "status: access log");

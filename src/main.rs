@@ -74,6 +74,10 @@ enum Command {
         /// before and after a cache change, in a temporary directory.
         #[arg(long)]
         demo: bool,
+        /// With --demo: also discover the host's JVMs (off in the demo, so it
+        /// shows its own service alone).
+        #[arg(long, requires = "demo")]
+        discover: bool,
         /// Address to serve on, instead of the configuration's `listen`.
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
@@ -83,11 +87,20 @@ enum Command {
         /// Log line format on stderr.
         #[arg(long, value_enum, default_value = "text")]
         log_format: LogFormat,
+        /// Checkpoint directory, instead of the configuration's `checkpoint_dir`
+        /// (without a configuration: /var/lib/pausewatch as root, else
+        /// $XDG_STATE_HOME/pausewatch or ~/.local/state/pausewatch).
+        #[arg(long)]
+        checkpoint_dir: Option<PathBuf>,
     },
     /// Check a configuration file: exit 0 when the agent would start with it, 2 naming the line and key when not.
     CheckConfig { file: PathBuf },
-    /// Print the man page (roff) on stdout.
-    Man,
+    /// Print the man page (roff) on stdout, or write every page to a directory.
+    Man {
+        /// Write pausewatch.1 and a pausewatch-COMMAND.1 for every subcommand here.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Print the completion script for SHELL on stdout.
     Completions { shell: clap_complete::Shell },
     /// Summarise the pauses in GC log files (a rotated set is put in time order).
@@ -393,9 +406,21 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Man => {
+        Command::Man { dir: Some(dir) } => {
+            // The main page's SUBCOMMANDS name pausewatch-COMMAND(1): these.
+            match clap_mangen::generate_to(Cli::command(), &dir) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => fail(
+                    anyhow::Error::from(error)
+                        .context(format!("cannot write the man pages to {}", dir.display())),
+                ),
+            }
+        }
+        Command::Man { dir: None } => {
             let mut page = Vec::new();
-            match clap_mangen::Man::new(Cli::command()).render(&mut page) {
+            // As the pages `--dir` writes: no pausewatch-help(1) is shipped.
+            let command = Cli::command().disable_help_subcommand(true);
+            match clap_mangen::Man::new(command).render(&mut page) {
                 Ok(()) => {
                     let _ = std::io::stdout().lock().write_all(&page);
                     ExitCode::SUCCESS
@@ -415,9 +440,11 @@ fn main() -> ExitCode {
         Command::Run {
             config,
             demo,
+            discover,
             listen,
             web_config,
             log_format,
+            checkpoint_dir,
         } => {
             init_logging(log_format);
             let config = match config {
@@ -428,11 +455,16 @@ fn main() -> ExitCode {
                         return ExitCode::from(2);
                     }
                 },
-                None => Config::default(),
+                None => Config {
+                    checkpoint_dir: checkpoint_dir
+                        .clone()
+                        .unwrap_or_else(pausewatch::commands::run::zero_config_checkpoint_dir),
+                    ..Config::default()
+                },
             };
             // The demo's directory lives until the agent has stopped.
             let (mut config, _demo_dir) = if demo {
-                match demo_config(config) {
+                match demo_config(config, discover) {
                     Ok((config, dir)) => (config, Some(dir)),
                     Err(error) => return fail(error),
                 }
@@ -444,6 +476,9 @@ fn main() -> ExitCode {
             }
             if let Some(file) = web_config {
                 config.web_config = Some(file);
+            }
+            if let Some(dir) = checkpoint_dir {
+                config.checkpoint_dir = dir;
             }
             match run(config) {
                 Ok(()) => ExitCode::SUCCESS,

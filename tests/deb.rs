@@ -113,6 +113,8 @@ fn the_deb_installs_runs_with_two_capabilities_and_purges_clean() {
         CONFFILE,
         UNIT,
         "/usr/share/man/man1/pausewatch.1.gz",
+        "/usr/share/man/man1/pausewatch-run.1.gz",
+        "/usr/share/man/man1/pausewatch-compare.1.gz",
         "/usr/share/bash-completion/completions/pausewatch",
     ] {
         assert!(

@@ -108,3 +108,28 @@ fn the_demo_tells_the_story_live() {
     assert!(exit.success(), "{exit}");
     assert!(!demo_dir.exists(), "{} is left behind", demo_dir.display());
 }
+
+/// README and the demo say how far the cache grew as the recording's own
+/// command line does (`-Dwl.live=` of each run).
+#[test]
+fn the_readme_gives_the_fixtures_cache_sizes() {
+    let live = |run: &str| -> u32 {
+        let command = std::fs::read_to_string(
+            common::root().join(format!("tests/fixtures/compare/{run}/command.txt")),
+        )
+        .unwrap();
+        let value = command.split("-Dwl.live=").nth(1).unwrap();
+        let fraction: f64 = value.split_whitespace().next().unwrap().parse().unwrap();
+        (fraction * 100.0).round() as u32
+    };
+    let sentence = format!("from {} % to {} %", live("baseline"), live("candidate"));
+    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    let demo = std::fs::read_to_string(common::root().join("src/commands/demo.rs")).unwrap();
+    for (name, text) in [("README.md", &readme), ("demo.rs", &demo)] {
+        let said = text.matches("from 15 % to ").count();
+        assert!(
+            said > 0 && text.matches(&sentence).count() == said,
+            "{name} does not say {sentence}"
+        );
+    }
+}

@@ -24,7 +24,7 @@ const CONFFILE: &str = "/etc/pausewatch/pausewatch.toml";
 const SYSUSERS: &str = "/usr/lib/sysusers.d/pausewatch.conf";
 const TMPFILES: &str = "/usr/lib/tmpfiles.d/pausewatch.conf";
 /// Every file of the package, as `rpm -qlp` lists them (sorted).
-const FILES: [&str; 10] = [
+const FILES: [&str; 19] = [
     CONFFILE,
     "/usr/bin/pausewatch",
     "/usr/lib/systemd/system/pausewatch.service",
@@ -33,6 +33,15 @@ const FILES: [&str; 10] = [
     "/usr/share/bash-completion/completions/pausewatch",
     "/usr/share/doc/pausewatch/README.md",
     "/usr/share/fish/vendor_completions.d/pausewatch.fish",
+    "/usr/share/man/man1/pausewatch-analyze.1.gz",
+    "/usr/share/man/man1/pausewatch-check-config.1.gz",
+    "/usr/share/man/man1/pausewatch-compare.1.gz",
+    "/usr/share/man/man1/pausewatch-completions.1.gz",
+    "/usr/share/man/man1/pausewatch-man.1.gz",
+    "/usr/share/man/man1/pausewatch-replay.1.gz",
+    "/usr/share/man/man1/pausewatch-report.1.gz",
+    "/usr/share/man/man1/pausewatch-rules.1.gz",
+    "/usr/share/man/man1/pausewatch-run.1.gz",
     "/usr/share/man/man1/pausewatch.1.gz",
     "/usr/share/zsh/site-functions/_pausewatch",
 ];

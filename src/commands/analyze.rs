@@ -80,6 +80,10 @@ pub struct Report {
     /// With `--latency --events`: every slow request and the stops it overlapped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slow_requests: Option<Vec<SlowRequest>>,
+    /// With events: every request after the warm-up, for `compare`'s
+    /// per-request bootstrap (not part of analyze's JSON).
+    #[serde(skip)]
+    pub requests: Option<Vec<RequestTiming>>,
 }
 
 /// One access log as `analyze` read it.
@@ -357,6 +361,9 @@ fn add_latency(
         if include_events {
             report.slow_requests = Some(overall.slow);
         }
+    }
+    if include_events {
+        report.requests = Some(requests.to_vec());
     }
 }
 
@@ -655,6 +662,7 @@ impl Fold {
             warnings,
             events: pauses,
             slow_requests: None,
+            requests: None,
         };
         (report, stops)
     }

@@ -691,7 +691,7 @@ pub fn compare_html(comparison: &Comparison) -> String {
                 .map_or("n/a".to_string(), |p| format!("{p:.3}"))
         );
     }
-    body.push_str("</table>\n<p>Bold: significant (the per-minute values of the two runs differ, Mann-Whitney U, p &lt; 0.05).</p>\n<h2>Verdict</h2>\n<pre>");
+    body.push_str("</table>\n<p>Bold: significant at p &lt; 0.05 (quantiles of pauses and latency by a bootstrap of the individual pauses and requests, other figures by Mann-Whitney U over whole minutes).</p>\n<h2>Verdict</h2>\n<pre>");
     body.push_str(&escape(&verdict(comparison).join("\n")));
     body.push_str("</pre>\n<h2>Charts</h2>\n");
     body.push_str(&overlay(

@@ -1,6 +1,7 @@
 //! `pausewatch run`: the HTTP server on a small runtime, signal handling,
 //! and the agent's loop on the main thread.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -8,7 +9,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 use crate::agent::{Agent, Wake};
 use crate::checkpoint::NewerVersion;
-use crate::config::{load_web_config, Config};
+use crate::config::{load_web_config, Config, DEFAULT_CHECKPOINT_DIR};
 use crate::export::otlp;
 use crate::export::prometheus as metrics;
 use crate::server;
@@ -28,6 +29,39 @@ impl std::fmt::Display for SetupError {
 }
 
 impl std::error::Error for SetupError {}
+
+/// Where an agent without a configuration keeps its checkpoint: the
+/// packaged service's directory when running as root and it can be held,
+/// else the user's own state directory (`$XDG_STATE_HOME/pausewatch`, or
+/// `~/.local/state/pausewatch`), so that `pausewatch run` works for any
+/// user and beside the packaged service.
+pub fn zero_config_checkpoint_dir() -> PathBuf {
+    let system = PathBuf::from(DEFAULT_CHECKPOINT_DIR);
+    if rustix::process::geteuid().is_root() && can_hold(&system) {
+        return system;
+    }
+    user_state_dir(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")).unwrap_or(system)
+}
+
+/// The XDG state directory's `pausewatch`: `XDG_STATE_HOME` when it is an
+/// absolute path (the specification ignores a relative one), else under `HOME`.
+fn user_state_dir(
+    xdg_state_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    let absolute =
+        |value: std::ffi::OsString| Some(PathBuf::from(value)).filter(|p| p.is_absolute());
+    xdg_state_home
+        .and_then(absolute)
+        .or_else(|| home.and_then(absolute).map(|h| h.join(".local/state")))
+        .map(|dir| dir.join("pausewatch"))
+}
+
+/// Whether this process can create `dir` and take its lock now (released
+/// at once: the agent takes it again).
+fn can_hold(dir: &Path) -> bool {
+    std::fs::create_dir_all(dir).is_ok() && crate::agent::lock_checkpoint_dir(dir).is_ok()
+}
 
 /// Serves the endpoints and runs the agent until SIGTERM or SIGINT.
 pub fn run(config: Config) -> Result<()> {
@@ -60,7 +94,12 @@ pub fn run(config: Config) -> Result<()> {
         .map_err(|error| SetupError(format!("cannot listen on {}: {error}", config.listen)))?;
     // With port 0 the system picks one: say which.
     let bound = listener.local_addr()?;
-    tracing::info!(listen = %bound, sources = config.gc_log.len(), "pausewatch agent started");
+    tracing::info!(
+        listen = %bound,
+        sources = config.gc_log.len(),
+        checkpoint_dir = %config.checkpoint_dir.display(),
+        "pausewatch agent started"
+    );
     let guard = web_guard(&config)?;
     let limits = share_descriptors(config.http);
     runtime.spawn(async move {
@@ -180,5 +219,35 @@ impl Signals {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_user_state_dir_follows_xdg() {
+        let dir = |xdg: Option<&str>, home: Option<&str>| {
+            user_state_dir(xdg.map(Into::into), home.map(Into::into))
+        };
+        assert_eq!(
+            dir(Some("/s"), Some("/h")),
+            Some(PathBuf::from("/s/pausewatch"))
+        );
+        assert_eq!(
+            dir(None, Some("/h")),
+            Some(PathBuf::from("/h/.local/state/pausewatch"))
+        );
+        // A relative or empty XDG_STATE_HOME is ignored, as the specification says.
+        assert_eq!(
+            dir(Some("rel"), Some("/h")),
+            Some(PathBuf::from("/h/.local/state/pausewatch"))
+        );
+        assert_eq!(
+            dir(Some(""), Some("/h")),
+            Some(PathBuf::from("/h/.local/state/pausewatch"))
+        );
+        assert_eq!(dir(None, None), None);
     }
 }

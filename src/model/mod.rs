@@ -3,6 +3,7 @@
 //! correlation between the two, and the alert data the rules produce.
 
 pub mod alerts;
+pub mod bootstrap;
 pub mod changes;
 pub mod correlate;
 pub mod histogram;

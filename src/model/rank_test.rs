@@ -26,6 +26,27 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> Option<f64> {
     Some(p.clamp(0.0, 1.0))
 }
 
+/// The smallest two-sided p-value any two samples of `n1` and `n2` values
+/// can reach (complete separation, no ties): 2 / C(n1 + n2, n1). When it
+/// is not below the significance level, the samples are too small to
+/// test, whatever their values.
+pub fn smallest_p(n1: usize, n2: usize) -> f64 {
+    if n1 == 0 || n2 == 0 {
+        return 1.0;
+    }
+    // C(n1 + n2, n1) as a product, exact in f64 for the sizes of runs.
+    let ways = (1..=n1).fold(1.0, |c, k| c * (n2 + k) as f64 / k as f64);
+    (2.0 / ways).min(1.0)
+}
+
+/// The fewest values per sample, the same in both, with which a test can
+/// be significant at `level`.
+pub fn smallest_testable(level: f64) -> usize {
+    (1..)
+        .find(|&n| smallest_p(n, n) < level)
+        .unwrap_or(usize::MAX)
+}
+
 /// Midranks (1-based) of `values` in their original order, and Σ(t³ − t)
 /// over the groups of tied values.
 fn ranks(values: Vec<f64>) -> (Vec<f64>, f64) {
@@ -152,6 +173,20 @@ mod tests {
             let swapped = mann_whitney_p(b, a).unwrap();
             assert!((swapped - p).abs() < 1e-12);
         }
+    }
+
+    /// The floor is the p of complete separation, which the test itself
+    /// computes; 3 against 3 minutes can never be significant at 0.05.
+    #[test]
+    fn the_smallest_p_is_that_of_complete_separation() {
+        for (n1, n2) in [(3, 3), (4, 4), (3, 5), (2, 9), (1, 1)] {
+            let low: Vec<f64> = (0..n1).map(|i| i as f64).collect();
+            let high: Vec<f64> = (0..n2).map(|i| 100.0 + i as f64).collect();
+            let p = mann_whitney_p(&low, &high).unwrap();
+            assert!((smallest_p(n1, n2) - p).abs() < 1e-12, "{n1} {n2}: {p}");
+        }
+        assert!((smallest_p(3, 3) - 0.1).abs() < 1e-12);
+        assert_eq!(smallest_testable(0.05), 4);
     }
 
     #[test]
