@@ -172,14 +172,37 @@ async fn metrics_handler(State(app): State<App>) -> Response {
 struct Health {
     status: String,
     streams: usize,
+    /// Why the agent is not healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
 }
 
-async fn healthz(State(app): State<App>) -> Json<Health> {
+/// `ok`, or 503 `stalled` when the agent's loop has not beaten for longer
+/// than its limit (stuck in a system call, on a lock, or dead): a liveness
+/// probe then restarts an agent that would otherwise serve stale figures.
+async fn healthz(State(app): State<App>) -> Response {
     let streams = app.store.snapshot().streams.len();
-    Json(Health {
-        status: "ok".to_string(),
-        streams,
-    })
+    match app.store.heartbeat.stalled() {
+        None => Json(Health {
+            status: "ok".to_string(),
+            streams,
+            reason: None,
+        })
+        .into_response(),
+        Some((age, limit)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(Health {
+                status: "stalled".to_string(),
+                streams,
+                reason: Some(format!(
+                    "the agent's loop has made no progress for {:.1} s (limit {} s)",
+                    age.as_secs_f64(),
+                    limit.as_secs()
+                )),
+            }),
+        )
+            .into_response(),
+    }
 }
 
 /// `/api/v1/minutes` response.
@@ -576,6 +599,28 @@ mod tests {
         let reply = get(addr, "/api/v1/minutes?since=yesterday").await;
         assert_eq!(reply.status, 400);
         assert!(reply.body.contains("RFC 3339"), "{}", reply.body);
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn healthz_fails_when_the_loop_stops_beating() {
+        let state = Arc::new(Store::default());
+        let (addr, server) = start(state.clone()).await;
+        assert_eq!(get(addr, "/healthz").await.status, 200);
+        // A loop that beat 50 ms ago against a limit of none, as one stuck in open().
+        state.heartbeat.set_limit(Duration::ZERO);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let reply = get(addr, "/healthz").await;
+        assert_eq!(reply.status, 503, "{}", reply.body);
+        let health: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+        assert_eq!(health["status"], "stalled");
+        assert_eq!(health["streams"], 0);
+        let reason = health["reason"].as_str().unwrap();
+        assert!(reason.contains("no progress for 0."), "{reason}");
+        // A beat within the limit, and it is healthy again.
+        state.heartbeat.set_limit(Duration::from_secs(10));
+        state.heartbeat.beat();
+        assert_eq!(get(addr, "/healthz").await.status, 200);
         server.abort();
     }
 
