@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -308,7 +309,15 @@ fn error(status: StatusCode, message: String) -> Response {
 /// The minutes of every stream, or of the one whose live path is `log`,
 /// streamed one JVM at a time: a response for hundreds of JVMs never exists
 /// in memory as a whole.
-async fn minutes(State(app): State<App>, Query(query): Query<MinutesQuery>) -> Response {
+async fn minutes(
+    State(app): State<App>,
+    query: Result<Query<MinutesQuery>, QueryRejection>,
+) -> Response {
+    // A query that does not parse (a duplicate `since`) answers JSON too.
+    let query = match query {
+        Ok(Query(query)) => query,
+        Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
+    };
     let request = match MinutesRequest::parse(query) {
         Ok(request) => request,
         Err(message) => return error(StatusCode::BAD_REQUEST, message),
@@ -599,6 +608,23 @@ mod tests {
         let reply = get(addr, "/api/v1/minutes?since=yesterday").await;
         assert_eq!(reply.status, 400);
         assert!(reply.body.contains("RFC 3339"), "{}", reply.body);
+        // A duplicate parameter is refused as JSON, like every API error.
+        let reply = get(
+            addr,
+            "/api/v1/minutes?since=2026-11-30T01:00:00Z&since=2026-11-30T01:47:00Z",
+        )
+        .await;
+        assert_eq!(reply.status, 400);
+        assert_eq!(reply.headers["content-type"], "application/json");
+        let refused: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+        assert!(
+            refused["error"]
+                .as_str()
+                .unwrap()
+                .contains("duplicate field"),
+            "{}",
+            reply.body
+        );
         server.abort();
     }
 
