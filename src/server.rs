@@ -17,7 +17,7 @@ use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use chrono::{DateTime, Utc};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -31,7 +31,7 @@ use crate::export::prometheus as metrics;
 use crate::model::correlate::{combine, CombinedMinute};
 use crate::model::minutes::FUTURE_TOLERANCE_SECONDS;
 use crate::store::{SharedStore, StreamState};
-use crate::web::{require_basic_auth, WebGuard};
+use crate::web::{require_basic_auth, Peer, WebGuard};
 
 /// How long to wait after a failed accept before the next.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
@@ -99,7 +99,9 @@ pub async fn serve_with_shutdown(
         let Some((stream, slot)) = accepted else {
             continue;
         };
-        let service = TowerToHyperService::new(router.clone());
+        // The client's address, for basic auth's per-client backoff.
+        let peer = Peer(stream.peer_addr().ok().map(|a| a.ip()));
+        let service = TowerToHyperService::new(router.clone().layer(Extension(peer)));
         let stopped = stopped.clone();
         let tls = guard.as_ref().and_then(|guard| guard.current().tls.clone());
         connections.spawn(async move {
