@@ -31,6 +31,13 @@ const CHECKPOINT_ERROR_EVERY: Duration = Duration::from_secs(60);
 /// The file in `checkpoint_dir` that one agent at a time holds locked.
 const LOCK_FILE: &str = "lock";
 
+/// How long the loop may go without a beat before `/healthz` fails: a few
+/// poll intervals, and never less than 10 s, which a long catch-up read or a
+/// checkpoint on a slow disk may take.
+fn stall_limit(poll_interval: Duration) -> Duration {
+    (poll_interval * 4).max(Duration::from_secs(10))
+}
+
 /// What wakes the loop before its poll interval is over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Wake {
@@ -149,6 +156,7 @@ impl Agent {
             }
         };
         let (wake, woken) = mpsc::channel();
+        store.heartbeat.set_limit(stall_limit(config.poll_interval));
         Ok(Agent {
             registry: Registry::new(config.clone(), restored),
             config,
@@ -287,6 +295,7 @@ impl Agent {
             };
             if wanted {
                 self.dirty |= source.poll(&self.store);
+                self.store.heartbeat.beat();
             }
         }
         self.retire_gone_sources();
@@ -430,6 +439,7 @@ impl Agent {
         let mut changed: Option<Vec<PathBuf>> = None;
         let mut last_full_poll = Instant::now();
         loop {
+            self.store.heartbeat.beat();
             if changed.is_none() {
                 last_full_poll = Instant::now();
             }

@@ -19,14 +19,14 @@ use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver
 use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 use ureq::RequestBuilder;
 
-use crate::config::{HttpClientConfig, Secret, TlsSettings};
+use crate::config::{redact_url, HttpClientConfig, Secret, TlsSettings};
 
 /// Requests to one URL with its connection settings.
 pub struct HttpClient {
     agent: ureq::Agent,
-    /// As configured: what messages name.
-    url: String,
-    /// What is requested: `url`, its host replaced by `server_name` when given,
+    /// What messages name: the configured URL's scheme, host and port ([`redact_url`]).
+    shown: String,
+    /// What is requested: the configured URL, its host replaced by `server_name` when given,
     /// so that rustls sends and verifies that name.
     target: String,
     /// The configured host, sent as `Host` when `target` names another.
@@ -70,7 +70,7 @@ impl HttpClient {
     ) -> Result<HttpClient, String> {
         let configured: Uri = url
             .parse()
-            .map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+            .map_err(|e| format!("the configured URL is not a URL: {e}"))?;
         let config = ureq::Agent::config_builder()
             .timeout_global(Some(timeout))
             // Statuses are reported by the callers, with the body's start.
@@ -94,7 +94,7 @@ impl HttpClient {
         };
         Ok(HttpClient {
             agent,
-            url: url.to_string(),
+            shown: redact_url(url),
             target,
             host,
             authorization: settings.authorization.clone(),
@@ -102,11 +102,6 @@ impl HttpClient {
             tls_without_client_cert: configured.scheme_str() == Some("https")
                 && settings.tls.identity.is_none(),
         })
-    }
-
-    /// The configured URL (it holds no credentials: the config refuses them).
-    pub fn url(&self) -> &str {
-        &self.url
     }
 
     pub fn get(&self) -> RequestBuilder<WithoutBody> {
@@ -129,7 +124,7 @@ impl HttpClient {
 
     /// One line for a failed exchange: `METHOD URL: what happened`.
     pub fn describe(&self, method: &str, error: ureq::Error) -> String {
-        let url = &self.url;
+        let url = &self.shown;
         let timeout = self.timeout;
         let rustls_error = match &error {
             ureq::Error::Rustls(e) => Some(e),
@@ -174,7 +169,7 @@ impl HttpClient {
             }
             _ => "",
         };
-        format!("{method} {}: HTTP {status}{hint}", self.url)
+        format!("{method} {}: HTTP {status}{hint}", self.shown)
     }
 }
 

@@ -12,11 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use chrono::{DateTime, Utc};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -30,7 +31,7 @@ use crate::export::prometheus as metrics;
 use crate::model::correlate::{combine, CombinedMinute};
 use crate::model::minutes::FUTURE_TOLERANCE_SECONDS;
 use crate::store::{SharedStore, StreamState};
-use crate::web::{require_basic_auth, WebGuard};
+use crate::web::{require_basic_auth, Peer, WebGuard};
 
 /// How long to wait after a failed accept before the next.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
@@ -100,7 +101,9 @@ pub async fn serve_with_shutdown(
         let Some((stream, slot)) = accepted else {
             continue;
         };
-        let service = TowerToHyperService::new(router.clone());
+        // The client's address, for basic auth's per-client backoff.
+        let peer = Peer(stream.peer_addr().ok().map(|a| a.ip()));
+        let service = TowerToHyperService::new(router.clone().layer(Extension(peer)));
         let stopped = stopped.clone();
         let tls = guard.as_ref().and_then(|guard| guard.current().tls.clone());
         connections.spawn(async move {
@@ -190,14 +193,37 @@ async fn metrics_handler(State(app): State<App>) -> Response {
 struct Health {
     status: String,
     streams: usize,
+    /// Why the agent is not healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
 }
 
-async fn healthz(State(app): State<App>) -> Json<Health> {
+/// `ok`, or 503 `stalled` when the agent's loop has not beaten for longer
+/// than its limit (stuck in a system call, on a lock, or dead): a liveness
+/// probe then restarts an agent that would otherwise serve stale figures.
+async fn healthz(State(app): State<App>) -> Response {
     let streams = app.store.snapshot().streams.len();
-    Json(Health {
-        status: "ok".to_string(),
-        streams,
-    })
+    match app.store.heartbeat.stalled() {
+        None => Json(Health {
+            status: "ok".to_string(),
+            streams,
+            reason: None,
+        })
+        .into_response(),
+        Some((age, limit)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(Health {
+                status: "stalled".to_string(),
+                streams,
+                reason: Some(format!(
+                    "the agent's loop has made no progress for {:.1} s (limit {} s)",
+                    age.as_secs_f64(),
+                    limit.as_secs()
+                )),
+            }),
+        )
+            .into_response(),
+    }
 }
 
 /// `/api/v1/minutes` response.
@@ -303,7 +329,15 @@ fn error(status: StatusCode, message: String) -> Response {
 /// The minutes of every stream, or of the one whose live path is `log`,
 /// streamed one JVM at a time: a response for hundreds of JVMs never exists
 /// in memory as a whole.
-async fn minutes(State(app): State<App>, Query(query): Query<MinutesQuery>) -> Response {
+async fn minutes(
+    State(app): State<App>,
+    query: Result<Query<MinutesQuery>, QueryRejection>,
+) -> Response {
+    // A query that does not parse (a duplicate `since`) answers JSON too.
+    let query = match query {
+        Ok(Query(query)) => query,
+        Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
+    };
     let request = match MinutesRequest::parse(query) {
         Ok(request) => request,
         Err(message) => return error(StatusCode::BAD_REQUEST, message),
@@ -594,6 +628,45 @@ mod tests {
         let reply = get(addr, "/api/v1/minutes?since=yesterday").await;
         assert_eq!(reply.status, 400);
         assert!(reply.body.contains("RFC 3339"), "{}", reply.body);
+        // A duplicate parameter is refused as JSON, like every API error.
+        let reply = get(
+            addr,
+            "/api/v1/minutes?since=2026-11-30T01:00:00Z&since=2026-11-30T01:47:00Z",
+        )
+        .await;
+        assert_eq!(reply.status, 400);
+        assert_eq!(reply.headers["content-type"], "application/json");
+        let refused: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+        assert!(
+            refused["error"]
+                .as_str()
+                .unwrap()
+                .contains("duplicate field"),
+            "{}",
+            reply.body
+        );
+        server.abort();
+    }
+
+    #[tokio::test]
+    async fn healthz_fails_when_the_loop_stops_beating() {
+        let state = Arc::new(Store::default());
+        let (addr, server) = start(state.clone()).await;
+        assert_eq!(get(addr, "/healthz").await.status, 200);
+        // A loop that beat 50 ms ago against a limit of none, as one stuck in open().
+        state.heartbeat.set_limit(Duration::ZERO);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let reply = get(addr, "/healthz").await;
+        assert_eq!(reply.status, 503, "{}", reply.body);
+        let health: serde_json::Value = serde_json::from_str(&reply.body).unwrap();
+        assert_eq!(health["status"], "stalled");
+        assert_eq!(health["streams"], 0);
+        let reason = health["reason"].as_str().unwrap();
+        assert!(reason.contains("no progress for 0."), "{reason}");
+        // A beat within the limit, and it is healthy again.
+        state.heartbeat.set_limit(Duration::from_secs(10));
+        state.heartbeat.beat();
+        assert_eq!(get(addr, "/healthz").await.status, 200);
         server.abort();
     }
 

@@ -9,7 +9,9 @@
 //! the other's encoding or I/O.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::{AccessStats, ParseStats};
@@ -167,6 +169,55 @@ impl AgentState {
 #[derive(Debug, Default)]
 pub struct Store {
     state: Mutex<AgentState>,
+    /// Bumped by the agent's loop as it goes; read by `/healthz`.
+    pub heartbeat: Heartbeat,
+}
+
+/// When the agent's loop last made progress, without a lock: a loop stuck
+/// in a system call (or on the store's lock) must not stop `/healthz` from
+/// saying so.
+#[derive(Debug)]
+pub struct Heartbeat {
+    base: Instant,
+    /// Milliseconds after `base` of the last beat.
+    last: AtomicU64,
+    /// Milliseconds without a beat after which the loop counts as stalled.
+    limit: AtomicU64,
+}
+
+/// The stall limit until the agent sets its own.
+const DEFAULT_STALL_LIMIT: Duration = Duration::from_secs(10);
+
+impl Default for Heartbeat {
+    /// A beat now.
+    fn default() -> Heartbeat {
+        Heartbeat {
+            base: Instant::now(),
+            last: AtomicU64::new(0),
+            limit: AtomicU64::new(DEFAULT_STALL_LIMIT.as_millis() as u64),
+        }
+    }
+}
+
+impl Heartbeat {
+    pub fn beat(&self) {
+        let now = self.base.elapsed().as_millis() as u64;
+        self.last.store(now, Ordering::Relaxed);
+    }
+
+    /// Sets how long without a beat is a stall.
+    pub fn set_limit(&self, limit: Duration) {
+        let limit = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+        self.limit.store(limit, Ordering::Relaxed);
+    }
+
+    /// How long since the last beat, when that is longer than the limit.
+    pub fn stalled(&self) -> Option<(Duration, Duration)> {
+        let now = self.base.elapsed().as_millis() as u64;
+        let age = Duration::from_millis(now.saturating_sub(self.last.load(Ordering::Relaxed)));
+        let limit = Duration::from_millis(self.limit.load(Ordering::Relaxed));
+        (age > limit).then_some((age, limit))
+    }
 }
 
 pub type SharedStore = Arc<Store>;
@@ -175,6 +226,7 @@ impl Store {
     pub fn new(state: AgentState) -> Store {
         Store {
             state: Mutex::new(state),
+            heartbeat: Heartbeat::default(),
         }
     }
 

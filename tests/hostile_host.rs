@@ -11,6 +11,9 @@ mod files;
 /// Following files: restarts, late files, symlinks, bad bytes.
 #[path = "hostile_host/follow.rs"]
 mod follow;
+/// Other users' hsperfdata files: FIFOs, sparse, cut and forged files.
+#[path = "hostile_host/host.rs"]
+mod host;
 /// Bounded memory and responses: dates, sizes, label values, connections.
 #[path = "hostile_host/limits.rs"]
 mod limits;

@@ -195,3 +195,61 @@ fn webhook_payloads_validate_against_the_published_schema() {
     example.as_object_mut().unwrap().remove("state");
     assert!(!problems(&validator, &example).is_empty());
 }
+
+/// A buffer the log lines of one thread go to.
+#[derive(Clone, Default)]
+struct LogLines(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogLines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failed_delivery_logs_no_secret_of_the_webhook_url() {
+    // A port nothing listens on: every delivery is refused.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/services/T0/B0/PathSecret?token=QuerySecret");
+    let lines = LogLines::default();
+    let writer = lines.clone();
+    let (notify, notifications) = mpsc::channel();
+    let counters = Arc::new(Mutex::new(DeliveryCounters::default()));
+    std::thread::spawn(move || {
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _logging = tracing::subscriber::set_default(subscriber);
+        sender_loop(Sink::Webhook(Endpoint::plain(url)), notifications, counters);
+    });
+    notify
+        .send(Notification {
+            alert: alert(AlertState::Firing),
+            repeat: false,
+        })
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let log = loop {
+        let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        if log.contains("alert delivery failed") || std::time::Instant::now() > deadline {
+            break log;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(log.contains("alert delivery failed"), "{log}");
+    assert!(log.contains(&format!("http://127.0.0.1:{port}:")), "{log}");
+    assert!(
+        !log.contains("Secret") && !log.contains("/services"),
+        "{log}"
+    );
+}

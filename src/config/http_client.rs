@@ -477,12 +477,34 @@ impl Ctx<'_> {
     }
 }
 
+/// What of an outgoing URL a log line may show: scheme, host and port.
+/// Webhooks carry their secret in the query (`?token=`) or the path (Slack,
+/// Teams), and logs are read by more people than the config file.
+pub fn redact_url(url: &str) -> String {
+    let Ok(uri) = url.parse::<ureq::http::Uri>() else {
+        return "(a URL that does not parse)".to_string();
+    };
+    let (Some(scheme), Some(host)) = (uri.scheme_str(), uri.host()) else {
+        return "(a URL without scheme or host)".to_string();
+    };
+    let port = uri.port_u16().or(match scheme {
+        "https" => Some(443),
+        "http" => Some(80),
+        _ => None,
+    });
+    match port {
+        Some(port) => format!("{scheme}://{host}:{port}"),
+        None => format!("{scheme}://{host}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
     use super::super::parse;
     use super::super::tests::{doc, parse_err, FILE};
+    use super::redact_url;
 
     /// A CA certificate, and a client certificate with its key and a key of
     /// another certificate, as PEM files in a temporary directory.
@@ -700,5 +722,24 @@ mod tests {
         // Elsewhere, a relative path is relative to that file's directory.
         let e = parse(&text, Path::new(FILE)).unwrap_err();
         assert!(e.message.contains("/etc/ca.pem"), "{e}");
+    }
+
+    #[test]
+    fn only_scheme_host_and_port_of_a_url_are_shown() {
+        for (url, shown) in [
+            (
+                "https://hooks.slack.com/services/T000/B000/XXXXSECRET",
+                "https://hooks.slack.com:443",
+            ),
+            (
+                "http://10.0.0.7:9093/api/v2/alerts?token=s3cr3t",
+                "http://10.0.0.7:9093",
+            ),
+            ("http://user:pw@[::1]:8080/x#frag", "http://[::1]:8080"),
+            ("not a url", "(a URL that does not parse)"),
+            ("/relative?token=x", "(a URL without scheme or host)"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
     }
 }

@@ -36,7 +36,9 @@ pub use alerts::AlertSinks;
 pub use correlation::CorrelationConfig;
 pub use discovery::{DiscoveryConfig, DiscoveryRule, RuntimeStatsConfig, DISCOVERY_LABELS};
 pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
-pub use http_client::{ClientIdentity, Endpoint, HttpClientConfig, Secret, TlsSettings};
+pub use http_client::{
+    redact_url, ClientIdentity, Endpoint, HttpClientConfig, Secret, TlsSettings,
+};
 pub use latency_histogram::LatencyHistogramSource;
 pub use spans::ConfigError;
 pub use web::{load_web_config, WebConfig};

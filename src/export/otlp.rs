@@ -43,6 +43,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
 use super::catalog::{Family, Kind, Sample, Scope, Unit, Value, CATALOG};
+use crate::config::redact_url;
 use crate::model::histogram::{Histogram, PAUSE_BUCKETS};
 use crate::model::jvm::{PauseQueue, PauseRecord};
 use crate::store::{AgentState, OtlpCounters, SharedStore, StreamState};
@@ -384,15 +385,15 @@ impl Transport {
             .body(message.encode_to_vec())
             .send()
             .await
-            .map_err(|e| format!("POST {url}: {e}"))?;
+            .map_err(|e| format!("POST {}: {}", redact_url(url), e.without_url()))?;
         let status = response.status();
         let body = response
             .bytes()
             .await
-            .map_err(|e| format!("POST {url}: {e}"))?;
+            .map_err(|e| format!("POST {}: {}", redact_url(url), e.without_url()))?;
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-            return Err(format!("POST {url}: HTTP {status}: {text}"));
+            return Err(format!("POST {}: HTTP {status}: {text}", redact_url(url)));
         }
         Ok(body.to_vec())
     }

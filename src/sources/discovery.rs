@@ -267,7 +267,7 @@ fn jvm_options(proc_root: &Path, process: &JavaProcess, cwd: &Path) -> Vec<Strin
 /// joins them with spaces and drops quotes, so a word that does not start
 /// with `-` continues the option before it (`-Xlog:gc:file=/a b/gc.log`).
 fn vm_args(proc_root: &Path, process: &JavaProcess) -> Option<Vec<String>> {
-    let bytes = std::fs::read(hsperf_path(proc_root, process).ok()?).ok()?;
+    let bytes = super::hsperf_file::read_once(proc_root, process)?;
     let data = pausewatch_parsers::hsperf::parse(&bytes).ok()?;
     let joined = data.string("java.rt.vmArgs")?;
     if joined.len() >= VM_ARGS_CUT {
@@ -403,39 +403,6 @@ fn passwd_users(path: &Path) -> HashMap<u32, String> {
             Some((uid, name.to_string()))
         })
         .collect()
-}
-
-/// Where a process's hsperfdata is: `/proc/PID/root/tmp/hsperfdata_*/NSPID`,
-/// which is also the host's /tmp for a process in the host's namespaces.
-/// `Err` says why there is none (`permission_denied`, `no_hsperfdata`).
-pub fn hsperf_path(proc_root: &Path, process: &JavaProcess) -> Result<PathBuf, &'static str> {
-    let tmp = proc_root.join(process.pid.to_string()).join("root/tmp");
-    let entries = std::fs::read_dir(&tmp).map_err(|e| match e.kind() {
-        std::io::ErrorKind::PermissionDenied => "permission_denied",
-        _ => "no_hsperfdata",
-    })?;
-    let name = process.nspid.to_string();
-    let mut denied = false;
-    for entry in entries.flatten() {
-        if !entry
-            .file_name()
-            .to_string_lossy()
-            .starts_with("hsperfdata_")
-        {
-            continue;
-        }
-        let file = entry.path().join(&name);
-        match std::fs::File::open(&file) {
-            Ok(_) => return Ok(file),
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => denied = true,
-            Err(_) => {}
-        }
-    }
-    Err(if denied {
-        "permission_denied"
-    } else {
-        "no_hsperfdata"
-    })
 }
 
 #[cfg(test)]

@@ -28,6 +28,7 @@ pub mod access_log;
 pub mod discovery;
 pub mod gc_log;
 pub mod gotrace;
+pub mod hsperf_file;
 pub mod latency_histogram;
 mod launcher;
 pub mod proc_table;

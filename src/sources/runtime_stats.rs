@@ -3,14 +3,14 @@
 //! recovered from the collector counters into the same [`JvmState::ingest`]
 //! as log-derived pauses (minutes, histogram, alerts, correlation).
 //!
-//! The file is read with one `pread` per sample into a reused buffer; the
+//! The file is opened and read as `hsperf_file` does (never blocking, never
+//! more than its prologue says is used), into a reused buffer; the
 //! counters' offsets are found once by the parser and again only when the
 //! JVM appends entries. Values are read twice until two reads agree, since
 //! the JVM writes them while they are read.
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,8 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::hsperf::{self, ByteOrder, PerfData, Value};
 use pausewatch_parsers::{Collector, GcEvent, JvmRun};
 
-use super::discovery::{hsperf_path, JavaProcess};
+use super::discovery::JavaProcess;
+use super::hsperf_file::{self, Unreadable};
 use super::proc_table::{cpu_seconds, is_alive};
 use super::{Source, SourceCheckpoint, SourceKey};
 use crate::config::RuntimeStatsConfig;
@@ -43,6 +44,8 @@ const G1_PAD_SPACE: &str = "sun.gc.generation.0.space.1.capacity";
 const LOG_FLUSH_ALLOWANCE_SECONDS: f64 = 1.0;
 /// Collector counters looked for (HotSpot has at most three).
 const MAX_COLLECTORS: usize = 8;
+/// How long a file must stay unusable before it is reported invalid.
+const INVALID_AFTER: Duration = Duration::from_secs(1);
 
 /// Where the counters of one sample are, found once per layout.
 struct Layout {
@@ -240,6 +243,8 @@ pub struct RuntimeStatsSource {
     baseline_zero: bool,
     last_sample: Option<Instant>,
     last_lookup: Option<Instant>,
+    /// Since when every sample found the bytes unusable.
+    invalid_since: Option<Instant>,
     exited: Option<Instant>,
 }
 
@@ -309,6 +314,7 @@ impl RuntimeStatsSource {
             mismatch_baseline: BTreeMap::new(),
             last_sample: None,
             last_lookup: None,
+            invalid_since: None,
             exited: None,
         }
     }
@@ -325,72 +331,118 @@ impl RuntimeStatsSource {
             return;
         }
         self.last_lookup = Some(Instant::now());
-        let found = hsperf_path(&self.proc_root, &self.process)
-            .and_then(|path| File::open(path).map_err(|_| "permission_denied"));
-        let reason = match found {
-            Ok(file) => {
+        match hsperf_file::find(&self.proc_root, &self.process) {
+            Ok((_, file)) => {
                 self.file = Some(file);
-                None
+                self.report(store, None);
             }
-            Err(reason) => Some(reason.to_string()),
-        };
+            Err(unreadable) => self.report(store, Some(unreadable)),
+        }
+    }
+
+    /// Records why the counters cannot be read (`None`: they can), with a
+    /// warning that says what was found when the reason changes.
+    fn report(&self, store: &Store, unreadable: Option<Unreadable>) {
         let mut state = store.write();
-        if let Some(discovered) = state
+        let Some(discovered) = state
             .stream_mut(self.id)
             .and_then(|s| s.discovered.as_mut())
-        {
-            if reason.is_some() && discovered.unavailable != reason {
-                tracing::warn!(pid = self.process.pid, jvm = %self.process.main(), reason = reason.as_deref().unwrap_or(""), "no runtime stats: its hsperfdata cannot be read (another user's file needs CAP_DAC_READ_SEARCH, another user's /proc/PID/root CAP_SYS_PTRACE)");
-            }
-            discovered.unavailable = reason;
-        }
-    }
-
-    /// Reads the file into the buffer; `false` when it cannot be read.
-    fn read(&mut self) -> bool {
-        let Some(file) = &self.file else { return false };
-        let len = file.metadata().map(|m| m.len() as usize).unwrap_or(0);
-        self.buffer.resize(len, 0);
-        match file.read_exact_at(&mut self.buffer, 0) {
-            Ok(()) => true,
-            Err(_) => false,
-        }
-    }
-
-    /// The layout of the file as it is now, found again when entries were added.
-    fn ensure_layout(&mut self) -> bool {
-        let Ok(prologue) = hsperf::parse_prologue(&self.buffer) else {
-            return false;
+        else {
+            return;
         };
+        let reason = unreadable.as_ref().map(|u| u.reason.to_string());
+        if let Some(unreadable) = unreadable.filter(|_| discovered.unavailable != reason) {
+            let (pid, jvm, found) = (self.process.pid, self.process.main(), &unreadable.detail);
+            match unreadable.reason {
+                hsperf_file::DENIED => {
+                    tracing::warn!(pid, %jvm, reason = unreadable.reason, found, "no runtime stats: its hsperfdata cannot be read (another user's file needs CAP_DAC_READ_SEARCH, another user's /proc/PID/root CAP_SYS_PTRACE)")
+                }
+                hsperf_file::MISSING => {
+                    tracing::warn!(pid, %jvm, reason = unreadable.reason, found, "no runtime stats: no hsperfdata file of this JVM (it may still be starting, or its /tmp is not the one it runs with)")
+                }
+                _ => {
+                    tracing::warn!(pid, %jvm, reason = unreadable.reason, found, "no runtime stats: its hsperfdata file is refused")
+                }
+            }
+        }
+        discovered.unavailable = reason;
+    }
+
+    /// Reads the file into the buffer: `Ok(false)` when there is none open.
+    fn read(&mut self) -> Result<bool, String> {
+        let Some(file) = &self.file else {
+            return Ok(false);
+        };
+        hsperf_file::read(file, &mut self.buffer)?;
+        Ok(true)
+    }
+
+    /// The layout of the file as it is now, found again when entries were
+    /// added; `Err` says why the bytes are not usable PerfData.
+    fn ensure_layout(&mut self) -> Result<(), String> {
+        let prologue = hsperf::parse_prologue(&self.buffer).map_err(|e| e.to_string())?;
         if self
             .layout
             .as_ref()
             .is_some_and(|l| l.entries == prologue.num_entries)
         {
-            return true;
+            return Ok(());
         }
-        let Ok(data) = hsperf::parse(&self.buffer) else {
-            return false;
-        };
+        let data = hsperf::parse(&self.buffer).map_err(|e| e.to_string())?;
         self.layout = Layout::of(&data);
-        self.layout.is_some()
+        match self.layout {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "{} entries without sun.os.hrt.frequency or sun.rt.createVmBeginTime",
+                data.counters.len()
+            )),
+        }
     }
 
-    /// Two reads that agree, or `None`.
-    fn stable_sample(&mut self) -> Option<Sample> {
+    /// Two reads that agree; `Ok(None)` when there is no file or the values
+    /// kept changing; `Err` when the bytes are not usable PerfData.
+    fn stable_sample(&mut self) -> Result<Option<Sample>, String> {
         let mut last: Option<Sample> = None;
         for _ in 0..MAX_READS {
-            if !self.read() || !self.ensure_layout() {
-                return None;
+            if !self.read()? {
+                return Ok(None);
             }
-            let layout = self.layout.as_ref()?;
-            let sample = extract(&self.buffer, layout)?;
+            self.ensure_layout()?;
+            let Some(layout) = self.layout.as_ref() else {
+                return Ok(None);
+            };
+            let sample = extract(&self.buffer, layout).ok_or("a counter lies past the data")?;
             if last.as_ref() == Some(&sample) {
-                return last;
+                return Ok(last);
             }
             last = Some(sample);
         }
-        None
+        Ok(None)
+    }
+
+    /// Samples the file and applies what it says; a file that stays
+    /// unusable for [`INVALID_AFTER`] is reported as invalid (a JVM being
+    /// created shows zeros or an inaccessible prologue for a moment).
+    fn sample(&mut self, store: &Store) {
+        match self.stable_sample() {
+            Ok(Some(sample)) => {
+                if self.invalid_since.take().is_some() {
+                    self.report(store, None);
+                }
+                self.apply(&sample, store);
+            }
+            Ok(None) => {}
+            Err(detail) => {
+                let since = *self.invalid_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= INVALID_AFTER {
+                    let unreadable = Unreadable {
+                        reason: hsperf_file::INVALID,
+                        detail,
+                    };
+                    self.report(store, Some(unreadable));
+                }
+            }
+        }
     }
 
     fn apply(&mut self, sample: &Sample, store: &Store) {
@@ -604,9 +656,7 @@ impl Source for RuntimeStatsSource {
             self.exited = Some(Instant::now());
             // Its last counters: the file HotSpot removed at exit is still
             // open here, and holds the pauses since the previous sample.
-            if let Some(sample) = self.stable_sample() {
-                self.apply(&sample, store);
-            }
+            self.sample(store);
         }
         if let Some(exited) = self.exited {
             // A configured log's stream stays, without the exited JVM's stats.
@@ -621,9 +671,7 @@ impl Source for RuntimeStatsSource {
         if self.file.is_none() {
             self.open(store);
         }
-        if let Some(sample) = self.stable_sample() {
-            self.apply(&sample, store);
-        }
+        self.sample(store);
         false
     }
 
