@@ -14,7 +14,7 @@
 //!   `(forced)` too (later runtimes set the flag under the GC semaphore):
 //!   forced pauses lie between `NumForcedGC` and twice that.
 //!
-//! Tests needing `go` (Debian `golang-go`) print SKIPPED without it.
+//! Tests needing `go` (Debian `golang-go`) are skipped (`common::skip`) without it.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -164,13 +164,10 @@ fn recorded_trace_matches_the_runtime_accounting() {
 // ---------------------------------------------------------------- live Go programs
 
 /// `go` on the PATH, or a loud skip.
-fn go_or_skip(test: &str) -> bool {
-    let found = Command::new("go")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
+fn go_or_skip() -> bool {
+    let found = common::succeeds("go", &["version"]);
     if !found {
-        eprintln!("SKIPPED {test}: `go` is not installed (Debian: golang-go)");
+        common::skip("`go` is not installed (Debian: golang-go)");
     }
     found
 }
@@ -215,7 +212,7 @@ fn run_gcload(args: &[&str], godebug: &str, trace: &Path) -> MemStats {
 
 #[test]
 fn live_program_through_analyze() {
-    if !go_or_skip("live_program_through_analyze") {
+    if !go_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -286,7 +283,7 @@ fn start_agent(dir: &Path, config: &str) -> common::Agent {
 
 #[test]
 fn agent_discovers_a_go_program_tracing_to_a_file() {
-    if !go_or_skip("agent_discovers_a_go_program_tracing_to_a_file") {
+    if !go_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -324,7 +321,7 @@ grace = "4s"
 
 #[test]
 fn agent_follows_a_configured_go_trace_anchored_from_proc() {
-    if !go_or_skip("agent_follows_a_configured_go_trace_anchored_from_proc") {
+    if !go_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -458,7 +455,7 @@ fn shipped_at(trace: &str) -> std::collections::BTreeMap<u64, f64> {
 /// runtime's own record of its pauses (`PauseEnd`, `PauseNs`) covers.
 #[test]
 fn go_service_requests_slowed_by_its_pauses_are_attributed() {
-    if !go_or_skip("go_service_requests_slowed_by_its_pauses_are_attributed") {
+    if !go_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

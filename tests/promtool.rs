@@ -4,8 +4,8 @@
 //! - `promtool check rules` on `pausewatch-rules.yml`, then `promtool test
 //!   rules` on `pausewatch-rules.test.yml`; both must succeed, and their output
 //!   is printed. Needs `/usr/bin/promtool` (Debian's `prometheus` package,
-//!   which CI installs) or `promtool` on `PATH`; without it this test prints
-//!   `*** SKIPPED: promtool not installed ***` and returns.
+//!   which CI installs) or `promtool` on `PATH`; without it this test
+//!   is skipped (`common::skip`).
 //! - Without promtool: every `record:` of the rules appears in the `expr` of a
 //!   `promql_expr_test`, every `alert:` is the `alertname` of an
 //!   `alert_rule_test`, and every alert name of the agent's own engine has a
@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pausewatch::model::alerts::RuleKind;
+
+mod common;
 
 const RULES: &str = "dashboards/prometheus/pausewatch-rules.yml";
 const TESTS: &str = "dashboards/prometheus/pausewatch-rules.test.yml";
@@ -30,15 +32,12 @@ fn read(relative: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// `/usr/bin/promtool`, else the first `promtool` on `PATH`.
-fn promtool_binary() -> Option<PathBuf> {
-    let debian = PathBuf::from("/usr/bin/promtool");
-    if debian.is_file() {
-        return Some(debian);
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join("promtool"))
-        .find(|path| path.is_file())
+/// [`common::installed`] `promtool`, or `None` after skipping.
+fn promtool_or_skip() -> Option<PathBuf> {
+    common::or_skip(
+        common::installed("promtool"),
+        "promtool is not installed (no /usr/bin/promtool, none on PATH; apt-get install prometheus)",
+    )
 }
 
 /// Runs `promtool <args>` in the workspace root, prints what it said, and
@@ -62,11 +61,7 @@ fn run_promtool(promtool: &Path, args: &[&str]) {
 
 #[test]
 fn promtool_checks_and_tests_the_rules() {
-    let Some(promtool) = promtool_binary() else {
-        eprintln!(
-            "\n\n*** SKIPPED: promtool not installed *** (no /usr/bin/promtool, none on PATH; \
-             `apt-get install prometheus` to run tests/promtool.rs)\n\n"
-        );
+    let Some(promtool) = promtool_or_skip() else {
         return;
     };
     run_promtool(&promtool, &["check", "rules", RULES]);
@@ -311,8 +306,7 @@ fn shipped_rules_are_the_output_of_pausewatch_rules_for_the_defaults() {
 /// configured budget in its text.
 #[test]
 fn rules_for_a_configured_budget_fire_in_prometheus_at_that_budget() {
-    let Some(promtool) = promtool_binary() else {
-        eprintln!("\n\n*** SKIPPED: promtool not installed ***\n\n");
+    let Some(promtool) = promtool_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
