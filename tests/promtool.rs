@@ -130,18 +130,11 @@ fn rule_names(rules: &str) -> (Vec<String>, Vec<String>) {
 /// `promql_expr_test`s of the test file.
 fn tested(tests: &str) -> (BTreeSet<String>, Vec<String>) {
     let file: TestFile = serde_yaml_ng::from_str(tests).expect("the test file is YAML");
-    let alertnames = file
-        .tests
-        .iter()
-        .flat_map(|group| &group.alert_rule_test)
-        .map(|test| test.alertname.clone())
-        .collect();
-    let exprs = file
-        .tests
-        .iter()
-        .flat_map(|group| &group.promql_expr_test)
-        .map(|test| test.expr.clone())
-        .collect();
+    let (mut alertnames, mut exprs) = (BTreeSet::new(), Vec::new());
+    for group in file.tests {
+        alertnames.extend(group.alert_rule_test.into_iter().map(|test| test.alertname));
+        exprs.extend(group.promql_expr_test.into_iter().map(|test| test.expr));
+    }
     (alertnames, exprs)
 }
 
