@@ -176,21 +176,7 @@ fn go_or_skip() -> bool {
 /// under the target directory.
 fn gcload() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go");
-        let binary = dir.join(format!("gcload-{}", std::process::id()));
-        let status = Command::new("go")
-            .args(["build", "-o"])
-            .arg(&binary)
-            .arg(common::root().join("tests/workload/go/gcload.go"))
-            .env("GOCACHE", dir.join("cache"))
-            .env("GOPATH", dir.join("gopath"))
-            .env("GOFLAGS", "-mod=mod")
-            .status()
-            .unwrap();
-        assert!(status.success(), "go build gcload: {status}");
-        binary
-    })
+    BINARY.get_or_init(|| common::go_build("gcload.go", false))
 }
 
 /// `gcload ARGS` with `GODEBUG`, stderr appended to `trace`; its MemStats.

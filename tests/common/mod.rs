@@ -791,6 +791,36 @@ pub fn sample_value(sample: &Value) -> f64 {
         .unwrap_or_else(|e| panic!("bad value {text:?} in {sample}: {e}"))
 }
 
+// ---------------------------------------------------------------- Go
+
+/// Builds `tests/workload/go/SOURCE` into this build's temporary directory;
+/// the binary's path. `debian_libraries`: in GOPATH mode against the Go
+/// packages Debian installs in /usr/share/gocode (client_golang), offline;
+/// otherwise as a module of the standard library only.
+pub fn go_build(source: &str, debian_libraries: bool) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go");
+    let name = source.replace('/', "-");
+    let binary = dir.join(format!("{name}-{}", std::process::id()));
+    let mut command = Command::new("go");
+    command
+        .args(["build", "-o"])
+        .arg(&binary)
+        .arg(root().join("tests/workload/go").join(source))
+        .env("GOCACHE", dir.join("cache"));
+    if debian_libraries {
+        command
+            .env("GO111MODULE", "off")
+            .env("GOPATH", "/usr/share/gocode");
+    } else {
+        command
+            .env("GOPATH", dir.join("gopath"))
+            .env("GOFLAGS", "-mod=mod");
+    }
+    let status = command.status().unwrap();
+    assert!(status.success(), "go build {source}: {status}");
+    binary
+}
+
 // ---------------------------------------------------------------- Java
 
 /// Whether `java` and `javac` run; [`skip`]s when they do not.
