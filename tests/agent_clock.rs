@@ -12,7 +12,7 @@ mod common;
 
 #[test]
 fn uptime_only_log_is_placed_by_the_running_jvms_start() {
-    if !common::java_or_skip("uptime_only_log_is_placed_by_the_running_jvms_start") {
+    if !common::java_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -545,7 +545,7 @@ fn workload_command(
 /// end with exactly the JVM's own counts: nothing lost, nothing counted twice.
 #[test]
 fn real_jvm_rotating_log_survives_agent_sigkill() {
-    if !common::java_or_skip("real_jvm_rotating_log_survives_agent_sigkill") {
+    if !common::java_or_skip() {
         return;
     }
     let mut h = Harness::new("sigkill", &|dir| vec![dir.join("gc.log")]);
@@ -675,7 +675,7 @@ fn real_jvm_rotating_log_survives_agent_sigkill() {
 /// rename, reads the new file and counts both runs and one restart.
 #[test]
 fn jvm_restart_archives_the_old_log_and_is_counted() {
-    if !common::java_or_skip("jvm_restart_archives_the_old_log_and_is_counted") {
+    if !common::java_or_skip() {
         return;
     }
     let mut h = Harness::new("restart", &|dir| vec![dir.join("gc.log")]);
@@ -1141,16 +1141,9 @@ fn copytruncate_while_the_agent_is_down_loses_nothing() {
 /// (`SampleSun1_8_0Series-Part1..7.txt`: the files one JVM wrote with
 /// `-XX:+UseGCLogFileRotation`, each beginning with HotSpot's "GC log file
 /// created" line and ending with its "Saved as" line), or `None` (the test
-/// says it is skipped) without the public corpus.
+/// is skipped) without the public corpus.
 fn jdk8_rotation_set() -> Option<Vec<Vec<String>>> {
-    let dir = common::root().join("../shared/corpus/GCViewer/src/test/resources/openjdk");
-    if !dir.is_dir() {
-        eprintln!(
-            "SKIPPED: public corpus not found at {} (it lives beside the repository in shared/)",
-            dir.display()
-        );
-        return None;
-    }
+    let dir = common::corpus_dir("GCViewer/src/test/resources/openjdk")?;
     let part = |n: usize| fixture_lines(&dir.join(format!("SampleSun1_8_0Series-Part{n}.txt")));
     Some((1..=7).map(part).collect())
 }

@@ -1,58 +1,91 @@
 //! A service without access logs: the agent scrapes the application's own
 //! Prometheus histogram and derives per-minute latency quantiles from the
-//! bucket deltas. The test serves the histogram and controls every bucket.
+//! bucket deltas. The histogram is served by Prometheus' own Go client
+//! (client_golang, tests/workload/go/histogram/main.go), which observes the
+//! same known latencies before every scrape; the agent's quantiles must be
+//! the ones this test computes from those latencies.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::sample;
 
 mod common;
 
-/// Serves a Micrometer-style histogram; every scrape adds 10 requests at or
-/// under 100 ms and 1 between 100 and 500 ms. Returns the port.
-fn serve_histogram(scrapes: Arc<AtomicU64>) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let mut stream = stream.unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
-                    break;
-                }
-            }
-            let k = scrapes.fetch_add(1, Ordering::SeqCst) + 1;
-            let (fast, slow) = (10 * k, k);
-            let labels = r#"method="GET",uri="/price",status="200""#;
-            let body = format!(
-                "# TYPE http_server_requests_seconds histogram\n\
-                 http_server_requests_seconds_bucket{{{labels},le=\"0.1\"}} {fast}\n\
-                 http_server_requests_seconds_bucket{{{labels},le=\"0.5\"}} {total}\n\
-                 http_server_requests_seconds_bucket{{{labels},le=\"+Inf\"}} {total}\n\
-                 http_server_requests_seconds_count{{{labels}}} {total}\n\
-                 http_server_requests_seconds_sum{{{labels}}} 1.0\n",
-                total = fast + slow
-            );
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
+/// Per scrape: ten requests of 40 ms and one of 300 ms.
+const LATENCIES: [f64; 11] = [
+    0.04, 0.04, 0.04, 0.04, 0.04, 0.04, 0.04, 0.04, 0.04, 0.04, 0.3,
+];
+/// client_golang's `prometheus.DefBuckets`, the Go program's buckets.
+const DEF_BUCKETS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// The `q` quantile of `latencies` as a histogram of `bounds` gives it:
+/// Prometheus' `histogram_quantile`, linear inside the bucket the rank
+/// falls in. Any number of whole scrapes has the same quantiles.
+fn histogram_quantile(latencies: &[f64], bounds: &[f64], q: f64) -> f64 {
+    let rank = q * latencies.len() as f64;
+    let mut lower = 0.0;
+    for &upper in bounds {
+        let below = latencies.iter().filter(|&&l| l <= lower).count() as f64;
+        let within = latencies
+            .iter()
+            .filter(|&&l| l > lower && l <= upper)
+            .count() as f64;
+        if below + within >= rank {
+            return lower + (upper - lower) * (rank - below) / within;
         }
-    });
-    port
+        lower = upper;
+    }
+    panic!("rank {rank} above the last bucket");
+}
+
+/// The Go program, serving; killed when dropped.
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Builds and starts the client_golang service; its port.
+fn serve_histogram() -> Option<(Service, u16)> {
+    if !common::succeeds("go", &["version"]) {
+        common::skip("`go` is not installed (Debian: golang-go)");
+        return None;
+    }
+    let client = "/usr/share/gocode/src/github.com/prometheus/client_golang";
+    if !std::path::Path::new(client).is_dir() {
+        common::skip("apt-get install golang-github-prometheus-client-golang-dev");
+        return None;
+    }
+    let binary = common::go_build("histogram/main.go", true);
+    let latencies: Vec<String> = LATENCIES.iter().map(f64::to_string).collect();
+    let mut child = Command::new(binary)
+        .arg(latencies.join(","))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("port {line:?}"));
+    Some((Service(child), port))
 }
 
 #[test]
-fn agent_turns_a_scraped_histogram_into_minute_quantiles() {
-    let scrapes = Arc::new(AtomicU64::new(0));
-    let app = serve_histogram(scrapes.clone());
+fn agent_turns_a_client_golang_histogram_into_minute_quantiles() {
+    let Some((_service, app)) = serve_histogram() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let port = common::free_port();
     let agent = common::Agent::start(
@@ -61,7 +94,7 @@ fn agent_turns_a_scraped_histogram_into_minute_quantiles() {
         &format!(
             "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = \"{dir}/checkpoint\"\n\
              [[gc_log]]\npath = \"{dir}/gc.log\"\n\
-             [[latency_histogram]]\nurl = \"http://127.0.0.1:{app}/actuator/prometheus\"\n\
+             [[latency_histogram]]\nurl = \"http://127.0.0.1:{app}/metrics\"\n\
              interval = \"1s\"\nmatchers = {{ uri = \"/price\" }}\n",
             dir = dir.path().display()
         ),
@@ -71,20 +104,27 @@ fn agent_turns_a_scraped_histogram_into_minute_quantiles() {
     let metrics = agent.metrics_when(Duration::from_secs(150), |m| {
         sample(m, "pausewatch_request_latency_p99_seconds").is_some()
     });
-    // A minute of k scrapes holds 10k requests in (0, 100 ms] and k in
-    // (100 ms, 500 ms]: whatever k, the p99 rank 0.99 * 11k = 10.89k falls
-    // 0.89k into the second bucket, so p99 = 0.1 + 0.4 * 0.89 = 0.456 s; the
-    // p99.9 rank 10.989k gives 0.1 + 0.4 * 0.989 = 0.4956 s.
-    let p99 = sample(&metrics, "pausewatch_request_latency_p99_seconds").unwrap();
-    let p999 = sample(&metrics, "pausewatch_request_latency_p999_seconds").unwrap();
-    assert!((p99 - 0.456).abs() < 1e-9, "p99 {p99}");
-    assert!((p999 - 0.4956).abs() < 1e-9, "p99.9 {p999}");
-    let requests = sample(&metrics, "pausewatch_requests_total").unwrap();
+    // By hand: the p99 rank 0.99 * 11 = 10.89 falls 0.89 into the one
+    // request of (250 ms, 500 ms], p99 = 0.25 + 0.25 * 0.89 = 0.4725 s;
+    // p99.9: 0.25 + 0.25 * 0.989 = 0.49725 s.
+    let p99 = histogram_quantile(&LATENCIES, &DEF_BUCKETS, 0.99);
+    let p999 = histogram_quantile(&LATENCIES, &DEF_BUCKETS, 0.999);
+    assert!((p99 - 0.4725).abs() < 1e-12 && (p999 - 0.49725).abs() < 1e-12);
+    let seen_p99 = sample(&metrics, "pausewatch_request_latency_p99_seconds").unwrap();
+    let seen_p999 = sample(&metrics, "pausewatch_request_latency_p999_seconds").unwrap();
+    assert!((seen_p99 - p99).abs() < 1e-9, "p99 {seen_p99}, not {p99}");
     assert!(
-        requests > 0.0 && requests % 11.0 == 0.0,
-        "whole scrapes of 11 requests: {requests}"
+        (seen_p999 - p999).abs() < 1e-9,
+        "p99.9 {seen_p999}, not {p999}"
     );
-    assert!(scrapes.load(Ordering::SeqCst) >= 60);
+    // Whole scrapes of the /price route only (/health's 9 s requests are
+    // matched out).
+    let requests = sample(&metrics, "pausewatch_requests_total").unwrap();
+    let per_scrape = LATENCIES.len() as f64;
+    assert!(
+        requests > 0.0 && requests % per_scrape == 0.0,
+        "whole scrapes of {per_scrape} requests: {requests}"
+    );
     // No request-level attribution from a histogram.
     assert_eq!(
         sample(

@@ -402,7 +402,7 @@ fn time_left_until(minute_end: DateTime<Utc>, slack: Duration) -> Duration {
 
 #[test]
 fn fires_in_alertmanager_and_resolves() {
-    let Some(binary) = alertmanager_or_skip("fires_in_alertmanager_and_resolves") else {
+    let Some(binary) = alertmanager_or_skip() else {
         return;
     };
     let started = Instant::now();
@@ -519,8 +519,7 @@ fn fires_in_alertmanager_and_resolves() {
 
 #[test]
 fn reaches_alertmanager_that_was_down_when_it_fired() {
-    let Some(binary) = alertmanager_or_skip("reaches_alertmanager_that_was_down_when_it_fired")
-    else {
+    let Some(binary) = alertmanager_or_skip() else {
         return;
     };
     let started = Instant::now();

@@ -165,10 +165,9 @@ fn the_demo_runs_from_an_installed_binary_without_the_source_tree() {
         .status()
         .is_ok_and(|s| s.success());
     if !hidden {
-        eprintln!(
-            "SKIPPED: unshare --mount is not permitted here, so the source tree cannot be hidden"
+        return common::skip(
+            "unshare --mount is not permitted here, so the source tree cannot be hidden",
         );
-        return;
     }
     let dir = tempfile::tempdir().unwrap();
     let installed = dir.path().join("pausewatch");
@@ -248,8 +247,7 @@ fn version_names_the_release_and_the_commit() {
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8(o.stdout).unwrap());
     let Some(head) = head else {
-        eprintln!("SKIPPED: the commit check needs git and a checkout");
-        return;
+        return common::skip("the commit check needs git and a checkout");
     };
     let version = stdout.trim();
     assert!(

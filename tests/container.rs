@@ -9,9 +9,9 @@
 //!
 //! The static build recompiles every dependency (2 min 47 s on 2 cores),
 //! so this test runs only with `PAUSEWATCH_CONTAINER_TEST=1`, which
-//! `.ci/run` sets, and says SKIPPED loudly otherwise; it needs root, and
-//! buildah and podman that work here (their `info` with vfs storage), and
-//! setcap: without them it says SKIPPED too.
+//! `.ci/run` sets, and is skipped otherwise (`common::skip`); it needs root,
+//! and buildah and podman that work here (their `info` with vfs storage),
+//! and setcap: without them it is skipped too.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -54,22 +54,19 @@ fn agent_pid(pid: u32) -> Option<u32> {
 #[test]
 fn the_image_builds_and_its_entrypoint_serves_healthz_with_two_capabilities() {
     if std::env::var_os(MARKER).is_none_or(|v| v != "1") {
-        eprintln!("\n\n*** SKIPPED: tests/container.rs: set {MARKER}=1 to build the static binary and the image (about 3 minutes) ***\n\n");
-        return;
+        return common::skip(format_args!(
+            "set {MARKER}=1 to build the static binary and the image (about 3 minutes)"
+        ));
     }
     for tool in ["setcap", "unshare", "chroot"] {
         if Command::new(tool).arg("--version").output().is_err() {
-            eprintln!("\n\n*** SKIPPED: tests/container.rs: {tool} is not installed ***\n\n");
-            return;
+            return common::skip(format_args!("{tool} is not installed"));
         }
     }
     for tool in ["buildah", "podman"] {
         let probe = Command::new(tool).args(VFS_STORAGE).arg("info").output();
         if !probe.as_ref().is_ok_and(|o| o.status.success()) {
-            eprintln!(
-                "\n\n*** SKIPPED: tests/container.rs: {tool} cannot run here: {probe:?} ***\n\n"
-            );
-            return;
+            return common::skip(format_args!("{tool} cannot run here: {probe:?}"));
         }
     }
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap();

@@ -6,18 +6,7 @@ use std::path::{Path, PathBuf};
 use pausewatch::commands::analyze::parse_files;
 use pausewatch_parsers::{Collector, GcEvent};
 
-fn corpus_root() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if root.is_dir() {
-        Some(root)
-    } else {
-        eprintln!(
-            "SKIPPED: public corpus not found at {} (it lives beside the repository in shared/)",
-            root.display()
-        );
-        None
-    }
-}
+mod common;
 
 fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -36,7 +25,9 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
 
 #[test]
 fn every_corpus_file_parses_without_panic() {
-    let Some(root) = corpus_root() else { return };
+    let Some(root) = common::corpus_dir("") else {
+        return;
+    };
     let mut files = Vec::new();
     walk(&root, &mut files);
     assert!(
@@ -90,7 +81,9 @@ const HAND_CHECKED: &[(&str, Collector, usize, usize, usize, usize, u64)] = &[
 
 #[test]
 fn hand_checked_pause_counts() {
-    let Some(root) = corpus_root() else { return };
+    let Some(root) = common::corpus_dir("") else {
+        return;
+    };
     for (file, collector, count, full, evacuation_failures, degenerated, unparsed) in HAND_CHECKED {
         let (events, parser) = parse_files(&[root.join(file)], None).unwrap();
         let pauses: Vec<_> = events.iter().filter_map(GcEvent::as_pause).collect();

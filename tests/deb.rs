@@ -11,7 +11,7 @@
 //!
 //! Needs root, dpkg, adduser, setpriv and cargo-deb (`.ci/run` installs it);
 //! without them, or when a `pausewatch` package is already installed on this
-//! machine (never clobbered), the test prints SKIPPED. It builds the release
+//! machine (never clobbered), the test is skipped (`common::skip`). It builds the release
 //! binary, the longest part.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -100,8 +100,7 @@ fn metrics_when(port: u16, what: &str, ready: impl Fn(&str) -> bool) -> String {
 #[test]
 fn the_deb_installs_runs_with_two_capabilities_and_purges_clean() {
     if let Some(reason) = missing_prerequisite() {
-        eprintln!("\n\n*** SKIPPED: tests/deb.rs: {reason} ***\n\n");
-        return;
+        return common::skip(reason);
     }
     let deb = common::build_package("build-deb.sh");
 

@@ -14,7 +14,7 @@
 //!   `(forced)` too (later runtimes set the flag under the GC semaphore):
 //!   forced pauses lie between `NumForcedGC` and twice that.
 //!
-//! Tests needing `go` (Debian `golang-go`) print SKIPPED without it.
+//! Tests needing `go` (Debian `golang-go`) are skipped (`common::skip`) without it.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -164,13 +164,10 @@ fn recorded_trace_matches_the_runtime_accounting() {
 // ---------------------------------------------------------------- live Go programs
 
 /// `go` on the PATH, or a loud skip.
-fn go_or_skip(test: &str) -> bool {
-    let found = Command::new("go")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
+fn go_or_skip() -> bool {
+    let found = common::succeeds("go", &["version"]);
     if !found {
-        eprintln!("SKIPPED {test}: `go` is not installed (Debian: golang-go)");
+        common::skip("`go` is not installed (Debian: golang-go)");
     }
     found
 }
@@ -179,21 +176,7 @@ fn go_or_skip(test: &str) -> bool {
 /// under the target directory.
 fn gcload() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go");
-        let binary = dir.join(format!("gcload-{}", std::process::id()));
-        let status = Command::new("go")
-            .args(["build", "-o"])
-            .arg(&binary)
-            .arg(common::root().join("tests/workload/go/gcload.go"))
-            .env("GOCACHE", dir.join("cache"))
-            .env("GOPATH", dir.join("gopath"))
-            .env("GOFLAGS", "-mod=mod")
-            .status()
-            .unwrap();
-        assert!(status.success(), "go build gcload: {status}");
-        binary
-    })
+    BINARY.get_or_init(|| common::go_build("gcload.go", false))
 }
 
 /// `gcload ARGS` with `GODEBUG`, stderr appended to `trace`; its MemStats.
@@ -215,7 +198,7 @@ fn run_gcload(args: &[&str], godebug: &str, trace: &Path) -> MemStats {
 
 #[test]
 fn live_program_through_analyze() {
-    if !go_or_skip("live_program_through_analyze") {
+    if !go_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -286,7 +269,7 @@ fn start_agent(dir: &Path, config: &str) -> common::Agent {
 
 #[test]
 fn agent_discovers_a_go_program_tracing_to_a_file() {
-    if !go_or_skip("agent_discovers_a_go_program_tracing_to_a_file") {
+    if !go_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -324,7 +307,7 @@ grace = "4s"
 
 #[test]
 fn agent_follows_a_configured_go_trace_anchored_from_proc() {
-    if !go_or_skip("agent_follows_a_configured_go_trace_anchored_from_proc") {
+    if !go_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -458,7 +441,7 @@ fn shipped_at(trace: &str) -> std::collections::BTreeMap<u64, f64> {
 /// runtime's own record of its pauses (`PauseEnd`, `PauseNs`) covers.
 #[test]
 fn go_service_requests_slowed_by_its_pauses_are_attributed() {
-    if !go_or_skip("go_service_requests_slowed_by_its_pauses_are_attributed") {
+    if !go_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -277,7 +277,7 @@ fn recorded_run_attributes_gc_slowed_requests_and_not_freezes() {
 
 #[test]
 fn live_run_with_sigstop_freezes() {
-    if !common::java_or_skip("live_run_with_sigstop_freezes") {
+    if !common::java_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

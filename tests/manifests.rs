@@ -15,12 +15,14 @@ fn manifests() -> std::path::PathBuf {
     common::root().join("packaging/kubernetes")
 }
 
-/// Status and output of a validator, or `None` (after a loud SKIPPED) when it is not installed.
+/// Status and output of a validator, or `None` (after skipping) when it is not installed.
 fn validate(tool: &str, args: &[&str], files: &[&Path]) -> Option<(bool, String)> {
     let output = match Command::new(tool).args(args).args(files).output() {
         Ok(output) => output,
         Err(error) => {
-            eprintln!("\n\n*** SKIPPED: {tool} cannot run ({error}); `pip install yamllint kubernetes-validate` ***\n\n");
+            common::skip(format_args!(
+                "{tool} cannot run ({error}); `pip install yamllint kubernetes-validate`"
+            ));
             return None;
         }
     };

@@ -7,7 +7,7 @@
 //! records what the agent sends (rotel does not log headers).
 //!
 //! Needs `rotel-agent` on `PATH` or inside the installed `rotel` Python
-//! package (`.ci/run` installs it); without it each test prints `SKIPPED`.
+//! package (`.ci/run` installs it); without it each test is skipped (`common::skip`).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -30,8 +30,8 @@ mod common;
 // ---------------------------------------------------------------- rotel
 
 /// `rotel-agent` on `PATH`, else the one the `rotel` wheel installed beside
-/// its Python module; `None` (with a loud SKIPPED line) when there is none.
-fn rotel_or_skip(test: &str) -> Option<PathBuf> {
+/// its Python module, or `None` after skipping.
+fn rotel_or_skip() -> Option<PathBuf> {
     let on_path = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|dir| dir.join("rotel-agent"))
@@ -48,11 +48,10 @@ fn rotel_or_skip(test: &str) -> Option<PathBuf> {
         let path = PathBuf::from(String::from_utf8(output.stdout).ok()?.trim());
         path.is_file().then_some(path)
     };
-    let found = on_path.or_else(in_wheel);
-    if found.is_none() {
-        eprintln!("SKIPPED {test}: rotel-agent not found (pip install rotel)");
-    }
-    found
+    common::or_skip(
+        on_path.or_else(in_wheel),
+        "rotel-agent not found (pip install rotel)",
+    )
 }
 
 /// A running rotel-agent, logging every data point to `DIR/NAME-N.out`;
@@ -504,7 +503,7 @@ fn assert_agree(
 
 #[test]
 fn both_protocols_deliver_the_jvms_pauses_and_the_resources() {
-    let Some(rotel) = rotel_or_skip("tests/otlp.rs both_protocols") else {
+    let Some(rotel) = rotel_or_skip() else {
         return;
     };
     const FIXTURE: &str = "jdk17-parallel-full";
@@ -632,7 +631,7 @@ fn both_protocols_deliver_the_jvms_pauses_and_the_resources() {
 
 #[test]
 fn delta_adds_up_and_a_receiver_outage_loses_nothing() {
-    let Some(rotel) = rotel_or_skip("tests/otlp.rs delta_and_outage") else {
+    let Some(rotel) = rotel_or_skip() else {
         return;
     };
     const FIXTURE: &str = "jdk17-g1-concurrent";
@@ -1093,11 +1092,10 @@ fn mutual_tls(dir: &Path, port: u16, otlp: &[String]) {
 
 #[test]
 fn a_discovered_jvms_runtime_stats_arrive_under_the_conventions_names() {
-    let test = "tests/otlp.rs a_discovered_jvms_runtime_stats";
-    let Some(rotel) = rotel_or_skip(test) else {
+    let Some(rotel) = rotel_or_skip() else {
         return;
     };
-    if !common::java_or_skip(test) {
+    if !common::java_or_skip() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

@@ -8,7 +8,7 @@
 //! through its HTTP API, for the figures a dashboard would show.
 //!
 //! Needs `/usr/bin/prometheus` (Debian's `prometheus` package, which CI
-//! installs) or `prometheus` on `PATH`; without it the test prints `SKIPPED`
+//! installs) or `prometheus` on `PATH`; without it the test is skipped (`common::skip`)
 //! and returns.
 
 use std::fs::File;
@@ -39,7 +39,7 @@ const MAIN_SERIES: [&str; 4] = [
 
 #[test]
 fn real_prometheus_scrapes_the_agent() {
-    let Some(prometheus) = common::prometheus_or_skip("tests/prometheus.rs") else {
+    let Some(prometheus) = common::prometheus_or_skip() else {
         return;
     };
     let started = Instant::now();

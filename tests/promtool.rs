@@ -4,19 +4,22 @@
 //! - `promtool check rules` on `pausewatch-rules.yml`, then `promtool test
 //!   rules` on `pausewatch-rules.test.yml`; both must succeed, and their output
 //!   is printed. Needs `/usr/bin/promtool` (Debian's `prometheus` package,
-//!   which CI installs) or `promtool` on `PATH`; without it this test prints
-//!   `*** SKIPPED: promtool not installed ***` and returns.
+//!   which CI installs) or `promtool` on `PATH`; without it this test
+//!   is skipped (`common::skip`).
 //! - Without promtool: every `record:` of the rules appears in the `expr` of a
 //!   `promql_expr_test`, every `alert:` is the `alertname` of an
 //!   `alert_rule_test`, and every alert name of the agent's own engine has a
-//!   Prometheus rule of the same name. The YAML is read by scanning lines, which
-//!   the two files' plain block style allows.
+//!   Prometheus rule of the same name. Both files are parsed as YAML
+//!   (serde_yaml_ng) into the fields promtool reads.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pausewatch::model::alerts::RuleKind;
+use serde::Deserialize;
+
+mod common;
 
 const RULES: &str = "dashboards/prometheus/pausewatch-rules.yml";
 const TESTS: &str = "dashboards/prometheus/pausewatch-rules.test.yml";
@@ -30,15 +33,12 @@ fn read(relative: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// `/usr/bin/promtool`, else the first `promtool` on `PATH`.
-fn promtool_binary() -> Option<PathBuf> {
-    let debian = PathBuf::from("/usr/bin/promtool");
-    if debian.is_file() {
-        return Some(debian);
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join("promtool"))
-        .find(|path| path.is_file())
+/// [`common::installed`] `promtool`, or `None` after skipping.
+fn promtool_or_skip() -> Option<PathBuf> {
+    common::or_skip(
+        common::installed("promtool"),
+        "promtool is not installed (no /usr/bin/promtool, none on PATH; apt-get install prometheus)",
+    )
 }
 
 /// Runs `promtool <args>` in the workspace root, prints what it said, and
@@ -62,103 +62,78 @@ fn run_promtool(promtool: &Path, args: &[&str]) {
 
 #[test]
 fn promtool_checks_and_tests_the_rules() {
-    let Some(promtool) = promtool_binary() else {
-        eprintln!(
-            "\n\n*** SKIPPED: promtool not installed *** (no /usr/bin/promtool, none on PATH; \
-             `apt-get install prometheus` to run tests/promtool.rs)\n\n"
-        );
+    let Some(promtool) = promtool_or_skip() else {
         return;
     };
     run_promtool(&promtool, &["check", "rules", RULES]);
     run_promtool(&promtool, &["test", "rules", TESTS]);
 }
 
-/// The value of `key: value` on a line (after an optional list dash), unquoted.
-fn value_of<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    let line = line.trim_start();
-    let line = line.strip_prefix("- ").unwrap_or(line).trim_start();
-    let value = line.strip_prefix(key)?.strip_prefix(':')?.trim();
-    let value = value.split(" #").next().unwrap_or(value).trim();
-    Some(value.trim_matches(|c| c == '\'' || c == '"'))
+/// A Prometheus rule file, as `promtool check rules` reads it (other keys
+/// ignored).
+#[derive(Deserialize)]
+struct RuleFile {
+    groups: Vec<RuleGroup>,
+}
+
+#[derive(Deserialize)]
+struct RuleGroup {
+    rules: Vec<Rule>,
+}
+
+#[derive(Deserialize)]
+struct Rule {
+    record: Option<String>,
+    alert: Option<String>,
+}
+
+/// A promtool unit-test file: the alert names and expressions it tests.
+#[derive(Deserialize)]
+struct TestFile {
+    tests: Vec<TestGroup>,
+}
+
+#[derive(Deserialize)]
+struct TestGroup {
+    #[serde(default)]
+    alert_rule_test: Vec<AlertTest>,
+    #[serde(default)]
+    promql_expr_test: Vec<ExprTest>,
+}
+
+#[derive(Deserialize)]
+struct AlertTest {
+    alertname: String,
+}
+
+#[derive(Deserialize)]
+struct ExprTest {
+    expr: String,
 }
 
 /// Record and alert names of the rules file, in file order.
 fn rule_names(rules: &str) -> (Vec<String>, Vec<String>) {
+    let file: RuleFile = serde_yaml_ng::from_str(rules).expect("the rule file is YAML");
+    let rules = file.groups.into_iter().flat_map(|group| group.rules);
     let (mut records, mut alerts) = (Vec::new(), Vec::new());
-    for line in rules.lines() {
-        if let Some(name) = value_of(line, "record") {
-            records.push(name.to_string());
-        } else if let Some(name) = value_of(line, "alert") {
-            alerts.push(name.to_string());
+    for rule in rules {
+        match (rule.record, rule.alert) {
+            (Some(record), None) => records.push(record),
+            (None, Some(alert)) => alerts.push(alert),
+            (record, alert) => panic!("a rule needs one of record and alert: {record:?} {alert:?}"),
         }
     }
     (records, alerts)
 }
 
-/// Which list of a promtool test group a line belongs to.
-#[derive(Clone, Copy, PartialEq)]
-enum Section {
-    Other,
-    AlertTests,
-    ExprTests,
-}
-
-fn indent(line: &str) -> usize {
-    line.len() - line.trim_start().len()
-}
-
 /// The `alertname`s of the `alert_rule_test`s and the `expr`s of the
-/// `promql_expr_test`s of the test file (a block scalar `expr: |` with the
-/// lines indented under it).
+/// `promql_expr_test`s of the test file.
 fn tested(tests: &str) -> (BTreeSet<String>, Vec<String>) {
-    let (mut alertnames, mut exprs) = (BTreeSet::new(), Vec::<String>::new());
-    let mut section = Section::Other;
-    // The indentation of an `expr: |` line while its block is being read.
-    let mut block: Option<usize> = None;
-    for line in tests.lines() {
-        if let Some(key_indent) = block {
-            if line.trim().is_empty() || indent(line) > key_indent {
-                let expr = exprs.last_mut().expect("block follows its expr");
-                expr.push(' ');
-                expr.push_str(line.trim());
-                continue;
-            }
-            block = None;
-        }
-        let key = line.trim_start().trim_start_matches("- ").trim_end();
-        match key {
-            "alert_rule_test:" => section = Section::AlertTests,
-            "promql_expr_test:" => section = Section::ExprTests,
-            "input_series:" | "external_labels:" | "external_url:" => section = Section::Other,
-            _ if key.starts_with("interval:") && line.trim_start().starts_with("- ") => {
-                section = Section::Other
-            }
-            _ => {}
-        }
-        match section {
-            Section::AlertTests => {
-                if let Some(name) = value_of(line, "alertname") {
-                    alertnames.insert(name.to_string());
-                }
-            }
-            Section::ExprTests => {
-                if let Some(expr) = value_of(line, "expr") {
-                    if expr.starts_with(['|', '>']) {
-                        // The key's own column: after the list dash, if any.
-                        let dash = if line.trim_start().starts_with("- ") {
-                            2
-                        } else {
-                            0
-                        };
-                        block = Some(indent(line) + dash);
-                        exprs.push(String::new());
-                    } else {
-                        exprs.push(expr.to_string());
-                    }
-                }
-            }
-            Section::Other => {}
-        }
+    let file: TestFile = serde_yaml_ng::from_str(tests).expect("the test file is YAML");
+    let (mut alertnames, mut exprs) = (BTreeSet::new(), Vec::new());
+    for group in file.tests {
+        alertnames.extend(group.alert_rule_test.into_iter().map(|test| test.alertname));
+        exprs.extend(group.promql_expr_test.into_iter().map(|test| test.expr));
     }
     (alertnames, exprs)
 }
@@ -245,34 +220,7 @@ fn the_agents_alerts_have_prometheus_rules() {
 }
 
 #[test]
-fn the_line_scanner_reads_what_promtool_reads() {
-    let (records, alerts) = rule_names(
-        "groups:\n  - name: g\n    rules:\n      - record: a:b:c\n        expr: x\n      \
-         - alert: Quoted # comment\n        expr: y\n      - alert: 'Other'\n        expr: z\n",
-    );
-    assert_eq!(records, ["a:b:c"]);
-    assert_eq!(alerts, ["Quoted", "Other"]);
-
-    let (alertnames, exprs) = tested(
-        "tests:\n  - interval: 1m\n    input_series:\n      - series: 'x'\n        values: '1'\n    \
-         alert_rule_test:\n      - eval_time: 1m\n        alertname: A\n    promql_expr_test:\n      \
-         - expr: a:b:c > 0\n        eval_time: 1m\n  - interval: 1m\n    input_series:\n      \
-         - series: 'alertname: B'\n",
-    );
-    assert_eq!(alertnames, BTreeSet::from(["A".to_string()]));
-    assert_eq!(exprs, ["a:b:c > 0"]);
-
-    let (_, exprs) = tested(
-        "tests:\n  - interval: 1m\n    promql_expr_test:\n      - expr: |\n          sum(\n            \
-         d:e:f\n          )\n        eval_time: 1m\n      - expr: g\n",
-    );
-    assert_eq!(exprs, [" sum( d:e:f )", "g"]);
-    let (_, exprs) = tested(
-        "tests:\n  - interval: 1m\n    promql_expr_test:\n      - eval_time: 1m\n        \
-         expr: |\n          h:i:j\n        exp_samples: []\n",
-    );
-    assert_eq!(exprs, [" h:i:j"]);
-
+fn a_name_is_mentioned_whole() {
     assert!(mentions("count(a:b:c != a:b:c)", "a:b:c"));
     assert!(mentions("a:b:c{x=\"1\"}", "a:b:c"));
     assert!(!mentions("a:b:c_offset1d", "a:b:c"));
@@ -311,8 +259,7 @@ fn shipped_rules_are_the_output_of_pausewatch_rules_for_the_defaults() {
 /// configured budget in its text.
 #[test]
 fn rules_for_a_configured_budget_fire_in_prometheus_at_that_budget() {
-    let Some(promtool) = promtool_binary() else {
-        eprintln!("\n\n*** SKIPPED: promtool not installed ***\n\n");
+    let Some(promtool) = promtool_or_skip() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -1,9 +1,12 @@
 //! The README against the program: its `analyze` and `compare` examples are
-//! what the commands print, and its access-log formats are the ones the parser
-//! documents and parses.
+//! what the commands print, its access-log formats are the ones the parser
+//! documents and parses, and its metric tables are what a running agent
+//! exports.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use pausewatch_parsers::AccessFormat;
 
@@ -93,19 +96,79 @@ fn the_readme_analyze_examples_are_what_the_commands_print() {
     assert!(checked >= 2, "README examples found: {checked}");
 }
 
-/// Every family the agent exports is in the README's metrics table, and
-/// each one the OpenTelemetry conventions name is on the row of its
-/// OpenTelemetry name.
+/// Each family the OpenTelemetry conventions name is on the README row of
+/// its OpenTelemetry name.
 #[test]
-fn the_readme_names_every_family_for_both_exporters() {
+fn the_readme_names_each_conventions_family_under_its_opentelemetry_name() {
     use pausewatch::export::catalog::CATALOG;
     let readme = readme();
-    for family in CATALOG {
-        let prometheus = format!("`{}`", family.name);
-        assert!(readme.contains(&prometheus), "README lacks {prometheus}");
-        if family.semconv.is_some() {
-            let otel = format!("| `{}` | {prometheus} |", family.otel_name());
-            assert!(readme.contains(&otel), "README lacks the row {otel}");
-        }
+    for family in CATALOG.iter().filter(|family| family.semconv.is_some()) {
+        let otel = format!("| `{}` | `{}` |", family.otel_name(), family.name);
+        assert!(readme.contains(&otel), "README lacks the row {otel}");
     }
+}
+
+/// The README's metric tables against a real scrape: an agent following a
+/// GC log a real JVM wrote (tests/fixtures/jvm) exports every family the
+/// tables name, and the tables name every family it exports (the `# TYPE`
+/// lines, which the agent writes for each family from its first scrape).
+#[test]
+fn the_readme_metric_tables_name_exactly_the_families_a_running_agent_exports() {
+    let readme = readme();
+    let tables =
+        &readme[readme.find("### Metrics").unwrap()..readme.find("## Go services").unwrap()];
+    let documented: BTreeSet<&str> = tables
+        .lines()
+        .filter_map(|row| row.strip_prefix("| `"))
+        .flat_map(|row| {
+            let first_cell = row.split(" | ").next().unwrap_or("");
+            first_cell.split(", ").map(|name| name.trim_matches('`'))
+        })
+        .collect();
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = common::jvm_fixture("jdk17-g1-steady").join("gc.log");
+    let port = common::free_port();
+    let agent = common::Agent::start(
+        dir.path(),
+        port,
+        &format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+             [[gc_log]]\npath = {}\nstart_at = \"beginning\"\n",
+            common::toml_string(&dir.path().join("checkpoint")),
+            common::toml_string(&log),
+        ),
+    );
+    // Read to the end: the fixture's pauses are all counted.
+    let metrics = agent.metrics_when(Duration::from_secs(30), |m| {
+        m.lines()
+            .any(|l| l.starts_with("jvm_gc_pause_seconds_count{") && !l.ends_with(" 0"))
+    });
+    let exported: BTreeSet<String> = metrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .map(|line| match line.split_once(' ') {
+            Some((name, "counter")) => format!("{name}_total"),
+            Some((name, _)) => name.to_string(),
+            None => panic!("bad TYPE line {line:?}"),
+        })
+        .collect();
+    assert!(
+        exported.len() >= 70,
+        "{} families in:\n{metrics}",
+        exported.len()
+    );
+    let undocumented: Vec<&String> = exported
+        .iter()
+        .filter(|name| !documented.contains(name.as_str()))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "exported, not in README: {undocumented:?}"
+    );
+    let missing: Vec<&&str> = documented
+        .iter()
+        .filter(|name| !exported.contains(**name))
+        .collect();
+    assert!(missing.is_empty(), "in README, not exported: {missing:?}");
 }

@@ -20,14 +20,11 @@ fn chromium() -> Option<PathBuf> {
         })
 }
 
-fn chromium_or_skip(test: &str) -> Option<PathBuf> {
-    let found = chromium();
-    if found.is_none() {
-        eprintln!(
-            "SKIPPED {test}: chromium is not installed (apt-get install chromium; .ci/run installs it)"
-        );
-    }
-    found
+fn chromium_or_skip() -> Option<PathBuf> {
+    common::or_skip(
+        chromium(),
+        "chromium is not installed (apt-get install chromium; .ci/run installs it)",
+    )
 }
 
 /// Chromium's flags for a headless run that reaches nothing outside the file.
@@ -137,7 +134,7 @@ fn assert_self_contained(html: &str) {
 fn the_console_check_sees_an_error() {
     // The check the other tests make means something: a page that logs a
     // console error is caught by it.
-    let Some(browser) = chromium_or_skip("the_console_check_sees_an_error") else {
+    let Some(browser) = chromium_or_skip() else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -156,7 +153,7 @@ fn the_console_check_sees_an_error() {
 
 #[test]
 fn a_report_renders_in_chromium() {
-    let Some(browser) = chromium_or_skip("a_report_renders_in_chromium") else {
+    let Some(browser) = chromium_or_skip() else {
         return;
     };
     let work = tempfile::tempdir().unwrap();
@@ -199,7 +196,7 @@ fn a_report_renders_in_chromium() {
 
 #[test]
 fn a_comparison_renders_both_runs_in_chromium() {
-    let Some(browser) = chromium_or_skip("a_comparison_renders_both_runs_in_chromium") else {
+    let Some(browser) = chromium_or_skip() else {
         return;
     };
     let work = tempfile::tempdir().unwrap();

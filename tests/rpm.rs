@@ -9,7 +9,7 @@
 //! The expected contents are the .deb's (tests/deb.rs), in RPM's places.
 //!
 //! Needs root (`rpm --root` sets owners), rpm and cargo-generate-rpm
-//! (`.ci/run` installs them); without one the test prints SKIPPED. It builds
+//! (`.ci/run` installs them); without one the test is skipped (`common::skip`). It builds
 //! the release binary, which tests/deb.rs builds too.
 
 use std::os::unix::fs::MetadataExt;
@@ -70,8 +70,7 @@ fn query(rpm: &Path, format: &str) -> String {
 #[test]
 fn the_rpm_holds_the_debs_files_and_its_scripts_make_the_user_and_state_directory() {
     if let Some(reason) = missing_prerequisite() {
-        eprintln!("\n\n*** SKIPPED: tests/rpm.rs: {reason} ***\n\n");
-        return;
+        return common::skip(reason);
     }
     let rpm = common::build_package("build-rpm.sh");
     let path = rpm.to_str().unwrap();

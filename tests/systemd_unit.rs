@@ -13,7 +13,7 @@
 //! 4 minutes the first time) and is kept in the target directory; each boot
 //! runs on an ephemeral copy with a private network. It runs only with
 //! `PAUSEWATCH_SYSTEMD_TEST=1`, as root, with debootstrap, systemd-nspawn
-//! (`systemd-container`), nsenter and cargo-deb; otherwise it says SKIPPED.
+//! (`systemd-container`), nsenter and cargo-deb; otherwise it is skipped (`common::skip`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -198,8 +198,7 @@ fn status_field<'a>(status: &'a str, field: &str) -> &'a str {
 #[test]
 fn systemd_runs_the_unit_with_two_capabilities_and_a_seccomp_filter() {
     if let Some(reason) = missing_prerequisite() {
-        eprintln!("\n\n*** SKIPPED: tests/systemd_unit.rs: {reason} ***\n\n");
-        return;
+        return common::skip(reason);
     }
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let root = root_filesystem(cache);

@@ -189,9 +189,7 @@ fn alertmanager_web_config(dir: &Path) -> PathBuf {
 
 #[test]
 fn alertmanager_requiring_tls_client_certificate_and_basic_auth() {
-    let Some(binary) =
-        alertmanager_or_skip("alertmanager_requiring_tls_client_certificate_and_basic_auth")
-    else {
+    let Some(binary) = alertmanager_or_skip() else {
         return;
     };
     let started = Instant::now();

@@ -43,7 +43,7 @@
 //! p99.9 for the minute without requests.
 //!
 //! Needs `java` and `javac`, Prometheus and Alertmanager (CI installs them);
-//! without one the test prints `SKIPPED` and returns.
+//! without one the test is skipped (`common::skip`) and returns.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -227,13 +227,13 @@ fn agent_alerts_since(port: u16, alertname: &str) -> Vec<f64> {
 
 #[test]
 fn a_cache_change_fires_both_engines_and_the_panel_draws_each_minute() {
-    if !common::java_or_skip("tests/trial.rs") {
+    if !common::java_or_skip() {
         return;
     }
-    let Some(prometheus) = common::prometheus_or_skip("tests/trial.rs") else {
+    let Some(prometheus) = common::prometheus_or_skip() else {
         return;
     };
-    let Some(alertmanager) = common::alertmanager_or_skip("tests/trial.rs") else {
+    let Some(alertmanager) = common::alertmanager_or_skip() else {
         return;
     };
     let started = Instant::now();

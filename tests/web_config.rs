@@ -83,7 +83,7 @@ fn job(name: &str, dir: &Path, port: u16, password: &str) -> String {
 
 #[test]
 fn prometheus_scrapes_over_tls_with_basic_auth_and_others_get_401() {
-    let Some(prometheus) = common::prometheus_or_skip("tests/web_config.rs") else {
+    let Some(prometheus) = common::prometheus_or_skip() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();

@@ -18,6 +18,9 @@ use pausewatch_parsers::{
 };
 use proptest::prelude::*;
 
+#[path = "../../tests/common/skip.rs"]
+mod skip;
+
 fn parse_with(text: &[u8], options: ParserOptions) -> (Vec<GcEvent>, ParseStats, GcLogParser) {
     let mut parser = GcLogParser::new(options);
     let mut events = Vec::new();
@@ -39,13 +42,10 @@ fn pauses(events: &[GcEvent]) -> Vec<&pausewatch_parsers::Pause> {
 fn go19() -> Option<Vec<u8>> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/corpus/GCViewer/src/test/resources/go/go1.9.txt");
-    match std::fs::read(&path) {
-        Ok(bytes) => Some(bytes),
-        Err(_) => {
-            eprintln!("SKIPPED: {} is not there", path.display());
-            None
-        }
-    }
+    skip::or_skip(
+        std::fs::read(&path).ok(),
+        format_args!("corpus file not found: {}", path.display()),
+    )
 }
 
 #[test]

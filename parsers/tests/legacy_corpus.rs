@@ -2,7 +2,7 @@
 //! same `GcLogParser` as unified logs, checked against what GCViewer's,
 //! Jifa's and garbagecat's own unit tests assert for the same files, or
 //! against counts taken by hand (grep). Each expected figure names its source.
-//! When the corpus is absent every test prints SKIPPED and returns.
+//! When the corpus is absent every test is skipped (tests/common/skip.rs).
 
 use std::path::{Path, PathBuf};
 
@@ -18,16 +18,17 @@ struct Parsed {
     run: JvmRun,
 }
 
+#[path = "../../tests/common/skip.rs"]
+mod skip;
+
 fn corpus_file(relative: &str) -> Option<PathBuf> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../shared/corpus")
         .join(relative);
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: corpus file not found: {}", path.display());
-        None
-    }
+    skip::or_skip(
+        path.is_file().then(|| path.clone()),
+        format_args!("corpus file not found: {}", path.display()),
+    )
 }
 
 /// Parses a corpus file in 4 KiB chunks, as the agent reads a growing file.

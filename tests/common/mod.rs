@@ -15,6 +15,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub mod pki;
+pub mod skip;
+
+pub use skip::{or_skip, skip};
 
 // ---------------------------------------------------------------- fixtures
 
@@ -207,16 +210,31 @@ pub fn succeed(command: &mut Command) -> Vec<u8> {
     output.stdout
 }
 
-/// A file of the public corpus beside the repository (`../shared/corpus`),
-/// or `None` after saying the test is skipped.
+/// The public corpus beside the repository (`../shared/corpus`).
+pub fn corpus_root() -> PathBuf {
+    root().join("../shared/corpus")
+}
+
+/// A file of the public corpus, or `None` after [`skip`]ping.
 pub fn corpus_file(relative: &str) -> Option<PathBuf> {
-    let path = root().join("../shared/corpus").join(relative);
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: corpus file not found: {}", path.display());
-        None
-    }
+    let path = corpus_root().join(relative);
+    or_skip(
+        path.is_file().then(|| path.clone()),
+        format_args!("corpus file not found: {}", path.display()),
+    )
+}
+
+/// A directory of the public corpus (`""`: the corpus itself), or `None`
+/// after [`skip`]ping.
+pub fn corpus_dir(relative: &str) -> Option<PathBuf> {
+    let path = corpus_root().join(relative);
+    or_skip(
+        path.is_dir().then(|| path.clone()),
+        format_args!(
+            "public corpus not found at {} (it lives beside the repository in shared/)",
+            path.display()
+        ),
+    )
 }
 
 /// Runs `command`, which must refuse its setup: exit status 2. Its stderr.
@@ -556,16 +574,12 @@ pub fn alertmanager_binary() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// [`alertmanager_binary`]; without one, prints a loud SKIPPED line for `test`.
-pub fn alertmanager_or_skip(test: &str) -> Option<PathBuf> {
-    let binary = alertmanager_binary();
-    if binary.is_none() {
-        eprintln!(
-            "\n*** SKIPPED {test}: prometheus-alertmanager is not installed \
-             (apt-get install prometheus-alertmanager) ***\n"
-        );
-    }
-    binary
+/// [`alertmanager_binary`], or `None` after [`skip`]ping.
+pub fn alertmanager_or_skip() -> Option<PathBuf> {
+    or_skip(
+        alertmanager_binary(),
+        "prometheus-alertmanager is not installed (apt-get install prometheus-alertmanager)",
+    )
 }
 
 /// Alertmanager on `port` with one receiver that does nothing and alerts
@@ -593,27 +607,24 @@ pub fn alertmanager_command(binary: &Path, dir: &Path, port: u16) -> Command {
 
 // ---------------------------------------------------------------- Prometheus
 
-/// `/usr/bin/prometheus` (Debian's package, which CI installs), else the first
-/// `prometheus` on `PATH`; without one, prints a loud SKIPPED line for
-/// `test_file` and gives `None`.
-pub fn prometheus_or_skip(test_file: &str) -> Option<PathBuf> {
-    let debian = PathBuf::from("/usr/bin/prometheus");
-    let found = if debian.is_file() {
-        Some(debian)
-    } else {
-        std::env::var_os("PATH").and_then(|path| {
-            std::env::split_paths(&path)
-                .map(|dir| dir.join("prometheus"))
-                .find(|candidate| candidate.is_file())
-        })
-    };
-    if found.is_none() {
-        eprintln!(
-            "\n\n*** SKIPPED: prometheus not installed *** (no /usr/bin/prometheus, none on \
-             PATH; `apt-get install prometheus` to run {test_file})\n\n"
-        );
+/// `/usr/bin/NAME` (Debian's package, which CI installs), else the first
+/// `NAME` on `PATH`.
+pub fn installed(name: &str) -> Option<PathBuf> {
+    let debian = Path::new("/usr/bin").join(name);
+    if debian.is_file() {
+        return Some(debian);
     }
-    found
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// [`installed`] `prometheus`, or `None` after [`skip`]ping.
+pub fn prometheus_or_skip() -> Option<PathBuf> {
+    or_skip(
+        installed("prometheus"),
+        "prometheus is not installed (no /usr/bin/prometheus, none on PATH; apt-get install prometheus)",
+    )
 }
 
 /// A real Prometheus, the service `prometheus` of a [`Children`]: one job
@@ -780,20 +791,45 @@ pub fn sample_value(sample: &Value) -> f64 {
         .unwrap_or_else(|e| panic!("bad value {text:?} in {sample}: {e}"))
 }
 
+// ---------------------------------------------------------------- Go
+
+/// Builds `tests/workload/go/SOURCE` into this build's temporary directory;
+/// the binary's path. `debian_libraries`: in GOPATH mode against the Go
+/// packages Debian installs in /usr/share/gocode (client_golang), offline;
+/// otherwise as a module of the standard library only.
+pub fn go_build(source: &str, debian_libraries: bool) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go");
+    let name = source.replace('/', "-");
+    let binary = dir.join(format!("{name}-{}", std::process::id()));
+    let mut command = Command::new("go");
+    command
+        .args(["build", "-o"])
+        .arg(&binary)
+        .arg(root().join("tests/workload/go").join(source))
+        .env("GOCACHE", dir.join("cache"));
+    if debian_libraries {
+        command
+            .env("GO111MODULE", "off")
+            .env("GOPATH", "/usr/share/gocode");
+    } else {
+        command
+            .env("GOPATH", dir.join("gopath"))
+            .env("GOFLAGS", "-mod=mod");
+    }
+    let status = command.status().unwrap();
+    assert!(status.success(), "go build {source}: {status}");
+    binary
+}
+
 // ---------------------------------------------------------------- Java
 
-/// Whether `java` and `javac` run; prints a loud SKIPPED line when they do not.
-pub fn java_or_skip(test: &str) -> bool {
-    let available = ["java", "javac"].iter().all(|tool| {
-        Command::new(tool)
-            .arg("-version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
+/// Whether `java` and `javac` run; [`skip`]s when they do not.
+pub fn java_or_skip() -> bool {
+    let available = ["java", "javac"]
+        .iter()
+        .all(|tool| succeeds(tool, &["-version"]));
     if !available {
-        eprintln!(
-            "\n*** SKIPPED: {test}: `java` and `javac` (JDK 17+) are needed on PATH to run a real JVM ***\n"
-        );
+        skip("`java` and `javac` (JDK 17+) are needed on PATH to run a real JVM");
     }
     available
 }

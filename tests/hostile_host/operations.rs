@@ -202,8 +202,9 @@ fn a_full_disk_is_reported_once_a_minute_and_leaves_no_temporary_file() {
         .status()
         .is_ok_and(|s| s.success());
     if !permitted {
-        eprintln!("SKIPPED: unshare --mount is not permitted here, so no small file system can be mounted");
-        return;
+        return common::skip(
+            "unshare --mount is not permitted here, so no small file system can be mounted",
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let checkpoint_dir = dir.path().join("checkpoint");
