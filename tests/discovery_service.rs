@@ -38,8 +38,7 @@ fn service_of(metrics: &str, pid: u32) -> Option<String> {
 
 #[test]
 fn a_discovered_jvm_is_labelled_with_its_main_class_its_otel_name_or_a_rule() {
-    let test = "a_discovered_jvm_is_labelled_with_its_main_class_its_otel_name_or_a_rule";
-    if !common::java_or_skip(test) {
+    if !common::java_or_skip() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -31,12 +31,11 @@ fn as_nobody(program: &str) -> Command {
 
 #[test]
 fn an_ordinary_user_runs_without_configuration() {
-    let test = "an_ordinary_user_runs_without_configuration";
     if let Some(reason) = common::missing_root_or_tool(
         "setpriv needs it to become another user",
         &[("setpriv", &["--version"]), ("java", &["-version"])],
     ) {
-        eprintln!("\n*** SKIPPED {test}: {reason} ***\n");
+        common::skip(reason);
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -52,7 +51,7 @@ fn an_ordinary_user_runs_without_configuration() {
     owned_by_nobody(dir.path());
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let marker = format!("-Dpausewatch.test={test}");
+    let marker = "-Dpausewatch.test=an_ordinary_user_runs_without_configuration".to_string();
     let jvm = as_nobody("java")
         .args(["-Xmx32m", &marker, "Sleeper.java"])
         .current_dir(&home)

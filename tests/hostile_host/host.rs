@@ -42,11 +42,10 @@ impl Drop for Fakes {
 
 #[test]
 fn hostile_hsperfdata_files_are_refused_without_blocking_or_buffering() {
-    let test = "hostile_hsperfdata_files_are_refused_without_blocking_or_buffering";
     let root_and_setpriv = Command::new("id").arg("-u").output().unwrap().stdout == b"0\n"
         && Command::new("setpriv").arg("--version").output().is_ok();
     if !root_and_setpriv {
-        eprintln!("\n*** SKIPPED {test}: needs root and setpriv ***\n");
+        crate::common::skip("needs root and setpriv");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
