@@ -250,8 +250,10 @@ fn jvm_options(proc_root: &Path, process: &JavaProcess, cwd: &Path) -> Vec<Strin
             })
             .collect()
     };
+    // Any local user may put a FIFO where an argfile is named: open it as
+    // the follower opens logs, never waiting for a writer.
     let read = |name: &str| -> Option<Vec<u8>> {
-        let file = std::fs::File::open(process.seen(&cwd.join(name))).ok()?;
+        let file = crate::follow::open_regular(&process.seen(&cwd.join(name))).ok()?;
         let mut bytes = Vec::new();
         file.take(MAX_ARGFILE_BYTES).read_to_end(&mut bytes).ok()?;
         Some(bytes)
@@ -551,6 +553,40 @@ mod tests {
         assert!(scanner.scan(&table).is_empty());
         scanner.forget(4242);
         assert_eq!(scanner.scan(&table).len(), 1);
+    }
+
+    /// Any local user may make the argfile a JVM names a FIFO: reading the
+    /// JVM's options must not wait for a writer, and the rest still counts.
+    #[test]
+    fn an_argfile_that_is_a_fifo_blocks_nothing() {
+        let proc_root = tempfile::tempdir().unwrap();
+        let cwd = tempfile::tempdir().unwrap();
+        let environ = "_JAVA_OPTIONS=-Xloggc:gc.log\0";
+        fake_process(
+            proc_root.path(),
+            4243,
+            100,
+            "java @jvm.opts Main",
+            environ,
+            cwd.path(),
+        );
+        let fifo = cwd.path().join("jvm.opts");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        std::fs::write(cwd.path().join("gc.log"), "").unwrap();
+        let mut table = ProcTable::new(proc_root.path().to_path_buf());
+        table.refresh();
+        let process = Scanner::default().scan(&table).remove(0);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let root = proc_root.path().to_path_buf();
+        std::thread::spawn(move || sender.send(gc_logs(&root, &process)).unwrap());
+        let logs = receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("reading the options waited on the FIFO");
+        assert_eq!(logs, [cwd.path().join("gc.log")]);
     }
 
     #[test]
