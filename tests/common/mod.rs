@@ -799,7 +799,7 @@ pub fn sample_value(sample: &Value) -> f64 {
 /// otherwise as a module of the standard library only.
 pub fn go_build(source: &str, debian_libraries: bool) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go");
-    let name = source.replace('/', "-");
+    let name = source.trim_end_matches(".go").replace('/', "-");
     let binary = dir.join(format!("{name}-{}", std::process::id()));
     let mut command = Command::new("go");
     command
