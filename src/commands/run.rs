@@ -113,7 +113,9 @@ pub fn run(config: Config) -> Result<()> {
     });
     let result = agent.run();
     tracing::info!("pausewatch agent stopped");
-    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    // The final checkpoint is written: nothing left on the runtime is worth
+    // waiting for, not even a response blocked on a client that reads slowly.
+    runtime.shutdown_background();
     result
 }
 

@@ -92,6 +92,9 @@ pub const MAX_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 /// Largest accepted `max_connections`.
 pub const MAX_MAX_CONNECTIONS: usize = 65_536;
+/// Connections one client address is served at once by default: a scraper
+/// needs one, and one client's flood leaves the other slots to the rest.
+pub const DEFAULT_MAX_CONNECTIONS_PER_CLIENT: usize = 32;
 /// How long a connection may take to send a request's header, or stay idle
 /// between requests, by default.
 pub const DEFAULT_HTTP_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
@@ -99,8 +102,11 @@ pub const DEFAULT_HTTP_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Limits of the HTTP server: what a flood of idle or slow clients can hold.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct HttpLimits {
-    /// Connections served at once; further ones wait in the listen backlog.
+    /// Connections served at once; beyond them a few spare ones serve
+    /// `/healthz` only and the rest are closed.
     pub max_connections: usize,
+    /// Of those, how many one client address may hold.
+    pub max_connections_per_client: usize,
     /// A connection that sends no complete request header for this long
     /// (a new one, or an idle keep-alive one) is closed.
     #[serde(rename = "http_header_timeout", serialize_with = "serialize_duration")]
@@ -111,6 +117,7 @@ impl Default for HttpLimits {
     fn default() -> Self {
         HttpLimits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_client: DEFAULT_MAX_CONNECTIONS_PER_CLIENT,
             header_timeout: DEFAULT_HTTP_HEADER_TIMEOUT,
         }
     }
@@ -140,7 +147,8 @@ pub struct Config {
     /// Distinct values of `cause` (and of `operation`) per stream and family;
     /// also set on every [`GcLogSource`], which hands it to its JVM's state.
     pub max_label_values: usize,
-    /// `max_connections` and `http_header_timeout`, top-level keys.
+    /// `max_connections`, `max_connections_per_client` and
+    /// `http_header_timeout`, top-level keys.
     #[serde(flatten)]
     pub http: HttpLimits,
     /// TLS and basic auth of the endpoints (exporter-toolkit YAML), checked
@@ -224,6 +232,7 @@ struct RawConfig {
     history: Option<Spanned<Value>>,
     max_label_values: Option<Spanned<Value>>,
     max_connections: Option<Spanned<Value>>,
+    max_connections_per_client: Option<Spanned<Value>>,
     http_header_timeout: Option<Spanned<Value>>,
     web_config: Option<Spanned<Value>>,
     #[serde(default)]
@@ -279,6 +288,11 @@ impl Ctx<'_> {
         if let Some(v) = &raw.max_connections {
             config.http.max_connections =
                 self.integer_in(v, &[key("max_connections")], 1..=MAX_MAX_CONNECTIONS, "")?;
+        }
+        if let Some(v) = &raw.max_connections_per_client {
+            let path = [key("max_connections_per_client")];
+            config.http.max_connections_per_client =
+                self.integer_in(v, &path, 1..=MAX_MAX_CONNECTIONS, "")?;
         }
         if let Some(v) = &raw.http_header_timeout {
             config.http.header_timeout =
@@ -692,15 +706,25 @@ mod tests {
     #[test]
     fn http_limits() {
         assert_eq!(parse_ok(&[]).http, HttpLimits::default());
-        let c = parse_ok(&["max_connections = 4", "http_header_timeout = '2s'"]);
+        let c = parse_ok(&[
+            "max_connections = 4",
+            "max_connections_per_client = 2",
+            "http_header_timeout = '2s'",
+        ]);
         assert_eq!(
             c.http,
             HttpLimits {
                 max_connections: 4,
+                max_connections_per_client: 2,
                 header_timeout: Duration::from_secs(2)
             }
         );
         parse_err(&["max_connections = 0"], 1, "max_connections");
+        parse_err(
+            &["max_connections_per_client = 0"],
+            1,
+            "max_connections_per_client",
+        );
         parse_err(&["http_header_timeout = '0s'"], 1, "http_header_timeout");
     }
 

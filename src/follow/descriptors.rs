@@ -77,10 +77,11 @@ pub struct Plan {
 }
 
 /// Descriptors kept for everything but connections and held files: stdio,
-/// the listener, the runtime's epoll and event fds, inotify, the checkpoint
-/// (lock, journal, manifest, directory), one file a follower opens for a
-/// poll, /proc and hsperfdata reads, alert sinks and OTLP.
-pub const RESERVED: usize = 32;
+/// the listener, the HTTP server's 8 spare connections for `/healthz`, the
+/// runtime's epoll and event fds, inotify, the checkpoint (lock, journal,
+/// manifest, directory), one file a follower opens for a poll, /proc and
+/// hsperfdata reads, alert sinks and OTLP.
+pub const RESERVED: usize = 40;
 
 /// Shares `limit` descriptors out: [`RESERVED`] first, then at most a
 /// quarter of the rest (at least 4) to connections, up to
@@ -104,15 +105,15 @@ mod tests {
         assert_eq!(
             plan(64, 256),
             Plan {
-                connections: 8,
-                files: 24
+                connections: 6,
+                files: 18
             }
         );
         assert_eq!(
             plan(1024, 256),
             Plan {
-                connections: 248,
-                files: 744
+                connections: 246,
+                files: 738
             }
         );
         assert_eq!(plan(524_288, 256).connections, 256);

@@ -119,8 +119,36 @@ pub fn free_ports(n: usize) -> Vec<u16> {
 /// response): the status and the body, or why not.
 pub fn http_get(port: u16, target: &str) -> Result<(u16, String), String> {
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
         .map_err(|e| format!("connect {addr}: {e}"))?;
+    http_get_on(stream, target)
+}
+
+/// A connection to 127.0.0.1:`port` from the loopback address `source`
+/// (any 127.x.y.z), as a client on another address is seen.
+pub fn connect_from(source: [u8; 4], port: u16) -> TcpStream {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    let stream = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(SocketAddr::from((source, 0))).unwrap();
+        socket
+            .connect(SocketAddr::from(([127, 0, 0, 1], port)))
+            .await
+            .unwrap()
+    });
+    let stream = stream.into_std().unwrap();
+    stream.set_nonblocking(false).unwrap();
+    stream
+}
+
+/// [`http_get`] on a connection already open: the status and the body, or
+/// why not.
+pub fn http_get_on(mut stream: TcpStream, target: &str) -> Result<(u16, String), String> {
+    let addr = stream.peer_addr().map_err(|e| e.to_string())?;
+    let port = addr.port();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .and_then(|()| stream.set_write_timeout(Some(Duration::from_secs(10))))

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::Value;
 
-use crate::common::{http_get_ok, sum, toml_string, Children, PAUSEWATCH};
+use crate::common::{
+    connect_from, http_get, http_get_ok, http_get_on, sum, toml_string, Children, PAUSEWATCH,
+};
 
 /// Address space a pausewatch process under test may use (KiB, `ulimit -v`):
 /// generous for the agent's threads and arenas, far below a runaway allocation.
@@ -386,9 +388,18 @@ fn label_values_past_the_cap_are_counted_under_other() {
     }
 }
 
-#[test]
-fn idle_connections_time_out_and_cannot_take_every_slot() {
+/// Reads until the agent closes `stream`: end of file, not a timeout.
+fn closed_by_the_agent(stream: &mut std::net::TcpStream) -> bool {
     use std::io::Read;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(15)))
+        .unwrap();
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).is_ok()
+}
+
+#[test]
+fn silent_connections_cannot_keep_healthz_from_answering() {
     use std::net::TcpStream;
 
     let dir = tempfile::tempdir().unwrap();
@@ -399,41 +410,40 @@ fn idle_connections_time_out_and_cannot_take_every_slot() {
         dir.path(),
         &mut children,
         &log,
-        "max_connections = 4\nhttp_header_timeout = \"2s\"",
+        "max_connections = 4\nmax_connections_per_client = 2\nhttp_header_timeout = \"6s\"",
         1,
     );
-    // Twice as many idle connections as the limit: each sends nothing.
-    let opened = Instant::now();
-    let mut idle: Vec<TcpStream> = (0..8)
-        .map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap())
-        .collect();
-    // The limit holds: /healthz waits for the first idle ones to be closed
-    // (2 s after they were accepted), then the next four (2 s later) ...
-    let reply = http_get_ok(port, "/healthz").unwrap();
-    let waited = opened.elapsed();
-    assert!(reply.contains("\"status\":\"ok\""), "{reply}");
-    assert!(
-        waited >= Duration::from_millis(1500) && waited < Duration::from_secs(8),
-        "/healthz answered after {waited:?}"
-    );
-    // ... and every idle connection is closed by the agent: reading gives
-    // end of file, not a timeout.
-    for stream in &mut idle {
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        let mut byte = [0u8; 1];
-        assert_eq!(stream.read(&mut byte).unwrap(), 0);
-    }
-    assert!(opened.elapsed() < Duration::from_secs(10));
-    // Then the agent answers at once.
+    let client = |last: u8| connect_from([127, 0, 0, last], port);
+    // One client takes its share, two of the four slots, and says nothing.
+    let mut silent: Vec<TcpStream> = (0..2).map(|_| client(1)).collect();
+    std::thread::sleep(Duration::from_millis(200));
+    // Another client is served in full; the first one's next connection
+    // gets a spare one, which answers /healthz and nothing else.
+    let (status, body) = http_get_on(client(2), "/metrics").unwrap();
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = http_get_on(client(1), "/metrics").unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("/healthz only"), "{body}");
+    let (status, body) = http_get_on(client(1), "/healthz").unwrap();
+    assert_eq!((status, body.contains("\"ok\"")), (200, true), "{body}");
+    // A flood: a third client fills the last two slots and every spare
+    // connection twice over, silently. The probe still gets in, long before
+    // the silent ones could time out (6 s).
+    silent.extend((0..2 + 16).map(|_| client(3)));
+    std::thread::sleep(Duration::from_millis(500));
     let asked = Instant::now();
-    http_get_ok(port, "/healthz").unwrap();
+    let (status, body) = http_get(port, "/healthz").unwrap();
+    let took = asked.elapsed();
+    assert_eq!((status, body.contains("\"ok\"")), (200, true), "{body}");
     assert!(
-        asked.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        asked.elapsed()
+        took < Duration::from_secs(4),
+        "/healthz answered after {took:?}"
     );
+    // Every silent connection is closed by the agent, and it serves again.
+    for stream in &mut silent {
+        assert!(closed_by_the_agent(stream));
+    }
+    http_get_ok(port, "/metrics").unwrap();
 }
 
 /// Two JVMs writing one `gc.log`: A (running for 100 s) logs its preamble
@@ -469,4 +479,76 @@ fn two_jvms_interleaved_in_one_file_are_one_restart_not_one_per_line() {
     assert_eq!(report["pauses"]["count"], 41);
     // One new run started (B's preamble); the rest is two runs taking turns.
     assert_eq!(report["jvm_restarts"], 1, "{}", report["warnings"]);
+}
+
+/// 200 JVMs with a day of minutes each: eight clients reading their whole
+/// `/api/v1/minutes` (about 70 MB each) at once. A liveness probe times out
+/// after 1 s, and once waited 2.1 s behind them.
+#[test]
+fn big_minutes_responses_do_not_hold_up_healthz() {
+    use std::io::Read;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut children = Children::new(dir.path());
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let now = Utc::now();
+    let day_ago = now - TimeDelta::hours(23);
+    for jvm in 0..200 {
+        let line = |end: DateTime<Utc>, gc: u32, uptime: i64| {
+            format!(
+                "[{}][{uptime}.000s][info][gc] GC({gc}) Pause Young (Normal) (G1 Evacuation Pause) 30M->20M(61M) 1.000ms\n",
+                end.format("%Y-%m-%dT%H:%M:%S%.3f+0000")
+            )
+        };
+        let log = line(day_ago, 0, 10) + &line(now, 1, 10 + 23 * 3600);
+        std::fs::write(logs.join(format!("jvm{jvm}.log")), log).unwrap();
+    }
+    let port = start_agent(dir.path(), &mut children, &logs.join("*.log"), "", 400);
+    let done = Arc::new(AtomicBool::new(false));
+    let finished = Arc::new(AtomicUsize::new(0));
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            let (done, finished) = (done.clone(), finished.clone());
+            std::thread::spawn(move || {
+                let mut stream = connect_from([127, 0, 0, 1], port);
+                std::io::Write::write_all(
+                    &mut stream,
+                    b"GET /api/v1/minutes HTTP/1.0\r\nHost: localhost\r\n\r\n",
+                )
+                .unwrap();
+                let mut buffer = vec![0u8; 1 << 16];
+                let mut read = 0;
+                while !done.load(Ordering::Relaxed) {
+                    match stream.read(&mut buffer).unwrap() {
+                        0 => {
+                            finished.fetch_add(1, Ordering::Relaxed);
+                            break;
+                        }
+                        n => read += n,
+                    }
+                }
+                read
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let asked = Instant::now();
+    let health = http_get_ok(port, "/healthz").unwrap();
+    let took = asked.elapsed();
+    let finished_by_then = finished.load(Ordering::Relaxed);
+    done.store(true, Ordering::Relaxed);
+    let read: Vec<usize> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    assert!(health.contains("\"ok\""), "{health}");
+    assert_eq!(
+        finished_by_then, 0,
+        "the responses were all in flight when /healthz was asked ({read:?} bytes read)"
+    );
+    assert!(read.iter().all(|&n| n > 0), "{read:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "/healthz answered after {took:?}"
+    );
 }

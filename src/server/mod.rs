@@ -24,7 +24,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use serde::{Deserialize, Serialize};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+mod admission;
 
 use crate::config::HttpLimits;
 use crate::export::prometheus as metrics;
@@ -32,9 +32,12 @@ use crate::model::correlate::{combine, CombinedMinute};
 use crate::model::minutes::FUTURE_TOLERANCE_SECONDS;
 use crate::store::{SharedStore, StreamState};
 use crate::web::{require_basic_auth, Peer, WebGuard};
+use admission::{Admission, Admitted, RequestStarted, SPARE_HEADER_TIMEOUT};
 
 /// How long to wait after a failed accept before the next.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+/// JVMs of `/api/v1/minutes` written ahead of what the client has read.
+const MINUTES_CHUNKS_AHEAD: usize = 4;
 /// How often a failing accept is logged.
 const ACCEPT_ERROR_LOG_EVERY: Duration = Duration::from_secs(60);
 
@@ -71,10 +74,11 @@ pub async fn serve(
 /// Connections are accepted here rather than by `axum::serve`, which has no
 /// limit and no timeouts: 1,100 idle connections once used up the agent's
 /// 1,024 descriptors, so checkpoints failed and `/healthz` hung. At most
-/// `max_connections` are served at once (the rest wait in the kernel's
-/// backlog, using no descriptor), and one that sends no complete header for
-/// `header_timeout`, new or idle between requests, is closed; a TLS
-/// handshake gets no longer either.
+/// `max_connections` are served at once, a client address at most
+/// `max_connections_per_client` of them, and a few spare connections beyond
+/// serve `/healthz` alone ([`admission`]); the rest are closed at once. One
+/// that sends no complete header for `header_timeout`, new or idle between
+/// requests, is closed; a TLS handshake gets no longer either.
 pub async fn serve_with_shutdown(
     listener: tokio::net::TcpListener,
     router: Router,
@@ -89,40 +93,97 @@ pub async fn serve_with_shutdown(
         )),
         None => router,
     };
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let health_only = router
+        .clone()
+        .layer(axum::middleware::from_fn(only_healthz));
+    let spare_limits = HttpLimits {
+        header_timeout: limits.header_timeout.min(SPARE_HEADER_TIMEOUT),
+        ..limits
+    };
+    let admission = Admission::new(limits.max_connections, limits.max_connections_per_client);
     let (stop, stopped) = tokio::sync::watch::channel(());
     let mut connections = tokio::task::JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
             () = &mut shutdown => break,
-            accepted = accept(&listener, &slots) => accepted,
+            accepted = accept(&listener) => accepted,
         };
-        let Some((stream, slot)) = accepted else {
+        let Some(stream) = accepted else {
             continue;
         };
-        // The client's address, for basic auth's per-client backoff.
-        let peer = Peer(stream.peer_addr().ok().map(|a| a.ip()));
-        let service = TowerToHyperService::new(router.clone().layer(Extension(peer)));
+        // The client's address, for its share of the slots and basic
+        // auth's per-client backoff.
+        let address = stream.peer_addr().ok().map(|a| a.ip());
+        let Some(admitted) = admission.admit(address).await else {
+            continue;
+        };
+        let peer = Extension(Peer(address));
         let stopped = stopped.clone();
         let tls = guard.as_ref().and_then(|guard| guard.current().tls.clone());
-        connections.spawn(async move {
-            let _slot = slot;
-            let Some(tls) = tls else {
-                return serve_connection(stream, service, limits, stopped).await;
-            };
-            let handshake = tokio_rustls::TlsAcceptor::from(tls).accept(stream);
-            match tokio::time::timeout(limits.header_timeout, handshake).await {
-                Ok(Ok(stream)) => serve_connection(stream, service, limits, stopped).await,
-                Ok(Err(error)) => tracing::debug!(%error, "TLS handshake failed"),
-                Err(_) => tracing::debug!("TLS handshake timed out"),
+        match admitted {
+            Admitted::Full(slot) => {
+                let service = TowerToHyperService::new(router.clone().layer(peer));
+                connections.spawn(async move {
+                    let _slot = slot;
+                    serve_plain_or_tls(stream, tls, service, limits, true, stopped).await;
+                });
             }
-        });
+            Admitted::Spare(slot, evicted) => {
+                let service = health_only.clone().layer(peer);
+                let service = TowerToHyperService::new(service.layer(Extension(slot.started())));
+                connections.spawn(async move {
+                    let _slot = slot;
+                    tokio::select! {
+                        () = serve_plain_or_tls(stream, tls, service, spare_limits, false, stopped) => {}
+                        _ = evicted => {}
+                    }
+                });
+            }
+        }
         while connections.try_join_next().is_some() {}
     }
     drop(stop);
     while connections.join_next().await.is_some() {}
     Ok(())
+}
+
+/// A spare connection serves `/healthz` alone: anything else is told at once
+/// to come back, rather than waiting for a slot.
+async fn only_healthz(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if let Some(started) = request.extensions().get::<RequestStarted>() {
+        started.mark();
+    }
+    if request.uri().path() == "/healthz" {
+        return next.run(request).await;
+    }
+    let mut busy = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many connections: this one serves /healthz only, try again".to_string(),
+    );
+    busy.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    busy
+}
+
+/// Serves one connection, after a TLS handshake when the web config has TLS.
+async fn serve_plain_or_tls(
+    stream: tokio::net::TcpStream,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    service: TowerToHyperService<Router>,
+    limits: HttpLimits,
+    keep_alive: bool,
+    stopped: tokio::sync::watch::Receiver<()>,
+) {
+    let Some(tls) = tls else {
+        return serve_connection(stream, service, limits, keep_alive, stopped).await;
+    };
+    let handshake = tokio_rustls::TlsAcceptor::from(tls).accept(stream);
+    match tokio::time::timeout(limits.header_timeout, handshake).await {
+        Ok(Ok(stream)) => serve_connection(stream, service, limits, keep_alive, stopped).await,
+        Ok(Err(error)) => tracing::debug!(%error, "TLS handshake failed"),
+        Err(_) => tracing::debug!("TLS handshake timed out"),
+    }
 }
 
 /// Serves HTTP/1.1 on one connection, plain or TLS, until the client
@@ -131,6 +192,7 @@ async fn serve_connection<S>(
     stream: S,
     service: TowerToHyperService<Router>,
     limits: HttpLimits,
+    keep_alive: bool,
     mut stopped: tokio::sync::watch::Receiver<()>,
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -138,6 +200,7 @@ async fn serve_connection<S>(
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
+        .keep_alive(keep_alive)
         .header_read_timeout(limits.header_timeout);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     let mut connection = std::pin::pin!(connection);
@@ -150,16 +213,12 @@ async fn serve_connection<S>(
     }
 }
 
-/// The next connection with its slot, once a slot is free. `None` after an
-/// accept error (out of descriptors, a connection reset before it was
-/// accepted), after a pause so that a full descriptor table is not spun on.
-async fn accept(
-    listener: &tokio::net::TcpListener,
-    slots: &Arc<Semaphore>,
-) -> Option<(tokio::net::TcpStream, OwnedSemaphorePermit)> {
-    let slot = slots.clone().acquire_owned().await.ok()?;
+/// The next connection. `None` after an accept error (out of descriptors, a
+/// connection reset before it was accepted), after a pause so that a full
+/// descriptor table is not spun on.
+async fn accept(listener: &tokio::net::TcpListener) -> Option<tokio::net::TcpStream> {
     match listener.accept().await {
-        Ok((stream, _)) => Some((stream, slot)),
+        Ok((stream, _)) => Some(stream),
         Err(error) => {
             // Out of descriptors it fails on every try: one line a minute
             // (5,745 lines in 10 minutes once), with how many were not logged.
@@ -184,9 +243,13 @@ async fn accept(
     }
 }
 
+/// Rendered on a blocking thread: with hundreds of JVMs it takes long enough
+/// to hold up `/healthz` on the server's one worker thread.
 async fn metrics_handler(State(app): State<App>) -> Response {
-    let body = metrics::render(&app.registry);
-    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], body).into_response()
+    match tokio::task::spawn_blocking(move || metrics::render(&app.registry)).await {
+        Ok(body) => ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], body).into_response(),
+        Err(failed) => error(StatusCode::INTERNAL_SERVER_ERROR, failed.to_string()),
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -328,7 +391,9 @@ fn error(status: StatusCode, message: String) -> Response {
 
 /// The minutes of every stream, or of the one whose live path is `log`,
 /// streamed one JVM at a time: a response for hundreds of JVMs never exists
-/// in memory as a whole.
+/// in memory as a whole. They are written on a blocking thread, a few JVMs
+/// ahead of the client: 8 such responses for 200 JVMs once held up
+/// `/healthz` for 2.1 s on the server's one worker thread.
 async fn minutes(
     State(app): State<App>,
     query: Result<Query<MinutesQuery>, QueryRejection>,
@@ -368,9 +433,21 @@ async fn minutes(
     let chunks = std::iter::once(Ok(Bytes::from_static(b"{\"jvms\":[")))
         .chain(jvms)
         .chain(std::iter::once(Ok(Bytes::from_static(b"]}"))));
+    let (send, receive) = tokio::sync::mpsc::channel(MINUTES_CHUNKS_AHEAD);
+    tokio::task::spawn_blocking(move || {
+        for chunk in chunks {
+            // The client has gone: stop writing.
+            if send.blocking_send(chunk).is_err() {
+                break;
+            }
+        }
+    });
+    let body = futures_util::stream::unfold(receive, |mut receive| async move {
+        receive.recv().await.map(|chunk| (chunk, receive))
+    });
     (
         [(header::CONTENT_TYPE, "application/json")],
-        Body::from_stream(futures_util::stream::iter(chunks)),
+        Body::from_stream(body),
     )
         .into_response()
 }
@@ -697,6 +774,7 @@ mod tests {
         let limits = HttpLimits {
             max_connections: 2,
             header_timeout: Duration::from_secs(1),
+            ..HttpLimits::default()
         };
         let server = tokio::spawn(serve(listener, router(state, registry), limits, None));
         let closed_after = tokio::task::spawn_blocking(move || {
