@@ -556,7 +556,11 @@ fn go_service_requests_slowed_by_its_pauses_are_attributed() {
             .enumerate()
             .map(|(i, p)| {
                 let end = shipped[&(i as u64 + 1)];
-                let less_us = if truncate { truncated_ms[i] * 1000.0 } else { 0.0 };
+                let less_us = if truncate {
+                    truncated_ms[i] * 1000.0
+                } else {
+                    0.0
+                };
                 (end - (p.ns as f64 / 1000.0 - less_us).max(0.0), end)
             })
             .collect()
