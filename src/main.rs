@@ -332,9 +332,7 @@ fn main() -> ExitCode {
             demo,
             files,
         } => {
-            let options = ReportOptions {
-                pause_budget_seconds: pause_budget.as_secs_f64(),
-            };
+            let options = ReportOptions::of_files(pause_budget.as_secs_f64());
             let result = if demo {
                 demo_report(&output, &options)
             } else {

@@ -263,3 +263,275 @@ fn the_demo_report_tells_the_story() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+// ------------------------------------------------------------ issue 22, item 7
+//
+// The geometry below is read from the SVG as written: each time chart's plot
+// box (`<rect class="plot">`, with the x range and the y maximum it draws)
+// and its marks. The times and values it is checked against come from the
+// fixture logs' own lines, read here.
+
+/// The time of a unified-logging line, `[2026-12-01T03:44:59.628+0000]...`,
+/// in epoch seconds.
+fn log_line_seconds(line: &str) -> f64 {
+    let stamp = &line[1..line.find(']').unwrap()];
+    chrono::DateTime::parse_from_str(stamp, "%Y-%m-%dT%H:%M:%S%.3f%z")
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+        .timestamp_millis() as f64
+        / 1e3
+}
+
+fn fixture_lines(run: &str) -> Vec<String> {
+    std::fs::read_to_string(compare_dir(run, "gc.log"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every `<svg>` element of the page.
+fn svgs(html: &str) -> Vec<&str> {
+    html.match_indices("<svg")
+        .map(|(start, _)| &html[start..start + html[start..].find("</svg>").unwrap()])
+        .collect()
+}
+
+/// The value of attribute `name` in the first element `<tag ... class="class"`.
+fn attribute(element: &str, name: &str) -> f64 {
+    let key = format!(" {name}=\"");
+    let at = element
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in {element}"))
+        + key.len();
+    element[at..at + element[at..].find('"').unwrap()]
+        .parse()
+        .unwrap()
+}
+
+/// The elements (up to their `>`) with this class.
+fn elements<'a>(svg: &'a str, class: &str) -> Vec<&'a str> {
+    let key = format!("class=\"{class}\"");
+    svg.match_indices(&key)
+        .map(|(at, _)| {
+            let start = svg[..at].rfind('<').unwrap();
+            &svg[start..at + svg[at..].find('>').unwrap()]
+        })
+        .collect()
+}
+
+/// The coordinate `name` of the chart's one element of `class`.
+fn only_mark(svg: &str, class: &str, name: &str) -> f64 {
+    let marks = elements(svg, class);
+    assert_eq!(marks.len(), 1, "{svg}");
+    attribute(marks[0], name)
+}
+
+/// `drawn` is `expected` to the SVG's 0.1 px.
+fn assert_at(drawn: f64, expected: f64, what: &str) {
+    assert!(
+        (drawn - expected).abs() <= 0.05 + 1e-9,
+        "{what} is drawn at {drawn}, belongs at {expected}"
+    );
+}
+
+/// A time chart's plot box: left, top, width, height, x range, y maximum.
+struct Plot {
+    left: f64,
+    top: f64,
+    width: f64,
+    height: f64,
+    x_min: f64,
+    x_max: f64,
+    y_max: f64,
+}
+
+impl Plot {
+    fn of(svg: &str) -> Option<Plot> {
+        let rect = *elements(svg, "plot").first()?;
+        Some(Plot {
+            left: attribute(rect, "x"),
+            top: attribute(rect, "y"),
+            width: attribute(rect, "width"),
+            height: attribute(rect, "height"),
+            x_min: attribute(rect, "data-x-min"),
+            x_max: attribute(rect, "data-x-max"),
+            y_max: attribute(rect, "data-y-max"),
+        })
+    }
+
+    fn x_of(&self, seconds: f64) -> f64 {
+        self.left + (seconds - self.x_min) / (self.x_max - self.x_min) * self.width
+    }
+
+    fn y_of(&self, value: f64) -> f64 {
+        self.top + self.height - value / self.y_max * self.height
+    }
+}
+
+/// The time charts of a page (every chart but the histogram) and their plots.
+fn time_charts(html: &str) -> Vec<(&str, Plot)> {
+    let charts: Vec<(&str, Plot)> = svgs(html)
+        .into_iter()
+        .filter(|svg| !svg.contains("<title>Pause durations</title>"))
+        .map(|svg| {
+            let plot = Plot::of(svg).unwrap_or_else(|| panic!("no plot box in {svg}"));
+            (svg, plot)
+        })
+        .collect();
+    assert!(charts.len() >= 4, "{html}");
+    charts
+}
+
+fn report_html(args: &[&str]) -> String {
+    let work = tempfile::tempdir().unwrap();
+    let page = work.path().join("report.html");
+    report(args, &page);
+    std::fs::read_to_string(&page).unwrap()
+}
+
+fn two_runs(extra: &[&str]) -> String {
+    let (baseline, candidate) = (
+        compare_dir("baseline", "gc.log"),
+        compare_dir("candidate", "gc.log"),
+    );
+    let mut args: Vec<&str> = extra.to_vec();
+    args.extend([candidate.as_str(), baseline.as_str()]);
+    report_html(&args)
+}
+
+#[test]
+fn the_title_names_what_the_user_gave() {
+    // The demo's logs are temporary files, gone once the report is written:
+    // the title names the demo, not them.
+    let demo = report_html(&["--demo"]);
+    let title = &demo[demo.find("<title>").unwrap()..demo.find("</title>").unwrap()];
+    let heading = &demo[demo.find("<h1>").unwrap()..demo.find("</h1>").unwrap()];
+    for text in [title, heading] {
+        assert!(text.contains("demo"), "{text}");
+        assert!(!text.contains("pausewatch-demo-report"), "{text}");
+        assert!(
+            !text.contains(&std::env::temp_dir().display().to_string()),
+            "{text}"
+        );
+    }
+    // Files: the paths as given, the runs in time order.
+    let html = two_runs(&[]);
+    assert!(html.contains(&format!(
+        "<title>pausewatch report: {}, {}</title>",
+        compare_dir("baseline", "gc.log"),
+        compare_dir("candidate", "gc.log")
+    )));
+}
+
+#[test]
+fn every_time_chart_shares_one_time_axis() {
+    let html = two_runs(&[
+        "--log-format",
+        "$request_time $msec",
+        "--latency",
+        &compare_dir("baseline", "access.log"),
+        "--latency",
+        &compare_dir("candidate", "access.log"),
+    ]);
+    let ticks = |svg: &str| -> Vec<String> {
+        elements(svg, "tick")
+            .into_iter()
+            .filter(|e| e.contains("text-anchor=\"middle\""))
+            .map(str::to_string)
+            .collect()
+    };
+    // The same times at the same places on every chart but the histogram,
+    // as drawn (the axis labels and where they are).
+    let drawn: Vec<&str> = svgs(&html)
+        .into_iter()
+        .filter(|svg| !svg.contains("<title>Pause durations</title>"))
+        .collect();
+    // With latency: the headline, timeline, heap, safepoints, stop-affected share.
+    assert_eq!(drawn.len(), 5);
+    for svg in &drawn {
+        assert_eq!(
+            ticks(svg),
+            ticks(drawn[0]),
+            "{}",
+            &svg[..svg.find("</title>").unwrap()]
+        );
+    }
+    // And one x range.
+    let charts = time_charts(&html);
+    let first = &charts[0].1;
+    for (svg, plot) in &charts {
+        assert_eq!(
+            (plot.x_min, plot.x_max),
+            (first.x_min, first.x_max),
+            "{svg}"
+        );
+        assert_eq!((plot.left, plot.width), (first.left, first.width));
+    }
+    // The range holds the runs from their first line to their last pause,
+    // and is no wider than their minutes.
+    let start = log_line_seconds(&fixture_lines("baseline")[0]);
+    let candidate = fixture_lines("candidate");
+    let last_pause = candidate
+        .iter()
+        .rev()
+        .find(|l| l.contains(" Pause "))
+        .unwrap();
+    let end = log_line_seconds(last_pause);
+    assert!(first.x_min <= start && start - first.x_min < 60.0);
+    assert!(first.x_max >= end && first.x_max - end <= 60.0);
+}
+
+#[test]
+fn restarts_are_marked_where_they_happened() {
+    // The candidate's JVM started with the line `Using Parallel`, its first:
+    // that is where its run, and the change between the runs, begins.
+    let candidate = fixture_lines("candidate");
+    assert!(
+        candidate[0].ends_with("[gc] Using Parallel"),
+        "{}",
+        candidate[0]
+    );
+    let restart = log_line_seconds(&candidate[0]);
+    for (html, label) in [
+        (
+            two_runs(&[]),
+            "JVM restart (".to_string() + &compare_dir("candidate", "gc.log") + ")",
+        ),
+        (
+            report_html(&["--demo"]),
+            "cache 15 % → 70 % of the heap (JVM restart)".to_string(),
+        ),
+    ] {
+        for (svg, plot) in time_charts(&html) {
+            let x = only_mark(svg, "x-mark", "x1");
+            assert_at(x, plot.x_of(restart), "the restart");
+            assert!(svg.contains(&format!(">{label}</text>")), "{svg}");
+        }
+    }
+}
+
+#[test]
+fn the_headline_draws_the_pause_budget() {
+    // The default is PauseBudgetExceeded's: the report holds the runs to
+    // the budget the agent alerts on.
+    let default_budget = pausewatch::model::alerts::Thresholds::default()
+        .max_pause
+        .as_secs_f64()
+        * 1e3;
+    for (args, budget_ms, label) in [
+        (vec![], default_budget, "pause budget 50.000 ms"),
+        (
+            vec!["--pause-budget", "80ms"],
+            80.0,
+            "pause budget 80.000 ms",
+        ),
+    ] {
+        let html = two_runs(&args);
+        let (headline, plot) = time_charts(&html).remove(0);
+        assert!(headline.contains("<title>Longest pause per minute"));
+        let y = only_mark(headline, "y-mark", "y1");
+        assert_at(y, plot.y_of(budget_ms), "the budget");
+        assert!(plot.y_max >= budget_ms);
+        assert!(headline.contains(&format!(">{label}</text>")), "{headline}");
+    }
+}

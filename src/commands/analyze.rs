@@ -84,6 +84,17 @@ pub struct Report {
     /// per-request bootstrap (not part of analyze's JSON).
     #[serde(skip)]
     pub requests: Option<Vec<RequestTiming>>,
+    /// Every JVM restart read (the report marks them; not in analyze's JSON).
+    #[serde(skip)]
+    pub restarts: Vec<RestartSeen>,
+}
+
+/// A new JVM run found in the files: when (if the log has wall-clock time),
+/// and the file it began in, the one a user tells the runs by.
+#[derive(Debug, Clone)]
+pub struct RestartSeen {
+    pub time: Option<DateTime<Utc>>,
+    pub file: PathBuf,
 }
 
 /// One access log as `analyze` read it.
@@ -164,6 +175,15 @@ fn fold_files(
     for path in paths {
         read_gc_log(path, &mut |bytes| {
             parser.feed(bytes, &mut fresh);
+            // Noted here, where the file being read is known.
+            fold.restarts
+                .extend(fresh.iter().filter_map(|event| match event {
+                    GcEvent::JvmRestart(r) => Some(RestartSeen {
+                        time: r.time.wall,
+                        file: path.clone(),
+                    }),
+                    _ => None,
+                }));
             fold.take(&mut fresh, false);
         })?;
     }
@@ -477,6 +497,7 @@ struct Fold {
     stops: Option<StopIndex>,
     saw_stops: bool,
     saw_timed_stop: bool,
+    restarts: Vec<RestartSeen>,
 }
 
 impl Fold {
@@ -500,6 +521,7 @@ impl Fold {
             stops: options.latency.as_ref().map(|_| StopIndex::default()),
             saw_stops: false,
             saw_timed_stop: false,
+            restarts: Vec::new(),
         }
     }
 
@@ -578,6 +600,7 @@ impl Fold {
             first_collector,
             pauses,
             stops,
+            restarts,
             ..
         } = self;
         jvm.note_run(parser.run());
@@ -663,6 +686,7 @@ impl Fold {
             events: pauses,
             slow_requests: None,
             requests: None,
+            restarts,
         };
         (report, stops)
     }

@@ -11,6 +11,10 @@ const LEFT: f64 = 64.0;
 const RIGHT: f64 = 16.0;
 const TOP: f64 = 44.0;
 const BOTTOM: f64 = 36.0;
+/// Restarts and run boundaries: a grey that no series uses.
+const MARK_COLOR: &str = "#555555";
+/// The pause budget: green, the colour of "within it".
+const BUDGET_COLOR: &str = "#2ca02c";
 
 /// Points a chart draws at most per series: about one per pixel column of
 /// the plot. Longer series are cut into this many runs of neighbours and
@@ -26,24 +30,44 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+#[derive(Default)]
 pub enum XAxis {
     /// Wall-clock time, labelled HH:MM UTC.
+    #[default]
     Time,
     /// Minutes since each run's start (compare's overlay).
     MinutesSinceStart,
 }
 
+#[derive(Default)]
 pub enum Style {
+    #[default]
     Lines,
     Dots,
 }
 
+/// A labelled line across the plot: at an x (a restart) or a y (a budget).
+#[derive(Clone)]
+pub struct Mark {
+    pub at: f64,
+    pub label: String,
+}
+
+#[derive(Default)]
 pub struct Chart {
     pub title: String,
     pub y_label: String,
     pub x_axis: XAxis,
     pub style: Style,
     pub series: Vec<Series>,
+    /// The x range to draw instead of the points' own: the charts of one
+    /// report share it, so that one minute is at one place on every chart.
+    /// Points outside it are left out.
+    pub x_range: Option<(f64, f64)>,
+    /// Vertical lines at these x (JVM restarts, the change between runs).
+    pub x_marks: Vec<Mark>,
+    /// Horizontal lines at these y (the pause budget); the y axis reaches them.
+    pub y_marks: Vec<Mark>,
 }
 
 /// Keeps at most `max` points: consecutive runs of points, each by its
@@ -123,6 +147,7 @@ impl Chart {
                     .iter()
                     .copied()
                     .filter(|(x, y)| x.is_finite() && y.is_finite())
+                    .filter(|(x, _)| self.x_range.is_none_or(|(lo, hi)| (lo..=hi).contains(x)))
                     .collect();
                 (s, downsample_max(&points, MAX_POINTS))
             })
@@ -144,20 +169,31 @@ impl Chart {
             );
             return svg;
         }
-        let (mut x_min, mut x_max) = all().fold((f64::MAX, f64::MIN), |(lo, hi), (x, _)| {
-            (lo.min(*x), hi.max(*x))
+        let (mut x_min, mut x_max) = self.x_range.unwrap_or_else(|| {
+            all().fold((f64::MAX, f64::MIN), |(lo, hi), (x, _)| {
+                (lo.min(*x), hi.max(*x))
+            })
         });
         if x_max <= x_min {
             x_min -= 30.0;
             x_max += 30.0;
         }
-        let y_top = all().fold(0.0f64, |hi, (_, y)| hi.max(*y));
+        let y_top = all()
+            .map(|(_, y)| *y)
+            .chain(self.y_marks.iter().map(|m| m.at).filter(|y| y.is_finite()))
+            .fold(0.0f64, f64::max);
         let y_step = nice_step(if y_top > 0.0 { y_top } else { 1.0 }, 4.0);
         let y_max = (y_top / y_step).ceil().max(1.0) * y_step;
         let plot_w = WIDTH - LEFT - RIGHT;
         let plot_h = HEIGHT - TOP - BOTTOM;
         let px = |x: f64| LEFT + (x - x_min) / (x_max - x_min) * plot_w;
         let py = |y: f64| TOP + plot_h - y / y_max * plot_h;
+        // The axes' ranges and the plot's box, for a reader (and the tests)
+        // to place a time or a value without parsing ticks.
+        let _ = write!(
+            svg,
+            r#"<rect class="plot" x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" data-x-min="{x_min}" data-x-max="{x_max}" data-y-max="{y_max}"/>"#
+        );
         // Grid and y ticks.
         let mut y = 0.0;
         while y <= y_max + y_step / 2.0 {
@@ -197,6 +233,7 @@ impl Chart {
             TOP + plot_h / 2.0,
             escape(&self.y_label)
         );
+        self.render_marks(&mut svg, (x_min, x_max), &px, &py);
         for (index, (s, points)) in series.iter().enumerate() {
             match self.style {
                 Style::Lines => {
@@ -228,6 +265,52 @@ impl Chart {
         }
         svg.push_str("</svg>");
         svg
+    }
+}
+
+impl Chart {
+    /// The x marks inside the drawn range, each a dashed vertical line with
+    /// its label at the top, and the y marks as dashed horizontal lines
+    /// labelled at the right end.
+    fn render_marks(
+        &self,
+        svg: &mut String,
+        (x_min, x_max): (f64, f64),
+        px: &dyn Fn(f64) -> f64,
+        py: &dyn Fn(f64) -> f64,
+    ) {
+        for mark in self
+            .x_marks
+            .iter()
+            .filter(|m| (x_min..=x_max).contains(&m.at))
+        {
+            let x = px(mark.at);
+            // Labels of marks in the right half go to their left.
+            let (dx, anchor) = if x > LEFT + (WIDTH - LEFT - RIGHT) / 2.0 {
+                (-4.0, "end")
+            } else {
+                (4.0, "start")
+            };
+            let _ = write!(
+                svg,
+                r#"<line class="x-mark" x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{:.1}" stroke="{MARK_COLOR}" stroke-width="1.2" stroke-dasharray="5 3"/><text class="mark-label" x="{:.1}" y="{:.1}" font-size="11" stroke="white" stroke-width="3" paint-order="stroke" text-anchor="{anchor}" fill="{MARK_COLOR}">{}</text>"#,
+                HEIGHT - BOTTOM,
+                x + dx,
+                TOP + 12.0,
+                escape(&mark.label)
+            );
+        }
+        for mark in self.y_marks.iter().filter(|m| m.at.is_finite()) {
+            let y = py(mark.at);
+            let _ = write!(
+                svg,
+                r#"<line class="y-mark" x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="{BUDGET_COLOR}" stroke-width="1.2" stroke-dasharray="6 3"/><text class="mark-label" x="{:.1}" y="{:.1}" font-size="11" stroke="white" stroke-width="3" paint-order="stroke" text-anchor="end" fill="{BUDGET_COLOR}">{}</text>"#,
+                WIDTH - RIGHT,
+                WIDTH - RIGHT - 4.0,
+                y - 4.0,
+                escape(&mark.label)
+            );
+        }
     }
 }
 

