@@ -453,11 +453,44 @@ impl Follower {
         }
     }
 
+    /// Whether nothing can have happened since the last read: the file at
+    /// the path read last is the one held open, its length is the read
+    /// position and its modification time the one seen after that read. One
+    /// `stat` then stands for the poll's seven system calls and the hashing
+    /// of its head: 200 quiet logs polled four times a second cost 16 % of a
+    /// core before.
+    fn unchanged_since_last_read(&self) -> bool {
+        let Some(current) = &self.current else {
+            return false;
+        };
+        // A JDK 8 ring's next `.current` file appears beside the one read,
+        // which stays as it was: only a directory listing finds it.
+        if self.live_file != self.live_path
+            || self.resume.is_some()
+            || self.unreadable.is_some()
+            || self.missing_since.is_some()
+            || self
+                .files_known_at
+                .is_none_or(|at| at.elapsed() >= FILES_KNOWN_REFRESH)
+        {
+            return false;
+        }
+        std::fs::metadata(&self.live_file).is_ok_and(|meta| {
+            identity(&meta) == (current.position.dev, current.position.ino)
+                && meta.len() == current.position.offset
+                && meta.modified().is_ok_and(|mtime| mtime == current.mtime)
+        })
+    }
+
     fn poll_files(&mut self, sink: &mut dyn FnMut(&[u8])) -> PollOutcome {
         let mut outcome = PollOutcome {
             readable: true,
             ..PollOutcome::default()
         };
+        if self.unchanged_since_last_read() {
+            outcome.files_known = self.files_known;
+            return outcome;
+        }
         self.live_file = self.find_live_file();
         if let Some(resume) = self.resume.take() {
             self.open_checkpointed(resume, &mut outcome);

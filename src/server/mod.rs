@@ -265,7 +265,9 @@ struct Health {
 /// than its limit (stuck in a system call, on a lock, or dead): a liveness
 /// probe then restarts an agent that would otherwise serve stale figures.
 async fn healthz(State(app): State<App>) -> Response {
-    let streams = app.store.snapshot().streams.len();
+    // Not a snapshot: that would share every stream, and the agent's next
+    // write to each would copy it.
+    let streams = app.store.write().streams.len();
     match app.store.heartbeat.stalled() {
         None => Json(Health {
             status: "ok".to_string(),

@@ -109,6 +109,8 @@ pub struct GcLogSource {
     forget_after: Option<Duration>,
     /// Off for a log discovery found: it is found again after a restart.
     checkpointed: bool,
+    /// Readable, lag and files followed as last written to the stream.
+    reported: Option<(bool, u64, u64)>,
 }
 
 impl GcLogSource {
@@ -177,6 +179,7 @@ impl GcLogSource {
             writers,
             forget_after: has_glob_chars(&source.path).then_some(source.forget_after),
             checkpointed: true,
+            reported: None,
         }
     }
 
@@ -278,6 +281,13 @@ impl Source for GcLogSource {
             changed = !events.is_empty();
             apply(store, id, parser, &mut events);
         }
+        // A quiet poll leaves the stream alone: a write copies a stream that
+        // a snapshot (a scrape, a probe, a checkpoint) still shares.
+        let reported = (outcome.readable, outcome.lag_bytes, outcome.files_known);
+        if !changed && outcome.notes.is_empty() && self.reported == Some(reported) {
+            return false;
+        }
+        self.reported = Some(reported);
         let mut state = store.write();
         if let Some(stream) = state.stream_mut(id) {
             stream.parse = parser.stats().clone();
