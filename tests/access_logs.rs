@@ -247,3 +247,58 @@ start_at = "beginning"
         warnings[0]
     );
 }
+
+/// A minute with pauses but no request (as the minute in progress is, live)
+/// has no latency figures: `null`, not a p99.9 of 0 (issue 22, 8).
+#[test]
+fn a_minute_without_requests_has_no_latency_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let gc_log = dir.path().join("gc.log");
+    std::fs::write(
+        &gc_log,
+        "\
+[2026-11-30T01:45:10.000+0000][1.000s][info][gc] Using G1
+[2026-11-30T01:45:14.664+0000][5.664s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 15M->14M(61M) 14.401ms
+[2026-11-30T01:46:30.000+0000][81.000s][info][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 30M->20M(61M) 2.000ms
+",
+    )
+    .unwrap();
+    // Two requests, both ending in 01:45 (epoch 1796003120 is 01:45:20).
+    let access = dir.path().join("access.log");
+    let line = |time: &str, end: &str| {
+        format!("127.0.0.1 - - [30/Nov/2026:01:45:20 +0000] \"GET /price HTTP/1.1\" 200 512 \"-\" \"workload\" {time} {end}\n")
+    };
+    let text = line("0.012", "1796003120.250") + &line("0.030", "1796003121.500");
+    std::fs::write(&access, text).unwrap();
+    let output = Command::new(common::PAUSEWATCH)
+        .args(["analyze", "--format", "json", "--latency", arg(&access)])
+        .arg(&gc_log)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let minutes = report["minutes"].as_array().unwrap();
+    let at = |start: &str| {
+        (minutes.iter())
+            .find(|m| m["start"].as_str().is_some_and(|s| s.starts_with(start)))
+            .unwrap_or_else(|| panic!("no minute {start}: {minutes:?}"))
+    };
+    let busy = &at("2026-11-30T01:45")["latency"];
+    assert_eq!(busy["count"], 2);
+    assert_eq!(busy["max_seconds"], 0.030);
+    let quiet = &at("2026-11-30T01:46")["latency"];
+    assert_eq!(quiet["count"], 0, "{quiet}");
+    for figure in [
+        "p50_seconds",
+        "p90_seconds",
+        "p99_seconds",
+        "p999_seconds",
+        "max_seconds",
+    ] {
+        assert!(quiet[figure].is_null(), "{figure}: {quiet}");
+    }
+}
