@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::config::reference::{Default, KEYS, SECTIONS};
+use crate::config::reference::{KeyDefault, KEYS, SECTIONS};
 
 /// The configuration page's file name in `man --dir`.
 pub const CONFIG_PAGE: &str = "pausewatch.toml.5";
@@ -55,8 +55,8 @@ pub fn config_page(version: &str) -> String {
         );
         for key in KEYS.iter().filter(|k| k.section == *section) {
             let default = match key.default {
-                Default::Value(value) => format!("\\fB{}\\fR = {}", roff(key.name), roff(value)),
-                Default::Note(note) => format!("\\fB{}\\fR ({})", roff(key.name), roff(note)),
+                KeyDefault::Value(value) => format!("\\fB{}\\fR = {}", roff(key.name), roff(value)),
+                KeyDefault::Note(note) => format!("\\fB{}\\fR ({})", roff(key.name), roff(note)),
             };
             let _ = writeln!(page, ".TP\n{default}\n{}", roff(key.meaning));
         }

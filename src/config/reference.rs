@@ -5,7 +5,7 @@
 
 /// What a key is when it is left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Default {
+pub enum KeyDefault {
     /// This TOML value: writing it changes nothing.
     Value(&'static str),
     /// No value stands for it (required, unset, derived from other keys).
@@ -19,7 +19,7 @@ pub struct Key {
     /// `[[gc_log]]`, `alerts.RULE` for the settings every rule has.
     pub section: &'static str,
     pub name: &'static str,
-    pub default: Default,
+    pub default: KeyDefault,
     pub meaning: &'static str,
 }
 
@@ -32,7 +32,7 @@ const fn key(
     Key {
         section,
         name,
-        default: Default::Value(default),
+        default: KeyDefault::Value(default),
         meaning,
     }
 }
@@ -46,7 +46,7 @@ const fn note(
     Key {
         section,
         name,
-        default: Default::Note(note),
+        default: KeyDefault::Note(note),
         meaning,
     }
 }

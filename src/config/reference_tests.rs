@@ -52,7 +52,7 @@ fn rule_sections(section: &str, name: &str) -> Vec<String> {
 fn each_documented_default_is_the_default() {
     let mut checked = 0;
     for key in KEYS {
-        let Default::Value(value) = key.default else {
+        let KeyDefault::Value(value) = key.default else {
             continue;
         };
         for section in rule_sections(key.section, key.name) {
