@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The files both packages ship from the build: the release binary, and in
-# TARGET/release/generated/ the man page and shell completions it prints.
+# TARGET/release/generated/ the man pages and shell completions it prints.
 # Used by build-deb.sh and build-rpm.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,11 +11,12 @@ generated="$target/release/generated"
 mkdir -p "$generated"
 bin="$target/release/pausewatch"
 # pausewatch.1 and pausewatch-COMMAND.1 for every subcommand (the main
-# page's SUBCOMMANDS name them), gzipped where man looks for them.
+# page's SUBCOMMANDS name them), and pausewatch.toml.5 (every configuration
+# key with its default), gzipped where man looks for them.
 rm -rf "$generated/man"
 mkdir -p "$generated/man"
 "$bin" man --dir "$generated/man"
-for page in "$generated/man"/*.1; do
+for page in "$generated/man"/*.1 "$generated/man"/*.5; do
     gzip -9n <"$page" >"$generated/$(basename "$page").gz"
 done
 "$bin" completions bash >"$generated/pausewatch.bash"

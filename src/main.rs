@@ -11,6 +11,7 @@ use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use pausewatch::commands::analyze::{analyze, render_text, AnalyzeOptions, LatencyInput};
 use pausewatch::commands::compare::{self, compare, summarise_run, Gate, RunInput};
 use pausewatch::commands::demo::{demo_config, demo_report};
+use pausewatch::commands::man;
 use pausewatch::commands::replay::{replay, ReplayOptions};
 use pausewatch::commands::report::{write_report, ReportOptions};
 use pausewatch::commands::run::{run, SetupError};
@@ -97,7 +98,8 @@ enum Command {
     CheckConfig { file: PathBuf },
     /// Print the man page (roff) on stdout, or write every page to a directory.
     Man {
-        /// Write pausewatch.1 and a pausewatch-COMMAND.1 for every subcommand here.
+        /// Write pausewatch.1, a pausewatch-COMMAND.1 for every subcommand and
+        /// pausewatch.toml.5 (every configuration key with its default) here.
         #[arg(long)]
         dir: Option<PathBuf>,
     },
@@ -404,28 +406,19 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Command::Man { dir: Some(dir) } => {
-            // The main page's SUBCOMMANDS name pausewatch-COMMAND(1): these.
-            match clap_mangen::generate_to(Cli::command(), &dir) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(error) => fail(
-                    anyhow::Error::from(error)
-                        .context(format!("cannot write the man pages to {}", dir.display())),
-                ),
+        Command::Man { dir: Some(dir) } => match write_man_pages(&dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                fail(error.context(format!("cannot write the man pages to {}", dir.display())))
             }
-        }
-        Command::Man { dir: None } => {
-            let mut page = Vec::new();
-            // As the pages `--dir` writes: no pausewatch-help(1) is shipped.
-            let command = Cli::command().disable_help_subcommand(true);
-            match clap_mangen::Man::new(command).render(&mut page) {
-                Ok(()) => {
-                    let _ = std::io::stdout().lock().write_all(&page);
-                    ExitCode::SUCCESS
-                }
-                Err(error) => fail(error.into()),
+        },
+        Command::Man { dir: None } => match main_man_page() {
+            Ok(page) => {
+                let _ = std::io::stdout().lock().write_all(&page);
+                ExitCode::SUCCESS
             }
-        }
+            Err(error) => fail(error.into()),
+        },
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,
@@ -488,6 +481,25 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// The main page: clap's, then files, signals, exit status and environment.
+fn main_man_page() -> std::io::Result<Vec<u8>> {
+    let mut page = Vec::new();
+    // As the pages `--dir` writes: no pausewatch-help(1) is shipped.
+    let command = Cli::command().disable_help_subcommand(true);
+    clap_mangen::Man::new(command).render(&mut page)?;
+    page.extend_from_slice(man::main_page_sections().as_bytes());
+    Ok(page)
+}
+
+/// pausewatch.1, a pausewatch-COMMAND.1 for every subcommand (the main
+/// page's SUBCOMMANDS name them) and pausewatch.toml.5.
+fn write_man_pages(dir: &std::path::Path) -> Result<()> {
+    clap_mangen::generate_to(Cli::command(), dir)?;
+    std::fs::write(dir.join("pausewatch.1"), main_man_page()?)?;
+    std::fs::write(dir.join(man::CONFIG_PAGE), man::config_page(VERSION))?;
+    Ok(())
 }
 
 /// Summarises the baseline and the candidate, compares them and writes the

@@ -32,6 +32,18 @@ fn analyze_ok(args: &[&str]) -> Value {
     report
 }
 
+/// Runs `pausewatch ARGS GC_LOG`, which must succeed; its stdout.
+fn run_ok(args: &[&str], gc_log: &Path) -> String {
+    let output = Command::new(common::PAUSEWATCH)
+        .args(args)
+        .arg(gc_log)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
 fn arg(path: &Path) -> &str {
     path.to_str().unwrap()
 }
@@ -246,4 +258,95 @@ start_at = "beginning"
         "{}",
         warnings[0]
     );
+}
+
+/// A minute with pauses but no request (as the minute in progress is, live)
+/// has no latency figures: `null`, not a p99.9 of 0 (issue 22, 8).
+#[test]
+fn a_minute_without_requests_has_no_latency_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let gc_log = dir.path().join("gc.log");
+    std::fs::write(
+        &gc_log,
+        "\
+[2026-11-30T01:45:10.000+0000][1.000s][info][gc] Using G1
+[2026-11-30T01:45:14.664+0000][5.664s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 15M->14M(61M) 14.401ms
+[2026-11-30T01:46:30.000+0000][81.000s][info][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 30M->20M(61M) 2.000ms
+",
+    )
+    .unwrap();
+    // Two requests, both ending in 01:45 (epoch 1796003120 is 01:45:20).
+    let access = dir.path().join("access.log");
+    let line = |time: &str, end: &str| {
+        format!("127.0.0.1 - - [30/Nov/2026:01:45:20 +0000] \"GET /price HTTP/1.1\" 200 512 \"-\" \"workload\" {time} {end}\n")
+    };
+    let text = line("0.012", "1796003120.250") + &line("0.030", "1796003121.500");
+    std::fs::write(&access, text).unwrap();
+    let stdout = run_ok(
+        &["analyze", "--format", "json", "--latency", arg(&access)],
+        &gc_log,
+    );
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let minutes = report["minutes"].as_array().unwrap();
+    let at = |start: &str| {
+        (minutes.iter())
+            .find(|m| m["start"].as_str().is_some_and(|s| s.starts_with(start)))
+            .unwrap_or_else(|| panic!("no minute {start}: {minutes:?}"))
+    };
+    let busy = &at("2026-11-30T01:45")["latency"];
+    assert_eq!(busy["count"], 2);
+    assert_eq!(busy["max_seconds"], 0.030);
+    let quiet = &at("2026-11-30T01:46")["latency"];
+    assert_eq!(quiet["count"], 0, "{quiet}");
+    for figure in [
+        "p50_seconds",
+        "p90_seconds",
+        "p99_seconds",
+        "p999_seconds",
+        "max_seconds",
+    ] {
+        assert!(quiet[figure].is_null(), "{figure}: {quiet}");
+    }
+}
+
+/// nginx writes `$request_time` in whole milliseconds: most of the recorded
+/// run's lines read `0.000`, while the same requests logged in µs
+/// (access.jsonl) have a p50 under 1 ms. The p50 is below nginx's
+/// resolution and is printed as such, not as 0.001 ms (issue 22, 5).
+#[test]
+fn a_percentile_below_nginx_resolution_is_printed_as_below_it() {
+    let nginx = recorded().join("access.nginx.log");
+    let text = std::fs::read_to_string(&nginx).unwrap();
+    let zeros = (text.lines())
+        .filter(|line| line.split_whitespace().rev().nth(1) == Some("0.000"))
+        .count();
+    assert!(zeros * 2 > text.lines().count(), "{zeros} lines read 0.000");
+    let micros = analyze_ok(&["--latency", arg(&recorded().join("access.jsonl"))]);
+    assert!(micros["latency"]["p90_seconds"].as_f64().unwrap() < 0.001);
+    assert!(micros["latency"]["p99_seconds"].as_f64().unwrap() > 0.001);
+    assert!(micros.get("latency_below_resolution").is_none(), "{micros}");
+
+    let report = analyze_ok(&["--latency", arg(&nginx)]);
+    assert_eq!(report["access_logs"][0]["resolution_seconds"], 0.001);
+    assert_eq!(report["latency_resolution_seconds"], 0.001);
+    assert_eq!(
+        report["latency_below_resolution"],
+        serde_json::json!(["p50_seconds", "p90_seconds"])
+    );
+    // The existing figures are unchanged.
+    assert!(report["latency"]["p50_seconds"].as_f64().unwrap() < 0.001);
+
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("report.html");
+    for args in [
+        vec!["analyze", "--latency", arg(&nginx)],
+        vec!["report", "-o", arg(&html), "--latency", arg(&nginx)],
+    ] {
+        let text = run_ok(&args, &recorded().join("gc.log"));
+        if args[0] == "analyze" {
+            assert!(text.contains("p50 < 1 ms   p99 48.031 ms"), "{text}");
+        }
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("&lt; 1 ms / 48.031 ms"), "{page}");
 }

@@ -114,6 +114,7 @@ fn the_deb_installs_runs_with_two_capabilities_and_purges_clean() {
         "/usr/share/man/man1/pausewatch.1.gz",
         "/usr/share/man/man1/pausewatch-run.1.gz",
         "/usr/share/man/man1/pausewatch-compare.1.gz",
+        "/usr/share/man/man5/pausewatch.toml.5.gz",
         "/usr/share/bash-completion/completions/pausewatch",
     ] {
         assert!(

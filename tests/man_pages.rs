@@ -24,8 +24,8 @@ fn subcommands() -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn every_subcommand_has_a_page_and_both_packages_ship_it() {
+/// The pages `pausewatch man --dir` writes.
+fn man_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let status = Command::new(common::PAUSEWATCH)
         .args(["man", "--dir"])
@@ -33,6 +33,12 @@ fn every_subcommand_has_a_page_and_both_packages_ship_it() {
         .status()
         .unwrap();
     assert!(status.success());
+    dir
+}
+
+#[test]
+fn every_subcommand_has_a_page_and_both_packages_ship_it() {
+    let dir = man_dir();
     let commands = subcommands();
     assert!(commands.len() >= 8, "{commands:?}");
     let cargo = std::fs::read_to_string(common::root().join("Cargo.toml")).unwrap();
@@ -71,4 +77,81 @@ fn every_subcommand_has_a_page_and_both_packages_ship_it() {
         );
     }
     assert!(std::fs::metadata(dir.path().join("pausewatch.1")).is_ok());
+}
+
+/// roff as a reader sees it: font changes dropped, `\-` a minus.
+fn unroff(page: &str) -> String {
+    page.replace("\\fB", "")
+        .replace("\\fR", "")
+        .replace("\\-", "-")
+        .replace("\\e", "\\")
+}
+
+/// pausewatch.toml(5) lists the configuration keys with their defaults,
+/// the main page has files, signals, exit status and environment and
+/// points to it, and both packages ship it (issue 22, 4).
+#[test]
+fn the_configuration_page_lists_every_key_with_its_default() {
+    let dir = man_dir();
+    let page = std::fs::read_to_string(dir.path().join("pausewatch.toml.5")).unwrap();
+    assert!(page.starts_with(".TH pausewatch.toml 5 "), "{page}");
+    let page = unroff(&page);
+    // The example file sets every top-level key to its default.
+    let example = std::fs::read_to_string(common::root().join("examples/pausewatch.toml")).unwrap();
+    let top_level = example.split("\n[").next().unwrap();
+    let settings: Vec<&str> = (top_level.lines())
+        .filter(|line| !line.starts_with('#') && line.contains(" = "))
+        .collect();
+    assert!(settings.len() >= 8, "{settings:?}");
+    for setting in settings {
+        assert!(
+            page.contains(&format!("\n{setting}\n")),
+            "{setting} not in the page"
+        );
+    }
+    // Keys of every section, with the defaults README's tables give.
+    for (table, setting) in [
+        ("[[gc_log]]", "max_line_bytes = 65536"),
+        ("[[access_log]]", "offset = \"0ms\""),
+        ("[correlation]", "affected_share = 0.25"),
+        ("[discovery]", "interval = \"10s\""),
+        ("[runtime_stats]", "interval = \"200ms\""),
+        ("[alerts]", "resend_interval = \"1m\""),
+        ("[alerts.pause_regression]", "ratio = 1.5"),
+        ("[alerts.heap_pressure]", "for = \"5m\""),
+        ("[otlp]", "protocol = \"http/protobuf\""),
+    ] {
+        let section = page.split(&format!(".SS {table}\n")).nth(1).expect(table);
+        let section = section.split(".SS ").next().unwrap();
+        assert!(
+            section.contains(&format!("\n{setting}\n")),
+            "{table} {setting}"
+        );
+    }
+
+    let main_page = std::fs::read_to_string(dir.path().join("pausewatch.1")).unwrap();
+    assert_eq!(main_page, common::run_stdout(common::PAUSEWATCH, &["man"]));
+    for section in ["FILES", "SIGNALS", "EXIT STATUS", "ENVIRONMENT"] {
+        assert!(
+            main_page.contains(&format!("\n.SH {section}\n")),
+            "{section}"
+        );
+    }
+    assert!(main_page.contains("pausewatch.toml\\fR(5)"));
+    let shipped =
+        std::fs::read_to_string(common::root().join("packaging/pausewatch.toml")).unwrap();
+    assert!(shipped.contains("`man 5 pausewatch.toml`"), "{shipped}");
+    let cargo = std::fs::read_to_string(common::root().join("Cargo.toml")).unwrap();
+    let file = "target/release/generated/pausewatch.toml.5.gz";
+    assert_eq!(
+        cargo.matches(file).count(),
+        2,
+        "one .deb and one .rpm asset"
+    );
+    let release =
+        std::fs::read_to_string(common::root().join("packaging/release-files.sh")).unwrap();
+    assert!(
+        release.contains("\"$generated/man\"/*.5"),
+        "release-files.sh gzips the page"
+    );
 }

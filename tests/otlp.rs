@@ -9,7 +9,7 @@
 //! Needs `rotel-agent` on `PATH` or inside the installed `rotel` Python
 //! package (`.ci/run` installs it); without it each test is skipped (`common::skip`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -618,6 +618,30 @@ fn both_protocols_deliver_the_jvms_pauses_and_the_resources() {
     assert_eq!(agent["service.name"], "pausewatch-ci");
     assert_eq!(agent["team"], "gc");
     assert!(agent["process.pid"].parse::<u32>().is_ok(), "{agent:?}");
+
+    // No metric is named like an attribute, and no two names differ only
+    // by a plural `s` (issue 22): the names as the receiver got them.
+    let names: BTreeSet<&str> = points.iter().map(|p| p.metric.as_str()).collect();
+    for point in &points {
+        for attribute in point.resource.keys().chain(point.attributes.keys()) {
+            assert!(
+                !names.contains(attribute.as_str()),
+                "{attribute}: a metric and an attribute"
+            );
+        }
+    }
+    for name in &names {
+        assert!(
+            !names.contains(format!("{name}s").as_str()),
+            "{name} and {name}s"
+        );
+    }
+    // The bytes read: the whole log, read from its beginning.
+    let read = (points.iter())
+        .rfind(|p| p.metric == "pausewatch.log_read" && p.resource["test.agent"] == "http")
+        .expect("pausewatch.log_read");
+    let size = std::fs::metadata(&gc_log).unwrap().len();
+    assert_eq!((read.value, read.unit.as_str()), (Some(size as f64), "By"));
 
     // Heap limit from the log's preamble (the JVM ran with -Xmx64m).
     let limit = points

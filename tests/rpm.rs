@@ -24,7 +24,7 @@ const CONFFILE: &str = "/etc/pausewatch/pausewatch.toml";
 const SYSUSERS: &str = "/usr/lib/sysusers.d/pausewatch.conf";
 const TMPFILES: &str = "/usr/lib/tmpfiles.d/pausewatch.conf";
 /// Every file of the package, as `rpm -qlp` lists them (sorted).
-const FILES: [&str; 19] = [
+const FILES: [&str; 20] = [
     CONFFILE,
     "/usr/bin/pausewatch",
     "/usr/lib/systemd/system/pausewatch.service",
@@ -43,6 +43,7 @@ const FILES: [&str; 19] = [
     "/usr/share/man/man1/pausewatch-rules.1.gz",
     "/usr/share/man/man1/pausewatch-run.1.gz",
     "/usr/share/man/man1/pausewatch.1.gz",
+    "/usr/share/man/man5/pausewatch.toml.5.gz",
     "/usr/share/zsh/site-functions/_pausewatch",
 ];
 

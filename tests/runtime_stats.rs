@@ -396,13 +396,18 @@ struct Followed {
     discovered: Vec<String>,
 }
 
+/// `log="..."` as the series of `log` carry it.
+fn log_label(log: &Path) -> String {
+    format!(
+        "log={}",
+        serde_json::to_string(&log.display().to_string()).unwrap()
+    )
+}
+
 fn followed(agent: &Agent, log: &Path, snapshot: &Path) -> Followed {
     let beans = MxBeans::read(snapshot);
     let young = beans.bean("G1 Young Generation").count as f64;
-    let log_label = format!(
-        "log={}",
-        serde_json::to_string(&log.display().to_string()).unwrap()
-    );
+    let log_label = log_label(log);
     let young_label = "gc=\"G1 Young Generation\"";
     let metrics = agent.metrics_when(Duration::from_secs(10), |m| {
         sum(m, "jvm_gc_pause_seconds_count", &[&log_label, young_label]) == young
@@ -466,6 +471,49 @@ fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters(
         &[&log_label, "young"],
     );
     assert_eq!(counted, young as f64);
+}
+
+/// A JVM that was logging before the agent started: discovery follows its
+/// log from the end, past the `Version:` line, and the version comes from
+/// the JVM itself instead of reading "unknown" (issue 22, 8).
+#[test]
+fn a_log_picked_up_mid_file_has_the_version_of_the_jvm_writing_it() {
+    let Some(setup) = Setup::new() else {
+        return;
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
+    let log = dir.path().join("gc.log");
+    let snapshot = dir.path().join("mxbeans.json");
+    let xlog = format!("-Xlog:gc*:file={}:time,uptime,level,tags", log.display());
+    let mut child = g1_jvm(&[marker, &xlog], workload(25, 8, classes, &snapshot));
+    // The log's own word on the version, written at the JVM's start.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let version = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let line = text.lines().find_map(|l| l.split_once("] Version: "));
+        if let Some((_, rest)) = line {
+            break rest.split(" (").next().unwrap().to_string();
+        }
+        assert!(Instant::now() < deadline, "no Version line in {text}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let agent = start_agent(dir.path(), marker, "");
+    let log_label = log_label(&log);
+    // Once the JVM's runtime stats are on the log's stream.
+    let metrics = agent.metrics_when(Duration::from_secs(10), |m| {
+        m.lines()
+            .any(|l| l.starts_with("pausewatch_jvm_safepoints_total{") && l.contains(&log_label))
+    });
+    let info = metrics
+        .lines()
+        .find(|l| l.starts_with("pausewatch_jvm_info{") && l.contains(&log_label))
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        info.contains(&format!("collector=\"g1\",jdk_version=\"{version}\"")),
+        "{info}, not {version}"
+    );
 }
 
 #[test]

@@ -261,7 +261,7 @@ pub enum AccessFormat {
 }
 
 /// Tomcat with `[%{begin:msec}t]` in the place of `%t`.
-const TOMCAT_BEGIN_MSEC_PATTERN: &str =
+pub(crate) const TOMCAT_BEGIN_MSEC_PATTERN: &str =
     r#"^.*?\[(?P<start>[0-9]+)\] ".*" \S+ \S+ (?P<duration>[0-9]+)$"#;
 
 impl AccessFormat {

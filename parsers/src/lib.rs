@@ -26,6 +26,7 @@ pub mod hsperf;
 mod legacy;
 mod lines;
 mod log_format;
+mod resolution;
 mod stream;
 mod unified;
 

@@ -61,6 +61,9 @@ enum TimeKind {
 struct DurationKind {
     unit: DurationUnit,
     list: bool,
+    /// The smallest step the server writes: nginx prints seconds with three
+    /// decimals, Apache whole numbers of the unit.
+    resolution: DurationUnit,
 }
 
 /// One piece of a format string.
@@ -102,6 +105,11 @@ const CLF_DATE: &str =
 const ISO8601: &str = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})";
 
 impl CompiledLogFormat {
+    /// The resolution of the duration variable the format is read by.
+    pub(crate) fn resolution(&self) -> DurationUnit {
+        self.duration.resolution
+    }
+
     /// Compiles `format`; the error names the variable that is missing or
     /// the directive that cannot be read.
     pub(crate) fn new(server: Server, format: &str) -> Result<CompiledLogFormat, String> {
@@ -253,6 +261,7 @@ fn nginx_variable(name: &str) -> Token {
         kind: DurationKind {
             unit: DurationUnit::Seconds,
             list,
+            resolution: DurationUnit::Milliseconds,
         },
         rank,
         pattern: pattern.to_string(),
@@ -313,7 +322,11 @@ fn apache_tokens(format: &str) -> Result<Vec<Token>, String> {
 
 fn apache_directive(argument: Option<&str>, letter: char) -> Result<Token, String> {
     let duration = |unit, rank| Token::Duration {
-        kind: DurationKind { unit, list: false },
+        kind: DurationKind {
+            unit,
+            list: false,
+            resolution: unit,
+        },
         rank,
         pattern: DIGITS.to_string(),
     };

@@ -66,6 +66,14 @@ pub struct Report {
     pub access_logs: Vec<AccessLogSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencySummary>,
+    /// With `--latency`: the coarsest duration step the access logs are
+    /// written in, where their formats fix it (nginx: whole milliseconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_resolution_seconds: Option<f64>,
+    /// The `latency` figures below that step, which say only "less than it"
+    /// (more than half of nginx's `$request_time` values can be `0.000`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub latency_below_resolution: Vec<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Attribution>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,6 +116,9 @@ pub struct AccessLogSummary {
     pub lines: u64,
     pub requests: u64,
     pub malformed: u64,
+    /// The duration step its format writes, where the format fixes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolution_seconds: Option<f64>,
 }
 
 /// The access logs to line up with the GC log.
@@ -265,8 +276,47 @@ pub fn analyze(paths: &[PathBuf], options: &AnalyzeOptions) -> Result<Report> {
             !has_stops_without_time,
             options.include_events,
         );
+        mark_below_resolution(&mut report);
     }
     Ok(report)
+}
+
+/// Sets the latency's resolution, the coarsest of the access logs', and
+/// names the figures below it.
+fn mark_below_resolution(report: &mut Report) {
+    let steps = report
+        .access_logs
+        .iter()
+        .filter_map(|l| l.resolution_seconds);
+    report.latency_resolution_seconds = steps.reduce(f64::max);
+    let (Some(step), Some(l)) = (report.latency_resolution_seconds, report.latency) else {
+        return;
+    };
+    let figures = [
+        ("p50_seconds", l.p50_seconds),
+        ("p90_seconds", l.p90_seconds),
+        ("p99_seconds", l.p99_seconds),
+        ("p999_seconds", l.p999_seconds),
+        ("max_seconds", l.max_seconds),
+    ];
+    report.latency_below_resolution = (figures.into_iter())
+        .filter(|(_, value)| l.count > 0 && below(*value, step))
+        .map(|(name, _)| name)
+        .collect();
+}
+
+/// Whether `seconds` is under the step `step` (not merely rounded to it).
+fn below(seconds: f64, step: f64) -> bool {
+    seconds < step * (1.0 - 1e-9)
+}
+
+/// A request latency in ms, or `< STEP ms` when it is below the access
+/// logs' resolution: nginx's p50 of `0.000` lines is no 0.001 ms.
+pub fn latency_ms(report: &Report, seconds: f64) -> String {
+    match report.latency_resolution_seconds {
+        Some(step) if below(seconds, step) => format!("< {} ms", step * 1000.0),
+        _ => format!("{:.3} ms", seconds * 1000.0),
+    }
 }
 
 /// The format `input` gives, or the one detected from `text`: a preset,
@@ -299,6 +349,7 @@ fn read_requests(path: &Path, input: &LatencyInput) -> Result<AccessLogRead> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let (format, detected) = format_of(path, &String::from_utf8_lossy(&bytes), input)?;
     let expected = format.expected();
+    let resolution_seconds = format.duration_resolution().map(|unit| unit.seconds());
     let mut parser = AccessLogParser::new(format, 64 * 1024).map_err(anyhow::Error::msg)?;
     let mut read = Vec::new();
     parser.feed(&bytes, &mut read);
@@ -335,6 +386,7 @@ fn read_requests(path: &Path, input: &LatencyInput) -> Result<AccessLogRead> {
         lines: stats.lines,
         requests: stats.requests,
         malformed: bad,
+        resolution_seconds,
     };
     Ok((summary, warning, requests))
 }
@@ -675,6 +727,8 @@ impl Fold {
                 .collect(),
             access_logs: Vec::new(),
             latency: None,
+            latency_resolution_seconds: None,
+            latency_below_resolution: Vec::new(),
             attribution: None,
             correlation: None,
             markers: jvm.counters,
@@ -771,12 +825,12 @@ pub fn render_text(report: &Report) -> String {
     if let (Some(latency), Some(attribution)) = (&report.latency, &report.attribution) {
         let _ = writeln!(
             out,
-            "\nrequests: {}   p50 {} ms   p99 {} ms   p99.9 {} ms   max {} ms",
+            "\nrequests: {}   p50 {}   p99 {}   p99.9 {}   max {}",
             latency.count,
-            ms(latency.p50_seconds),
-            ms(latency.p99_seconds),
-            ms(latency.p999_seconds),
-            ms(latency.max_seconds)
+            latency_ms(report, latency.p50_seconds),
+            latency_ms(report, latency.p99_seconds),
+            latency_ms(report, latency.p999_seconds),
+            latency_ms(report, latency.max_seconds)
         );
         let _ = writeln!(
             out,
@@ -819,7 +873,12 @@ pub fn render_text(report: &Report) -> String {
             let (requests, p999) = minute
                 .latency
                 .map_or(("-".to_string(), "-".to_string()), |l| {
-                    (l.count.to_string(), ms(l.p999_seconds))
+                    // A minute without requests has no p99.9.
+                    let p999 = match l.count {
+                        0 => "-".to_string(),
+                        _ => latency_ms(report, l.p999_seconds).replace(" ms", ""),
+                    };
+                    (l.count.to_string(), p999)
                 });
             let (slow, affected) =
                 minute

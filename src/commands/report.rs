@@ -13,7 +13,9 @@ use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::Pause;
 
-use crate::commands::analyze::{analyze, percentile, AnalyzeOptions, LatencyInput, Report};
+use crate::commands::analyze::{
+    analyze, latency_ms, percentile, AnalyzeOptions, LatencyInput, Report,
+};
 use crate::commands::chart::{bars, escape, Chart, Mark, Series, Style, XAxis};
 use crate::commands::compare::{figure, verdict, Comparison, RunDetail};
 use crate::model::correlate::CombinedMinute;
@@ -636,10 +638,10 @@ pub fn report_html(report: &Report, options: &ReportOptions) -> String {
                     "latency p50 / p99 / p99.9 / max",
                     format!(
                         "{} / {} / {} / {}",
-                        ms(latency.p50_seconds),
-                        ms(latency.p99_seconds),
-                        ms(latency.p999_seconds),
-                        ms(latency.max_seconds)
+                        latency_ms(report, latency.p50_seconds),
+                        latency_ms(report, latency.p99_seconds),
+                        latency_ms(report, latency.p999_seconds),
+                        latency_ms(report, latency.max_seconds)
                     ),
                 ),
                 (

@@ -21,6 +21,7 @@ mod gc_log;
 mod http_client;
 mod latency_histogram;
 mod otlp;
+pub mod reference;
 mod spans;
 mod web;
 

@@ -1107,7 +1107,7 @@ mod tests {
             .iter()
             .find(|f| f.name == "pausewatch_allocation_stall_seconds_total")
             .unwrap();
-        assert_eq!(stalls.otel_name(), "pausewatch.allocation_stall");
+        assert_eq!(stalls.otel_name(), "pausewatch.allocation_stall_time");
     }
 
     /// `(attributes, value)` of the request's gauge points named `name`.

@@ -170,7 +170,11 @@ impl RequestTiming {
     }
 }
 
+/// Request latency of a minute or a run. In JSON a minute without requests
+/// (the one in progress, a quiet one) has `null` figures: a `0.0` there
+/// would read as requests that took no time.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(into = "LatencyJson", from = "LatencyJson")]
 pub struct LatencySummary {
     pub count: u64,
     pub p50_seconds: f64,
@@ -178,6 +182,44 @@ pub struct LatencySummary {
     pub p99_seconds: f64,
     pub p999_seconds: f64,
     pub max_seconds: f64,
+}
+
+/// [`LatencySummary`] as JSON: its figures `None` without requests.
+#[derive(Serialize, Deserialize)]
+struct LatencyJson {
+    count: u64,
+    p50_seconds: Option<f64>,
+    p90_seconds: Option<f64>,
+    p99_seconds: Option<f64>,
+    p999_seconds: Option<f64>,
+    max_seconds: Option<f64>,
+}
+
+impl From<LatencySummary> for LatencyJson {
+    fn from(l: LatencySummary) -> Self {
+        let figure = |value: f64| (l.count > 0).then_some(value);
+        LatencyJson {
+            count: l.count,
+            p50_seconds: figure(l.p50_seconds),
+            p90_seconds: figure(l.p90_seconds),
+            p99_seconds: figure(l.p99_seconds),
+            p999_seconds: figure(l.p999_seconds),
+            max_seconds: figure(l.max_seconds),
+        }
+    }
+}
+
+impl From<LatencyJson> for LatencySummary {
+    fn from(l: LatencyJson) -> Self {
+        LatencySummary {
+            count: l.count,
+            p50_seconds: l.p50_seconds.unwrap_or(0.0),
+            p90_seconds: l.p90_seconds.unwrap_or(0.0),
+            p99_seconds: l.p99_seconds.unwrap_or(0.0),
+            p999_seconds: l.p999_seconds.unwrap_or(0.0),
+            max_seconds: l.max_seconds.unwrap_or(0.0),
+        }
+    }
 }
 
 impl LatencySummary {

@@ -499,6 +499,14 @@ impl RuntimeStatsSource {
                 jvm.mark_max_lower_bound(&events);
             }
         } else {
+            // A log picked up mid-file missed its `Version:` and `Using`
+            // lines; the JVM writing it knows both.
+            if jvm.jdk_version.is_none() {
+                jvm.jdk_version.clone_from(&layout.version);
+            }
+            if jvm.collector == Collector::Unknown {
+                jvm.collector = layout.collector;
+            }
             let uptime = stats.uptime_seconds;
             let settled = counters.iter().all(|(_, _, c)| {
                 !c.mid_pause() && uptime - c.last_exit >= LOG_FLUSH_ALLOWANCE_SECONDS

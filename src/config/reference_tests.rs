@@ -1,0 +1,152 @@
+//! The key reference against the parser itself.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::*;
+use crate::config::{parse_with_env, Config, ConfigError};
+use crate::model::alerts::RuleKind;
+
+/// Parses without the environment, which `[otlp]` would read.
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    parse_with_env(text, Path::new("/etc/pausewatch.toml"), &|_| None)
+}
+
+const GC: &str = "[[gc_log]]\npath = \"/var/log/app/gc.log\"\n";
+
+/// The smallest valid file that opens `section`, so that a key written
+/// after it belongs to that table.
+fn base(section: &str) -> String {
+    match section {
+        "" => String::new(),
+        "gc_log" => GC.to_string(),
+        "access_log" => {
+            format!("{GC}[[access_log]]\npath = \"/var/log/app/access.log\"\nformat = \"nginx\"\n")
+        }
+        "latency_histogram" => {
+            format!("{GC}[[latency_histogram]]\nurl = \"http://127.0.0.1:8080/metrics\"\n")
+        }
+        "discovery.rule" => {
+            "[[discovery.rule]]\nmatch = \"x\"\nlabels = { service = \"x\" }\n".into()
+        }
+        "alerts.alertmanager" => {
+            "[alerts]\nalertmanager_url = \"http://127.0.0.1:9093\"\n[alerts.alertmanager]\n".into()
+        }
+        section => format!("[{section}]\n"),
+    }
+}
+
+/// The sections a rule's keys are in: `alerts.RULE` stands for each rule
+/// without a row of its own for that key.
+fn rule_sections(section: &str, name: &str) -> Vec<String> {
+    if section != "alerts.RULE" {
+        return vec![section.to_string()];
+    }
+    (RuleKind::ALL.iter())
+        .map(|kind| format!("alerts.{}", kind.config_name()))
+        .filter(|own| !KEYS.iter().any(|k| k.section == own && k.name == name))
+        .collect()
+}
+
+#[test]
+fn each_documented_default_is_the_default() {
+    let mut checked = 0;
+    for key in KEYS {
+        let KeyDefault::Value(value) = key.default else {
+            continue;
+        };
+        for section in rule_sections(key.section, key.name) {
+            let without = base(&section);
+            let with = format!("{without}{} = {value}\n", key.name);
+            let expected = parse(&without).unwrap_or_else(|e| panic!("{without}: {e}"));
+            let got = parse(&with).unwrap_or_else(|e| panic!("{with}: {e}"));
+            assert_eq!(
+                got, expected,
+                "[{section}] {} = {value} is not the default",
+                key.name
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 60, "{checked}");
+}
+
+/// The keys a table accepts, from the parser's answer to an unknown one.
+fn accepted(section: &str) -> BTreeSet<String> {
+    let text = format!("{}no_such_key = 1\n", base(section));
+    let message = parse(&text).unwrap_err().message;
+    let list = message.split_once("expected ").expect(&message).1;
+    let list = list
+        .split(" or a rule:")
+        .next()
+        .unwrap()
+        .replace("one of ", "");
+    (list.split(", ").flat_map(|item| item.split(" or ")))
+        .map(|name| name.trim().trim_matches('`').to_string())
+        .collect()
+}
+
+/// Each rule's own keys, as `config/alerts.rs` matches them.
+fn rule_keys() -> BTreeSet<(String, String)> {
+    let source = include_str!("alerts.rs");
+    let mut keys = BTreeSet::new();
+    for arm in source.split("(\"").skip(1) {
+        let Some((name, rest)) = arm.split_once("\", ") else {
+            continue;
+        };
+        let section = if rest.starts_with("_)") {
+            "alerts.RULE".to_string()
+        } else if let Some(variant) = rest.strip_prefix("RuleKind::") {
+            let variant: String = variant
+                .chars()
+                .take_while(char::is_ascii_alphanumeric)
+                .collect();
+            let kind = RuleKind::ALL.iter().find(|k| format!("{k:?}") == variant);
+            format!("alerts.{}", kind.expect(&variant).config_name())
+        } else {
+            continue;
+        };
+        keys.insert((section, name.to_string()));
+    }
+    keys
+}
+
+#[test]
+fn every_key_the_parser_accepts_is_documented_and_no_other() {
+    let mut parser_keys = rule_keys();
+    assert!(parser_keys.len() > 15, "{parser_keys:?}");
+    for (section, _) in SECTIONS.iter().filter(|(s, _)| !s.starts_with("alerts.")) {
+        // A table's name is its section, not a key.
+        let tables = accepted(section).into_iter().filter(|name| {
+            let path = if section.is_empty() {
+                name.clone()
+            } else {
+                format!("{section}.{name}")
+            };
+            !SECTIONS.iter().any(|(s, _)| *s == path) || *section == "alerts"
+        });
+        for name in tables {
+            parser_keys.insert((section.to_string(), name));
+        }
+    }
+    for name in accepted("alerts.alertmanager") {
+        parser_keys.insert(("alerts.alertmanager".to_string(), name));
+    }
+    // A rule's own default for a key every rule has (`for`) is no other key.
+    let generic = |k: &&Key| {
+        k.section.starts_with("alerts.")
+            && parser_keys.contains(&("alerts.RULE".to_string(), k.name.to_string()))
+            && k.section != "alerts.RULE"
+    };
+    let documented: BTreeSet<(String, String)> = (KEYS.iter())
+        .filter(|k| !generic(k))
+        .map(|k| (k.section.to_string(), k.name.to_string()))
+        .collect();
+    let missing: Vec<_> = parser_keys.difference(&documented).collect();
+    assert!(missing.is_empty(), "not documented: {missing:?}");
+    let stale: Vec<_> = documented.difference(&parser_keys).collect();
+    assert!(stale.is_empty(), "not accepted: {stale:?}");
+    for key in KEYS {
+        assert!(SECTIONS.iter().any(|(s, _)| *s == key.section), "{key:?}");
+    }
+}
