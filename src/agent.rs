@@ -423,6 +423,14 @@ impl Agent {
         let wake = self.waker();
         let mut watcher =
             match notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                // inotify reports opens and reads too, the agent's own among
+                // them: each would wake a poll that opens the file again.
+                // Idle, 200 logs kept the loop spinning on its own events.
+                if let Ok(event) = &event {
+                    if changes_nothing(&event.kind) {
+                        return;
+                    }
+                }
                 // An error says nothing of which file: poll them all.
                 let paths = event.map(|e| e.paths).unwrap_or_default();
                 let _ = wake.send(Wake::Files(paths));
@@ -513,5 +521,37 @@ impl Agent {
         self.poll_once();
         self.checkpoint()
             .with_context(|| format!("final checkpoint to {}", self.checkpoint_path.display()))
+    }
+}
+
+/// A file event that cannot have added or removed bytes: an open, a read, or
+/// a close by a reader. A writer's close still wakes the loop.
+fn changes_nothing(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    matches!(kind, notify::EventKind::Access(access)
+        if !matches!(access, AccessKind::Close(AccessMode::Write)))
+}
+
+#[cfg(test)]
+mod file_event_tests {
+    use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
+    use notify::EventKind;
+
+    use super::changes_nothing;
+
+    #[test]
+    fn reads_wake_nothing_and_writes_do() {
+        assert!(changes_nothing(&EventKind::Access(AccessKind::Open(
+            AccessMode::Any
+        ))));
+        assert!(changes_nothing(&EventKind::Access(AccessKind::Close(
+            AccessMode::Read
+        ))));
+        assert!(!changes_nothing(&EventKind::Access(AccessKind::Close(
+            AccessMode::Write
+        ))));
+        assert!(!changes_nothing(&EventKind::Modify(ModifyKind::Any)));
+        assert!(!changes_nothing(&EventKind::Create(CreateKind::File)));
+        assert!(!changes_nothing(&EventKind::Any));
     }
 }

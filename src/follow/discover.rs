@@ -9,10 +9,11 @@
 //! symlinks (so a stream keeps its real name when a link is re-pointed), can
 //! be kept inside the configured directories, and stops at [`MAX_MATCHES`].
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 use glob::{MatchOptions, Pattern};
 
@@ -21,6 +22,105 @@ use super::siblings::{is_compressed, live_path_of};
 
 /// Files one glob may match before the walk stops.
 pub const MAX_MATCHES: usize = 10_000;
+/// How long a directory's listing is believed while its modification time
+/// stays the same: a symlink in it re-pointed elsewhere changes nothing here.
+const LISTING_FOR: Duration = Duration::from_secs(30);
+/// How old a directory's last change must be for its listing to be kept.
+const SETTLED_AFTER: Duration = Duration::from_secs(1);
+
+/// Directory listings kept from one discovery to the next. A directory's
+/// entries change only with its modification time, so an unchanged one costs
+/// a `stat` instead of a listing, a `stat` per entry and the resolution of
+/// its real path: 200 JVM directories re-walked every second were half of an
+/// idle agent's CPU.
+#[derive(Default)]
+pub struct Listings {
+    by_dir: HashMap<PathBuf, Listing>,
+}
+
+struct Listing {
+    /// Device, inode and modification time of the directory listed.
+    stamp: (u64, u64, Option<SystemTime>),
+    /// Whether the directory had not changed for a while when it was listed.
+    settled: bool,
+    listed_at: Instant,
+    /// Whether the walk's confinement allows the directory.
+    allowed: bool,
+    entries: Vec<Entry>,
+    /// Walked in the current pass, see [`Listings::forget_unvisited`].
+    visited: bool,
+}
+
+#[derive(Clone)]
+struct Entry {
+    name: String,
+    path: PathBuf,
+    is_link: bool,
+    is_dir: bool,
+}
+
+impl Listings {
+    /// The entries of `dir` (of metadata `meta`), sorted by name, and
+    /// whether `confine` allows it: listed again when it changed.
+    fn of(&mut self, dir: &Path, meta: &Metadata, confine: &Confine) -> (bool, Vec<Entry>) {
+        let stamp = (meta.dev(), meta.ino(), meta.modified().ok());
+        if let Some(listing) = self.by_dir.get_mut(dir) {
+            if listing.settled
+                && listing.stamp == stamp
+                && listing.listed_at.elapsed() < LISTING_FOR
+            {
+                listing.visited = true;
+                return (listing.allowed, listing.entries.clone());
+            }
+        }
+        let allowed = confine.allows(dir);
+        let entries = if allowed { list(dir) } else { Vec::new() };
+        // A change within the same tick of the file system's clock leaves
+        // the modification time as it was: a listing taken less than a
+        // second after a change is not believed the next time.
+        let settled = stamp
+            .2
+            .is_some_and(|mtime| mtime.elapsed().is_ok_and(|age| age >= SETTLED_AFTER));
+        let listing = Listing {
+            stamp,
+            settled,
+            listed_at: Instant::now(),
+            allowed,
+            entries: entries.clone(),
+            visited: true,
+        };
+        self.by_dir.insert(dir.to_path_buf(), listing);
+        (allowed, entries)
+    }
+
+    /// Drops the listings of directories no walk reached since the last
+    /// call, so that removed directories do not pile up.
+    pub fn forget_unvisited(&mut self) {
+        self.by_dir
+            .retain(|_, listing| std::mem::take(&mut listing.visited));
+    }
+}
+
+/// The entries of `dir`, sorted by name.
+fn list(dir: &Path) -> Vec<Entry> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut entries: Vec<Entry> = entries
+        .flatten()
+        .map(|entry| {
+            let path = entry.path();
+            Entry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                is_link: entry.file_type().is_ok_and(|t| t.is_symlink()),
+                is_dir: std::fs::metadata(&path).is_ok_and(|m| Metadata::is_dir(&m)),
+                path,
+            }
+        })
+        .collect();
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    entries
+}
 
 /// `*` and `?` match within one path component, as in a shell.
 const COMPONENT: MatchOptions = MatchOptions {
@@ -63,6 +163,11 @@ pub struct Discovery {
 /// Live paths of the streams a path or glob names now, walking only
 /// directories `confine` allows.
 pub fn discover(pattern: &str, confine: &Confine) -> Discovery {
+    discover_with(pattern, confine, &mut Listings::default())
+}
+
+/// [`discover`], with the directory listings of earlier walks.
+pub fn discover_with(pattern: &str, confine: &Confine, listings: &mut Listings) -> Discovery {
     if !has_glob_chars(pattern) {
         return Discovery {
             live: BTreeSet::from([PathBuf::from(pattern)]),
@@ -88,6 +193,7 @@ pub fn discover(pattern: &str, confine: &Confine) -> Discovery {
     let mut walk = Walk {
         parts,
         confine,
+        listings,
         visited: HashSet::new(),
         through_links: Vec::new(),
         found: Discovery::default(),
@@ -120,6 +226,7 @@ impl Part {
 struct Walk<'a> {
     parts: Vec<Part>,
     confine: &'a Confine,
+    listings: &'a mut Listings,
     /// Directories (device, inode) already walked at a part of the glob.
     visited: HashSet<(u64, u64, usize)>,
     through_links: Vec<(PathBuf, usize)>,
@@ -130,7 +237,7 @@ struct Walk<'a> {
 impl Walk<'_> {
     /// Matches `parts[index..]` below `dir`.
     fn dir(&mut self, dir: &Path, index: usize) {
-        if self.found.capped || !self.confine.allows(dir) {
+        if self.found.capped {
             return;
         }
         let Ok(meta) = std::fs::metadata(dir) else {
@@ -139,17 +246,18 @@ impl Walk<'_> {
         if !meta.is_dir() || !self.visited.insert((meta.dev(), meta.ino(), index)) {
             return;
         }
-        let Ok(entries) = std::fs::read_dir(dir) else {
+        let (allowed, entries) = self.listings.of(dir, &meta, self.confine);
+        if !allowed {
             return;
-        };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|entry| entry.file_name());
+        }
         let last = index + 1 == self.parts.len();
-        for entry in entries {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = entry.path();
-            let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
-            let is_dir = std::fs::metadata(&path).is_ok_and(|m| Metadata::is_dir(&m));
+        for Entry {
+            name,
+            path,
+            is_link,
+            is_dir,
+        } in entries
+        {
             match &self.parts[index] {
                 Part::AnyDirs => {
                     if is_dir {
@@ -211,6 +319,30 @@ mod tests {
             .live
             .into_iter()
             .collect()
+    }
+
+    #[test]
+    fn kept_listings_see_files_and_directories_that_come_and_go() {
+        let root = tempfile::tempdir().unwrap();
+        let pattern = root.path().join("jvm-*/gc.log").display().to_string();
+        let mut listings = Listings::default();
+        let mut walk = |listings: &mut Listings| {
+            let found = discover_with(&pattern, &Confine::Anywhere, listings);
+            listings.forget_unvisited();
+            found.live.into_iter().collect::<Vec<_>>()
+        };
+        touch(&root.path().join("jvm-1/gc.log"));
+        assert_eq!(walk(&mut listings), [root.path().join("jvm-1/gc.log")]);
+        // A new directory, and a log in a directory already listed empty.
+        std::fs::create_dir(root.path().join("jvm-2")).unwrap();
+        assert_eq!(walk(&mut listings).len(), 1);
+        touch(&root.path().join("jvm-2/gc.log"));
+        assert_eq!(walk(&mut listings).len(), 2);
+        // A removed directory is gone from the walk and from the listings.
+        std::fs::remove_dir_all(root.path().join("jvm-1")).unwrap();
+        assert_eq!(walk(&mut listings), [root.path().join("jvm-2/gc.log")]);
+        assert!(!listings.by_dir.contains_key(&root.path().join("jvm-1")));
+        assert_eq!(listings.by_dir.len(), 2, "the base and jvm-2");
     }
 
     #[test]

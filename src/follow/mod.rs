@@ -28,7 +28,9 @@ use descriptors::Slot;
 pub use descriptors::{plan, raise_open_files_limit, set_budget, Plan};
 
 pub use confine::{open_regular, Confine, OpenError};
-pub use discover::{base_dir, discover, has_glob_chars, Discovery, MAX_MATCHES};
+pub use discover::{
+    base_dir, discover, discover_with, has_glob_chars, Discovery, Listings, MAX_MATCHES,
+};
 pub use siblings::{live_path_of, log_exists};
 
 /// Bytes of a file's head that identify it.

@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -111,6 +112,9 @@ pub struct GcLogSource {
     checkpointed: bool,
     /// Readable, lag and files followed as last written to the stream.
     reported: Option<(bool, u64, u64)>,
+    /// The live file (device, inode) whose first timestamp was read, and
+    /// whether it was uptime only.
+    first_time_of: Option<((u64, u64), bool)>,
 }
 
 impl GcLogSource {
@@ -180,6 +184,7 @@ impl GcLogSource {
             forget_after: has_glob_chars(&source.path).then_some(source.forget_after),
             checkpointed: true,
             reported: None,
+            first_time_of: None,
         }
     }
 
@@ -190,7 +195,12 @@ impl GcLogSource {
     /// as uptime-only).
     /// `true` while the first read should wait for the JVM's start.
     fn probe_jvm_start(&mut self, store: &Store) -> bool {
-        let awaiting = self.awaiting_anchor_since.is_some();
+        // Past its wait, a first read is no longer held back, and the probe
+        // goes back to its interval: a file read from its end may give no
+        // line for days.
+        let awaiting = self
+            .awaiting_anchor_since
+            .is_some_and(|since| since.elapsed() < ANCHOR_WAIT);
         if self.configured_start
             || self.parser.run().anchor.is_some()
             || (!awaiting
@@ -202,12 +212,7 @@ impl GcLogSource {
         }
         let first_read = self.parser.stats().lines == 0;
         let needed = if first_read {
-            // Through the follower's confinement: a link to `/dev/zero` or
-            // `/etc/shadow` is no more read here than by the follower.
-            let live = self.follower.confine().open(self.follower.live_path());
-            live.ok()
-                .and_then(first_time_in)
-                .is_some_and(|t| t.wall.is_none())
+            self.first_time_has_no_wall_clock()
         } else {
             store
                 .write()
@@ -237,6 +242,39 @@ impl GcLogSource {
                 .get_or_insert_with(Instant::now)
                 .elapsed()
                 < ANCHOR_WAIT
+    }
+}
+
+impl GcLogSource {
+    /// Whether the live file's first timestamp is uptime only, read once
+    /// per file: the answer is kept with the file's identity, so a log read
+    /// from its end that stays quiet costs a `stat` per probe, not an open,
+    /// a path resolution and a read.
+    fn first_time_has_no_wall_clock(&mut self) -> bool {
+        let path = self.follower.live_path();
+        let identity = |meta: &std::fs::Metadata| (meta.dev(), meta.ino());
+        if let (Some((known, uptime_only)), Ok(meta)) =
+            (self.first_time_of, std::fs::metadata(path))
+        {
+            if known == identity(&meta) {
+                return uptime_only;
+            }
+        }
+        // Through the follower's confinement: a link to `/dev/zero` or
+        // `/etc/shadow` is no more read here than by the follower.
+        let Ok(file) = self.follower.confine().open(path) else {
+            return false;
+        };
+        let Ok(meta) = file.metadata() else {
+            return false;
+        };
+        let Some(time) = first_time_in(file) else {
+            // No timestamp yet (an empty file): asked again.
+            return false;
+        };
+        let uptime_only = time.wall.is_none();
+        self.first_time_of = Some((identity(&meta), uptime_only));
+        uptime_only
     }
 }
 

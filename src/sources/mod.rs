@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, CorrelationConfig};
 use crate::follow::{
-    base_dir, discover, log_exists, Confine, FollowOptions, Follower, Note, PollOutcome, StartAt,
-    MAX_MATCHES,
+    base_dir, discover_with, log_exists, Confine, FollowOptions, Follower, Listings, Note,
+    PollOutcome, StartAt, MAX_MATCHES,
 };
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
@@ -268,6 +268,8 @@ pub struct Registry {
     looked_before: bool,
     /// Globs that hit the cap on matches, reported once each.
     capped: BTreeSet<String>,
+    /// The glob walks' directory listings, kept while unchanged.
+    listings: Listings,
     next_id: u64,
     writers: Arc<Mutex<procfs::JvmLogWriters>>,
     /// The one view of /proc the discoverers and `writers` share.
@@ -302,6 +304,7 @@ impl Registry {
             claimed: BTreeSet::new(),
             roots,
             capped: BTreeSet::new(),
+            listings: Listings::default(),
             next_id: 0,
             writers: Arc::new(Mutex::new(procfs::JvmLogWriters::new(table.clone()))),
             table,
@@ -365,7 +368,8 @@ impl Registry {
     ) -> Vec<(usize, PathBuf)> {
         let mut candidates = Vec::new();
         for (index, (pattern, follow_symlinks_outside)) in paths.enumerate() {
-            let found = discover(pattern, &self.confine(follow_symlinks_outside));
+            let confine = self.confine(follow_symlinks_outside);
+            let found = discover_with(pattern, &confine, &mut self.listings);
             if found.capped && self.capped.insert(pattern.clone()) {
                 tracing::error!(path = %pattern, cap = MAX_MATCHES, "glob matches too many files; the rest are not followed");
                 store.write().count_error("glob_capped");
@@ -459,6 +463,7 @@ impl Registry {
                 &source, restored,
             )));
         }
+        self.listings.forget_unvisited();
         found.extend(self.discover_jvms(store));
         self.looked_before = true;
         found
