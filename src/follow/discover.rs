@@ -326,7 +326,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let pattern = root.path().join("jvm-*/gc.log").display().to_string();
         let mut listings = Listings::default();
-        let mut walk = |listings: &mut Listings| {
+        let walk = |listings: &mut Listings| {
             let found = discover_with(&pattern, &Confine::Anywhere, listings);
             listings.forget_unvisited();
             found.live.into_iter().collect::<Vec<_>>()
