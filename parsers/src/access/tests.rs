@@ -1,4 +1,3 @@
-
 use super::fields::*;
 use super::*;
 
