@@ -252,6 +252,18 @@ pub(crate) fn collector_from_pool(pool: &str) -> Option<Collector> {
     })
 }
 
+pub(crate) fn collector_from_using(name: &str) -> Option<Collector> {
+    Some(match name {
+        "G1" => Collector::G1,
+        "Parallel" => Collector::Parallel,
+        "Serial" => Collector::Serial,
+        "Concurrent Mark Sweep" => Collector::Cms,
+        "Shenandoah" => Collector::Shenandoah,
+        "The Z Garbage Collector" => Collector::Z,
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

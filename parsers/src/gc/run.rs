@@ -4,9 +4,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::envelope::Envelope;
-use super::unified::{collector_from_using, Message};
-use super::{GcLogParser, JvmRun};
+use super::envelope::{split_message, Envelope, Message};
+use super::grammar::collector_from_using;
+use super::state::{GcLogParser, JvmRun};
 use crate::events::*;
 
 /// A drop in uptime larger than this (seconds) means a new JVM run.
@@ -152,5 +152,60 @@ impl GcLogParser {
             }
             _ => {}
         }
+    }
+
+    /// Emits a pause still waiting for its CPU-times line. A tailing agent calls
+    /// this when the log has been quiet for a moment.
+    pub fn flush(&mut self, out: &mut Vec<GcEvent>) {
+        if let Some(pause) = self.pending.take() {
+            self.emit(GcEvent::Pause(pause), out);
+        }
+        let mut held = Vec::new();
+        self.legacy.flush(&mut held);
+        self.place_legacy(held, out);
+    }
+
+    /// Puts JDK 6 to 8 events on the run's clock and emits them: the same
+    /// restart detection and anchoring as unified lines, keyed by the
+    /// instant each event ends (a concurrent phase spliced into a pause's
+    /// line is stamped after the pause began).
+    pub(super) fn place_legacy(&mut self, events: Vec<GcEvent>, out: &mut Vec<GcEvent>) {
+        for mut event in events {
+            let (end, hint) = match &event {
+                GcEvent::Pause(pause) => (pause.end, pause.collector),
+                GcEvent::ConcurrentPhase(phase) => (phase.end, phase.collector),
+                _ => (LogTime::default(), Collector::Unknown),
+            };
+            let env = legacy_envelope(end);
+            self.check_restart(&env, &split_message(""), out);
+            self.time_of(&env);
+            self.run.saw_collection = true;
+            self.infer_collector(Some(hint).filter(|c| *c != Collector::Unknown));
+            let collector = self.run.collector;
+            match &mut event {
+                GcEvent::Pause(pause) => {
+                    pause.collector = collector;
+                    pause.start = self.anchored(pause.start);
+                    pause.end = self.anchored(pause.end);
+                }
+                GcEvent::ConcurrentPhase(phase) => {
+                    phase.collector = collector;
+                    phase.end = self.anchored(phase.end);
+                }
+                _ => {}
+            }
+            self.emit(event, out);
+        }
+    }
+}
+
+/// The envelope a JDK 8 stamp stands for, so that its events share the
+/// unified lines' clock handling. Date stamps have millisecond precision.
+pub(super) fn legacy_envelope(time: LogTime) -> Envelope<'static> {
+    Envelope {
+        wall_millis: time.wall.map(|wall| wall.timestamp_millis()),
+        uptime_s: time.uptime_s,
+        decorated: true,
+        ..Envelope::default()
     }
 }

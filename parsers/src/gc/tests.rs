@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn parse(text: &[u8]) -> (Vec<GcEvent>, ParseStats) {

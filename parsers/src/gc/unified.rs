@@ -3,9 +3,12 @@
 //! interleaved lines. The front door in `gc/mod.rs` owns the state and the
 //! run's clock; this module holds what only unified lines mean.
 
-use super::envelope::Envelope;
-use super::grammar::{self, collector_from_pool, plausible};
-use super::{GcLogParser, OpenCollection, SafepointBegin, Understood};
+use super::envelope::{split_message, Envelope, Message};
+use super::grammar::{self, collector_from_pool, collector_from_using, plausible};
+use super::legacy::is_legacy_line;
+use super::state::{
+    GcLogParser, Grammar, Line, OpenCollection, Outcome, SafepointBegin, Understood, UnparsedKind,
+};
 use crate::events::*;
 
 /// At most this many collections are tracked as open at once; the oldest ids
@@ -38,55 +41,6 @@ pub(super) const QUALIFIERS: &[&str] = &[
     "Roots",
 ];
 
-/// A message with its `GC(N)` id and generational-ZGC prefix taken off.
-pub(super) struct Message<'a> {
-    pub(super) gc_id: Option<u64>,
-    /// `y`, `Y` or `O` in generational ZGC lines.
-    pub(super) zgc_generation: Option<char>,
-    pub(super) body: &'a str,
-}
-
-pub(super) fn split_message(message: &str) -> Message<'_> {
-    let Some(after) = message.strip_prefix("GC(") else {
-        return Message {
-            gc_id: None,
-            zgc_generation: None,
-            body: message,
-        };
-    };
-    let Some(close) = after.find(')') else {
-        return Message {
-            gc_id: None,
-            zgc_generation: None,
-            body: message,
-        };
-    };
-    let Ok(id) = after[..close].parse::<u64>() else {
-        return Message {
-            gc_id: None,
-            zgc_generation: None,
-            body: message,
-        };
-    };
-    let body = after[close + 1..]
-        .strip_prefix(' ')
-        .unwrap_or(&after[close + 1..]);
-    let bytes = body.as_bytes();
-    if bytes.len() >= 3 && matches!(bytes[0], b'y' | b'Y' | b'O') && &bytes[1..3] == b": " {
-        return Message {
-            gc_id: Some(id),
-            zgc_generation: Some(bytes[0] as char),
-            body: &body[3..],
-        };
-    }
-    Message {
-        gc_id: Some(id),
-        zgc_generation: None,
-        body,
-    }
-}
-
-/// The time a single log line carries (anchored only if the line has both clocks);
 /// A size from a preamble line such as `Heap Region Size: 1M`.
 pub(super) fn preamble_size(body: &str, prefixes: &[&str]) -> Option<u64> {
     let value = prefixes
@@ -95,18 +49,6 @@ pub(super) fn preamble_size(body: &str, prefixes: &[&str]) -> Option<u64> {
     grammar::size_bytes(value.trim())
         .ok()
         .map(|(_, bytes)| bytes)
-}
-
-pub(super) fn collector_from_using(name: &str) -> Option<Collector> {
-    Some(match name {
-        "G1" => Collector::G1,
-        "Parallel" => Collector::Parallel,
-        "Serial" => Collector::Serial,
-        "Concurrent Mark Sweep" => Collector::Cms,
-        "Shenandoah" => Collector::Shenandoah,
-        "The Z Garbage Collector" => Collector::Z,
-        _ => return None,
-    })
 }
 
 /// Collector implied by a pause's name and groups, for logs without a preamble.
@@ -671,5 +613,79 @@ pub(super) fn pause_generation(
         | (Collector::G1, "Pause Cleanup")
         | (Collector::Cms, "Pause Initial Mark") => Some(Generation::Old),
         _ => None,
+    }
+}
+
+/// HotSpot unified logging (JDK 9 and later); it reads every line the other
+/// formats leave, and says whether it is foreign output.
+pub(super) struct Unified;
+
+impl Grammar for Unified {
+    fn read(&self, p: &mut GcLogParser, line: &Line, out: &mut Vec<GcEvent>) -> Option<Outcome> {
+        Some(p.unified_line(line, out))
+    }
+}
+
+impl GcLogParser {
+    /// Handles a line no other format claimed and says what became of it.
+    fn unified_line(&mut self, line: &Line<'_>, out: &mut Vec<GcEvent>) -> Outcome {
+        let text = line.text;
+        let Some(env) = line.envelope() else {
+            self.flush(out);
+            return Outcome::Unparsed(if is_legacy_line(text) {
+                UnparsedKind::LegacyFormat
+            } else {
+                UnparsedKind::NotUnifiedLogging
+            });
+        };
+        if env.continuation || (env.message.is_empty() && (env.decorated || text.is_empty())) {
+            self.flush(out);
+            return Outcome::Ignored;
+        }
+        let message = split_message(env.message);
+        if let (Some(pending), Some(id)) = (&self.pending, message.gc_id) {
+            if pending.gc_id == Some(id) {
+                if let Ok((_, cpu)) = grammar::cpu_times(message.body) {
+                    let mut pause = self.pending.take().expect("checked above");
+                    let cpu_ok = [cpu.user_s, cpu.sys_s, cpu.real_s]
+                        .into_iter()
+                        .all(plausible);
+                    if cpu_ok {
+                        pause.cpu = Some(cpu);
+                    }
+                    self.emit(GcEvent::Pause(pause), out);
+                    return if cpu_ok {
+                        Outcome::Used
+                    } else {
+                        Outcome::Unparsed(UnparsedKind::MalformedEvent)
+                    };
+                }
+            }
+        }
+        self.flush(out);
+        self.check_restart(env, &message, out);
+        let understood = match message.gc_id {
+            Some(id) => {
+                self.run.saw_collection = true;
+                self.collection_line(id, &message, env, out)
+            }
+            None => self.plain_line(message.body, env, out),
+        };
+        if !env.decorated && (message.gc_id.is_some() || matches!(understood, Understood::Yes)) {
+            self.undecorated_logging = true;
+        }
+        match understood {
+            Understood::Yes => Outcome::Used,
+            Understood::Ignored => {
+                if env.decorated || message.gc_id.is_some() || self.undecorated_logging {
+                    Outcome::Ignored
+                } else if is_legacy_line(text) {
+                    Outcome::Unparsed(UnparsedKind::LegacyFormat)
+                } else {
+                    Outcome::Unparsed(UnparsedKind::NotUnifiedLogging)
+                }
+            }
+            Understood::Malformed => Outcome::Unparsed(UnparsedKind::MalformedEvent),
+        }
     }
 }

@@ -317,3 +317,16 @@ impl LegacyParser {
         Claim::Ignored
     }
 }
+
+/// Whether an unreadable line looks like JDK 6 to 8 output, to count it as such.
+pub(crate) fn is_legacy_line(line: &str) -> bool {
+    let first = line.as_bytes().first().copied().unwrap_or(b' ');
+    (first.is_ascii_digit() && line.contains(": ["))
+        || line.starts_with("[GC")
+        || line.starts_with("[Full GC")
+        || line.starts_with("{Heap")
+        || line.starts_with("Java HotSpot")
+        || line.starts_with("OpenJDK ")
+        || line.starts_with("CommandLine flags:")
+        || line.starts_with("Memory: ")
+}

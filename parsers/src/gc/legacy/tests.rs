@@ -1,4 +1,3 @@
-
 use super::*;
 
 fn parse(log: &str) -> (Vec<GcEvent>, Vec<String>) {
