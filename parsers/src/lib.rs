@@ -18,26 +18,19 @@
 //! ```
 
 mod access;
-mod envelope;
 mod events;
-mod gctrace;
-mod grammar;
+mod gc;
 pub mod hsperf;
-mod legacy;
 mod lines;
-mod log_format;
-mod resolution;
 mod stream;
-mod unified;
 
 pub use access::{
-    parse_line, AccessFormat, AccessLogParser, AccessStats, DurationUnit, Request, TimeFormat,
-    TimestampMeaning,
+    parse_line, AccessFormat, AccessLogParser, AccessStats, DurationUnit, Request, Server,
+    TimeFormat, TimestampMeaning,
 };
 pub use events::*;
+pub use gc::{line_time, GcLogParser, JvmRun, ParseStats, ParserOptions, UnparsedKind};
 pub use lines::{LineSplitter, Piece};
-pub use log_format::Server;
 /// Shared by every parser so that the agent drives each source (GC and access
 /// logs now; hsperfdata, JDK 8 and Go `gctrace` parsers later) the same way.
 pub use stream::StreamParser;
-pub use unified::{line_time, GcLogParser, JvmRun, ParseStats, ParserOptions, UnparsedKind};

@@ -4,7 +4,7 @@
 
 use crate::access::{AccessLogParser, Request};
 use crate::events::GcEvent;
-use crate::unified::GcLogParser;
+use crate::gc::GcLogParser;
 
 /// A parser fed a byte stream in arbitrary chunks, producing typed records.
 ///

@@ -11,7 +11,7 @@ use nom::multi::many0;
 use nom::sequence::{delimited, pair, preceded, terminated};
 use nom::{IResult, Parser};
 
-use crate::events::{CpuTimes, HeapTransition};
+use crate::events::{Collector, CpuTimes, HeapTransition};
 
 /// Parses `123`, `1.5` or `1,5` (HotSpot honours the locale's decimal separator).
 pub(crate) fn decimal(i: &str) -> IResult<&str, f64> {
@@ -232,6 +232,36 @@ pub(crate) fn safepoint_field(i: &str) -> IResult<&str, (&str, &str)> {
 /// `"G1CollectForAllocation", ` at the start of a JDK 13+ safepoint line.
 pub(crate) fn quoted(i: &str) -> IResult<&str, &str> {
     delimited(char('"'), take_till(|c| c == '"'), char('"')).parse(i)
+}
+
+/// No pause, phase, cycle, safepoint or stall lasts a day: a longer duration
+/// is a garbled number, and one such value would swamp every sum and maximum.
+const MAX_DURATION_S: f64 = 24.0 * 3600.0;
+
+/// Whether a parsed duration (seconds) is one HotSpot could have measured.
+pub(crate) fn plausible(duration_s: f64) -> bool {
+    (0.0..=MAX_DURATION_S).contains(&duration_s)
+}
+
+pub(crate) fn collector_from_pool(pool: &str) -> Option<Collector> {
+    Some(match pool {
+        "PSYoungGen" | "ParOldGen" | "PSOldGen" => Collector::Parallel,
+        "DefNew" | "Tenured" => Collector::Serial,
+        "ParNew" | "CMS" => Collector::Cms,
+        _ => return None,
+    })
+}
+
+pub(crate) fn collector_from_using(name: &str) -> Option<Collector> {
+    Some(match name {
+        "G1" => Collector::G1,
+        "Parallel" => Collector::Parallel,
+        "Serial" => Collector::Serial,
+        "Concurrent Mark Sweep" => Collector::Cms,
+        "Shenandoah" => Collector::Shenandoah,
+        "The Z Garbage Collector" => Collector::Z,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 //! `$request_time` in whole milliseconds, so a request of 0.58 ms reads
 //! `0.000`, and a percentile below that step says only "less than 1 ms".
 
-use crate::access::{AccessFormat, DurationUnit, TOMCAT_BEGIN_MSEC_PATTERN};
-use crate::log_format::CompiledLogFormat;
+use super::log_format::CompiledLogFormat;
+use super::{AccessFormat, DurationUnit, TOMCAT_BEGIN_MSEC_PATTERN};
 
 impl DurationUnit {
     /// One of this unit, in seconds.
@@ -40,7 +40,7 @@ impl AccessFormat {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log_format::Server;
+    use crate::access::Server;
 
     #[test]
     fn each_format_knows_its_step() {

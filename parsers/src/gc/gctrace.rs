@@ -17,6 +17,8 @@
 
 use chrono::{DateTime, Utc};
 
+use super::envelope::{Envelope, Message};
+use super::state::{GcLogParser, Grammar, Line, Outcome, UnparsedKind};
 use crate::events::*;
 
 /// No Go cycle phase lasts a day: a longer figure is a garbled number.
@@ -265,6 +267,49 @@ fn phase_ms(text: &str) -> Option<f64> {
 /// Whole mebibytes (the runtime prints `bytes >> 20`) as bytes.
 fn megabytes(text: &str) -> Option<u64> {
     text.parse::<u64>().ok()?.checked_mul(1 << 20)
+}
+
+/// The Go runtime's `GODEBUG=gctrace=1` output.
+pub(super) struct Gctrace;
+
+impl Grammar for Gctrace {
+    fn read(&self, p: &mut GcLogParser, line: &Line, out: &mut Vec<GcEvent>) -> Option<Outcome> {
+        let traced = recognise(line.text)?;
+        Some(p.go_line(traced, out))
+    }
+}
+
+impl GcLogParser {
+    /// A Go runtime line: a cycle is dated by its `@` uptime (and a prefix's
+    /// wall clock) and goes through the same restart and anchoring rules as
+    /// a unified-logging line, its number standing for the `GC(N)` id.
+    fn go_line(&mut self, traced: Traced, out: &mut Vec<GcEvent>) -> Outcome {
+        self.flush(out);
+        let cycle = match traced.line {
+            GoLine::Cycle(cycle) => cycle,
+            GoLine::Other => return Outcome::Ignored,
+            GoLine::Malformed => return Outcome::Unparsed(UnparsedKind::MalformedEvent),
+        };
+        let env = Envelope {
+            wall_millis: traced.wall.map(|wall| wall.timestamp_millis()),
+            uptime_s: Some(cycle.end_s()),
+            decorated: true,
+            ..Envelope::default()
+        };
+        let message = Message {
+            gc_id: Some(cycle.number),
+            zgc_generation: None,
+            body: "",
+        };
+        self.check_restart(&env, &message, out);
+        self.infer_collector(Some(Collector::Go));
+        self.run.saw_collection = true;
+        let end = self.time_of(&env);
+        for event in cycle.events(end) {
+            self.emit(event, out);
+        }
+        Outcome::Used
+    }
 }
 
 #[cfg(test)]

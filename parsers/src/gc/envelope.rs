@@ -192,6 +192,54 @@ pub(crate) fn parse_iso8601(text: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
+/// A message with its `GC(N)` id and generational-ZGC prefix taken off.
+pub(super) struct Message<'a> {
+    pub(super) gc_id: Option<u64>,
+    /// `y`, `Y` or `O` in generational ZGC lines.
+    pub(super) zgc_generation: Option<char>,
+    pub(super) body: &'a str,
+}
+
+pub(super) fn split_message(message: &str) -> Message<'_> {
+    let Some(after) = message.strip_prefix("GC(") else {
+        return Message {
+            gc_id: None,
+            zgc_generation: None,
+            body: message,
+        };
+    };
+    let Some(close) = after.find(')') else {
+        return Message {
+            gc_id: None,
+            zgc_generation: None,
+            body: message,
+        };
+    };
+    let Ok(id) = after[..close].parse::<u64>() else {
+        return Message {
+            gc_id: None,
+            zgc_generation: None,
+            body: message,
+        };
+    };
+    let body = after[close + 1..]
+        .strip_prefix(' ')
+        .unwrap_or(&after[close + 1..]);
+    let bytes = body.as_bytes();
+    if bytes.len() >= 3 && matches!(bytes[0], b'y' | b'Y' | b'O') && &bytes[1..3] == b": " {
+        return Message {
+            gc_id: Some(id),
+            zgc_generation: Some(bytes[0] as char),
+            body: &body[3..],
+        };
+    }
+    Message {
+        gc_id: Some(id),
+        zgc_generation: None,
+        body,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,8 +13,9 @@ use chrono::{DateTime, Utc};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use crate::access::{clf, epoch, request, rfc3339, scaled_decimal, Request};
-use crate::{DurationUnit, TimestampMeaning};
+use super::fields::{
+    clf, epoch, request, rfc3339, scaled_decimal, DurationUnit, Request, TimestampMeaning,
+};
 
 /// The server whose format-string syntax a custom format is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
