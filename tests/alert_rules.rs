@@ -197,6 +197,40 @@ fn pause_budget_fires_on_the_longest_pause_of_the_minute() {
     ));
 }
 
+/// A JVM without a GC log whose sampler saw the minute's pauses only
+/// several at a time: the maximum is a lower bound, still over budget.
+#[test]
+fn pause_budget_fires_on_a_lower_bound_and_says_so() {
+    let log = parse(LONG_PAUSES);
+    let mut stream = stream(LONG_PAUSES);
+    // As the hsperfdata source marks the pauses it recovered several per sample.
+    stream.jvm.mark_max_lower_bound(&log.events);
+    let finding = check(
+        RuleKind::PauseBudget,
+        &Thresholds::default(),
+        &stream,
+        LONG_PAUSES_NOW,
+    );
+    // GC(16) Pause Full (Ergonomics) 218M->180M(243M) 104.303ms, as above.
+    fires(
+        &finding,
+        0.104303,
+        1e-9,
+        "longest GC pause at least 104.3 ms in the minute from 02:21 UTC, budget 50.0 ms",
+    );
+    // Under the budget a lower bound says nothing: quiet.
+    let generous = Thresholds {
+        max_pause: Duration::from_millis(200),
+        ..Thresholds::default()
+    };
+    quiet(&check(
+        RuleKind::PauseBudget,
+        &generous,
+        &stream,
+        LONG_PAUSES_NOW,
+    ));
+}
+
 #[test]
 fn pause_budget_is_quiet_on_a_healthy_log() {
     let finding = check(

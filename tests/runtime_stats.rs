@@ -6,7 +6,8 @@
 //! Shenandoah's pauses must be reported as unavailable, never made up, as
 //! must every figure of a JVM without PerfData. Then the JVMs exit: their
 //! series go after the grace period, their minutes stay. A JVM in its own
-//! PID and mount namespace is found through /proc/PID/root.
+//! PID and mount namespace is found through /proc/PID/root. A JVM that
+//! collects faster than the sampling has minutes flagged as lower bounds.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -827,4 +828,78 @@ fn gc_logs_named_in_argfiles_are_found_through_vm_args_or_the_expanded_command_l
         );
     }
     assert!(vm_args_jvm.wait().unwrap().success());
+}
+
+/// The sample of `name` for the JVM `pid`: its value and timestamp (Unix s).
+fn jvm_sample(metrics: &str, name: &str, pid: u32) -> Option<(f64, i64)> {
+    let line = metrics.lines().find(|line| {
+        line.starts_with(&format!("{name}{{")) && line.contains(&format!("pid=\"{pid}\""))
+    })?;
+    let mut fields = line[line.rfind('}')? + 1..].split_whitespace();
+    let value = fields.next()?.parse().ok()?;
+    Some((value, fields.next()?.parse().ok()?))
+}
+
+/// A G1 JVM collecting many times per sampling period: pauses fall several
+/// between two samples, so minutes have only a lower bound of their maximum.
+/// `/metrics` must flag such a minute, stamped like its maximum, and that
+/// maximum must not exceed the longest pause of the JVM's own log (written to
+/// its stderr, which the agent is not told about).
+#[test]
+fn a_minute_of_pauses_faster_than_the_sampling_is_flagged_as_a_lower_bound() {
+    let Some(setup) = Setup::new() else {
+        return;
+    };
+    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
+    let agent = start_agent(dir.path(), marker, "");
+    let log = dir.path().join("gc-stderr.log");
+    let mut child = Command::new("java")
+        .args(["-XX:+UseG1GC", "-Xmx16m", "-XX:ActiveProcessorCount=1"])
+        .args(["-Xlog:gc:stderr:utctime", marker])
+        // Unlimited allocation for long enough to complete a wall-clock minute.
+        .args(workload(0, 150, classes, &dir.path().join("mxbeans.json")))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let metrics = agent.metrics_when(Duration::from_secs(140), |m| {
+        jvm_sample(m, "pausewatch_gc_pause_max_lower_bound", pid).is_some_and(|(v, _)| v == 1.0)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let (_, minute) = jvm_sample(&metrics, "pausewatch_gc_pause_max_lower_bound", pid).unwrap();
+    let (max, max_minute) = jvm_sample(&metrics, "pausewatch_gc_pause_max_seconds", pid).unwrap();
+    assert_eq!(
+        max_minute, minute,
+        "the flag and the maximum describe one minute"
+    );
+    assert!(
+        sum(
+            &metrics,
+            "pausewatch_gc_pauses_unresolved_total",
+            &[&format!("pid=\"{pid}\"")]
+        ) > 0.0
+    );
+    // `[2026-12-02T04:20:01.123+0000] GC(5) Pause Young (Normal) ... 1.234ms`,
+    // within a second of the minute (the log stamps a pause as it prints it).
+    let text = std::fs::read_to_string(&log).unwrap();
+    let longest = text
+        .lines()
+        .filter(|line| line.contains(" Pause "))
+        .filter_map(|line| {
+            let at = chrono::DateTime::parse_from_str(line.get(1..29)?, "%Y-%m-%dT%H:%M:%S%.3f%z")
+                .ok()?;
+            let ms: f64 = line.rsplit(' ').next()?.strip_suffix("ms")?.parse().ok()?;
+            (minute - 1..minute + 61)
+                .contains(&at.timestamp())
+                .then_some(ms / 1e3)
+        })
+        .reduce(f64::max)
+        .expect("the JVM's log has pauses in the flagged minute");
+    eprintln!("minute {minute}: lower bound {max} s, the log's longest pause {longest} s");
+    assert!(
+        max > 0.0 && max <= longest + 1e-6,
+        "lower bound {max} s, the log's longest pause {longest} s"
+    );
 }

@@ -140,11 +140,15 @@ pub fn evaluate(
     match kind {
         RuleKind::PauseBudget => {
             let max = minute.map_or(0.0, |m| m.pause_max_seconds);
+            // A lower bound over budget is over budget; the summary says the
+            // longest pause may have been longer than the figure.
+            let lower_bound = minute.is_some_and(|m| m.pause_max_lower_bound);
             Finding {
                 active: max > seconds(thresholds.max_pause),
                 value: max,
                 summary: format!(
-                    "longest GC pause {} in the minute from {}, budget {}",
+                    "longest GC pause {}{} in the minute from {}, budget {}",
+                    if lower_bound { "at least " } else { "" },
                     ms(max),
                     last.format("%H:%M UTC"),
                     ms(seconds(thresholds.max_pause))

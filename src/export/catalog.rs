@@ -358,6 +358,17 @@ pub static CATALOG: &[Family] = &[
         })],
     },
     Family {
+        name: "pausewatch_gc_pause_max_lower_bound",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "1 when pausewatch_gc_pause_max_seconds of the same minute is a lower bound (hsperfdata: several pauses between two samples, only their total known), else 0.",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, now| {
+            last_complete(s, now, |m| Value::Int(m.is_some_and(|m| m.pause_max_lower_bound).into()))
+        })],
+    },
+    Family {
         name: "pausewatch_gc_pauses_last_minute",
         kind: Kind::Gauge,
         unit: Unit::None,

@@ -255,3 +255,54 @@ fn age_is_never_negative() {
         1.5
     );
 }
+
+/// The value and timestamp of `/metrics`' one sample of `family` at 01:46:30.
+fn scraped(stream: StreamState, family: &str) -> (String, String) {
+    let store = Arc::new(crate::store::Store::new(AgentState::from_streams([stream])));
+    let text = crate::export::prometheus::render(&crate::export::prometheus::registry_with_clock(
+        store,
+        "1.2.3",
+        || at(1, 46, 30),
+    ));
+    let mut lines = text
+        .lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")));
+    let line = lines
+        .next()
+        .unwrap_or_else(|| panic!("no {family} in {text}"));
+    assert!(lines.next().is_none(), "{family} twice");
+    let mut fields = line.rsplitn(3, ' ');
+    let timestamp = fields.next().unwrap().to_string();
+    (fields.next().unwrap().to_string(), timestamp)
+}
+
+#[test]
+fn a_lower_bound_maximum_is_flagged_in_the_same_minute_as_the_maximum() {
+    // The fixture's GC log gives 01:45 an exact maximum (22.499 ms).
+    let exact = fixture_stream();
+    let minute = at(1, 45, 0).timestamp().to_string();
+    assert_eq!(
+        scraped(exact.clone(), "pausewatch_gc_pause_max_lower_bound"),
+        ("0".to_string(), minute.clone())
+    );
+    // As hsperfdata sampling marks a minute whose pauses it could not tell apart.
+    let mut sampled = exact;
+    let key = at(1, 45, 0).timestamp();
+    sampled.jvm.minutes.minute_mut(key).pause_max_lower_bound = true;
+    let (max, max_minute) = scraped(sampled.clone(), "pausewatch_gc_pause_max_seconds");
+    assert!(
+        (max.parse::<f64>().unwrap() - 0.022499).abs() < 1e-12,
+        "{max}"
+    );
+    assert_eq!(max_minute, minute);
+    assert_eq!(
+        scraped(sampled, "pausewatch_gc_pause_max_lower_bound"),
+        ("1".to_string(), minute)
+    );
+    // OTLP walks the same catalog, under the name README gives.
+    let family = CATALOG
+        .iter()
+        .find(|f| f.name == "pausewatch_gc_pause_max_lower_bound")
+        .unwrap();
+    assert_eq!(family.otel_name(), "pausewatch.gc_pause_max_lower_bound");
+}

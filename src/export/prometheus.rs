@@ -462,6 +462,7 @@ pub(crate) mod tests {
             ("jvm_gc_pause_seconds", "histogram"),
             ("go_gc_pause_seconds", "histogram"),
             ("pausewatch_gc_pause_max_seconds", "gauge"),
+            ("pausewatch_gc_pause_max_lower_bound", "gauge"),
             ("pausewatch_gc_pauses_last_minute", "gauge"),
             ("pausewatch_safepoints", "counter"),
             ("pausewatch_safepoint_stopped_seconds", "counter"),
@@ -758,6 +759,7 @@ pub(crate) mod tests {
         for sample in &samples {
             let per_minute = [
                 "pausewatch_gc_pause_max_seconds",
+                "pausewatch_gc_pause_max_lower_bound",
                 "pausewatch_gc_pauses_last_minute",
                 "pausewatch_safepoint_time_to_safepoint_max_seconds",
             ]

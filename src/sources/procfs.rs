@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
@@ -18,9 +18,6 @@ use super::proc_table::{ProcEntry, ProcTable};
 const SCAN_EVERY: Duration = Duration::from_secs(10);
 /// A new file may ask for a scan sooner, but not more often than this.
 const FRESH_SCAN_EVERY: Duration = Duration::from_secs(1);
-/// How long a log's resolved real path is believed: a directory link
-/// changed under a running agent is followed within this.
-const REAL_PATHS_FOR: Duration = Duration::from_secs(60);
 
 /// The real path of a file, or of where it will be when it does not exist
 /// yet (a log not created, a JDK 8 ring, which no file is called after).
@@ -54,11 +51,9 @@ pub struct JvmLogWriters {
     generation: Option<u64>,
     /// The real path of each log asked about. Resolving one costs a
     /// `readlink` per path component, and every uptime-only stream asks
-    /// every few seconds; they are resolved again after [`REAL_PATHS_FOR`],
-    /// not whenever a process comes or goes, which on a busy host is at
-    /// every scan.
+    /// every few seconds; the answer only matters against the processes'
+    /// logs, so it is resolved again when the table's processes change.
     real_paths: HashMap<PathBuf, PathBuf>,
-    real_paths_since: Instant,
 }
 
 /// A finder on a table of the host's /proc of its own.
@@ -75,7 +70,6 @@ impl JvmLogWriters {
             processes: HashMap::new(),
             generation: None,
             real_paths: HashMap::new(),
-            real_paths_since: Instant::now(),
         }
     }
 
@@ -90,10 +84,7 @@ impl JvmLogWriters {
         table.refresh_within(due);
         if self.generation != Some(table.generation()) {
             self.update(&table);
-        }
-        if self.real_paths_since.elapsed() >= REAL_PATHS_FOR {
             self.real_paths.clear();
-            self.real_paths_since = Instant::now();
         }
         let wanted = self
             .real_paths

@@ -934,6 +934,8 @@ pub fn headline_panel() -> Vec<(String, String)> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MinuteFigures {
     pub pause_max_seconds: f64,
+    /// The minute's `pause_max_lower_bound`, absent from the JSON when false.
+    pub pause_max_lower_bound: bool,
     pub p999_seconds: Option<f64>,
 }
 
@@ -953,6 +955,7 @@ pub fn agent_minutes(port: u16) -> BTreeMap<i64, MinuteFigures> {
                 .then(|| latency["p999_seconds"].as_f64().expect("p999_seconds"));
             let figures = MinuteFigures {
                 pause_max_seconds: minute["pause_max_seconds"].as_f64().expect("pause max"),
+                pause_max_lower_bound: minute["pause_max_lower_bound"] == true,
                 p999_seconds,
             };
             (start.timestamp(), figures)
@@ -964,12 +967,15 @@ pub fn agent_minutes(port: u16) -> BTreeMap<i64, MinuteFigures> {
 /// seconds, minute starts) as Grafana does for its 1m interval, and checks
 /// each point against the agent's `/api/v1/minutes` for the minute starting
 /// at that point: every minute has its max pause there, every minute with
-/// requests its p99.9, and a minute without requests no latency point.
+/// requests its p99.9, a minute without requests no latency point, and only
+/// a minute whose max is a lower bound a lower-bound mark (at that max).
 /// Returns the points checked.
 pub fn check_headline_panel(prom: &Prometheus, agent_ports: &[u16], from: i64, to: i64) -> usize {
     let mut checked = 0;
     for (ref_id, expr) in headline_panel() {
         let latency = expr.contains("latency");
+        // The lower-bound marks: a point only where the minute's max is one.
+        let lower_bound = expr.contains("pausewatch_gc_pause_max_lower_bound");
         let result = prom.query_range(&expr, from, to, 60).expect("range query");
         for port in agent_ports {
             let instance = format!("127.0.0.1:{port}");
@@ -988,10 +994,15 @@ pub fn check_headline_panel(prom: &Prometheus, agent_ports: &[u16], from: i64, t
             for minute in (from..=to).step_by(60) {
                 let figures = minutes.get(&minute).copied().unwrap_or(MinuteFigures {
                     pause_max_seconds: 0.0,
+                    pause_max_lower_bound: false,
                     p999_seconds: None,
                 });
                 let expected = if latency {
                     figures.p999_seconds
+                } else if lower_bound {
+                    figures
+                        .pause_max_lower_bound
+                        .then_some(figures.pause_max_seconds)
                 } else {
                     Some(figures.pause_max_seconds)
                 };
