@@ -698,7 +698,7 @@ fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
 }
 
 #[test]
-fn the_readmes_first_command_shows_a_running_jvms_pauses_without_configuration() {
+fn without_configuration_a_running_jvms_pauses_show() {
     let Some(Setup { dir, classes, .. }) = Setup::new() else {
         return;
     };
@@ -712,10 +712,13 @@ fn the_readmes_first_command_shows_a_running_jvms_pauses_without_configuration()
         .unwrap();
     let pid_label = format!("pid=\"{}\"", jvm.id());
     std::thread::sleep(Duration::from_secs(1));
-    // `cargo run --release -- run --demo`, on its own port.
+    // README's `pausewatch run` without `--config`, on its own port and
+    // checkpoint directory. (`run --demo` shows its own service alone.)
     let port = common::free_port();
     let mut agent = Command::new(common::PAUSEWATCH)
-        .args(["run", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["run", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--checkpoint-dir")
+        .arg(dir.path().join("checkpoint"))
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
