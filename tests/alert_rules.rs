@@ -146,6 +146,11 @@ fn check(kind: RuleKind, thresholds: &Thresholds, stream: &StreamState, now: &st
     evaluate(kind, thresholds, stream, at(now))
 }
 
+/// Rule `kind` with the default thresholds on one fixture at `now`.
+fn by_default(kind: RuleKind, fixture: &str, now: &str) -> Finding {
+    check(kind, &Thresholds::default(), &stream(fixture), now)
+}
+
 fn fires(finding: &Finding, value: f64, tolerance: f64, summary_part: &str) {
     assert!(finding.active, "should fire: {finding:?}");
     assert_close(finding.value, value, tolerance, "value");
@@ -233,12 +238,7 @@ fn pause_budget_fires_on_a_lower_bound_and_says_so() {
 
 #[test]
 fn pause_budget_is_quiet_on_a_healthy_log() {
-    let finding = check(
-        RuleKind::PauseBudget,
-        &Thresholds::default(),
-        &stream(HEALTHY),
-        HEALTHY_NOW,
-    );
+    let finding = by_default(RuleKind::PauseBudget, HEALTHY, HEALTHY_NOW);
     quiet(&finding);
     // [3.050s][info][gc] GC(13) Pause Young (Mixed) (G1 Evacuation Pause) 69M->60M(128M) 11.835ms,
     // the longest of the log.
@@ -268,23 +268,31 @@ fn regression_thresholds() -> Thresholds {
     }
 }
 
+/// `PauseRegression` at `now` over `stream`, the fixtures compared whole.
+fn regression(stream: &StreamState, now: &str) -> Finding {
+    check(
+        RuleKind::PauseRegression,
+        &regression_thresholds(),
+        stream,
+        now,
+    )
+}
+
+/// The latency fixture's long pauses today, after the healthy parallel run
+/// (jdk17-parallel-steady, events in 01:45) moved to `healthy_at`.
+fn long_pauses_after_steady(healthy_at: &str) -> StreamState {
+    stream_of(&[
+        (PARALLEL_STEADY, moved("2026-11-30T01:45:00Z", healthy_at)),
+        (LONG_PAUSES, TimeDelta::zero()),
+    ])
+}
+
 #[test]
 fn pause_regression_against_the_same_window_a_day_earlier() {
     // Yesterday the same service ran healthy (jdk17-parallel-steady, moved to
     // 02:21 a day earlier); today it has the latency fixture's full GCs.
-    let stream = stream_of(&[
-        (
-            PARALLEL_STEADY,
-            moved("2026-11-30T01:45:00Z", "2026-11-29T02:21:00Z"),
-        ),
-        (LONG_PAUSES, TimeDelta::zero()),
-    ]);
-    let finding = check(
-        RuleKind::PauseRegression,
-        &regression_thresholds(),
-        &stream,
-        LONG_PAUSES_NOW,
-    );
+    let stream = long_pauses_after_steady("2026-11-29T02:21:00Z");
+    let finding = regression(&stream, LONG_PAUSES_NOW);
     fires(
         &finding,
         LONG_PAUSES_P99,
@@ -306,12 +314,7 @@ fn pause_regression_against_the_same_window_a_day_earlier() {
         ),
         (LONG_PAUSES, TimeDelta::zero()),
     ]);
-    let finding = check(
-        RuleKind::PauseRegression,
-        &regression_thresholds(),
-        &stream,
-        LONG_PAUSES_NOW,
-    );
+    let finding = regression(&stream, LONG_PAUSES_NOW);
     quiet(&finding);
     assert!(
         finding
@@ -325,19 +328,8 @@ fn pause_regression_against_the_same_window_a_day_earlier() {
 fn pause_regression_against_the_trailing_hours_without_day_old_data() {
     // No data a day ago; an hour before the 15-minute window the JVM ran
     // healthy (jdk17-parallel-steady moved to 01:21).
-    let stream = stream_of(&[
-        (
-            PARALLEL_STEADY,
-            moved("2026-11-30T01:45:00Z", "2026-11-30T01:21:00Z"),
-        ),
-        (LONG_PAUSES, TimeDelta::zero()),
-    ]);
-    let finding = check(
-        RuleKind::PauseRegression,
-        &regression_thresholds(),
-        &stream,
-        LONG_PAUSES_NOW,
-    );
+    let stream = long_pauses_after_steady("2026-11-30T01:21:00Z");
+    let finding = regression(&stream, LONG_PAUSES_NOW);
     fires(
         &finding,
         LONG_PAUSES_P99,
@@ -346,32 +338,15 @@ fn pause_regression_against_the_trailing_hours_without_day_old_data() {
     );
 
     // Beyond the trailing 3 hours it is no baseline: nothing to compare with.
-    let stream = stream_of(&[
-        (
-            PARALLEL_STEADY,
-            moved("2026-11-30T01:45:00Z", "2026-11-29T22:21:00Z"),
-        ),
-        (LONG_PAUSES, TimeDelta::zero()),
-    ]);
-    quiet(&check(
-        RuleKind::PauseRegression,
-        &regression_thresholds(),
-        &stream,
-        LONG_PAUSES_NOW,
-    ));
+    let stream = long_pauses_after_steady("2026-11-29T22:21:00Z");
+    quiet(&regression(&stream, LONG_PAUSES_NOW));
 }
 
 #[test]
 fn pause_regression_against_a_pinned_baseline() {
     // The day-old data says regression (see above), but a pinned baseline
     // overrides it: 170.5 ms is not 1.5 x 120 ms.
-    let history = stream_of(&[
-        (
-            PARALLEL_STEADY,
-            moved("2026-11-30T01:45:00Z", "2026-11-29T02:21:00Z"),
-        ),
-        (LONG_PAUSES, TimeDelta::zero()),
-    ]);
+    let history = long_pauses_after_steady("2026-11-29T02:21:00Z");
     let mut thresholds = Thresholds {
         regression_pinned: Some(Duration::from_millis(120)),
         ..regression_thresholds()
@@ -433,12 +408,7 @@ fn pause_regression_below_the_min_pause_floor_does_not_matter() {
         ("jvm/jdk17-shenandoah-degenerated", TimeDelta::zero()),
     ]);
     let now = "2026-11-30T01:46:00Z";
-    let finding = check(
-        RuleKind::PauseRegression,
-        &regression_thresholds(),
-        &stream,
-        now,
-    );
+    let finding = regression(&stream, now);
     quiet(&finding);
     assert_close(finding.value, 0.0064, 1e-9, "recent p99");
     assert!(finding.summary.contains("baseline 1.6 ms"), "{finding:?}");
@@ -468,12 +438,7 @@ fn pause_regression_is_quiet_on_a_healthy_log_like_the_day_before() {
         ),
         (HEALTHY, TimeDelta::zero()),
     ]);
-    let finding = check(
-        RuleKind::PauseRegression,
-        &regression_thresholds(),
-        &stream,
-        HEALTHY_NOW,
-    );
+    let finding = regression(&stream, HEALTHY_NOW);
     quiet(&finding);
     assert_close(finding.value, 0.0175, 1e-9, "recent p99");
     assert!(
@@ -622,12 +587,7 @@ fn gc_overhead_fires_when_pauses_take_a_share_of_the_window() {
         "GC pauses took 1.3 % of wall time over the last 1m",
     );
     // With the default 5-minute window the same pauses are 0.27 %.
-    let finding = check(
-        RuleKind::GcOverhead,
-        &Thresholds::default(),
-        &stream(LONG_PAUSES),
-        LONG_PAUSES_NOW,
-    );
+    let finding = by_default(RuleKind::GcOverhead, LONG_PAUSES, LONG_PAUSES_NOW);
     quiet(&finding);
     assert_close(finding.value, 0.803423 / 300.0, 1e-9, "default window");
 }
@@ -653,10 +613,9 @@ fn heap_pressure_fires_when_live_data_fills_the_heap() {
     // JDK 25, generational ZGC under allocation stalls:
     // [...][0.005s][info][gc,init] Max Capacity: 128M
     // [2026-11-30T01:46:59.784+0000][3.299s][info][gc] GC(37) Major Collection (Allocation Rate) 120M(94%)->120M(94%) 0.030s
-    let finding = check(
+    let finding = by_default(
         RuleKind::HeapPressure,
-        &Thresholds::default(),
-        &stream("jvm/jdk25-zgc-stall"),
+        "jvm/jdk25-zgc-stall",
         "2026-11-30T01:47:00Z",
     );
     fires(
@@ -671,21 +630,15 @@ fn heap_pressure_fires_when_live_data_fills_the_heap() {
 fn heap_pressure_is_quiet_on_a_healthy_log() {
     // The same collector running steady:
     // [4.919s][info][gc] GC(9) Major Collection (Proactive) 76M(59%)->52M(41%) 0.011s
-    let finding = check(
+    let finding = by_default(
         RuleKind::HeapPressure,
-        &Thresholds::default(),
-        &stream("jvm/jdk25-zgc-steady"),
+        "jvm/jdk25-zgc-steady",
         "2026-11-30T01:47:00Z",
     );
     quiet(&finding);
     assert_close(finding.value, 52.0 / 128.0, 1e-9, "live share");
     // And the healthy G1 JVM: GC(22) Pause Young (Mixed) ... 60M->55M(128M).
-    let finding = check(
-        RuleKind::HeapPressure,
-        &Thresholds::default(),
-        &stream(HEALTHY),
-        HEALTHY_NOW,
-    );
+    let finding = by_default(RuleKind::HeapPressure, HEALTHY, HEALTHY_NOW);
     quiet(&finding);
     assert_close(finding.value, 55.0 / 128.0, 1e-9, "live share");
 }
@@ -697,10 +650,9 @@ fn heap_pressure_is_quiet_on_a_healthy_log() {
 fn full_gc_fires_on_full_collections_in_the_minute() {
     // grep -cE '\]\[gc +\] GC\([0-9]+\) Pause Full' jdk17-parallel-full/gc.log: 13,
     // from 01:45:14.711 to 01:45:15.106.
-    let finding = check(
+    let finding = by_default(
         RuleKind::FullGc,
-        &Thresholds::default(),
-        &stream("jvm/jdk17-parallel-full"),
+        "jvm/jdk17-parallel-full",
         "2026-11-30T01:46:00Z",
     );
     fires(
@@ -715,10 +667,9 @@ fn full_gc_fires_on_full_collections_in_the_minute() {
 fn evacuation_failure_fires_on_to_space_exhaustion() {
     // grep -c 'To-space exhausted' jdk17-g1-evacfail/gc.log: 28; the log has
     // uptime only, the JVM started at 01:44:44.703 and ran 5.6 s.
-    let finding = check(
+    let finding = by_default(
         RuleKind::EvacuationFailure,
-        &Thresholds::default(),
-        &stream("jvm/jdk17-g1-evacfail"),
+        "jvm/jdk17-g1-evacfail",
         "2026-11-30T01:45:00Z",
     );
     fires(
@@ -735,10 +686,9 @@ fn degenerated_gc_fires_on_degenerated_cycles() {
     // [2026-11-30T01:45:43.350+0000] GC(10) Pause Degenerated GC (Mark) 121M->94M(128M) 4.491ms
     // [2026-11-30T01:45:43.357+0000] GC(12) Pause Degenerated GC (Mark) 121M->95M(128M) 3.307ms
     // [2026-11-30T01:45:43.364+0000] GC(14) Pause Degenerated GC (Mark) 121M->95M(128M) 3.637ms
-    let finding = check(
+    let finding = by_default(
         RuleKind::DegeneratedGc,
-        &Thresholds::default(),
-        &stream("jvm/jdk17-shenandoah-degenerated"),
+        "jvm/jdk17-shenandoah-degenerated",
         "2026-11-30T01:46:00Z",
     );
     fires(
@@ -936,12 +886,7 @@ fn gc_driven_tail_is_quiet_on_a_healthy_log() {
     assert_close(finding.value, 0.092814, 0.0001, "p99.9");
 
     // And the healthy JVM without a latency source says nothing.
-    quiet(&check(
-        RuleKind::GcDrivenTail,
-        &Thresholds::default(),
-        &stream(HEALTHY),
-        HEALTHY_NOW,
-    ));
+    quiet(&by_default(RuleKind::GcDrivenTail, HEALTHY, HEALTHY_NOW));
 }
 
 // ---------------------------------------------------------------------------
@@ -972,10 +917,9 @@ fn time_to_safepoint_fires_on_a_slow_safepoint() {
         1e-12,
         "time to safepoint reached 4.3 ms in the minute from 02:21 UTC",
     );
-    quiet(&check(
+    quiet(&by_default(
         RuleKind::TimeToSafepoint,
-        &Thresholds::default(),
-        &stream(LONG_PAUSES),
+        LONG_PAUSES,
         LONG_PAUSES_NOW,
     ));
 }
