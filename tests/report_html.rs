@@ -240,7 +240,15 @@ fn a_comparison_renders_both_runs_in_chromium() {
 fn the_demo_report_tells_the_story() {
     let work = tempfile::tempdir().unwrap();
     let page = work.path().join("demo.html");
-    report(&["--demo"], &page);
+    // A temporary directory of its own: other tests run demos at the same time.
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    common::succeed(
+        Command::new(common::PAUSEWATCH)
+            .args(["report", "--demo", "-o"])
+            .arg(&page)
+            .env("TMPDIR", &tmp),
+    );
     let html = std::fs::read_to_string(&page).unwrap();
     assert_self_contained(&html);
     // Before and after the change, the full GCs of the grown cache over
@@ -252,15 +260,7 @@ fn the_demo_report_tells_the_story() {
     assert!(html.contains("Tail latency is driven by pauses"), "{html}");
     assert_eq!(html.matches("<svg").count(), 6);
     // Its temporary directory is gone.
-    let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("pausewatch-demo-report-")
-        })
-        .collect();
+    let leftovers: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
