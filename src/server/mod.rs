@@ -134,9 +134,16 @@ pub async fn serve_with_shutdown(
                 let service = TowerToHyperService::new(service.layer(Extension(slot.started())));
                 connections.spawn(async move {
                     let _slot = slot;
+                    // Closed only when evicted: once its request has
+                    // arrived, the list drops the sender and it is served.
+                    let evicted = async {
+                        if evicted.await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    };
                     tokio::select! {
                         () = serve_plain_or_tls(stream, tls, service, spare_limits, false, stopped) => {}
-                        _ = evicted => {}
+                        () = evicted => {}
                     }
                 });
             }
