@@ -146,9 +146,14 @@ fn check(kind: RuleKind, thresholds: &Thresholds, stream: &StreamState, now: &st
     evaluate(kind, thresholds, stream, at(now))
 }
 
-/// Rule `kind` with the default thresholds on one fixture at `now`.
+/// Rule `kind` with the default thresholds on `stream` at `now`.
+fn with_defaults(kind: RuleKind, stream: &StreamState, now: &str) -> Finding {
+    check(kind, &Thresholds::default(), stream, now)
+}
+
+/// [`with_defaults`] on one fixture.
 fn by_default(kind: RuleKind, fixture: &str, now: &str) -> Finding {
-    check(kind, &Thresholds::default(), &stream(fixture), now)
+    with_defaults(kind, &stream(fixture), now)
 }
 
 fn fires(finding: &Finding, value: f64, tolerance: f64, summary_part: &str) {
@@ -180,12 +185,7 @@ const LONG_PAUSES_NOW: &str = "2026-11-30T02:22:00Z";
 #[test]
 fn pause_budget_fires_on_the_longest_pause_of_the_minute() {
     let stream = stream(LONG_PAUSES);
-    let finding = check(
-        RuleKind::PauseBudget,
-        &Thresholds::default(),
-        &stream,
-        LONG_PAUSES_NOW,
-    );
+    let finding = with_defaults(RuleKind::PauseBudget, &stream, LONG_PAUSES_NOW);
     // [2026-11-30T02:21:27.332+0000][7.599s][info][gc] GC(16) Pause Full (Ergonomics) 218M->180M(243M) 104.303ms
     fires(
         &finding,
@@ -194,9 +194,8 @@ fn pause_budget_fires_on_the_longest_pause_of_the_minute() {
         "longest GC pause 104.3 ms in the minute from 02:21 UTC, budget 50.0 ms",
     );
     // The minute after holds no pause at all.
-    quiet(&check(
+    quiet(&with_defaults(
         RuleKind::PauseBudget,
-        &Thresholds::default(),
         &stream,
         "2026-11-30T02:23:00Z",
     ));
@@ -210,12 +209,7 @@ fn pause_budget_fires_on_a_lower_bound_and_says_so() {
     let mut stream = stream(LONG_PAUSES);
     // As the hsperfdata source marks the pauses it recovered several per sample.
     stream.jvm.mark_max_lower_bound(&log.events);
-    let finding = check(
-        RuleKind::PauseBudget,
-        &Thresholds::default(),
-        &stream,
-        LONG_PAUSES_NOW,
-    );
+    let finding = with_defaults(RuleKind::PauseBudget, &stream, LONG_PAUSES_NOW);
     // GC(16) Pause Full (Ergonomics) 218M->180M(243M) 104.303ms, as above.
     fires(
         &finding,
@@ -735,12 +729,7 @@ fn allocation_stall_fires_on_allocation_stalls_only() {
     let stream = stream("jvm/jdk17-zgc-stall");
     assert_eq!(stream.jvm.counters.allocation_stalls, 32);
     assert_eq!(stream.jvm.counters.relocation_stalls, 4);
-    let finding = check(
-        RuleKind::AllocationStall,
-        &Thresholds::default(),
-        &stream,
-        "2026-11-30T01:46:00Z",
-    );
+    let finding = with_defaults(RuleKind::AllocationStall, &stream, "2026-11-30T01:46:00Z");
     fires(
         &finding,
         32.0,
@@ -817,12 +806,7 @@ fn gc_driven_tail_fires_when_slow_requests_were_stopped_by_gc() {
         ),
         (60, 48)
     );
-    let finding = check(
-        RuleKind::GcDrivenTail,
-        &Thresholds::default(),
-        &stream,
-        TAIL_NOW,
-    );
+    let finding = with_defaults(RuleKind::GcDrivenTail, &stream, TAIL_NOW);
     // p99.9 of the 6000 durations: the 5994th smallest, 92.814 ms
     // (sort -g of duration_ms), as an HdrHistogram with 3 significant digits
     // reports it (within 0.1 ms).
@@ -844,12 +828,7 @@ fn gc_driven_tail_does_not_outlive_its_minute() {
     let parts = [(LONG_PAUSES, TimeDelta::zero())];
     let stream = with_latency(stream_of(&parts), &parts, &requests(), TAIL_NOW);
     for now in ["2026-11-30T02:25:00Z", "2026-11-30T03:21:00Z"] {
-        quiet(&check(
-            RuleKind::GcDrivenTail,
-            &Thresholds::default(),
-            &stream,
-            now,
-        ));
+        quiet(&with_defaults(RuleKind::GcDrivenTail, &stream, now));
     }
 }
 
@@ -876,12 +855,7 @@ fn gc_driven_tail_is_quiet_on_a_healthy_log() {
         attribution.slow_requests_stop_affected * 2 <= attribution.slow_requests,
         "{attribution:?}"
     );
-    let finding = check(
-        RuleKind::GcDrivenTail,
-        &Thresholds::default(),
-        &service,
-        TAIL_NOW,
-    );
+    let finding = with_defaults(RuleKind::GcDrivenTail, &service, TAIL_NOW);
     quiet(&finding);
     assert_close(finding.value, 0.092814, 0.0001, "p99.9");
 
