@@ -1,13 +1,15 @@
-//! The catalog's unit tests (catalog.rs had passed 1,000 lines).
+//! The catalog's unit tests.
 use std::sync::Arc;
 
 use chrono::TimeZone;
 
+use super::readers::age_seconds;
 use super::*;
 use crate::export::prometheus::tests::fixture_stream;
 use crate::model::alerts::AlertState;
-use crate::model::correlate::Attribution;
+use crate::model::correlate::{Attribution, LatencyMinute};
 use crate::model::latency::LatencyState;
+use crate::model::runtime::{CollectorStats, MemoryPool, RuntimeStats};
 use crate::store::{AccessStreamState, StreamId};
 
 fn at(hour: u32, minute: u32, second: u32) -> DateTime<Utc> {
