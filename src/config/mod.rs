@@ -41,6 +41,7 @@ pub use http_client::{
     redact_url, ClientIdentity, Endpoint, HttpClientConfig, Secret, TlsSettings,
 };
 pub use latency_histogram::LatencyHistogramSource;
+pub use otlp::{OtlpConfig, Protocol, Temporality, TlsFiles, PAUSE_RECORDS_KEPT};
 pub use spans::ConfigError;
 pub use web::{load_web_config, WebConfig};
 
@@ -173,7 +174,7 @@ pub struct Config {
     /// OTLP export, on when the file has an `[otlp]` table. Not printed: its
     /// headers hold credentials.
     #[serde(skip)]
-    pub otlp: Option<crate::export::otlp::OtlpConfig>,
+    pub otlp: Option<OtlpConfig>,
 }
 
 impl Default for Config {
@@ -352,7 +353,7 @@ impl Ctx<'_> {
             let otlp = self.otlp(raw_otlp, env)?;
             if otlp.pause_events {
                 for source in &mut config.gc_log {
-                    source.pause_records = otlp::PAUSE_RECORDS_KEPT;
+                    source.pause_records = PAUSE_RECORDS_KEPT;
                 }
             }
             config.otlp = Some(otlp);

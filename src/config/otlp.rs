@@ -13,8 +13,60 @@ use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use super::spans::{key, ConfigError, Ctx, Seg};
-pub(super) use crate::export::otlp::PAUSE_RECORDS_KEPT;
-use crate::export::otlp::{OtlpConfig, Protocol, Temporality, TlsFiles};
+
+/// The transport of OTLP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    Grpc,
+    HttpProtobuf,
+}
+
+/// What a sum or histogram point holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Temporality {
+    /// Everything since the series started.
+    Cumulative,
+    /// What happened since the previous export the receiver acknowledged.
+    Delta,
+}
+
+/// PEM files for TLS, read when the configuration is loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TlsFiles {
+    /// CA certificates to trust instead of the system's.
+    pub ca: Option<Vec<u8>>,
+    /// Client certificate chain and key, for mutual TLS.
+    pub client: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// The `[otlp]` section, with the environment applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtlpConfig {
+    /// Full URL of the receiver: for http/protobuf including `/v1/metrics`.
+    pub endpoint: String,
+    pub protocol: Protocol,
+    pub interval: Duration,
+    /// Of one export request, connecting included.
+    pub timeout: Duration,
+    /// Sent with every request (authentication).
+    pub headers: BTreeMap<String, String>,
+    pub temporality: Temporality,
+    pub tls: TlsFiles,
+    /// Resource attributes of every resource, over `OTEL_RESOURCE_ATTRIBUTES`.
+    pub resource_attributes: BTreeMap<String, String>,
+    /// The opt-in `jvm.gc.cause` attribute on `jvm.gc.duration`: one series
+    /// per cause, as `jvm_gc_pause_seconds` has.
+    pub gc_cause: bool,
+    /// Each pause as a `jvm.gc.pause` log record, to the logs endpoint.
+    pub pause_events: bool,
+    /// Where the pause records go, while `pause_events` is on: for
+    /// http/protobuf `/v1/logs` beside `/v1/metrics`; for gRPC the endpoint.
+    pub logs_endpoint: Option<String>,
+}
+
+/// Pauses each JVM keeps for the records while the receiver is away; older
+/// ones are dropped and counted (`pausewatch_otlp_pause_records_dropped_total`).
+pub const PAUSE_RECORDS_KEPT: usize = 10_000;
 
 /// The paths OTLP/HTTP receivers serve, appended to an endpoint without one.
 const METRICS_PATH: &str = "/v1/metrics";

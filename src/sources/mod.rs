@@ -634,7 +634,7 @@ impl Registry {
             forget_after: crate::config::DEFAULT_FORGET_AFTER,
             max_label_values: self.config.max_label_values,
             pause_records: match &self.config.otlp {
-                Some(otlp) if otlp.pause_events => crate::export::otlp::PAUSE_RECORDS_KEPT,
+                Some(otlp) if otlp.pause_events => crate::config::PAUSE_RECORDS_KEPT,
                 _ => 0,
             },
         };
