@@ -1,5 +1,5 @@
-//! The one HTTP client of every outgoing request: the alert sinks and the
-//! latency histogram scrape. Plain `http://`, or `https://` over rustls with
+//! The one HTTP client of every outgoing request: the alert sinks, the
+//! latency histogram scrape and OTLP over http/protobuf. Plain `http://`, or `https://` over rustls with
 //! the system's roots (`rustls-platform-verifier`), or only the roots of
 //! `tls_config.ca_file`; a client certificate, a `server_name` override,
 //! `insecure_skip_verify` and an `Authorization` header, as the config module
@@ -9,6 +9,7 @@
 //! credentials; TLS failures say whether the server's certificate was not
 //! trusted or the server refused ours.
 
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use ureq::config::Config as UreqConfig;
@@ -170,6 +171,32 @@ impl HttpClient {
             _ => "",
         };
         format!("{method} {}: HTTP {status}{hint}", self.shown)
+    }
+
+    /// `Err` for a non-2xx answer: [`Self::status_error`] and the start of
+    /// the body, which often says what the server disliked.
+    pub fn check(
+        &self,
+        method: &str,
+        response: &mut ureq::http::Response<ureq::Body>,
+    ) -> Result<(), String> {
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let body = response
+            .body_mut()
+            .with_config()
+            .limit(4096)
+            .lossy_utf8(true)
+            .read_to_string()
+            .unwrap_or_default();
+        let excerpt: String = body.trim().chars().take(200).collect();
+        let mut message = self.status_error(method, status);
+        if !excerpt.is_empty() {
+            let _ = write!(message, ": {excerpt}");
+        }
+        Err(message)
     }
 }
 

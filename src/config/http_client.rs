@@ -94,6 +94,58 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// `Err` when `key` does not belong to the certificate of `chain`: ureq
+/// would panic on such a pair, so it is refused before a client is built.
+fn key_fits(
+    chain: &[CertificateDer<'static>],
+    key: PrivateKeyDer<'static>,
+) -> Result<(), rustls::Error> {
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .and_then(|builder| {
+            builder
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_client_auth_cert(chain.to_vec(), key)
+        })
+        .map(drop)
+}
+
+/// TLS settings from PEM text already read: `[otlp]`'s CA and client
+/// certificate, which the gRPC client takes as PEM, for the HTTP client.
+/// The same checks as `tls_config`'s files (the SDKs' variables name files
+/// that were only read at load).
+pub fn tls_from_pem(
+    ca: Option<&[u8]>,
+    client: Option<(&[u8], &[u8])>,
+) -> Result<TlsSettings, String> {
+    let certificates = |pem: &[u8], what: &str| -> Result<Vec<CertificateDer<'static>>, String> {
+        let certificates = CertificateDer::pem_slice_iter(pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("the {what}: {e}"))?;
+        if certificates.is_empty() {
+            return Err(format!("the {what} holds no certificate"));
+        }
+        Ok(certificates)
+    };
+    let mut tls = TlsSettings::default();
+    if let Some(ca) = ca {
+        tls.roots = Some(certificates(ca, "CA file")?);
+    }
+    if let Some((cert, key)) = client {
+        let chain = certificates(cert, "client certificate")?;
+        let key_pem = String::from_utf8_lossy(key).into_owned();
+        let der = PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
+            .map_err(|e| format!("the client key: no PEM private key: {e}"))?;
+        key_fits(&chain, der)
+            .map_err(|e| format!("the client key does not fit the client certificate: {e}"))?;
+        tls.identity = Some(ClientIdentity {
+            chain,
+            key_pem: Secret(key_pem),
+        });
+    }
+    Ok(tls)
+}
+
 /// A string value, or the trimmed content of the file named by `file_key`;
 /// what `password`/`password_file` and `credentials`/`credentials_file` share.
 struct Inline<'a> {
@@ -332,17 +384,7 @@ impl Ctx<'_> {
                         format!("{}: no PEM private key: {e}", key_file.display()),
                     )
                 })?;
-                // rustls checks that the key belongs to the certificate.
-                rustls::ClientConfig::builder_with_provider(Arc::new(
-                    rustls::crypto::ring::default_provider(),
-                ))
-                .with_safe_default_protocol_versions()
-                .and_then(|builder| {
-                    builder
-                        .with_root_certificates(rustls::RootCertStore::empty())
-                        .with_client_auth_cert(chain.clone(), key)
-                })
-                .map_err(|e| {
+                key_fits(&chain, key).map_err(|e| {
                     self.err(
                         kv.span(),
                         &kp,

@@ -38,7 +38,7 @@ pub use correlation::CorrelationConfig;
 pub use discovery::{DiscoveryConfig, DiscoveryRule, RuntimeStatsConfig, DISCOVERY_LABELS};
 pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
 pub use http_client::{
-    redact_url, ClientIdentity, Endpoint, HttpClientConfig, Secret, TlsSettings,
+    redact_url, tls_from_pem, ClientIdentity, Endpoint, HttpClientConfig, Secret, TlsSettings,
 };
 pub use latency_histogram::LatencyHistogramSource;
 pub use otlp::{OtlpConfig, Protocol, Temporality, TlsFiles, PAUSE_RECORDS_KEPT};

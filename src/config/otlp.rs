@@ -401,7 +401,7 @@ fn default_endpoint(protocol: Protocol) -> &'static str {
 /// to one given without a path unless `as_is`.
 fn endpoint_url(text: &str, protocol: Protocol, path: &str, as_is: bool) -> Result<String, String> {
     let text = text.trim();
-    let mut url = reqwest::Url::parse(text).map_err(|e| {
+    let mut url = url::Url::parse(text).map_err(|e| {
         format!("invalid endpoint {text:?}: {e} (expected http://HOST:PORT or https://HOST:PORT)")
     })?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {

@@ -45,15 +45,7 @@ pub fn spawn(
     store: SharedStore,
     build_version: &'static str,
 ) -> anyhow::Result<()> {
-    // reqwest's rustls takes the process's crypto provider; tonic picks ring itself.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let transport = {
-        let _context = runtime.enter();
-        Transport::new(&config)?
-    };
+    let transport = Transport::new(&config)?;
     let counts = store.snapshot().otlp;
     let signals: &[&'static str] = if config.pause_events {
         &["metrics", "logs"]
@@ -70,7 +62,6 @@ pub fn spawn(
     let delivery = Delivery {
         exporter: Exporter::new(config, build_version),
         transport,
-        runtime,
         store,
         counts,
     };
@@ -84,7 +75,6 @@ pub fn spawn(
 struct Delivery {
     exporter: Exporter,
     transport: Transport,
-    runtime: tokio::runtime::Runtime,
     store: SharedStore,
     counts: Arc<Mutex<OtlpCounters>>,
 }
@@ -125,7 +115,7 @@ impl Delivery {
         let records =
             (self.exporter.config.pause_events).then(|| self.exporter.pause_records(&state, now));
         drop(state);
-        let sent = (self.runtime).block_on(self.transport.send_metrics(metrics.request.clone()));
+        let sent = self.transport.send_metrics(metrics.request.clone());
         let metrics_sent = count(&self.counts, "metrics", sent);
         if metrics_sent.is_ok() {
             self.exporter.acknowledge(metrics);
@@ -140,7 +130,7 @@ impl Delivery {
         if records.request.resource_logs.is_empty() {
             return metrics_sent;
         }
-        let sent = (self.runtime).block_on(self.transport.send_logs(records.request.clone()));
+        let sent = self.transport.send_logs(records.request.clone());
         let records_sent = count(&self.counts, "logs", sent);
         if records_sent.is_ok() {
             records.delivered();

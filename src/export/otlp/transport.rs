@@ -1,4 +1,6 @@
-//! The two transports of OTLP: gRPC through tonic, http/protobuf through the agent's one HTTP client.
+//! The two transports of OTLP: gRPC through tonic, on a tokio runtime of its
+//! own; http/protobuf through the agent's one HTTP client ([`HttpClient`]),
+//! blocking on the exporter's thread like every other outgoing request.
 
 use std::time::Duration;
 
@@ -12,28 +14,34 @@ use opentelemetry_proto::tonic::collector::metrics::v1::{
 };
 use prost::Message;
 
-use crate::config::{redact_url, OtlpConfig, Protocol};
+use crate::config::{tls_from_pem, HttpClientConfig, OtlpConfig, Protocol};
+use crate::http_client::HttpClient;
 
-/// The sender: a gRPC channel or an HTTP client, with the configured headers.
+/// The largest response body read: a partial-success message is small.
+const MAX_RESPONSE_BYTES: u64 = 1024 * 1024;
+
+/// The sender: a gRPC channel or HTTP clients, with the configured headers.
 pub(super) enum Transport {
     Grpc {
+        runtime: tokio::runtime::Runtime,
         channel: tonic::transport::Channel,
         metadata: tonic::metadata::MetadataMap,
         timeout: Duration,
     },
     Http {
-        client: reqwest::Client,
-        metrics_url: String,
-        logs_url: Option<String>,
-        headers: reqwest::header::HeaderMap,
+        metrics: HttpClient,
+        logs: Option<HttpClient>,
+        headers: Vec<(String, String)>,
     },
 }
 
 impl Transport {
-    /// Needs a tokio runtime entered (the gRPC channel connects lazily on it).
     pub(super) fn new(config: &OtlpConfig) -> anyhow::Result<Transport> {
         match config.protocol {
             Protocol::Grpc => {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
                 let mut endpoint =
                     tonic::transport::Endpoint::from_shared(config.endpoint.clone())?
                         .connect_timeout(config.timeout)
@@ -54,55 +62,54 @@ impl Transport {
                     let name = tonic::metadata::MetadataKey::from_bytes(name.as_bytes())?;
                     metadata.insert(name, value.parse()?);
                 }
+                // The channel connects lazily, on the runtime entered here.
+                let channel = {
+                    let _context = runtime.enter();
+                    endpoint.connect_lazy()
+                };
                 Ok(Transport::Grpc {
-                    channel: endpoint.connect_lazy(),
+                    runtime,
+                    channel,
                     metadata,
                     timeout: config.timeout,
                 })
             }
             Protocol::HttpProtobuf => {
-                let mut builder = reqwest::Client::builder()
-                    .timeout(config.timeout)
-                    .connect_timeout(config.timeout)
-                    .user_agent(concat!("pausewatch/", env!("CARGO_PKG_VERSION")));
-                if let Some(ca) = &config.tls.ca {
-                    builder = builder.tls_certs_only(reqwest::Certificate::from_pem_bundle(ca)?);
-                }
-                if let Some((cert, key)) = &config.tls.client {
-                    let pem = [cert.as_slice(), b"\n", key].concat();
-                    builder = builder.identity(reqwest::Identity::from_pem(&pem)?);
-                }
-                let mut headers = reqwest::header::HeaderMap::new();
-                for (name, value) in &config.headers {
-                    headers.insert(
-                        reqwest::header::HeaderName::from_bytes(name.as_bytes())?,
-                        value.parse()?,
-                    );
-                }
+                let tls = &config.tls;
+                let settings = HttpClientConfig {
+                    tls: tls_from_pem(
+                        tls.ca.as_deref(),
+                        (tls.client.as_ref()).map(|(cert, key)| (&cert[..], &key[..])),
+                    )
+                    .map_err(|e| anyhow::anyhow!("[otlp] tls: {e}"))?,
+                    authorization: None,
+                };
+                let client = |url: &str| {
+                    HttpClient::new(url, &settings, config.timeout).map_err(anyhow::Error::msg)
+                };
                 Ok(Transport::Http {
-                    client: builder.build()?,
-                    metrics_url: config.endpoint.clone(),
-                    logs_url: config.logs_endpoint.clone(),
-                    headers,
+                    metrics: client(&config.endpoint)?,
+                    logs: config.logs_endpoint.as_deref().map(client).transpose()?,
+                    headers: config.headers.clone().into_iter().collect(),
                 })
             }
         }
     }
 
     /// Sends metrics; `Ok` holds the data points the receiver rejected.
-    pub(super) async fn send_metrics(
-        &self,
-        request: ExportMetricsServiceRequest,
-    ) -> Result<i64, String> {
+    pub(super) fn send_metrics(&self, request: ExportMetricsServiceRequest) -> Result<i64, String> {
         let response = match self {
-            Transport::Grpc { channel, .. } => MetricsServiceClient::new(channel.clone())
-                .export(self.grpc_request(request))
-                .await
+            Transport::Grpc {
+                runtime, channel, ..
+            } => runtime
+                .block_on(
+                    MetricsServiceClient::new(channel.clone()).export(self.grpc_request(request)),
+                )
                 .map_err(grpc_error)?
                 .into_inner(),
             Transport::Http {
-                metrics_url: url, ..
-            } => ExportMetricsServiceResponse::decode(&self.post(url, request).await?[..])
+                metrics, headers, ..
+            } => ExportMetricsServiceResponse::decode(&post(metrics, headers, request)?[..])
                 .unwrap_or_default(),
         };
         Ok(response
@@ -111,16 +118,19 @@ impl Transport {
     }
 
     /// Sends pause records; `Ok` holds the records the receiver rejected.
-    pub(super) async fn send_logs(&self, request: ExportLogsServiceRequest) -> Result<i64, String> {
+    pub(super) fn send_logs(&self, request: ExportLogsServiceRequest) -> Result<i64, String> {
         let response = match self {
-            Transport::Grpc { channel, .. } => LogsServiceClient::new(channel.clone())
-                .export(self.grpc_request(request))
-                .await
+            Transport::Grpc {
+                runtime, channel, ..
+            } => runtime
+                .block_on(
+                    LogsServiceClient::new(channel.clone()).export(self.grpc_request(request)),
+                )
                 .map_err(grpc_error)?
                 .into_inner(),
-            Transport::Http { logs_url, .. } => {
-                let url = logs_url.as_deref().ok_or("no logs endpoint")?;
-                ExportLogsServiceResponse::decode(&self.post(url, request).await?[..])
+            Transport::Http { logs, headers, .. } => {
+                let logs = logs.as_ref().ok_or("no logs endpoint")?;
+                ExportLogsServiceResponse::decode(&post(logs, headers, request)?[..])
                     .unwrap_or_default()
             }
         };
@@ -141,35 +151,31 @@ impl Transport {
         }
         request
     }
+}
 
-    /// POSTs a protobuf message; the response body of a 2xx answer (empty
-    /// when the receiver has nothing to say, which decodes as "all taken").
-    async fn post(&self, url: &str, message: impl Message) -> Result<Vec<u8>, String> {
-        let Transport::Http {
-            client, headers, ..
-        } = self
-        else {
-            unreachable!("only the HTTP transport posts")
-        };
-        let response = client
-            .post(url)
-            .headers(headers.clone())
-            .header("Content-Type", "application/x-protobuf")
-            .body(message.encode_to_vec())
-            .send()
-            .await
-            .map_err(|e| format!("POST {}: {}", redact_url(url), e.without_url()))?;
-        let status = response.status();
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| format!("POST {}: {}", redact_url(url), e.without_url()))?;
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-            return Err(format!("POST {}: HTTP {status}: {text}", redact_url(url)));
-        }
-        Ok(body.to_vec())
+/// POSTs a protobuf message; the response body of a 2xx answer (empty
+/// when the receiver has nothing to say, which decodes as "all taken").
+fn post(
+    client: &HttpClient,
+    headers: &[(String, String)],
+    message: impl Message,
+) -> Result<Vec<u8>, String> {
+    let mut request = client
+        .post()
+        .header("Content-Type", "application/x-protobuf");
+    for (name, value) in headers {
+        request = request.header(name, value);
     }
+    let mut response = request
+        .send(&message.encode_to_vec()[..])
+        .map_err(|e| client.describe("POST", e))?;
+    client.check("POST", &mut response)?;
+    response
+        .body_mut()
+        .with_config()
+        .limit(MAX_RESPONSE_BYTES)
+        .read_to_vec()
+        .map_err(|e| client.describe("POST", e))
 }
 
 fn grpc_error(status: tonic::Status) -> String {

@@ -1,7 +1,6 @@
 //! Fetching the exposition: the one outgoing client, the media type asked for, a bounded body.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::config::HttpClientConfig;
@@ -47,22 +46,7 @@ pub fn fetch(client: &HttpClient) -> Result<String, String> {
         .header("Accept", ACCEPT)
         .call()
         .map_err(|error| client.describe("GET", error))?;
-    let status = response.status();
-    if !status.is_success() {
-        let body = response
-            .body_mut()
-            .with_config()
-            .limit(4096)
-            .lossy_utf8(true)
-            .read_to_string()
-            .unwrap_or_default();
-        let excerpt: String = body.trim().chars().take(200).collect();
-        let mut message = client.status_error("GET", status);
-        if !excerpt.is_empty() {
-            let _ = write!(message, ": {excerpt}");
-        }
-        return Err(message);
-    }
+    client.check("GET", &mut response)?;
     response
         .body_mut()
         .with_config()
