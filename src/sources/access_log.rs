@@ -56,25 +56,22 @@ pub struct AccessLogSource {
 impl AccessLogSource {
     /// Starts following `live`; `None` when its format cannot build a parser.
     pub fn start(
-        new: NewStream,
+        mut new: NewStream,
         source: &config::AccessLogSource,
         store: &Store,
     ) -> Option<AccessLogSource> {
-        let NewStream {
-            id,
-            live,
-            restored,
-            follow,
-        } = new;
-        let log = live.display().to_string();
+        let (log, restored) = new.resume(|checkpoint| match checkpoint {
+            SourceCheckpoint::AccessLog(checkpoint) => Some(checkpoint),
+            _ => None,
+        });
         let (position, parser, state, held) = match restored {
-            Some(SourceCheckpoint::AccessLog(checkpoint)) => (
+            Some(checkpoint) => (
                 checkpoint.position,
                 checkpoint.parser,
                 Arc::unwrap_or_clone(checkpoint.state),
                 checkpoint.held,
             ),
-            _ => {
+            None => {
                 let parser =
                     match AccessLogParser::new(source.format.clone(), source.max_line_bytes) {
                         Ok(parser) => parser,
@@ -92,10 +89,10 @@ impl AccessLogSource {
             }
         };
         tracing::info!(log = %log, resumed = position.is_some(), "following access log");
-        store.write().access_streams.insert(id, state.into());
+        store.write().access_streams.insert(new.id, state.into());
         Some(AccessLogSource {
-            id,
-            follower: Follower::new(live, follow, position),
+            id: new.id,
+            follower: new.follower(position),
             parser,
             link: source.gc_log.clone(),
             offset: pausewatch_parsers::seconds_to_duration(source.offset_seconds),

@@ -129,26 +129,23 @@ impl GcLogSource {
     /// Starts following `live`, resuming from `restored` when there is one,
     /// and registers its stream in the store.
     pub fn start(
-        new: NewStream,
+        mut new: NewStream,
         source: &config::GcLogSource,
         latency_target: bool,
         writers: Arc<Mutex<JvmLogWriters>>,
         store: &Store,
     ) -> GcLogSource {
-        let NewStream {
-            id,
-            live,
-            restored,
-            follow,
-        } = new;
-        let log = live.display().to_string();
+        let (log, restored) = new.resume(|checkpoint| match checkpoint {
+            SourceCheckpoint::GcLog(checkpoint) => Some(checkpoint),
+            _ => None,
+        });
         let (position, parser, mut state) = match restored {
-            Some(SourceCheckpoint::GcLog(checkpoint)) => (
+            Some(checkpoint) => (
                 checkpoint.position,
                 checkpoint.parser,
                 Arc::unwrap_or_clone(checkpoint.state),
             ),
-            _ => (
+            None => (
                 None,
                 GcLogParser::new(ParserOptions {
                     jvm_start: source.jvm_start,
@@ -171,10 +168,10 @@ impl GcLogSource {
         }
         state.readable = true;
         tracing::info!(log = %log, resumed = position.is_some(), "following");
-        store.write().streams.insert(id, state.into());
+        store.write().streams.insert(new.id, state.into());
         GcLogSource {
-            id,
-            follower: Follower::new(live, follow, position),
+            id: new.id,
+            follower: new.follower(position),
             parser,
             last_data: Instant::now(),
             last_clock_probe: None,

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Config, CorrelationConfig};
 use crate::follow::{
     base_dir, discover_with, log_exists, Confine, FollowOptions, Follower, Listings, Note,
-    PollOutcome, StartAt, MAX_MATCHES,
+    PollOutcome, Position, StartAt, MAX_MATCHES,
 };
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
@@ -111,6 +111,25 @@ pub struct NewStream {
     pub live: PathBuf,
     pub restored: Option<SourceCheckpoint>,
     pub follow: FollowOptions,
+}
+
+impl NewStream {
+    /// Its live path as the stream's `log` name, and its checkpoint when
+    /// `pick` takes it (one of the source's own kind): where every file
+    /// source begins, before it builds a fresh parser and state or not.
+    pub fn resume<C>(
+        &mut self,
+        pick: impl FnOnce(SourceCheckpoint) -> Option<C>,
+    ) -> (String, Option<C>) {
+        let log = self.live.display().to_string();
+        (log, self.restored.take().and_then(pick))
+    }
+
+    /// The follower of its live file, from the checkpoint's `position` when
+    /// there was one.
+    pub fn follower(self, position: Option<Position>) -> Follower {
+        Follower::new(self.live, self.follow, position)
+    }
 }
 
 /// A source's identity in the checkpoint file.
