@@ -1,52 +1,39 @@
 //! `/metrics`: the agent state in the OpenMetrics text format, as the
 //! [catalog](super::catalog) defines it.
 //!
-//! A custom [`Collector`] reads a snapshot of [`AgentState`](crate::store::AgentState) on
-//! every scrape instead of mirroring it into prometheus-client metric
-//! objects, so the state (which the checkpoint also holds) stays the single
-//! source of truth and a scrape can never disagree with `/api/v1/minutes`.
+//! Each scrape reads a snapshot of [`AgentState`](crate::store::AgentState)
+//! and walks the catalog, instead of mirroring the state into client-library
+//! metric objects, so the state (which the checkpoint also holds) stays the
+//! single source of truth and a scrape can never disagree with
+//! `/api/v1/minutes`.
 //!
-//! Per-minute figures carry their minute's start as the sample's timestamp
-//! (OpenMetrics allows one; prometheus-client 0.26 cannot write it, so
-//! [`render`] appends it): a minute is published only once complete, and
-//! stamped at the scrape it would be drawn one to two minutes late.
+//! The text is written here, family by family, because per-minute figures
+//! carry their minute's start as the sample's timestamp (OpenMetrics allows
+//! one; prometheus-client cannot write it): a minute is published only once
+//! complete, and stamped at the scrape it would be drawn one to two minutes
+//! late. The format is prometheus-client's, byte for byte (numbers by `dtoa`
+//! and `itoa` as it writes them, `le` before the series' labels).
 
-use std::fmt;
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet};
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::{Registry, Unit as PrometheusUnit};
 
 pub use super::catalog::OVERHEAD_WINDOWS;
-use super::catalog::{Family, Kind, Unit, Value, CATALOG};
+use super::catalog::{Family, Kind, Labels, Series, Unit, Value, CATALOG};
 use crate::model::histogram::{Histogram, PAUSE_BUCKETS};
 use crate::store::SharedStore;
 
 /// The `Content-Type` of [`render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-static SECONDS: PrometheusUnit = PrometheusUnit::Seconds;
-static BYTES: PrometheusUnit = PrometheusUnit::Bytes;
-
-/// What `/metrics` serves: a registry whose only content is a collector
-/// over the store, and the minutes that collector stamped on its walk.
+/// What `/metrics` serves: the store, read on every scrape.
 #[derive(Debug)]
 pub struct Exposition {
-    registry: Registry,
-    stamps: Stamps,
-    /// One render at a time: the stamps belong to one walk.
-    rendering: Mutex<()>,
+    store: SharedStore,
+    build_version: &'static str,
+    /// Decides which minute is the last complete one.
+    clock: fn() -> DateTime<Utc>,
 }
-
-/// The family and minute (Unix seconds) of each stamped sample, in
-/// exposition order.
-type Stamps = Arc<Mutex<Vec<(&'static str, i64)>>>;
 
 /// The exposition of `store`.
 pub fn registry(store: SharedStore, build_version: &'static str) -> Exposition {
@@ -60,142 +47,140 @@ pub fn registry_with_clock(
     build_version: &'static str,
     clock: fn() -> DateTime<Utc>,
 ) -> Exposition {
-    let stamps = Stamps::default();
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(StateCollector {
+    Exposition {
         store,
         build_version,
         clock,
-        stamps: stamps.clone(),
-    }));
-    Exposition {
-        registry,
-        stamps,
-        rendering: Mutex::new(()),
     }
 }
 
 /// The OpenMetrics text exposition, ending in `# EOF`.
 pub fn render(exposition: &Exposition) -> String {
-    let _one_at_a_time = exposition
-        .rendering
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
+    let now = (exposition.clock)();
+    let state = exposition.store.snapshot();
     let mut text = String::with_capacity(16 * 1024);
-    // Writing into a String cannot fail, and the collector only fails when
-    // the writer does.
-    prometheus_client::encoding::text::encode(&mut text, &exposition.registry)
-        .expect("encoding into a String does not fail");
-    let stamps = std::mem::take(
-        &mut *exposition
-            .stamps
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner),
-    );
-    stamp(&text, &stamps)
-}
-
-/// `text` with each stamped sample's timestamp after its value. Stamped
-/// families are gauges: one line per series, in the walk's order.
-fn stamp(text: &str, stamps: &[(&str, i64)]) -> String {
-    let mut out = String::with_capacity(text.len() + stamps.len() * 12);
-    let mut stamps = stamps.iter().peekable();
-    for line in text.lines() {
-        out.push_str(line);
-        let name = line.split(['{', ' ']).next().unwrap_or_default();
-        if let Some((_, at)) = stamps.next_if(|(family, _)| *family == name) {
-            write!(out, " {at}").expect("writing into a String does not fail");
-        }
-        out.push('\n');
+    for family in CATALOG {
+        let series = family.read(&state, exposition.build_version, now);
+        write_family(&mut text, family, &series);
     }
-    out
+    text.push_str("# EOF\n");
+    text
 }
 
-/// Reads a snapshot of the store on each scrape.
-#[derive(Debug)]
-struct StateCollector {
-    store: SharedStore,
-    build_version: &'static str,
-    clock: fn() -> DateTime<Utc>,
-    stamps: Stamps,
-}
-
-impl Collector for StateCollector {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> fmt::Result {
-        let now = (self.clock)();
-        let state = self.store.snapshot();
-        let mut stamps = Vec::new();
-        for family in CATALOG {
-            let mut metric = descriptor(&mut encoder, family)?;
-            for series in family.read(&state, self.build_version, now) {
-                let sample = metric.encode_family(&series.labels)?;
-                encode_value(sample, family, series.value)?;
-                if let Some(minute) = series.minute {
-                    stamps.push((family.name, minute.timestamp()));
-                }
-            }
-        }
-        *self.stamps.lock().unwrap_or_else(PoisonError::into_inner) = stamps;
-        Ok(())
-    }
-}
-
-/// Starts a family. prometheus-client appends `_total` to counter samples
-/// and the unit to the family name itself, so both are split off the
-/// catalog's exposed name here.
-fn descriptor<'e>(
-    encoder: &'e mut DescriptorEncoder<'_>,
-    family: &Family,
-) -> Result<MetricEncoder<'e>, fmt::Error> {
-    let (name, metric_type) = match family.kind {
+/// A family's descriptor (`# HELP`, `# TYPE`, `# UNIT`), then its samples.
+fn write_family(out: &mut String, family: &Family, series: &[Series<'_>]) {
+    let (name, kind) = match family.kind {
         Kind::Counter => (
             family
                 .name
                 .strip_suffix("_total")
                 .expect("counter names end in _total"),
-            MetricType::Counter,
+            "counter",
         ),
-        Kind::Gauge | Kind::Info => (family.name, MetricType::Gauge),
-        Kind::Histogram => (family.name, MetricType::Histogram),
+        Kind::Gauge | Kind::Info => (family.name, "gauge"),
+        Kind::Histogram => (family.name, "histogram"),
     };
     // OpenMetrics spells a ratio's unit `ratios`, which the `_ratio` names
     // (Prometheus's convention) do not end in: no `# UNIT` for them.
     let unit = match family.unit {
-        Unit::Seconds => Some(&SECONDS),
-        Unit::Bytes => Some(&BYTES),
+        Unit::Seconds => Some("seconds"),
+        Unit::Bytes => Some("bytes"),
         Unit::Ratio | Unit::None => None,
     };
-    let name = match unit {
-        Some(unit) => name
-            .strip_suffix(unit.as_str())
-            .and_then(|base| base.strip_suffix('_'))
-            .expect("names end in their unit"),
-        None => name,
-    };
-    encoder.encode_descriptor(name, family.help, unit, metric_type)
-}
-
-fn encode_value(sample: MetricEncoder<'_>, family: &Family, value: Value<'_>) -> fmt::Result {
-    match (family.kind, value) {
-        (Kind::Counter, Value::Int(v)) => ConstCounter::new(v).encode(sample),
-        (Kind::Counter, Value::Float(v)) => ConstCounter::new(v).encode(sample),
-        (Kind::Gauge | Kind::Info, Value::Int(v)) => ConstGauge::new(v).encode(sample),
-        (Kind::Gauge | Kind::Info, Value::Float(v)) => ConstGauge::new(v).encode(sample),
-        (Kind::Histogram, Value::Histogram(h)) => encode_histogram(sample, h),
-        // The catalog's tests read every family: this is a catalog bug.
-        (kind, value) => unreachable!("{kind:?} family {} read {value:?}", family.name),
+    if let Some(unit) = unit {
+        debug_assert!(
+            name.ends_with(&format!("_{unit}")),
+            "{name} ends in its unit"
+        );
+    }
+    let _ = writeln!(out, "# HELP {name} {}", family.help);
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    if let Some(unit) = unit {
+        let _ = writeln!(out, "# UNIT {name} {unit}");
+    }
+    for series in series {
+        match (family.kind, series.value) {
+            (Kind::Histogram, Value::Histogram(histogram)) => {
+                write_histogram(out, name, &series.labels, histogram)
+            }
+            (Kind::Counter | Kind::Gauge | Kind::Info, Value::Int(_) | Value::Float(_)) => {
+                out.push_str(name);
+                if family.kind == Kind::Counter {
+                    out.push_str("_total");
+                }
+                write_labels(out, None, &series.labels);
+                out.push(' ');
+                write_number(out, series.value);
+                if let Some(minute) = series.minute {
+                    let _ = write!(out, " {}", minute.timestamp());
+                }
+                out.push('\n');
+            }
+            // The catalog's tests read every family: this is a catalog bug.
+            (kind, value) => unreachable!("{kind:?} family {} read {value:?}", family.name),
+        }
     }
 }
 
-/// One histogram series. prometheus-client accumulates the buckets itself:
-/// it gets the per-bucket counts, not cumulative ones.
-fn encode_histogram(mut metric: MetricEncoder<'_>, histogram: &Histogram) -> fmt::Result {
-    let buckets: Vec<(f64, u64)> = PAUSE_BUCKETS
-        .iter()
-        .enumerate()
-        .map(|(i, &bound)| (bound, histogram.buckets.get(i).copied().unwrap_or(0)))
-        .collect();
-    metric.encode_histogram::<NoLabelSet>(histogram.sum, histogram.count, &buckets, None)
+/// One histogram series: `_sum`, `_count`, then the cumulative buckets.
+fn write_histogram(out: &mut String, name: &str, labels: &Labels<'_>, histogram: &Histogram) {
+    out.push_str(name);
+    out.push_str("_sum");
+    write_labels(out, None, labels);
+    out.push(' ');
+    out.push_str(dtoa::Buffer::new().format(histogram.sum));
+    out.push('\n');
+    let _ = write!(out, "{name}_count");
+    write_labels(out, None, labels);
+    let _ = writeln!(out, " {}", histogram.count);
+    let mut cumulative = 0;
+    let mut bound_text = dtoa::Buffer::new();
+    for (i, &bound) in PAUSE_BUCKETS.iter().enumerate() {
+        cumulative += histogram.buckets.get(i).copied().unwrap_or(0);
+        let le = if bound == f64::INFINITY {
+            "+Inf"
+        } else {
+            bound_text.format(bound)
+        };
+        let _ = write!(out, "{name}_bucket");
+        write_labels(out, Some(le), labels);
+        let _ = writeln!(out, " {cumulative}");
+    }
+}
+
+/// `{le="..",k="v",..}`, values escaped; nothing when there is no label.
+fn write_labels(out: &mut String, le: Option<&str>, labels: &Labels<'_>) {
+    let mut separator = '{';
+    if let Some(le) = le {
+        let _ = write!(out, "{separator}le=\"{le}\"");
+        separator = ',';
+    }
+    for (key, value) in labels {
+        let _ = write!(out, "{separator}{key}=\"");
+        for c in value.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '"' => out.push_str("\\\""),
+                '\n' => out.push_str("\\n"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        separator = ',';
+    }
+    if separator == ',' {
+        out.push('}');
+    }
+}
+
+fn write_number(out: &mut String, value: Value<'_>) {
+    match value {
+        Value::Int(v) => {
+            let _ = write!(out, "{v}");
+        }
+        Value::Float(v) => out.push_str(dtoa::Buffer::new().format(v)),
+        Value::Histogram(_) => unreachable!("histograms are written by write_histogram"),
+    }
 }
 
 #[cfg(test)]
