@@ -6,7 +6,8 @@
 //! [`Store::snapshot`]: a copy of the maps of `Arc`s, made under the lock in
 //! microseconds, then encoded without it. A stream that a reader still holds
 //! is copied on its next write ([`Arc::make_mut`]), so neither side waits on
-//! the other's encoding or I/O.
+//! the other's encoding or I/O; its minutes are shared by the hour, so the
+//! copy is of the hour the write touches, not of the day kept.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -13,11 +13,19 @@
 //! Records (one per line, tagged by kind):
 //! - `source`: a source's state without its collections (see below), when
 //!   it changed; `fresh`: the same, voiding everything recorded for the
-//!   source before (the start of its full record).
-//! - `minutes`, `latency_minutes`: a GC stream's minutes that changed.
+//!   source before (the start of its full record). Sources are numbered in
+//!   the order these records first name them in a journal.
+//! - `delta`: a source's number and what changed in its state since the
+//!   record before ([`delta`](super::delta)): a live stream's second of
+//!   pauses in some 100 bytes instead of its 2 KB record.
+//! - `minutes`, `latency_minutes`: a GC stream's minutes that changed;
+//!   `minute_delta`: the change of its newest minute since it was written.
 //! - `requests`: requests that arrived for one pending minute, from the
 //!   index `from` of that minute's list; `stops`: stops as they arrived.
 //!   Both as a [`Timeline`].
+//! - `packed`: the records of one checkpoint, deflated and in base64, when
+//!   they are many (a host of live streams): the same fields of the same
+//!   streams, one checkpoint after another, pack about six to one.
 //! - `sealed`: the end of a checkpoint: its sequence number and the CRC-32
 //!   of its records (every byte since the line that closed the checkpoint
 //!   before) and of that number. Journals of version 3 end each checkpoint
@@ -31,7 +39,8 @@
 //!
 //! When the journal has grown past [`COMPACT_FROM`] and twice the full
 //! snapshot it started with, the next checkpoint writes `journal.N+1` with a
-//! full snapshot, switches the manifest to it and deletes the old one.
+//! full snapshot (plain records: no deltas, not packed), switches the
+//! manifest to it and deletes the old one.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -40,8 +49,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
+use base64::Engine as _;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
+use super::delta;
 use super::timeline::{nanos, seconds_of, time, whole_nanos, Timeline};
 use super::{write_atomically, Manifest, FILE_NAME, VERSION};
 use crate::model::correlate::{LatencyMinute, RequestTiming, Stop};
@@ -55,15 +67,27 @@ pub const COMPACT_FROM: u64 = 4 << 20;
 
 const NAME_PREFIX: &str = "journal.";
 
+/// A checkpoint's records are packed from this size on, when that is
+/// shorter: below it the records stay readable.
+const PACK_FROM: usize = 4096;
+
+/// What a packed checkpoint may inflate to: far more than any checkpoint
+/// holds; past it the line is damaged, not a reason to run out of memory.
+const PACKED_MAX: u64 = 1 << 30;
+
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Record<'a> {
     Source(Cow<'a, SourceCheckpoint>),
     Fresh(Cow<'a, SourceCheckpoint>),
+    /// A source's number and the change of its state.
+    Delta(usize, Vec<Value>),
     Minutes {
         log: Cow<'a, str>,
         minutes: Vec<Cow<'a, Minute>>,
     },
+    /// A source's number, the minute's key and the minute's change.
+    MinuteDelta(usize, i64, Vec<Value>),
     LatencyMinutes {
         log: Cow<'a, str>,
         minutes: Vec<Cow<'a, LatencyMinute>>,
@@ -85,6 +109,7 @@ enum Record<'a> {
         name_of: Vec<usize>,
         times: Timeline,
     },
+    Packed(String),
     Commit(u64),
     Sealed {
         sequence: u64,
@@ -167,7 +192,11 @@ fn requests_record<'a>(
 /// collections' marks had come when it was written.
 #[derive(Debug, Clone, Default)]
 struct Written {
-    hot: Vec<u8>,
+    /// The state last written, as the base of the next delta; `None` for
+    /// a restored source, written in full at its first checkpoint.
+    base: Option<Value>,
+    /// The newest minute written, by key, as the base of its next change.
+    minute: Option<(i64, Value)>,
     minutes: u64,
     latency_minutes: u64,
     stops: u64,
@@ -196,10 +225,9 @@ impl Written {
 
 /// Appends every record of `source` (a `fresh` one first).
 fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Written> {
-    let hot = serde_json::to_vec(&Record::Source(Cow::Borrowed(source)))?;
     line(buf, &Record::Fresh(Cow::Borrowed(source)))?;
     let mut written = Written {
-        hot,
+        base: Some(serde_json::to_value(source)?),
         ..Written::default()
     };
     let SourceCheckpoint::GcLog(gc) = source else {
@@ -208,7 +236,8 @@ fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Written> {
     let log = gc.log.as_str();
     let minutes = &gc.state.jvm.minutes;
     written.minutes = minutes.changes().generation();
-    if minutes.iter().next().is_some() {
+    if let Some(newest) = minutes.iter().last() {
+        written.minute = Some((newest.start.timestamp(), serde_json::to_value(newest)?));
         line(
             buf,
             &Record::Minutes {
@@ -243,23 +272,35 @@ fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Written> {
 
 /// Appends the records of what changed in `source` since `before`; all of
 /// it when there is no `before` or the marks say the writer fell behind.
+/// `number` is the source's in the open journal, if it has one: deltas
+/// name it.
 fn changes(
     buf: &mut Vec<u8>,
     source: &SourceCheckpoint,
     before: Option<&Written>,
+    number: Option<usize>,
 ) -> Result<Written> {
     let Some(before) = before else {
         return full(buf, source);
     };
     let mut out = Vec::new();
-    let hot = serde_json::to_vec(&Record::Source(Cow::Borrowed(source)))?;
-    if hot != before.hot {
-        out.extend_from_slice(&hot);
-        out.push(b'\n');
+    let value = serde_json::to_value(source)?;
+    let base = before.base.as_ref().filter(|_| number.is_some());
+    match (base.map(|base| delta::diff(base, &value)), number) {
+        (Some(Some(ops)), Some(number)) => {
+            if !ops.is_empty() {
+                line(&mut out, &Record::Delta(number, ops))?;
+            }
+        }
+        _ => line(&mut out, &Record::Source(Cow::Borrowed(source)))?,
     }
     let mut written = Written {
-        hot,
-        ..before.clone()
+        base: Some(value),
+        minute: before.minute.clone(),
+        minutes: before.minutes,
+        latency_minutes: before.latency_minutes,
+        stops: before.stops,
+        requests: before.requests.clone(),
     };
     if let SourceCheckpoint::GcLog(gc) = source {
         let log = gc.log.as_str();
@@ -268,10 +309,31 @@ fn changes(
         if marks.generation() < before.minutes {
             return full(buf, source);
         }
-        let changed: Vec<_> = marks
-            .since(before.minutes)
-            .filter_map(|key| minutes.get(minute_start(key)).map(Cow::Borrowed))
-            .collect();
+        let mut changed = Vec::new();
+        for key in marks.since(before.minutes) {
+            let Some(minute) = minutes.get(minute_start(key)) else {
+                continue;
+            };
+            let value = serde_json::to_value(minute)?;
+            let base = match (&before.minute, number) {
+                (Some((written, base)), Some(number)) if *written == key => {
+                    delta::diff(base, &value).map(|ops| (number, ops))
+                }
+                _ => None,
+            };
+            match base {
+                Some((_, ops)) if ops.is_empty() => {}
+                Some((number, ops)) => line(&mut out, &Record::MinuteDelta(number, key, ops))?,
+                None => changed.push(Cow::Borrowed(minute)),
+            }
+            if written
+                .minute
+                .as_ref()
+                .is_none_or(|(newest, _)| *newest <= key)
+            {
+                written.minute = Some((key, value));
+            }
+        }
         if !changed.is_empty() {
             line(
                 &mut out,
@@ -326,11 +388,14 @@ fn changes(
     Ok(written)
 }
 
-/// What replaying a journal builds: each source's record and, apart, the
-/// collections of GC streams by their log, put together at the end.
+/// What replaying a journal builds: each source's record (as the JSON
+/// value deltas apply to) and, apart, the collections of GC streams by
+/// their log, put together at the end.
 #[derive(Default)]
 struct Replay {
-    sources: BTreeMap<SourceKey, SourceCheckpoint>,
+    sources: BTreeMap<SourceKey, Value>,
+    /// The sources by number, in the order records first named them.
+    numbers: Vec<SourceKey>,
     minutes: BTreeMap<String, BTreeMap<i64, Minute>>,
     latency_minutes: BTreeMap<String, BTreeMap<i64, LatencyMinute>>,
     requests: BTreeMap<String, BTreeMap<i64, Vec<RequestTiming>>>,
@@ -338,21 +403,51 @@ struct Replay {
 }
 
 impl Replay {
+    fn insert(&mut self, source: &SourceCheckpoint) -> Result<()> {
+        let key = source.key();
+        if !self.sources.contains_key(&key) {
+            self.numbers.push(key.clone());
+        }
+        self.sources.insert(key, serde_json::to_value(source)?);
+        Ok(())
+    }
+
+    /// The key of source `number`.
+    fn numbered(&self, number: usize) -> Result<&SourceKey> {
+        self.numbers
+            .get(number)
+            .with_context(|| format!("no source numbered {number}"))
+    }
+
     fn apply(&mut self, record: Record<'static>) -> Result<()> {
         match record {
-            Record::Source(source) => {
-                let source = source.into_owned();
-                self.sources.insert(source.key(), source);
-            }
+            Record::Source(source) => self.insert(&source)?,
             Record::Fresh(source) => {
-                let source = source.into_owned();
-                if let SourceCheckpoint::GcLog(gc) = &source {
+                if let SourceCheckpoint::GcLog(gc) = &*source {
                     self.minutes.remove(&gc.log);
                     self.latency_minutes.remove(&gc.log);
                     self.requests.remove(&gc.log);
                     self.stops.remove(&gc.log);
                 }
-                self.sources.insert(source.key(), source);
+                self.insert(&source)?;
+            }
+            Record::Delta(number, ops) => {
+                let key = self.numbered(number)?.clone();
+                let value = self.sources.get_mut(&key).context("no such source")?;
+                delta::apply(value, &ops)?;
+            }
+            Record::MinuteDelta(number, key, ops) => {
+                let SourceKey::GcLog(log) = self.numbered(number)?.clone() else {
+                    bail!("minutes of a source that is not a GC log");
+                };
+                let minute = self
+                    .minutes
+                    .get_mut(&log)
+                    .and_then(|minutes| minutes.get_mut(&key))
+                    .with_context(|| format!("no minute {key} to change"))?;
+                let mut value = serde_json::to_value(&*minute)?;
+                delta::apply(&mut value, &ops)?;
+                *minute = serde_json::from_value(value)?;
             }
             Record::Minutes { log, minutes } => {
                 let kept = self.minutes.entry(log.into_owned()).or_default();
@@ -413,17 +508,26 @@ impl Replay {
                     });
                 }
             }
+            Record::Packed(_) => bail!("a packed record inside a packed one"),
             Record::Commit(_) | Record::Sealed { .. } => {}
         }
         Ok(())
     }
 
     /// Every source with its collections put back.
-    fn finish(mut self) -> Vec<SourceCheckpoint> {
-        for source in self.sources.values_mut() {
-            let SourceCheckpoint::GcLog(gc) = source else {
-                continue;
-            };
+    fn finish(mut self) -> Result<Vec<SourceCheckpoint>> {
+        let mut sources = Vec::with_capacity(self.sources.len());
+        for (key, value) in std::mem::take(&mut self.sources) {
+            let source = serde_json::from_value(value)
+                .with_context(|| format!("the state of {key:?} does not read back"))?;
+            sources.push(self.put_back(source));
+        }
+        Ok(sources)
+    }
+
+    /// A source with its collections.
+    fn put_back(&mut self, mut source: SourceCheckpoint) -> SourceCheckpoint {
+        if let SourceCheckpoint::GcLog(gc) = &mut source {
             let state = std::sync::Arc::make_mut(&mut gc.state);
             for minute in self
                 .minutes
@@ -444,7 +548,7 @@ impl Replay {
                 );
             }
         }
-        self.sources.into_values().collect()
+        source
     }
 }
 
@@ -483,9 +587,18 @@ pub struct Journal {
     open: Option<Open>,
     sequence: u64,
     written: BTreeMap<SourceKey, Written>,
+    /// The sources' numbers in the open journal.
+    numbers: BTreeMap<SourceKey, usize>,
     /// A failure left the open journal in doubt: the next checkpoint
     /// starts a new one.
     compact_next: bool,
+}
+
+/// Numbers `key` next, unless it has a number: as the replay numbers the
+/// sources, in the order the journal's records first name them.
+fn number(numbers: &mut BTreeMap<SourceKey, usize>, key: SourceKey) {
+    let next = numbers.len();
+    numbers.entry(key).or_insert(next);
 }
 
 /// The number of a journal file's name, `journal.N`.
@@ -521,6 +634,7 @@ impl Journal {
             open: None,
             sequence: 0,
             written: BTreeMap::new(),
+            numbers: BTreeMap::new(),
             compact_next: false,
         }
     }
@@ -532,7 +646,7 @@ impl Journal {
         let path = dir.join(name);
         let bytes =
             std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        let (sources, committed) =
+        let (sources, numbers, committed) =
             replay(&bytes).with_context(|| format!("cannot replay {}", path.display()))?;
         if let Some(damage) = &committed.damage {
             let tail = &bytes[committed.len as usize..];
@@ -572,6 +686,7 @@ impl Journal {
             }),
             sequence: committed.sequence,
             written,
+            numbers: numbers.into_iter().zip(0..).collect(),
             compact_next: false,
         };
         Ok((sources, journal))
@@ -606,11 +721,13 @@ impl Journal {
         let mut written = Vec::with_capacity(sources.len());
         for source in sources {
             let key = source.key();
-            written.push(changes(&mut buf, source, self.written.get(&key))?);
+            let number = self.numbers.get(&key).copied();
+            written.push(changes(&mut buf, source, self.written.get(&key), number)?);
         }
         if buf.is_empty() {
             return Ok(());
         }
+        pack(&mut buf)?;
         seal(&mut buf, self.sequence + 1)?;
         let open = self
             .open
@@ -627,6 +744,8 @@ impl Journal {
         }
         self.sequence += 1;
         for (source, written) in sources.iter().zip(written) {
+            // A source new to this journal was written in full.
+            number(&mut self.numbers, source.key());
             self.written.insert(source.key(), written);
         }
         Ok(())
@@ -642,11 +761,14 @@ impl Journal {
     ) -> Result<()> {
         let mut buf = Vec::new();
         let mut written = BTreeMap::new();
+        let mut numbers = BTreeMap::new();
         for source in sources {
+            number(&mut numbers, source.key());
             written.insert(source.key(), full(&mut buf, source)?);
         }
         for source in kept {
             full(&mut buf, source)?;
+            number(&mut numbers, source.key());
             written.insert(source.key(), Written::restored(source));
         }
         let sequence = self.sequence + 1;
@@ -688,6 +810,7 @@ impl Journal {
         });
         self.sequence = sequence;
         self.written = written;
+        self.numbers = numbers;
         Ok(())
     }
 }
@@ -702,12 +825,12 @@ struct Committed {
     damage: Option<String>,
 }
 
-/// The sources a journal's bytes hold up to the last good commit, and
-/// where that commit ends. A checkpoint is applied only once its closing
+/// The sources a journal's bytes hold up to the last good commit, their
+/// keys by number, and where that commit ends. A checkpoint is applied only once its closing
 /// line is read and its checksum matches; the first one that does not, or
 /// holds a line that does not parse, ends the replay there (`damage`). A
 /// journal without one good checkpoint is an error.
-fn replay(bytes: &[u8]) -> Result<(Vec<SourceCheckpoint>, Committed)> {
+fn replay(bytes: &[u8]) -> Result<(Vec<SourceCheckpoint>, Vec<SourceKey>, Committed)> {
     let mut replay = Replay::default();
     let mut pending = Vec::new();
     let mut committed: Option<Committed> = None;
@@ -736,6 +859,16 @@ fn replay(bytes: &[u8]) -> Result<(Vec<SourceCheckpoint>, Committed)> {
                 }
                 sequence
             }
+            Ok(Record::Packed(packed)) => {
+                match unpack(&packed) {
+                    Ok(records) => pending.extend(records.into_iter().map(|r| (number, r))),
+                    Err(error) => {
+                        damage = Some(format!("line {}: {error:#}", number + 1));
+                        break;
+                    }
+                }
+                continue;
+            }
             Ok(record) => {
                 pending.push((number, record));
                 continue;
@@ -762,7 +895,41 @@ fn replay(bytes: &[u8]) -> Result<(Vec<SourceCheckpoint>, Committed)> {
         }
     };
     committed.damage = damage;
-    Ok((replay.finish(), committed))
+    let numbers = std::mem::take(&mut replay.numbers);
+    Ok((replay.finish()?, numbers, committed))
+}
+
+/// Replaces a checkpoint's records (all of `buf`) by one `packed` record
+/// when they are many and that is shorter.
+fn pack(buf: &mut Vec<u8>) -> Result<()> {
+    if buf.len() < PACK_FROM {
+        return Ok(());
+    }
+    let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(6));
+    encoder.write_all(buf)?;
+    let packed = base64::engine::general_purpose::STANDARD.encode(encoder.finish()?);
+    if packed.len() + 16 < buf.len() {
+        buf.clear();
+        line(buf, &Record::Packed(packed))?;
+    }
+    Ok(())
+}
+
+/// The records of a `packed` one.
+fn unpack(packed: &str) -> Result<Vec<Record<'static>>> {
+    let deflated = base64::engine::general_purpose::STANDARD
+        .decode(packed)
+        .context("not base64")?;
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(flate2::read::DeflateDecoder::new(&deflated[..]), PACKED_MAX),
+        &mut text,
+    )
+    .context("does not inflate")?;
+    text.split(|b| *b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| Ok(serde_json::from_slice(line)?))
+        .collect()
 }
 
 #[cfg(test)]

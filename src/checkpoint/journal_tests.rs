@@ -22,10 +22,14 @@ struct Stream {
 
 impl Stream {
     fn new() -> Stream {
+        Stream::named("/l/gc.log")
+    }
+
+    fn named(log: &str) -> Stream {
         Stream {
             parser: GcLogParser::default(),
             state: StreamState {
-                log: "/l/gc.log".into(),
+                log: log.into(),
                 latency: Some(LatencyState::default()),
                 ..StreamState::default()
             },
@@ -196,12 +200,13 @@ fn a_changed_byte_in_the_last_checkpoint_replays_up_to_the_one_before() {
     let dir = tempfile::tempdir().unwrap();
     let (committed, committed_len, bytes) = six_checkpoints(dir.path());
     let last = &bytes[committed_len as usize..];
-    // A letter of a record's text, and a digit of a figure changed so
-    // that the line still parses: both found by the checksum.
-    let letter = committed_len as usize + last.iter().position(|b| *b == b'G').unwrap();
+    // A letter of a record's text (a time's zone in a delta), and a digit
+    // of a figure changed so that the line still parses: both found by
+    // the checksum.
+    let letter = committed_len as usize + last.iter().position(|b| *b == b'Z').unwrap();
     let digit =
         committed_len as usize + last.iter().position(|b| (b'1'..=b'8').contains(b)).unwrap();
-    for (at, to) in [(letter, b'H'), (digit, bytes[digit] + 1)] {
+    for (at, to) in [(letter, b'Y'), (digit, bytes[digit] + 1)] {
         let mut damaged = bytes.clone();
         damaged[at] = to;
         std::fs::write(dir.path().join("journal.1"), &damaged).unwrap();
@@ -275,4 +280,66 @@ fn a_grown_journal_is_compacted_into_a_new_one() {
     assert_eq!(journals_in(dir.path()), [2], "the old journal is gone");
     let Loaded { sources, .. } = load(dir.path()).unwrap().unwrap();
     assert_eq!(gc_figures(&sources[0]), gc_figures(&stream.checkpoint()));
+}
+
+#[test]
+fn many_streams_are_written_as_deltas_packed_and_replay_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = Journal::new(dir.path());
+    let mut streams: Vec<Stream> = (0..40)
+        .map(|i| Stream::named(&format!("/l/{i}/gc.log")))
+        .collect();
+    let checkpoints =
+        |streams: &[Stream]| streams.iter().map(Stream::checkpoint).collect::<Vec<_>>();
+    let mut appended = Vec::new();
+    for _ in 0..8 {
+        for stream in &mut streams {
+            stream.run(3);
+        }
+        let before = std::fs::metadata(dir.path().join("journal.1")).map_or(0, |m| m.len());
+        journal
+            .write(&checkpoints(&streams), std::iter::empty())
+            .unwrap();
+        appended.push(journal_len(dir.path()) - before);
+    }
+    let text = std::fs::read_to_string(dir.path().join("journal.1")).unwrap();
+    assert_eq!(
+        text.matches(r#"{"packed":"#).count(),
+        7,
+        "every checkpoint after the first"
+    );
+    // Three pauses of forty streams: a small part of their records.
+    let mut snapshot = Vec::new();
+    for checkpoint in checkpoints(&streams) {
+        full(&mut snapshot, &checkpoint).unwrap();
+    }
+    assert!(
+        appended[1..].iter().all(|a| a * 10 < snapshot.len() as u64),
+        "{appended:?} against a snapshot of {}",
+        snapshot.len()
+    );
+    let Loaded {
+        sources,
+        mut journal,
+    } = load(dir.path()).unwrap().unwrap();
+    let expected = checkpoints(&streams);
+    assert_eq!(sources.len(), expected.len());
+    for source in &sources {
+        let same = expected.iter().find(|e| e.key() == source.key()).unwrap();
+        assert_eq!(gc_figures(source), gc_figures(same));
+    }
+    // Appended to after the restart, numbered as before it.
+    let mut resumed: Vec<Stream> = sources.into_iter().map(Stream::resumed).collect();
+    for _ in 0..2 {
+        for stream in &mut resumed {
+            stream.run(2);
+        }
+        journal
+            .write(&checkpoints(&resumed), std::iter::empty())
+            .unwrap();
+    }
+    let again = load(dir.path()).unwrap().unwrap().sources;
+    for (source, stream) in again.iter().zip(&resumed) {
+        assert_eq!(gc_figures(source), gc_figures(&stream.checkpoint()));
+    }
 }

@@ -2,10 +2,12 @@
 //! aggregates that reflect exactly the bytes before that position, so a
 //! restart after `kill -9` neither loses nor double-counts.
 //!
-//! `checkpoint_dir/state.json` is a manifest (version 4) naming the journal
+//! `checkpoint_dir/state.json` is a manifest (version 5) naming the journal
 //! ([`journal`]) that holds the state, appended to at every checkpoint with
-//! what changed. Version 3 is the same without a checksum on each
-//! checkpoint; versions 1 and 2 held the whole state in `state.json`,
+//! what changed. Version 4 is the same without deltas or packed
+//! checkpoints, version 3 also without a checksum on each checkpoint (an
+//! agent that knows neither would read them as damage, hence the number);
+//! versions 1 and 2 held the whole state in `state.json`,
 //! rewritten at every checkpoint. They still load, and the first checkpoint
 //! after them writes a new journal. A newer version is refused
 //! ([`NewerVersion`]): its agent's state is not this one's to discard.
@@ -20,16 +22,18 @@ use crate::sources::access_log::AccessLogCheckpoint;
 use crate::sources::gc_log::GcLogCheckpoint;
 use crate::sources::SourceCheckpoint;
 
+mod delta;
 pub mod journal;
 mod timeline;
 
 pub use journal::Journal;
 
 pub const FILE_NAME: &str = "state.json";
-/// 4: a manifest naming a journal whose checkpoints carry a checksum.
+/// 5: a journal that may hold deltas and packed checkpoints. 4: a
+/// manifest naming a journal whose checkpoints carry a checksum.
 /// 3: a manifest naming the journal. 2: one list of sources tagged by kind
 /// (latency histograms included). 1: GC streams and access logs apart.
-const VERSION: u32 = 4;
+const VERSION: u32 = 5;
 
 #[derive(Serialize, Deserialize)]
 struct Manifest {
@@ -112,7 +116,7 @@ pub fn load(dir: &Path) -> Result<Option<Loaded>> {
             legacy(gc.chain(access).collect())
         }
         2 => legacy(serde_json::from_slice::<V2>(&bytes)?.sources),
-        3 | VERSION => {
+        3 | 4 | VERSION => {
             let manifest: Manifest = serde_json::from_slice(&bytes)?;
             let (sources, mut journal) = Journal::open(dir, &manifest.journal)?;
             if version < VERSION {
@@ -242,15 +246,15 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join(FILE_NAME),
-            br#"{"version": 5, "sources": []}"#,
+            br#"{"version": 6, "sources": []}"#,
         )
         .unwrap();
         let error = load(dir.path()).err().unwrap();
         let newer = error.downcast_ref::<NewerVersion>().expect("NewerVersion");
-        assert_eq!(newer.version, 5);
+        assert_eq!(newer.version, 6);
         let message = error.to_string();
         assert!(
-            message.contains("state.json is checkpoint version 5"),
+            message.contains("state.json is checkpoint version 6"),
             "{message}"
         );
     }

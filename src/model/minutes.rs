@@ -3,7 +3,6 @@
 //! figures of the collections that ended in the minute. This is the series that
 //! correlation, metrics and alerts line up with request latency.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -13,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::changes::Changes;
 use crate::model::histogram::Histogram;
+use crate::model::minute_chunks::MinuteChunks;
 
 /// One wall-clock minute. Events belong to the minute in which they ended.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -133,8 +133,9 @@ impl Placement {
 pub struct MinuteWindows {
     /// Not in a checkpoint's record of the stream: the journal writes the
     /// minutes that changed apart (`changes`). Read from older checkpoints.
+    /// In chunks, so that a write after a snapshot copies one hour, not a day.
     #[serde(default, skip_serializing)]
-    minutes: BTreeMap<i64, Minute>,
+    minutes: MinuteChunks,
     /// Events without a wall-clock time cannot be placed in a minute.
     pub unplaced_events: u64,
     /// Events whose time is more than [`MAX_CLOCK_JUMP_SECONDS`] from the
@@ -170,7 +171,7 @@ impl MinuteWindows {
             Some((_, minute)) if minute.start.timestamp() == key => minute,
             _ => {
                 self.changes.touch(key);
-                self.minutes.entry(key).or_insert_with(|| empty_minute(key))
+                self.minutes.get_or_insert_with(key, || empty_minute(key))
             }
         }
     }
@@ -182,7 +183,7 @@ impl MinuteWindows {
             return;
         };
         let key = held.start.timestamp();
-        if outlier || self.minutes.contains_key(&key) {
+        if outlier || self.minutes.contains_key(key) {
             // A minute already there would need merging: so rare (a clock
             // set back more than a day onto a minute seen before) that the
             // event is counted as an outlier instead.
@@ -330,13 +331,13 @@ impl MinuteWindows {
         now: DateTime<Utc>,
         by_newest_event: bool,
     ) -> DateTime<Utc> {
-        self.minutes
-            .split_off(&(now.timestamp().saturating_add(FUTURE_TOLERANCE_SECONDS) + 1));
+        let ahead = now.timestamp().saturating_add(FUTURE_TOLERANCE_SECONDS) + 1;
+        self.minutes.retain_range(i64::MIN..ahead);
         let mut oldest_kept = now - history;
-        if let Some(newest) = self.minutes.keys().next_back().filter(|_| by_newest_event) {
-            oldest_kept = oldest_kept.min(minute_start(*newest) + TimeDelta::minutes(1) - history);
+        if let Some(newest) = self.minutes.last_key().filter(|_| by_newest_event) {
+            oldest_kept = oldest_kept.min(minute_start(newest) + TimeDelta::minutes(1) - history);
         }
-        self.minutes = self.minutes.split_off(&oldest_kept.timestamp());
+        self.minutes.retain_range(oldest_kept.timestamp()..ahead);
         self.changes.prune_before(oldest_kept.timestamp());
         oldest_kept
     }
@@ -353,7 +354,7 @@ impl MinuteWindows {
 
     /// The minute starting at `start`, if anything happened in it.
     pub fn get(&self, start: DateTime<Utc>) -> Option<&Minute> {
-        self.minutes.get(&start.timestamp())
+        self.minutes.get(start.timestamp())
     }
 
     /// The last complete minute before `now`, if anything happened in it.
@@ -408,7 +409,7 @@ impl MinuteWindows {
             .map(|(key, _)| *key);
         let first = keys.next()?;
         let last = keys.next_back().unwrap_or(first);
-        let start = match self.minutes.range(..window.start).next_back() {
+        let start = match self.minutes.range(i64::MIN..window.start).next_back() {
             Some(_) => window.start.saturating_add(59).div_euclid(60) * 60,
             None => first,
         };

@@ -9,6 +9,7 @@ pub mod correlate;
 pub mod histogram;
 pub mod jvm;
 pub mod latency;
+mod minute_chunks;
 pub mod minutes;
 pub mod mxbean;
 pub mod rank_test;

@@ -447,12 +447,35 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// An agent killed after its checkpoints: what it showed before, and how
+/// to start it again.
+struct Killed {
+    dir: tempfile::TempDir,
+    port: u16,
+    sources: String,
+    journal: std::path::PathBuf,
+    /// Pauses in the fixture (mxbeans.json), all counted before the kill.
+    expected: f64,
+    /// `/api/v1/minutes` and the `jvm_` series of `/metrics` at the kill.
+    minutes: String,
+    metrics: String,
+}
+
+/// The `jvm_` series of a scrape: the model of the streams, not the
+/// agent's own figures (its CPU, its uptime).
+fn jvm_series(metrics: &str) -> String {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("jvm_"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// An agent under the default `start_at = "end"` follows a log that a JVM
 /// writes after it started (the fixture's lines in two halves, a checkpoint
-/// after each); it is SIGKILLed, `damage` changes the newest journal record,
-/// and a restarted agent must still count every pause (mxbeans.json), the
-/// second half read again from the last good checkpoint, and say what it cut.
-fn restart_after_damaging_the_journal(damage: impl Fn(&mut Vec<u8>, usize)) {
+/// after each, the second of deltas); it is SIGKILLed once everything it
+/// counted is committed.
+fn checkpointed_then_killed() -> Killed {
     let dir = tempfile::tempdir().unwrap();
     let fixture = jvm_fixture("jdk17-parallel-full");
     let expected = common::MxBeans::read(&fixture.join("mxbeans.json")).total_count() as f64;
@@ -505,9 +528,81 @@ fn restart_after_damaging_the_journal(damage: impl Fn(&mut Vec<u8>, usize)) {
         counted, expected,
         "the agent never killed counts every pause"
     );
+    let minutes = http_get_ok(port, "/api/v1/minutes").unwrap();
+    let metrics = jvm_series(&http_get_ok(port, "/metrics").unwrap());
     agent.0.kill().unwrap();
     agent.0.wait().unwrap();
-    let mut bytes = std::fs::read(&journal).unwrap();
+    Killed {
+        dir,
+        port,
+        sources,
+        journal,
+        expected,
+        minutes,
+        metrics,
+    }
+}
+
+/// `killed`'s agent started again on its checkpoint: its stderr once it
+/// counts `expected` pauses and then nothing more (or 20 s pass), and the
+/// counts it showed when it got there and half a second later.
+fn restart(killed: &Killed) -> (String, f64, f64, String, String) {
+    let port = killed.port;
+    let mut agent = KillOnDrop(spawn(
+        killed.dir.path(),
+        &config(killed.dir.path(), port, &killed.sources),
+    ));
+    wait_healthy(port);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut got;
+    loop {
+        got = sum(
+            &http_get_ok(port, "/metrics").unwrap_or_default(),
+            "jvm_gc_pause_seconds_count",
+            &[],
+        );
+        if got == killed.expected || Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Nothing more to read: the count stays.
+    std::thread::sleep(Duration::from_millis(500));
+    let metrics = http_get_ok(port, "/metrics").unwrap();
+    let settled = sum(&metrics, "jvm_gc_pause_seconds_count", &[]);
+    let minutes = http_get_ok(port, "/api/v1/minutes").unwrap();
+    signal(&agent.0, "TERM");
+    exit_within(&mut agent.0, Duration::from_secs(10));
+    let stderr = stderr_of(&mut agent.0);
+    (stderr, got, settled, minutes, jvm_series(&metrics))
+}
+
+/// A restart after checkpoints of deltas (each a few figures against the
+/// record before) shows exactly the model the killed agent showed.
+#[test]
+fn a_restart_after_delta_records_restores_the_same_model() {
+    let killed = checkpointed_then_killed();
+    let journal = std::fs::read_to_string(&killed.journal).unwrap();
+    assert!(journal.contains(r#"{"delta":"#), "{journal}");
+    let (stderr, _, _, minutes, metrics) = restart(&killed);
+    assert!(stderr.contains("resuming from checkpoint"), "{stderr}");
+    assert!(
+        killed.minutes.contains(r#""pause_count""#),
+        "{}",
+        killed.minutes
+    );
+    assert_eq!(minutes, killed.minutes, "/api/v1/minutes");
+    assert!(killed.metrics.contains("jvm_gc_pause_seconds_count"));
+    assert_eq!(metrics, killed.metrics, "the jvm_ series of /metrics");
+}
+
+/// `damage` changes the newest journal record of a killed agent (see
+/// [`checkpointed_then_killed`]), and a restarted agent must still count
+/// every pause, the second half read again from the last good checkpoint,
+/// and say what it cut.
+fn restart_after_damaging_the_journal(damage: impl Fn(&mut Vec<u8>, usize)) {
+    let killed = checkpointed_then_killed();
+    let mut bytes = std::fs::read(&killed.journal).unwrap();
     // The newest record: the line before the last commit.
     let last_commit = bytes[..bytes.len() - 1]
         .iter()
@@ -519,38 +614,19 @@ fn restart_after_damaging_the_journal(damage: impl Fn(&mut Vec<u8>, usize)) {
         .unwrap()
         + 1;
     damage(&mut bytes, newest);
-    std::fs::write(&journal, &bytes).unwrap();
-    let mut agent = KillOnDrop(spawn(dir.path(), &config(dir.path(), port, &sources)));
-    wait_healthy(port);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut got;
-    loop {
-        got = sum(
-            &http_get_ok(port, "/metrics").unwrap_or_default(),
-            "jvm_gc_pause_seconds_count",
-            &[],
-        );
-        if got == expected || Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    // Nothing more to read: the count stays.
-    std::thread::sleep(Duration::from_millis(500));
-    let settled = sum(
-        &http_get_ok(port, "/metrics").unwrap(),
-        "jvm_gc_pause_seconds_count",
-        &[],
-    );
-    signal(&agent.0, "TERM");
-    exit_within(&mut agent.0, Duration::from_secs(10));
-    let stderr = stderr_of(&mut agent.0);
+    std::fs::write(&killed.journal, &bytes).unwrap();
+    let (stderr, got, settled, _, _) = restart(&killed);
+    let expected = killed.expected;
     assert_eq!((got, settled), (expected, expected), "{stderr}");
     assert!(
         stderr.contains("checkpoint journal damaged") && !stderr.contains("starting fresh"),
         "{stderr}"
     );
-    assert!(dir.path().join("checkpoint/journal.1.damaged").exists());
+    assert!(killed
+        .dir
+        .path()
+        .join("checkpoint/journal.1.damaged")
+        .exists());
 }
 
 /// Issue 19, 3: one changed byte used to throw the whole checkpoint away,
@@ -564,21 +640,19 @@ fn a_changed_byte_in_the_newest_journal_record_loses_no_pause_before_it() {
 }
 
 /// Issue 19, 3: a changed digit in a checkpointed offset was believed.
+/// The newest record is a delta, its figures (the offset's change among
+/// them) without names: the last digit of one is changed.
 #[test]
 fn a_changed_digit_in_a_checkpointed_offset_is_found_not_believed() {
-    restart_after_damaging_the_journal(|bytes, _| {
-        let key = br#""offset":"#;
-        let at = bytes
-            .windows(key.len())
-            .rposition(|w| w == key)
-            .expect("an offset in the journal")
-            + key.len();
-        let digits = bytes[at..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        // The last digit, so the number stays well formed.
-        let digit = &mut bytes[at + digits - 1];
+    restart_after_damaging_the_journal(|bytes, newest| {
+        let end = newest + bytes[newest..].iter().position(|b| *b == b'\n').unwrap();
+        let at = newest
+            + bytes[newest..end]
+                .iter()
+                .rposition(u8::is_ascii_digit)
+                .expect("a figure in the newest record");
+        // The last digit of a number, so that it stays well formed.
+        let digit = &mut bytes[at];
         *digit = if *digit == b'9' { b'8' } else { *digit + 1 };
     });
 }
