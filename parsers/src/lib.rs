@@ -29,7 +29,9 @@ pub use access::{
     TimeFormat, TimestampMeaning,
 };
 pub use events::*;
-pub use gc::{line_time, GcLogParser, JvmRun, ParseStats, ParserOptions, UnparsedKind};
+pub use gc::{
+    line_time, GcLogParser, JvmRun, ParseStats, ParserOptions, Speculation, UnparsedKind,
+};
 pub use lines::{LineSplitter, Piece};
 /// Shared by every parser so that the agent drives each source (GC and access
 /// logs now; hsperfdata, JDK 8 and Go `gctrace` parsers later) the same way.

@@ -21,7 +21,7 @@ pub enum Piece<'a> {
     TooLong,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LineSplitter {
     max_line_bytes: usize,
     partial: Vec<u8>,

@@ -11,6 +11,7 @@ use pausewatch_parsers::{
 use serde::Serialize;
 
 use crate::commands::gc_input::read_gc_log;
+use crate::commands::gc_parallel::parse_gc_log;
 use crate::config::access_format::{detect_json, detect_preset, format_names, AccessFields};
 use crate::model::correlate::{
     attribute, combine, correlate, per_minute, stop_of, Attribution, AttributionOptions,
@@ -172,7 +173,7 @@ const MAX_HELD_EVENTS: usize = 1 << 16;
 
 /// Reads the files as one stream, in the order given, and folds their
 /// events into `fold` as they are parsed: nothing but the fold outlives a
-/// chunk, so memory does not grow with the log.
+/// stretch of the log (`gc_parallel.rs`), so memory does not grow with it.
 fn fold_files(
     paths: &[PathBuf],
     jvm_start: Option<DateTime<Utc>>,
@@ -184,8 +185,7 @@ fn fold_files(
     });
     let mut fresh = Vec::new();
     for path in paths {
-        read_gc_log(path, &mut |bytes| {
-            parser.feed(bytes, &mut fresh);
+        parse_gc_log(path, &mut parser, &mut |fresh| {
             // Noted here, where the file being read is known.
             fold.restarts
                 .extend(fresh.iter().filter_map(|event| match event {
@@ -195,7 +195,7 @@ fn fold_files(
                     }),
                     _ => None,
                 }));
-            fold.take(&mut fresh, false);
+            fold.take(fresh, false);
         })?;
     }
     parser.finish(&mut fresh);

@@ -6,6 +6,7 @@ pub mod chart;
 pub mod compare;
 pub mod demo;
 mod gc_input;
+mod gc_parallel;
 pub mod man;
 pub mod replay;
 pub mod report;

@@ -12,6 +12,7 @@ mod grammar;
 mod jdk8;
 mod legacy;
 mod run;
+mod speculation;
 mod state;
 #[cfg(test)]
 mod tests;
@@ -26,6 +27,7 @@ use crate::lines::{LineSplitter, Piece};
 use gctrace::{Gctrace, GoLine};
 use jdk8::Jdk8;
 use legacy::LegacyParser;
+pub use speculation::Speculation;
 pub use state::{GcLogParser, JvmRun, ParseStats, ParserOptions, UnparsedKind};
 use state::{Grammar, Line, Outcome};
 use unified::Unified;

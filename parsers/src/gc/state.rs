@@ -110,10 +110,26 @@ impl ParseStats {
     pub fn unparsed_total(&self) -> u64 {
         self.unparsed.values().sum()
     }
+
+    /// Adds what another parser counted between `since` and `later`.
+    pub(super) fn add_between(&mut self, since: &ParseStats, later: &ParseStats) {
+        self.bytes += later.bytes - since.bytes;
+        self.lines += later.lines - since.lines;
+        self.events += later.events - since.events;
+        self.ignored_lines += later.ignored_lines - since.ignored_lines;
+        self.restarts += later.restarts - since.restarts;
+        for (kind, count) in &later.unparsed {
+            let added = count - since.unparsed.get(kind).copied().unwrap_or(0);
+            // A kind is listed only once a line was counted under it.
+            if added > 0 {
+                *self.unparsed.entry(*kind).or_insert(0) += added;
+            }
+        }
+    }
 }
 
 /// What is known about the JVM run being read.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JvmRun {
     pub collector: Collector,
     /// From the `Version:` preamble line (JDK 17+).
@@ -131,7 +147,7 @@ pub struct JvmRun {
 }
 
 /// A collection whose lines are still arriving.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(super) struct OpenCollection {
     /// From the `gc,start` twin of the pause being assembled.
     pub(super) pause_start: Option<LogTime>,
@@ -144,7 +160,7 @@ pub(super) struct OpenCollection {
 }
 
 /// JDK 9-12 safepoints span three lines; this is the `Entering` one.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(super) struct SafepointBegin {
     pub(super) operation: String,
     pub(super) time: LogTime,

@@ -55,7 +55,7 @@ pub(crate) enum Claim<'a> {
 
 /// The JDK 8 side of a [`GcLogParser`](crate::GcLogParser)'s state: small
 /// and serialisable, since it is checkpointed with the rest.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct LegacyParser {
     /// An event whose brackets are still open, its lines joined.
@@ -90,6 +90,13 @@ impl LegacyParser {
 
     pub fn has_pending(&self) -> bool {
         self.pending.is_some()
+    }
+
+    /// Forgets the event being read, keeping what the stream is.
+    pub fn forget_event(&mut self) {
+        self.open = None;
+        self.pending = None;
+        self.in_heap_block = false;
     }
 
     /// Emits a pause still waiting for its detail lines.

@@ -1,0 +1,130 @@
+//! Reading a later stretch of a stream before the parser gets there, so that
+//! a caller can parse one stream on two threads and still get, in order,
+//! exactly the events of a sequential parse.
+//!
+//! The parser is a state machine, so a later stretch cannot simply be parsed
+//! on its own. [`GcLogParser::speculate`] guesses the state it starts in and
+//! [`Speculation::read`] reads it from that guess (what is known of the stream and
+//! its runs, no event in progress), noting its state after 64, 128, 256, ... lines.
+//! [`GcLogParser::catch_up`], once the parser has read up to the stretch,
+//! reads on into it until its state equals the guess's at one of those
+//! lines; the parser is deterministic, so from there on the guess read what
+//! the parser would have, and its events and state are taken as they are. A
+//! guess that never converges costs its reading and nothing else.
+
+use super::state::{GcLogParser, ParseStats};
+use crate::events::GcEvent;
+
+/// The guess's state is noted after this many lines first, then after twice
+/// as many each time.
+const FIRST_MARK_LINES: usize = 64;
+
+/// A stretch of a stream read from a guess of the parser's state
+/// ([`GcLogParser::speculate`]), for [`GcLogParser::catch_up`] on the same bytes.
+pub struct Speculation {
+    parser: GcLogParser,
+    events: Vec<GcEvent>,
+    marks: Vec<Mark>,
+}
+
+impl Speculation {
+    /// Reads `bytes`, a stretch that starts at a line boundary at or after
+    /// the point the parser that made this guess had reached.
+    pub fn read(&mut self, bytes: &[u8]) {
+        let (mut start, mut lines) = (0, FIRST_MARK_LINES);
+        while start < bytes.len() {
+            let end = memchr::memchr_iter(b'\n', &bytes[start..])
+                .nth(lines - 1)
+                .map_or(bytes.len(), |at| start + at + 1);
+            self.parser.feed(&bytes[start..end], &mut self.events);
+            self.marks.push(Mark {
+                end,
+                events: self.events.len(),
+                state: self.parser.clone(),
+            });
+            start = end;
+            lines = lines.saturating_mul(2);
+        }
+    }
+}
+
+/// The guess's state at a line end of the stretch.
+struct Mark {
+    /// The offset just past the line end.
+    end: usize,
+    /// Events the guess had emitted by then.
+    events: usize,
+    state: GcLogParser,
+}
+
+impl GcLogParser {
+    /// A guess of the state this parser will be in at a later line
+    /// boundary: what it knows of the stream and its runs, no event in
+    /// progress, no counts. [`Speculation::read`] it on another thread.
+    pub fn speculate(&self) -> Speculation {
+        let mut guess = self.clone();
+        // The latest uptime is left out: the gap to the stretch would read as a restart.
+        guess.run.max_uptime_s = None;
+        guess.run.zgc_minor_active = None;
+        guess.open.clear();
+        guess.pending = None;
+        guess.safepoint_begin = None;
+        guess.legacy.forget_event();
+        guess.stats = ParseStats::default();
+        Speculation {
+            parser: guess,
+            events: Vec::new(),
+            marks: Vec::new(),
+        }
+    }
+
+    /// Reads `bytes`, the stretch `speculation` was read from, now that
+    /// this parser has reached it: on its own until its state equals the
+    /// guess's, then the guess's events and state. `out` gets the events a
+    /// sequential [`feed`](Self::feed) of `bytes` gives.
+    pub fn catch_up(&mut self, bytes: &[u8], speculation: Speculation, out: &mut Vec<GcEvent>) {
+        let Speculation {
+            parser: later,
+            mut events,
+            marks,
+        } = speculation;
+        let mut fed = 0;
+        for mark in marks {
+            self.feed(&bytes[fed..mark.end], out);
+            fed = mark.end;
+            if self.converged(&mark.state) {
+                out.extend(events.drain(mark.events..));
+                let mut stats = std::mem::take(&mut self.stats);
+                stats.add_between(&mark.state.stats, &later.stats);
+                *self = later;
+                self.stats = stats;
+                return;
+            }
+        }
+        self.feed(&bytes[fed..], out);
+    }
+
+    /// Whether this parser holds the same state as `guess`, the counts apart.
+    fn converged(&self, guess: &GcLogParser) -> bool {
+        // Destructured, so that a new field cannot be left out of the comparison.
+        let GcLogParser {
+            lines,
+            run,
+            other_runs,
+            open,
+            pending,
+            safepoint_begin,
+            undecorated_logging,
+            legacy,
+            stats: _,
+        } = self;
+        *lines == guess.lines
+            && *run == guess.run
+            && *other_runs == guess.other_runs
+            && *open == guess.open
+            && *pending == guess.pending
+            && *safepoint_begin == guess.safepoint_begin
+            && *undecorated_logging == guess.undecorated_logging
+            && *legacy == guess.legacy
+    }
+}

@@ -1,0 +1,97 @@
+//! A GC log parsed on two cores, its events handed on in order: each
+//! stretch of the log is cut in two at a line end, the second half read
+//! ahead on another thread ([`GcLogParser::read_ahead`]) while this one
+//! reads the first, then caught up with ([`GcLogParser::catch_up`]). The
+//! events, counts and state are those of a sequential parse by construction
+//! (`parsers/tests/speculation.rs` checks it).
+
+use std::path::Path;
+
+use anyhow::Result;
+use pausewatch_parsers::{GcEvent, GcLogParser};
+
+use crate::commands::gc_input::read_gc_log;
+
+/// Bytes read before they are parsed in two halves: long enough for the
+/// guess of a half's starting state to converge early in it, short enough
+/// to keep memory flat.
+const STRETCH: usize = 8 << 20;
+
+/// This thread's half is fed and its events folded this many bytes at a time.
+const PIECE: usize = 1 << 20;
+
+/// A stretch shorter than this is parsed on this thread alone.
+const MIN_SPLIT: usize = 256 << 10;
+
+/// The share of a stretch this thread reads itself: less than half, since
+/// it also catches up with the other half and folds the events of both.
+const OWN_SHARE: f64 = 0.4;
+
+/// The head of a stream is read on this thread alone: before its preamble
+/// (collector, region size) a guess knows nothing and would not converge.
+const HEAD: usize = 64 << 10;
+
+/// Parses the file at `path` with `parser`, handing its events to `deliver`
+/// in the order a sequential parse gives them; `finish` is left to the caller.
+pub fn parse_gc_log(
+    path: &Path,
+    parser: &mut GcLogParser,
+    deliver: &mut dyn FnMut(&mut Vec<GcEvent>),
+) -> Result<()> {
+    // Room for a read on top of a stretch, so that the buffer never grows.
+    let mut stretch = Vec::with_capacity(2 * STRETCH);
+    // Reused: a fresh vector per stretch grew into new pages every time.
+    let mut fresh = Vec::new();
+    read_gc_log(path, &mut |bytes| {
+        stretch.extend_from_slice(bytes);
+        if stretch.len() < STRETCH {
+            return;
+        }
+        // The last line may be unfinished: it waits for the next stretch.
+        let end = memchr::memrchr(b'\n', &stretch).map_or(stretch.len(), |at| at + 1);
+        parse_stretch(parser, &stretch[..end], &mut fresh, deliver);
+        stretch.drain(..end);
+    })?;
+    parse_stretch(parser, &stretch, &mut fresh, deliver);
+    Ok(())
+}
+
+/// Parses `bytes`, which end at a line end or the end of the input.
+fn parse_stretch(
+    parser: &mut GcLogParser,
+    bytes: &[u8],
+    fresh: &mut Vec<GcEvent>,
+    deliver: &mut dyn FnMut(&mut Vec<GcEvent>),
+) {
+    let mut bytes = bytes;
+    if parser.stats().bytes == 0 {
+        let head = line_end_after(bytes, HEAD.min(bytes.len()));
+        parser.feed(&bytes[..head], fresh);
+        deliver(fresh);
+        bytes = &bytes[head..];
+    }
+    let split = line_end_after(bytes, (bytes.len() as f64 * OWN_SHARE) as usize);
+    if bytes.len() < MIN_SPLIT || split == bytes.len() {
+        parser.feed(bytes, fresh);
+        deliver(fresh);
+        return;
+    }
+    let (first, second) = bytes.split_at(split);
+    let mut speculation = parser.speculate();
+    std::thread::scope(|scope| {
+        let ahead = scope.spawn(|| speculation.read(second));
+        // In pieces, so that the events in hand stay few.
+        for piece in first.chunks(PIECE) {
+            parser.feed(piece, fresh);
+            deliver(fresh);
+        }
+        ahead.join().expect("the GC log read ahead panicked");
+    });
+    parser.catch_up(second, speculation, fresh);
+    deliver(fresh);
+}
+
+/// The offset just past the first line end at or after `at`, or the end.
+fn line_end_after(bytes: &[u8], at: usize) -> usize {
+    memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |end| at + end + 1)
+}
