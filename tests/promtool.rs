@@ -306,3 +306,91 @@ tests:
         &["test", "rules", &format!("{dir_str}/tests.yml")],
     );
 }
+
+/// `[alerts.canary_pause]` with a 1-minute window, a 2-minute `for`, a ratio
+/// of 2, a 50 ms floor and 4 instances, and `[alerts.canary_tail]` disabled:
+/// in Prometheus (promtool) a canary at 100 ms among three peers at 20 ms
+/// fires after 2 minutes, not before, and no peer does; with only three
+/// instances nothing fires; the tail rule is not in the file, and the
+/// records carry the configured window.
+#[test]
+fn canary_rules_follow_their_configuration_in_prometheus() {
+    let Some(promtool) = promtool_or_skip() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pausewatch.toml");
+    std::fs::write(
+        &config,
+        "[alerts.canary_pause]\nwindow = \"1m\"\nfor = \"2m\"\nratio = 2\nmin_pause = \"50ms\"\nmin_instances = 4\n[alerts.canary_tail]\nenabled = false\n",
+    )
+    .unwrap();
+    let rules = pausewatch_rules(Some(&config));
+    assert!(!rules.contains("alert: CanaryTailRegression"), "{rules}");
+    assert!(
+        rules.contains(
+            "record: service_instance:pausewatch_gc_pause_max_seconds:ratio_to_others_median1m"
+        ),
+        "{rules}"
+    );
+    std::fs::write(dir.path().join("rules.yml"), &rules).unwrap();
+    let series = |instance: &str, value: &str| {
+        format!(
+            "      - series: 'pausewatch_gc_pause_max_seconds{{job=\"pausewatch\",service=\"pricing\",instance=\"{instance}\",log=\"/var/log/gc.log\"}}'\n        values: '{value}x5'\n"
+        )
+    };
+    let inputs: String = [
+        ("h1:9464", "0.1"),
+        ("h2:9464", "0.02"),
+        ("h3:9464", "0.02"),
+        ("h4:9464", "0.02"),
+    ]
+    .iter()
+    .map(|(instance, value)| series(instance, value))
+    .collect();
+    let fewer: String = [("h1:9464", "0.1"), ("h2:9464", "0.02"), ("h3:9464", "0.02")]
+        .iter()
+        .map(|(instance, value)| series(instance, value))
+        .collect();
+    let tests = format!(
+        r#"rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+{inputs}
+    alert_rule_test:
+      - eval_time: 1m
+        alertname: CanaryPauseRegression
+        exp_alerts: []
+      - eval_time: 3m
+        alertname: CanaryPauseRegression
+        exp_alerts:
+          - exp_labels:
+              severity: warning
+              source: prometheus
+              service: pricing
+              instance: h1:9464
+            exp_annotations:
+              summary: "h1:9464 pauses longer than the rest of pricing"
+              description: "For 2 minutes the longest GC pause of h1:9464 (100ms over 1 minute) has been more than 2 times the median of the other instances of pricing: now 5.00 times."
+  - interval: 1m
+    input_series:
+{fewer}
+    alert_rule_test:
+      - eval_time: 4m
+        alertname: CanaryPauseRegression
+        exp_alerts: []
+"#
+    );
+    std::fs::write(dir.path().join("tests.yml"), tests).unwrap();
+    let dir_str = dir.path().to_str().unwrap();
+    run_promtool(
+        &promtool,
+        &["check", "rules", &format!("{dir_str}/rules.yml")],
+    );
+    run_promtool(
+        &promtool,
+        &["test", "rules", &format!("{dir_str}/tests.yml")],
+    );
+}

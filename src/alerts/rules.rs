@@ -8,9 +8,12 @@
 
 use std::time::Duration;
 
-use crate::model::alerts::{AlertsConfig, RuleKind};
+use crate::model::alerts::{AlertsConfig, CanaryRule, RuleKind};
 
 const TEMPLATE: &str = include_str!("rules.yml");
+/// The fleet alerts, each left out when its `[alerts.canary_*]` is disabled.
+const CANARY_PAUSE_ALERT: &str = include_str!("canary_pause_alert.yml");
+const CANARY_TAIL_ALERT: &str = include_str!("canary_tail_alert.yml");
 
 /// A duration as PromQL writes it: `50ms`, `15m`, `1h30m`.
 fn promql_duration(d: Duration) -> String {
@@ -58,6 +61,43 @@ fn percent(share: f64) -> String {
     format!("{}%", (share * 1000.0).round() / 10.0)
 }
 
+/// The placeholders of one fleet rule, `@{prefix}_window@` and the like.
+fn canary_values(prefix: &str, rule: &CanaryRule) -> Vec<(String, String)> {
+    [
+        ("window", promql_duration(rule.window)),
+        ("window_text", words(rule.window)),
+        ("for", promql_duration(rule.for_duration)),
+        ("for_text", words(rule.for_duration)),
+        ("ratio", rule.ratio.to_string()),
+        ("min", promql_duration(rule.floor)),
+        ("min_s", rule.floor.as_secs_f64().to_string()),
+        ("instances", rule.min_instances.to_string()),
+    ]
+    .into_iter()
+    .map(|(name, value)| (format!("{prefix}_{name}"), value))
+    .collect()
+}
+
+/// `template` with every `@name@` replaced by its value.
+fn fill(template: &str, values: &[(String, String)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(at) = rest.find('@') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let end = after.find('@').expect("a placeholder closes on its line");
+        let name = &after[..end];
+        let value = values
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("rules.yml: unknown placeholder @{name}@"));
+        out.push_str(&value.1);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The rule file for `config`; `from` names the configuration file in its
 /// header (`None`: the defaults). An `Err` says which threshold Prometheus
 /// cannot express.
@@ -76,7 +116,7 @@ pub fn prometheus_rules(config: &AlertsConfig, from: Option<&str>) -> Result<Str
             .find(|rule| rule.kind == kind)
             .map_or(kind.default_for(), |rule| rule.for_duration)
     };
-    let values: Vec<(&str, String)> = vec![
+    let mut values: Vec<(String, String)> = [
         (
             "config",
             from.map(|f| format!(" --config {f}")).unwrap_or_default(),
@@ -134,23 +174,29 @@ pub fn prometheus_rules(config: &AlertsConfig, from: Option<&str>) -> Result<Str
             "mismatch_for",
             promql_duration(for_duration(RuleKind::LogCounterMismatch)),
         ),
-    ];
-    let mut out = String::with_capacity(TEMPLATE.len());
-    let mut rest = TEMPLATE;
-    while let Some(at) = rest.find('@') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let end = after.find('@').expect("a placeholder closes on its line");
-        let name = &after[..end];
-        let value = values
-            .iter()
-            .find(|(n, _)| *n == name)
-            .unwrap_or_else(|| panic!("rules.yml: unknown placeholder @{name}@"));
-        out.push_str(&value.1);
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_string(), value))
+    .collect();
+    values.extend(canary_values("canary_pause", &config.canary_pause));
+    values.extend(canary_values("canary_tail", &config.canary_tail));
+    let canary_alerts = [
+        (&config.canary_pause, CANARY_PAUSE_ALERT),
+        (&config.canary_tail, CANARY_TAIL_ALERT),
+    ]
+    .into_iter()
+    .filter(|(rule, _)| rule.enabled)
+    .map(|(_, alert)| format!("\n{}", fill(alert, &values).trim_end()))
+    .collect::<Vec<_>>()
+    .join("\n");
+    // A group with no rules is valid YAML only as an empty list.
+    let canary_alerts = if canary_alerts.is_empty() {
+        " []".to_string()
+    } else {
+        canary_alerts
+    };
+    values.push(("canary_alerts".to_string(), canary_alerts));
+    Ok(fill(TEMPLATE, &values))
 }
 
 #[cfg(test)]

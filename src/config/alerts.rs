@@ -11,7 +11,12 @@ use toml::{Spanned, Value};
 use super::http_client::Endpoint;
 use super::spans::{key, ConfigError, Ctx, Seg};
 use super::{label_problem, LabelUse};
-use crate::model::alerts::{AlertsConfig, RegressionStatistic, RuleKind, RuleSettings, Thresholds};
+use crate::model::alerts::{
+    AlertsConfig, CanaryRule, RegressionStatistic, RuleKind, RuleSettings, Thresholds,
+};
+
+/// The fleet rules' tables: Prometheus-only, so not [`RuleKind`]s.
+const CANARY_RULES: [&str; 2] = ["canary_pause", "canary_tail"];
 
 /// The `[alerts]` table, each key with its span.
 pub(super) type RawAlerts = BTreeMap<Spanned<String>, Spanned<Value>>;
@@ -54,10 +59,17 @@ impl Ctx<'_> {
                     alerts.resend_interval = self.positive_duration(value, &path)?
                 }
                 "labels" => alerts.labels = self.label_table(value, &path)?,
+                "canary_pause" => {
+                    self.canary(value, &path, "min_pause", &mut alerts.canary_pause)?
+                }
+                "canary_tail" => {
+                    self.canary(value, &path, "min_latency", &mut alerts.canary_tail)?
+                }
                 rule_name => {
                     let Some(kind) = RuleKind::from_config_name(rule_name) else {
-                        let known: Vec<&str> =
-                            RuleKind::ALL.iter().map(|k| k.config_name()).collect();
+                        let known: Vec<&str> = (RuleKind::ALL.iter().map(|k| k.config_name()))
+                            .chain(CANARY_RULES)
+                            .collect();
                         return Err(self.err(
                             name.span(),
                             &path,
@@ -131,21 +143,8 @@ impl Ctx<'_> {
             let span = self.span_of(&path, rule_span.clone());
             let spanned = Spanned::new(span.clone(), value.clone());
             let duration = || self.duration(&spanned, &path);
-            let number = || self.number(&spanned, &path, "a number");
             let share = || self.share(&spanned, &path, "a number");
-            // A factor on the baseline: at or below zero every pause is a regression.
-            let ratio = || {
-                let ratio = number()?;
-                if ratio > 0.0 && ratio.is_finite() {
-                    Ok(ratio)
-                } else {
-                    Err(self.err(
-                        span.clone(),
-                        &path,
-                        format!("{ratio} is not a finite number above 0"),
-                    ))
-                }
-            };
+            let ratio = || self.ratio(&spanned, &path);
             let unknown = || {
                 self.err(
                     span.clone(),
@@ -217,6 +216,64 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// A factor on a baseline: at or below zero every figure is a regression.
+    fn ratio(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<f64, ConfigError> {
+        let ratio = self.number(v, path, "a number")?;
+        if ratio > 0.0 && ratio.is_finite() {
+            Ok(ratio)
+        } else {
+            Err(self.err(
+                v.span(),
+                path,
+                format!("{ratio} is not a finite number above 0"),
+            ))
+        }
+    }
+
+    /// `[alerts.canary_pause]` or `[alerts.canary_tail]`; `floor_key` names
+    /// the rule's floor.
+    fn canary(
+        &self,
+        value: &Spanned<Value>,
+        rule_path: &[Seg],
+        floor_key: &str,
+        rule: &mut CanaryRule,
+    ) -> Result<(), ConfigError> {
+        let Value::Table(table) = value.get_ref() else {
+            return Err(self.type_err(value, rule_path, "a table of rule settings"));
+        };
+        for (name, setting) in table {
+            let mut path = rule_path.to_vec();
+            path.push(Seg::Key(name.clone()));
+            let spanned = Spanned::new(self.span_of(&path, value.span()), setting.clone());
+            match name.as_str() {
+                "enabled" => {
+                    rule.enabled = setting
+                        .as_bool()
+                        .ok_or_else(|| self.type_err(&spanned, &path, "true or false"))?
+                }
+                "window" => rule.window = self.positive_duration(&spanned, &path)?,
+                "for" => rule.for_duration = self.duration(&spanned, &path)?,
+                "ratio" => rule.ratio = self.ratio(&spanned, &path)?,
+                "min_instances" => {
+                    // Fewer than two: no other instance to compare with.
+                    rule.min_instances = self.integer_in(&spanned, &path, 2..=10_000, "")? as u32
+                }
+                floor if floor == floor_key => rule.floor = self.duration(&spanned, &path)?,
+                _ => {
+                    return Err(self.err(
+                        spanned.span(),
+                        &path,
+                        format!(
+                            "unknown key; expected enabled, window, for, ratio, {floor_key} or min_instances"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn label_table(
         &self,
         v: &Spanned<Value>,
@@ -277,5 +334,43 @@ mod tests {
         }
         let c = parse_ok(&["[alerts.heap_pressure]", "share = 1"]);
         assert_eq!(c.alerts.thresholds.heap_share, 1.0);
+    }
+
+    #[test]
+    fn canary_rules_take_their_own_keys() {
+        let c = parse_ok(&[
+            "[alerts.canary_tail]",
+            "window = '2m'",
+            "for = '10m'",
+            "ratio = 2",
+            "min_latency = '25ms'",
+            "min_instances = 5",
+            "enabled = false",
+        ]);
+        let tail = &c.alerts.canary_tail;
+        assert_eq!(tail.window, std::time::Duration::from_secs(120));
+        assert_eq!(tail.for_duration, std::time::Duration::from_secs(600));
+        assert_eq!(
+            (tail.ratio, tail.min_instances, tail.enabled),
+            (2.0, 5, false)
+        );
+        assert_eq!(tail.floor, std::time::Duration::from_millis(25));
+        assert_eq!(c.alerts.canary_pause, Default::default());
+        let e = parse_err(
+            &["[alerts.canary_pause]", "min_latency = '25ms'"],
+            2,
+            "alerts.canary_pause.min_latency",
+        );
+        assert!(
+            e.message
+                .contains("expected enabled, window, for, ratio, min_pause or min_instances"),
+            "{e}"
+        );
+        let e = parse_err(
+            &["[alerts.canary_pause]", "min_instances = 1"],
+            2,
+            "alerts.canary_pause.min_instances",
+        );
+        assert!(e.message.contains("out of range 2..="), "{e}");
     }
 }

@@ -129,12 +129,18 @@ fn every_key_the_parser_accepts_is_documented_and_no_other() {
             parser_keys.insert((section.to_string(), name));
         }
     }
-    for name in accepted("alerts.alertmanager") {
-        parser_keys.insert(("alerts.alertmanager".to_string(), name));
+    for section in [
+        "alerts.alertmanager",
+        "alerts.canary_pause",
+        "alerts.canary_tail",
+    ] {
+        for name in accepted(section) {
+            parser_keys.insert((section.to_string(), name));
+        }
     }
     // A rule's own default for a key every rule has (`for`) is no other key.
     let generic = |k: &&Key| {
-        k.section.starts_with("alerts.")
+        (RuleKind::ALL.iter()).any(|kind| k.section == format!("alerts.{}", kind.config_name()))
             && parser_keys.contains(&("alerts.RULE".to_string(), k.name.to_string()))
             && k.section != "alerts.RULE"
     };

@@ -185,6 +185,41 @@ impl RuleSettings {
     }
 }
 
+/// A fleet rule of the shipped Prometheus rules (`CanaryPauseRegression`,
+/// `CanaryTailRegression`): one instance's figure over `window` against the
+/// median of the other instances of its service. Only Prometheus evaluates
+/// it: one agent sees one instance, never its peers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CanaryRule {
+    pub enabled: bool,
+    #[serde(serialize_with = "serialize_duration")]
+    pub window: Duration,
+    #[serde(serialize_with = "serialize_duration")]
+    pub for_duration: Duration,
+    /// Factor on the others' median above which the instance regressed.
+    pub ratio: f64,
+    /// Below this the figure is never a regression (`min_pause`, `min_latency`).
+    #[serde(serialize_with = "serialize_duration")]
+    pub floor: Duration,
+    /// Services with fewer instances have no fleet to compare with.
+    pub min_instances: u32,
+}
+
+impl Default for CanaryRule {
+    /// A day-long release compared on 5-minute windows: 30 minutes of a
+    /// 1.5-fold difference is no restart's warm-up.
+    fn default() -> Self {
+        CanaryRule {
+            enabled: true,
+            window: Duration::from_secs(300),
+            for_duration: Duration::from_secs(1800),
+            ratio: 1.5,
+            floor: Duration::from_millis(10),
+            min_instances: 3,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AlertsConfig {
     #[serde(serialize_with = "serialize_duration")]
@@ -196,6 +231,10 @@ pub struct AlertsConfig {
     pub labels: BTreeMap<String, String>,
     pub thresholds: Thresholds,
     pub rules: Vec<RuleSettings>,
+    /// `[alerts.canary_pause]`: the longest pause against the fleet's.
+    pub canary_pause: CanaryRule,
+    /// `[alerts.canary_tail]`: the p99.9 latency against the fleet's.
+    pub canary_tail: CanaryRule,
 }
 
 impl Default for AlertsConfig {
@@ -209,6 +248,8 @@ impl Default for AlertsConfig {
                 .into_iter()
                 .map(RuleSettings::defaults)
                 .collect(),
+            canary_pause: CanaryRule::default(),
+            canary_tail: CanaryRule::default(),
         }
     }
 }
