@@ -420,7 +420,7 @@ fn canary_alerts_fire_for_the_canary_alone_and_a_rolling_restart_fires_nothing()
         prom_port,
         &[rules],
         Some(am_port),
-        &[job.clone()],
+        std::slice::from_ref(&job),
     );
     // VictoriaMetrics reads the same scrape configuration (its promscrape),
     // but for file_sd's refresh_interval, which it does not know.
@@ -591,31 +591,46 @@ fn canary_alerts_fire_for_the_canary_alone_and_a_rolling_restart_fires_nothing()
             for (instance, value) in &from_prometheus {
                 let other = from_victoria.get(instance).copied();
                 if other.is_none_or(|v| (v - value).abs() > 1e-6 * value.abs().max(1e-3)) {
-                    differences.push(format!(
-                        "{title}: {instance}: Prometheus {value}, VictoriaMetrics {other:?}"
+                    let metric = [
+                        "pausewatch_request_latency_p999_seconds",
+                        "pausewatch_gc_pause_max_seconds",
+                    ]
+                    .into_iter()
+                    .find(|m| promql.contains(m))
+                    .unwrap();
+                    differences.push((
+                        format!("{metric}{{instance=\"{instance}\"}}"),
+                        format!(
+                            "{title}: {instance}: Prometheus {value}, VictoriaMetrics {other:?}"
+                        ),
                     ));
                 }
             }
         }
-        if !differences.is_empty() {
-            let diagnosis: Vec<String> = (instances.iter())
-                .filter(|i| i.service == CANARY_SERVICE)
-                .map(|i| {
-                    let selector = format!("pausewatch_gc_pause_max_seconds{{instance=\"{}\"}}", i.label());
-                    let vm = common::http_get(vm_port, &format!("/api/v1/export?match[]={}", common::url_encode(&selector)))
-                        .map(|r| r.1)
-                        .unwrap_or_default();
-                    let revised = revised_stamps(&vm);
-                    let prom_raw = prom.query(&format!("{selector}[6m]")).unwrap_or_default();
-                    format!("{}: VictoriaMetrics stamps with several values: {revised:?}\n  Prometheus: {prom_raw:?}", i.label())
-                })
-                .collect();
-            panic!(
-                "VictoriaMetrics differs:\n{}\n{}",
-                differences.join("\n"),
-                diagnosis.join("\n")
-            );
-        }
+        // A figure the agent revised after a scrape (a line read after its
+        // minute ended, on a loaded machine): Prometheus keeps the first
+        // sample of a timestamp, VictoriaMetrics every one. Differences with
+        // no such revision are a difference of the engines.
+        let unexplained: Vec<(String, String)> = differences
+            .iter()
+            .map(|(selector, text)| {
+                let export = common::http_get(
+                    vm_port,
+                    &format!("/api/v1/export?match[]={}", common::url_encode(selector)),
+                )
+                .map(|r| r.1)
+                .unwrap_or_default();
+                let revised = revised_stamps(&export);
+                eprintln!("{text}\n  revised after a scrape: {revised:?}");
+                (selector.clone(), text.clone(), revised)
+            })
+            .filter(|(_, _, revised)| revised.is_empty())
+            .map(|(selector, text, _)| (selector, text))
+            .collect();
+        assert!(
+            unexplained.is_empty(),
+            "VictoriaMetrics differs from Prometheus without a revised figure: {unexplained:?}"
+        );
     });
 }
 
@@ -635,7 +650,10 @@ fn agent_mode_prometheus_remote_writes_the_minutes_to_a_central_store() {
     ) else {
         return;
     };
-    let deadline = Instant::now() + Duration::from_secs(90);
+    // Prometheus in agent mode drops samples stamped before it started, so
+    // the first figure to arrive is that of the first minute after its
+    // start, published when that minute ends: up to 2 minutes.
+    let deadline = Instant::now() + Duration::from_secs(200);
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path();
     let ports = common::free_ports(3);
