@@ -69,6 +69,27 @@ impl HttpClient {
         settings: &HttpClientConfig,
         timeout: Duration,
     ) -> Result<HttpClient, String> {
+        Self::build(url, settings, timeout, None)
+    }
+
+    /// As [`Self::new`], through the proxy the environment names
+    /// (`ALL_PROXY`, `HTTPS_PROXY`, `HTTP_PROXY`, with `NO_PROXY`), as the
+    /// OpenTelemetry SDKs' exporters go: an OTLP receiver is often remote,
+    /// where alert sinks and scraped applications are near.
+    pub fn through_env_proxy(
+        url: &str,
+        settings: &HttpClientConfig,
+        timeout: Duration,
+    ) -> Result<HttpClient, String> {
+        Self::build(url, settings, timeout, ureq::Proxy::try_from_env())
+    }
+
+    fn build(
+        url: &str,
+        settings: &HttpClientConfig,
+        timeout: Duration,
+        proxy: Option<ureq::Proxy>,
+    ) -> Result<HttpClient, String> {
         let configured: Uri = url
             .parse()
             .map_err(|e| format!("the configured URL is not a URL: {e}"))?;
@@ -76,8 +97,8 @@ impl HttpClient {
             .timeout_global(Some(timeout))
             // Statuses are reported by the callers, with the body's start.
             .http_status_as_error(false)
-            // Nearby targets: ignore http_proxy and friends.
-            .proxy(None)
+            // Nearby targets ignore http_proxy and friends.
+            .proxy(proxy)
             .user_agent(concat!("pausewatch/", env!("CARGO_PKG_VERSION")))
             .tls_config(tls_config(&settings.tls)?)
             .build();

@@ -806,7 +806,7 @@ fn delta_adds_up_and_a_receiver_outage_loses_nothing() {
 }
 
 #[test]
-fn configured_and_environment_headers_reach_the_receiver() {
+fn configured_and_environment_headers_reach_the_receiver_and_the_proxy_is_honoured() {
     let captured: Arc<Mutex<Vec<String>>> = Arc::default();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -829,7 +829,7 @@ fn configured_and_environment_headers_reach_the_receiver() {
         &gc_log,
     )
     .unwrap();
-    let ports = common::free_ports(2);
+    let ports = common::free_ports(3);
     let from_file = agent_config(
         dir,
         "file",
@@ -853,6 +853,24 @@ fn configured_and_environment_headers_reach_the_receiver() {
             )
             .env("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=k%3D1,x-team=gc"),
     );
+    // A receiver only the proxy the environment names can reach (as the
+    // SDKs' exporters honour HTTP_PROXY): the listener stands in for it.
+    let via_proxy = agent_config(dir, "proxy", ports[2], &gc_log, &[]);
+    let remote = "otlp-receiver.invalid:4318";
+    children.spawn_service(
+        "agent-proxy",
+        common::run_command(&via_proxy)
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{remote}"))
+            .env("HTTP_PROXY", format!("http://127.0.0.1:{port}"))
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy"),
+    );
+    let proxied = |h: &String| {
+        h.starts_with(&format!("POST http://{remote}/v1/metrics "))
+            || h.starts_with(&format!("CONNECT {remote} "))
+    };
     children.wait_until(
         Instant::now() + Duration::from_secs(20),
         "a request from each agent",
@@ -860,6 +878,7 @@ fn configured_and_environment_headers_reach_the_receiver() {
             let heads = captured.lock().unwrap();
             heads.iter().any(|h| h.starts_with("POST /custom/path "))
                 && heads.iter().any(|h| h.starts_with("POST /v1/metrics "))
+                && heads.iter().any(proxied)
         },
     );
     let heads = captured.lock().unwrap();

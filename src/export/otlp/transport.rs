@@ -85,7 +85,8 @@ impl Transport {
                     authorization: None,
                 };
                 let client = |url: &str| {
-                    HttpClient::new(url, &settings, config.timeout).map_err(anyhow::Error::msg)
+                    HttpClient::through_env_proxy(url, &settings, config.timeout)
+                        .map_err(anyhow::Error::msg)
                 };
                 Ok(Transport::Http {
                     metrics: client(&config.endpoint)?,
