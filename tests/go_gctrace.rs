@@ -35,6 +35,9 @@ struct MemStats {
     num_forced_gc: u64,
     pause_total_ns: u64,
     pauses: Vec<RuntimePause>,
+    gc_cpu_fraction: f64,
+    wall_s: f64,
+    gomaxprocs: u32,
 }
 
 /// One entry of the runtime's ring of pauses (`PauseEnd`, `PauseNs`).
@@ -299,6 +302,14 @@ grace = "4s"
         common::sum(m, "jvm_gc_pause_seconds_count", &selector) == truth.num_gc as f64
     });
     check_agent("discovered gcload", &metrics, &selector, &trace, &truth);
+    // The collector's CPU, as the runtime counts it: GCCPUFraction of the
+    // CPU available since the program started.
+    let runtime_gc_cpu = truth.gc_cpu_fraction * truth.wall_s * f64::from(truth.gomaxprocs);
+    let gc_cpu = common::sum(&metrics, "pausewatch_gc_cpu_seconds_total", &selector);
+    assert!(
+        (gc_cpu - runtime_gc_cpu).abs() <= 0.10 * runtime_gc_cpu,
+        "GC CPU {gc_cpu} s, the runtime's {runtime_gc_cpu} s ({truth:?})"
+    );
     let pid_label = metrics
         .lines()
         .find(|l| l.starts_with("jvm_gc_pause_seconds_count{"))

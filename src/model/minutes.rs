@@ -12,6 +12,7 @@ use pausewatch_parsers::{GcEvent, LogTime, StallKind};
 use serde::{Deserialize, Serialize};
 
 use crate::model::changes::Changes;
+use crate::model::gc_cpu::cycle_gc_seconds;
 use crate::model::histogram::Histogram;
 
 /// One wall-clock minute. Events belong to the minute in which they ended.
@@ -47,6 +48,33 @@ pub struct Minute {
     pub allocated_bytes: u64,
     /// Bytes promoted into the old generation by this minute's young collections.
     pub promoted_bytes: u64,
+    /// The collector's CPU seconds in this minute (`model::gc_cpu`).
+    #[serde(default)]
+    pub gc_cpu_seconds: f64,
+    /// The process's CPU seconds in this minute, where it is read (a
+    /// discovered JVM's /proc; Go's gctrace does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_cpu_seconds: Option<f64>,
+    /// CPUs available to the process: Go's GOMAXPROCS, a JVM's CPU affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<f64>,
+}
+
+impl Minute {
+    /// The collector's share of the process's CPU in this minute.
+    pub fn gc_cpu_of_process(&self) -> Option<f64> {
+        self.process_cpu_seconds
+            .filter(|process| *process > 0.0)
+            .map(|process| (self.gc_cpu_seconds / process).min(1.0))
+    }
+
+    /// The collector's share of the CPUs available over the minute (Go's
+    /// `GCCPUFraction` over one minute).
+    pub fn gc_cpu_of_available(&self) -> Option<f64> {
+        self.cpus
+            .filter(|cpus| *cpus > 0.0)
+            .map(|cpus| self.gc_cpu_seconds / (cpus * 60.0))
+    }
 }
 
 /// The minute (seconds since the epoch, floored) a wall-clock time falls in.
@@ -311,6 +339,10 @@ impl MinuteWindows {
             GcEvent::Cycle(c) => {
                 let minute = self.minute_mut(key);
                 minute.concurrent_cycle_seconds += c.duration_s.unwrap_or(0.0);
+                if let Some(cpu) = &c.cpu {
+                    minute.gc_cpu_seconds += cycle_gc_seconds(cpu);
+                    minute.cpus = Some(f64::from(cpu.processors));
+                }
             }
             GcEvent::ConcurrentPhase(_) | GcEvent::JvmRestart(_) => {}
         }
