@@ -35,8 +35,13 @@ struct MemStats {
     num_forced_gc: u64,
     pause_total_ns: u64,
     pauses: Vec<RuntimePause>,
+    /// `GCCPUFraction`, wall time and GOMAXPROCS: printed by live runs
+    /// (the recorded fixture predates them).
+    #[serde(default)]
     gc_cpu_fraction: f64,
+    #[serde(default)]
     wall_s: f64,
+    #[serde(default)]
     gomaxprocs: u32,
 }
 

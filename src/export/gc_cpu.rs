@@ -63,8 +63,8 @@ pub fn ratio(stream: &StreamState, now: DateTime<Utc>) -> Vec<Sample<'_>> {
         return Vec::new();
     };
     [
-        ("process", minute.gc_cpu_of_process()),
-        ("available", minute.gc_cpu_of_available()),
+        ("process", minute.gc_cpu_of_process),
+        ("available", minute.gc_cpu_of_available),
     ]
     .into_iter()
     .filter_map(|(of, ratio)| {

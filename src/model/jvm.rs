@@ -243,9 +243,7 @@ impl JvmState {
     /// CPU to the minute keyed `key`, with the CPUs it may use.
     pub fn add_cpu(&mut self, key: i64, gc_seconds: f64, process_seconds: f64, cpus: Option<f64>) {
         let minute = self.minutes.minute_mut(key);
-        minute.gc_cpu_seconds += gc_seconds;
-        *minute.process_cpu_seconds.get_or_insert(0.0) += process_seconds;
-        minute.cpus = cpus.or(minute.cpus);
+        minute.add_gc_cpu(gc_seconds, Some(process_seconds), cpus);
     }
 
     /// The one fold from parsed events to the model, for the agent and

@@ -48,9 +48,10 @@ pub struct Minute {
     pub allocated_bytes: u64,
     /// Bytes promoted into the old generation by this minute's young collections.
     pub promoted_bytes: u64,
-    /// The collector's CPU seconds in this minute (`model::gc_cpu`).
-    #[serde(default)]
-    pub gc_cpu_seconds: f64,
+    /// The collector's CPU seconds in this minute (`model::gc_cpu`), where
+    /// known: a discovered JVM, a Go program's gctrace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_cpu_seconds: Option<f64>,
     /// The process's CPU seconds in this minute, where it is read (a
     /// discovered JVM's /proc; Go's gctrace does not say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -58,22 +59,30 @@ pub struct Minute {
     /// CPUs available to the process: Go's GOMAXPROCS, a JVM's CPU affinity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<f64>,
+    /// The collector's share of the process's CPU in this minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_cpu_of_process: Option<f64>,
+    /// The collector's share of the CPUs available over the minute (Go's
+    /// `GCCPUFraction` over one minute; a partial first minute reads low).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_cpu_of_available: Option<f64>,
 }
 
 impl Minute {
-    /// The collector's share of the process's CPU in this minute.
-    pub fn gc_cpu_of_process(&self) -> Option<f64> {
-        self.process_cpu_seconds
-            .filter(|process| *process > 0.0)
-            .map(|process| (self.gc_cpu_seconds / process).min(1.0))
-    }
-
-    /// The collector's share of the CPUs available over the minute (Go's
-    /// `GCCPUFraction` over one minute).
-    pub fn gc_cpu_of_available(&self) -> Option<f64> {
-        self.cpus
-            .filter(|cpus| *cpus > 0.0)
-            .map(|cpus| self.gc_cpu_seconds / (cpus * 60.0))
+    /// Adds collector CPU, the process's CPU where read, and the CPUs
+    /// available, and the shares they make.
+    pub fn add_gc_cpu(&mut self, gc: f64, process: Option<f64>, cpus: Option<f64>) {
+        let gc = *self
+            .gc_cpu_seconds
+            .insert(self.gc_cpu_seconds.unwrap_or(0.0) + gc);
+        if let Some(process) = process {
+            let total = self.process_cpu_seconds.unwrap_or(0.0) + process;
+            self.process_cpu_seconds = Some(total);
+            self.gc_cpu_of_process = (total > 0.0).then(|| (gc / total).min(1.0));
+        }
+        self.cpus = cpus.or(self.cpus);
+        let available = self.cpus.filter(|cpus| *cpus > 0.0);
+        self.gc_cpu_of_available = available.map(|cpus| gc / (cpus * 60.0));
     }
 }
 
@@ -340,8 +349,8 @@ impl MinuteWindows {
                 let minute = self.minute_mut(key);
                 minute.concurrent_cycle_seconds += c.duration_s.unwrap_or(0.0);
                 if let Some(cpu) = &c.cpu {
-                    minute.gc_cpu_seconds += cycle_gc_seconds(cpu);
-                    minute.cpus = Some(f64::from(cpu.processors));
+                    let cpus = Some(f64::from(cpu.processors));
+                    minute.add_gc_cpu(cycle_gc_seconds(cpu), None, cpus);
                 }
             }
             GcEvent::ConcurrentPhase(_) | GcEvent::JvmRestart(_) => {}
