@@ -315,6 +315,24 @@ grace = "4s"
         (gc_cpu - runtime_gc_cpu).abs() <= 0.10 * runtime_gc_cpu,
         "GC CPU {gc_cpu} s, the runtime's {runtime_gc_cpu} s ({truth:?})"
     );
+    // The same CPU in the minutes, beside the program's own CPU read from /proc.
+    let minutes: Value = serde_json::from_str(&agent.get("/api/v1/minutes").unwrap()).unwrap();
+    let stream = minutes["jvms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["log"] == trace.display().to_string())
+        .expect("the program's minutes");
+    let figure = |name: &str| -> f64 {
+        let minutes = stream["minutes"].as_array().unwrap().iter();
+        minutes.filter_map(|m| m[name].as_f64()).sum()
+    };
+    let in_minutes = figure("gc_cpu_seconds");
+    assert!(
+        (in_minutes - gc_cpu).abs() < 1e-9,
+        "{in_minutes} in the minutes, {gc_cpu} exported"
+    );
+    assert!(figure("process_cpu_seconds") > 0.0, "{stream}");
     let pid_label = metrics
         .lines()
         .find(|l| l.starts_with("jvm_gc_pause_seconds_count{"))

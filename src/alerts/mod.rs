@@ -206,8 +206,8 @@ pub fn evaluate(
             }
         }
         RuleKind::GcCpu => {
-            // Of the process's CPU where it is read (a discovered JVM), else
-            // of the CPUs available (a Go program: GCCPUFraction's measure).
+            // Of the process's CPU where it is read (discovered), else of the
+            // CPUs available (a configured Go trace: GCCPUFraction's measure).
             let Some((share, of)) = minute.and_then(|m| {
                 let process = m.gc_cpu_of_process.map(|s| (s, "the process's CPU"));
                 process.or_else(|| m.gc_cpu_of_available.map(|s| (s, "the CPUs available")))

@@ -53,7 +53,7 @@ pub struct Minute {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc_cpu_seconds: Option<f64>,
     /// The process's CPU seconds in this minute, where it is read (a
-    /// discovered JVM's /proc; Go's gctrace does not say).
+    /// discovered JVM's or Go program's /proc; gctrace does not say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_cpu_seconds: Option<f64>,
     /// CPUs available to the process: Go's GOMAXPROCS, a JVM's CPU affinity.
