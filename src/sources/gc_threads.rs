@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use procfs::process::Process;
 
@@ -15,9 +16,16 @@ use crate::model::gc_cpu::{
     TASKS_DENIED,
 };
 
+/// How often the threads are read: a JVM's runtime stats are sampled up to
+/// several times a second, which the collector's CPU (a counter read per
+/// minute) does not need, and a host's JVMs have tens of threads each.
+const READ_EVERY: Duration = Duration::from_secs(1);
+
 /// The threads of one JVM, sampled.
 #[derive(Debug, Default)]
 pub struct GcThreads {
+    /// The last reading and when it was taken.
+    last: Option<(Instant, GcCpu)>,
     /// Each thread seen, by tid: its start and what it is (`None`: not of
     /// interest). A tid reused within one sampling interval would be taken
     /// for the thread before it: pids wrap after millions of threads.
@@ -29,6 +37,17 @@ impl GcThreads {
     /// Reads the threads of process `pid` under `proc_root` and returns the
     /// totals so far, or why there are none.
     pub fn sample(&mut self, proc_root: &Path, pid: u32) -> GcCpu {
+        match &self.last {
+            Some((at, cpu)) if at.elapsed() < READ_EVERY => cpu.clone(),
+            _ => {
+                let cpu = self.read(proc_root, pid);
+                self.last = Some((Instant::now(), cpu.clone()));
+                cpu
+            }
+        }
+    }
+
+    fn read(&mut self, proc_root: &Path, pid: u32) -> GcCpu {
         let tasks = Process::new_with_root(proc_root.join(pid.to_string()))
             .and_then(|process| process.tasks());
         let Ok(tasks) = tasks else {
