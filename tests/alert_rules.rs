@@ -1320,6 +1320,9 @@ min_baseline = "1h"
 threshold = 0.05
 window = "10m"
 
+[alerts.gc_cpu]
+threshold = 0.3
+
 [alerts.heap_pressure]
 share = 0.8
 for = "10m"
@@ -1369,6 +1372,7 @@ enabled = false
         regression_min_baseline: Duration::from_secs(3600),
         overhead_ratio: 0.05,
         overhead_window: Duration::from_secs(600),
+        gc_cpu_share: 0.3,
         heap_share: 0.8,
         tail_slo: Duration::from_millis(100),
         tail_affected_share: 0.6,
@@ -1486,4 +1490,32 @@ share = 0.5
         Some("alerts.time_to_safepoint.share"),
         "{error}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// GcCpuHigh
+
+/// A discovered JVM whose last complete minute (00:00) saw `gc` seconds of
+/// collector CPU out of `process` seconds of the process's, on 4 CPUs.
+fn cpu_stream(gc: f64, process: f64) -> StreamState {
+    let mut stream = StreamState::default();
+    let minute = at("2026-11-30T00:00:00Z").timestamp();
+    stream.jvm.add_cpu(minute, gc, process, Some(4.0));
+    stream
+}
+
+#[test]
+fn gc_cpu_fires_for_a_busy_collector_and_not_an_idle_jvm() {
+    let now = "2026-11-30T00:01:30Z";
+    // 30 % of the process's CPU, though under 20 % of 4 CPUs: the process's share counts.
+    let busy = with_defaults(RuleKind::GcCpu, &cpu_stream(12.0, 40.0), now);
+    fires(&busy, 0.3, 1e-12, "30 % of the process's CPU");
+    quiet(&with_defaults(RuleKind::GcCpu, &cpu_stream(0.2, 10.0), now));
+    // No CPU figures at all: nothing to say.
+    quiet(&with_defaults(
+        RuleKind::GcCpu,
+        &StreamState::default(),
+        now,
+    ));
+    assert_eq!(RuleKind::GcCpu.default_for(), Duration::from_secs(600));
 }

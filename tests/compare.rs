@@ -481,3 +481,65 @@ fn bad_input_exits_2() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/gc.log"));
 }
+
+/// A dated Go trace: `cycles` cycles 10 s apart on 4 Ps, each using
+/// `mark_ms` of assist and of background marking and 0.1 ms stopped.
+fn go_trace(dir: &std::path::Path, name: &str, cycles: u32, mark_ms: f64) -> PathBuf {
+    let mut text = String::new();
+    for n in 1..=cycles {
+        let at = 10 * n;
+        text.push_str(&format!(
+            "2026-12-01T06:{:02}:{:02}+0000 host app[1]: gc {n} @{at}.000s 1%: 0.025+2.0+0.025 ms clock, 0.1+{mark_ms}/{mark_ms}/1.0+0.1 ms cpu, 8->9->4 MB, 9 MB goal, 0 MB stacks, 0 MB globals, 4 P\n",
+            at / 60,
+            at % 60
+        ));
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The collector's CPU of Go runs: its share of the 4 CPUs over the run
+/// (each cycle's CPU over 10 s of 4 CPUs, less the idle marking), shown as
+/// "GC CPU B% -> C%" and gated by `--fail-if gc_cpu.available_ratio`.
+#[test]
+fn go_gc_cpu_is_compared_and_gated() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = go_trace(dir.path(), "base.log", 40, 40.0);
+    let cand = go_trace(dir.path(), "cand.log", 40, 160.0);
+    let run = |extra: &[&str]| {
+        Command::new(common::PAUSEWATCH)
+            .arg("compare")
+            .arg("--baseline")
+            .arg(&base)
+            .arg("--candidate")
+            .arg(&cand)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let report = json(&run(&["--format", "json"]));
+    for (run, mark_ms) in [("baseline", 40.0), ("candidate", 160.0)] {
+        let expected = (2.0 * mark_ms + 0.2) / 1000.0 / (10.0 * 4.0);
+        let share = report[run]["gc_cpu"]["available_ratio"].as_f64().unwrap();
+        assert!(
+            (share - expected).abs() <= 0.05 * expected,
+            "{run}: {share} vs {expected}"
+        );
+    }
+    let text = String::from_utf8(run(&[]).stdout).unwrap();
+    // 80.2 ms and 320.2 ms of every 40 CPU-seconds.
+    assert!(
+        text.contains("GC CPU 0.2% -> 0.8% of the CPUs available"),
+        "{text}"
+    );
+    let gated = run(&["--fail-if", "gc_cpu.available_ratio > +50%"]);
+    assert_eq!(
+        gated.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&gated.stdout)
+    );
+    let passing = run(&["--fail-if", "gc_cpu.available_ratio > 0.05"]);
+    assert_eq!(passing.status.code(), Some(0));
+}

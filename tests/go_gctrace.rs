@@ -35,6 +35,14 @@ struct MemStats {
     num_forced_gc: u64,
     pause_total_ns: u64,
     pauses: Vec<RuntimePause>,
+    /// `GCCPUFraction`, wall time and GOMAXPROCS: printed by live runs
+    /// (the recorded fixture predates them).
+    #[serde(default)]
+    gc_cpu_fraction: f64,
+    #[serde(default)]
+    wall_s: f64,
+    #[serde(default)]
+    gomaxprocs: u32,
 }
 
 /// One entry of the runtime's ring of pauses (`PauseEnd`, `PauseNs`).
@@ -299,6 +307,32 @@ grace = "4s"
         common::sum(m, "jvm_gc_pause_seconds_count", &selector) == truth.num_gc as f64
     });
     check_agent("discovered gcload", &metrics, &selector, &trace, &truth);
+    // The collector's CPU, as the runtime counts it: GCCPUFraction of the
+    // CPU available since the program started.
+    let runtime_gc_cpu = truth.gc_cpu_fraction * truth.wall_s * f64::from(truth.gomaxprocs);
+    let gc_cpu = common::sum(&metrics, "pausewatch_gc_cpu_seconds_total", &selector);
+    assert!(
+        (gc_cpu - runtime_gc_cpu).abs() <= 0.10 * runtime_gc_cpu,
+        "GC CPU {gc_cpu} s, the runtime's {runtime_gc_cpu} s ({truth:?})"
+    );
+    // The same CPU in the minutes, beside the program's own CPU read from /proc.
+    let minutes: Value = serde_json::from_str(&agent.get("/api/v1/minutes").unwrap()).unwrap();
+    let stream = minutes["jvms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["log"] == trace.display().to_string())
+        .expect("the program's minutes");
+    let figure = |name: &str| -> f64 {
+        let minutes = stream["minutes"].as_array().unwrap().iter();
+        minutes.filter_map(|m| m[name].as_f64()).sum()
+    };
+    let in_minutes = figure("gc_cpu_seconds");
+    assert!(
+        (in_minutes - gc_cpu).abs() < 1e-9,
+        "{in_minutes} in the minutes, {gc_cpu} exported"
+    );
+    assert!(figure("process_cpu_seconds") > 0.0, "{stream}");
     let pid_label = metrics
         .lines()
         .find(|l| l.starts_with("jvm_gc_pause_seconds_count{"))

@@ -190,6 +190,25 @@ pub struct Cycle {
     pub end: LogTime,
     pub duration_s: Option<f64>,
     pub heap: Option<HeapTransition>,
+    /// The CPU the cycle used, where the log says (Go's gctrace).
+    #[serde(default)]
+    pub cpu: Option<CycleCpu>,
+}
+
+/// The CPU one Go cycle used, from gctrace's `A+B/C/D+E ms cpu`, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CycleCpu {
+    /// Both stop-the-world phases (A + E: their clock time times GOMAXPROCS).
+    pub stop_the_world_s: f64,
+    /// Mark assists by allocating goroutines (B).
+    pub assist_s: f64,
+    /// Dedicated and fractional background mark workers (C).
+    pub background_s: f64,
+    /// Marking on processors with nothing else to run (D), which Go's
+    /// `GCCPUFraction` leaves out.
+    pub idle_s: f64,
+    /// GOMAXPROCS during the cycle.
+    pub processors: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -205,6 +205,25 @@ pub fn evaluate(
                 ),
             }
         }
+        RuleKind::GcCpu => {
+            // Of the process's CPU where it is read (discovered), else of the
+            // CPUs available (a configured Go trace: GCCPUFraction's measure).
+            let Some((share, of)) = minute.and_then(|m| {
+                let process = m.gc_cpu_of_process.map(|s| (s, "the process's CPU"));
+                process.or_else(|| m.gc_cpu_of_available.map(|s| (s, "the CPUs available")))
+            }) else {
+                return inactive(0.0);
+            };
+            Finding {
+                active: share > thresholds.gc_cpu_share,
+                value: share,
+                summary: format!(
+                    "the collector used {:.0} % of {of} in the minute from {}",
+                    share * 100.0,
+                    last.format("%H:%M UTC")
+                ),
+            }
+        }
         RuleKind::HeapPressure => {
             let heap = &stream.jvm.heap;
             let (Some(live), Some(max)) = (

@@ -152,6 +152,8 @@ pub fn prometheus_rules(config: &AlertsConfig, from: Option<&str>) -> Result<Str
         ("overhead_window_text", words(t.overhead_window)),
         ("overhead_ratio", t.overhead_ratio.to_string()),
         ("overhead_pct", percent(t.overhead_ratio)),
+        ("gc_cpu_share", t.gc_cpu_share.to_string()),
+        ("gc_cpu_pct", percent(t.gc_cpu_share)),
         ("heap_share", t.heap_share.to_string()),
         ("heap_pct", percent(t.heap_share)),
         ("tail_slo", promql_duration(t.tail_slo)),

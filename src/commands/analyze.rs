@@ -17,6 +17,7 @@ use crate::model::correlate::{
     attribute, combine, correlate, per_minute, stop_of, Attribution, AttributionOptions,
     CombinedMinute, Correlation, LatencySummary, RequestTiming, SlowRequest, StopIndex,
 };
+use crate::model::gc_cpu::GcCpu;
 use crate::model::jvm::{EventCounters, JvmState};
 use crate::model::minutes::CLOCK_OUTLIER;
 use crate::sources::gc_log::oldest_first;
@@ -61,6 +62,11 @@ pub struct Report {
     pub safepoints: SafepointSummary,
     /// The rarer events and heap flows (full GCs, evacuation failures, stalls, ...).
     pub markers: EventCounters,
+    /// The collector's CPU where the log says (Go's gctrace; per minute in
+    /// `minutes`). A JVM's log does not: its `gc,cpu` lines time the pauses'
+    /// workers, not the concurrent threads; the agent reads a running JVM's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_cpu: Option<GcCpu>,
     pub minutes: Vec<CombinedMinute>,
     /// With `--latency`: each access log and the format it was read in.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -732,6 +738,7 @@ impl Fold {
             attribution: None,
             correlation: None,
             markers: jvm.counters,
+            gc_cpu: Some(jvm.gc_cpu).filter(|cpu| !cpu.source.is_empty()),
             lines: stats.lines,
             unparsed_lines: stats.unparsed_total() + jvm.minutes.clock_outliers,
             unparsed_by_kind,
@@ -810,6 +817,34 @@ pub fn render_text(report: &Report) -> String {
         "full GCs: {}   evacuation failures: {}   degenerated: {}   humongous: {}   System.gc(): {}   allocation stalls: {}",
         m.full_gcs, m.evacuation_failures, m.degenerated_gcs, m.humongous_allocations, m.explicit_gcs, m.allocation_stalls
     );
+    if let Some(cpu) = &report.gc_cpu {
+        let list = |kinds: &BTreeMap<String, f64>| {
+            let kinds: Vec<String> = kinds
+                .iter()
+                .map(|(kind, seconds)| format!("{kind} {} ms", ms(*seconds)))
+                .collect();
+            kinds.join(", ")
+        };
+        let busiest = report
+            .minutes
+            .iter()
+            .filter_map(|m| m.gc.gc_cpu_of_available)
+            .reduce(f64::max)
+            .map(|share| {
+                format!(
+                    "   busiest minute {:.1} % of the CPUs available",
+                    share * 100.0
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "GC CPU: {} ms ({})   beside it: {}{busiest}",
+            ms(cpu.total()),
+            list(&cpu.kinds),
+            list(&cpu.beside),
+        );
+    }
     for log in &report.access_logs {
         let _ = writeln!(
             out,

@@ -43,6 +43,15 @@ pub struct MinuteMaxPause {
     pub max_seconds: f64,
 }
 
+/// A run's collector CPU.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct GcCpuSummary {
+    pub seconds: f64,
+    /// Over the CPUs available (GOMAXPROCS) from the first to the last
+    /// pause, as `gc_overhead_ratio` spans the run.
+    pub available_ratio: f64,
+}
+
 /// SUMMARY: the figures of one run that `compare` puts side by side; its
 /// JSON paths are what `--fail-if` names.
 #[derive(Debug, Serialize)]
@@ -52,6 +61,10 @@ pub struct RunSummary {
     /// Paused time over the wall time from the first to the last pause.
     pub gc_overhead_ratio: f64,
     pub minute_max_pause: MinuteMaxPause,
+    /// The collector's CPU where the logs say (Go's gctrace; a JVM's GC log
+    /// does not, and has no process CPU either).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_cpu: Option<GcCpuSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencySummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -201,6 +214,11 @@ const METRICS: &[(&str, Aspect, Test)] = &[
         Aspect::GcTime,
         Test::PerMinute(|m| Some(m.gc.pause_total_seconds / 60.0)),
     ),
+    (
+        "gc_cpu.available_ratio",
+        Aspect::GcTime,
+        Test::PerMinute(|m| m.gc.gc_cpu_of_available),
+    ),
     ("pauses.p50_seconds", Aspect::PauseLength, Test::Pauses(0.5)),
     (
         "pauses.p99_seconds",
@@ -314,7 +332,25 @@ pub fn summarise_run(input: RunInput, skip_first_seconds: Option<f64>) -> Result
         _ => 0.0,
     };
     let total = report.pauses.total_seconds;
+    let cpus = report
+        .minutes
+        .iter()
+        .filter_map(|m| m.gc.cpus)
+        .reduce(f64::max);
+    let gc_cpu = report
+        .gc_cpu
+        .as_ref()
+        .zip(cpus)
+        .map(|(cpu, cpus)| GcCpuSummary {
+            seconds: cpu.total(),
+            available_ratio: if span > 0.0 {
+                cpu.total() / (span * cpus)
+            } else {
+                0.0
+            },
+        });
     let summary = RunSummary {
+        gc_cpu,
         files: report.files,
         gc_overhead_ratio: if span > 0.0 {
             (total / span).min(1.0)
@@ -600,6 +636,7 @@ pub(crate) mod tests {
                 p999_seconds: 0.0,
             },
             gc_overhead_ratio: 0.0,
+            gc_cpu: None,
             minute_max_pause: MinuteMaxPause {
                 p50_seconds: 0.0,
                 p99_seconds: 0.0,

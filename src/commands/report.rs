@@ -629,6 +629,25 @@ pub fn report_html(report: &Report, options: &ReportOptions) -> String {
             ("longest time to safepoint", ms(ttsp)),
         ],
     );
+    // Only Go's gctrace tells the collector's CPU; a JVM's GC log does not.
+    if let Some(cpu) = &report.gc_cpu {
+        let cpus = report
+            .minutes
+            .iter()
+            .filter_map(|m| m.gc.cpus)
+            .reduce(f64::max);
+        let share = match cpus.filter(|_| span > 0.0) {
+            Some(cpus) => format!(
+                ", {:.1} % of the {cpus} CPUs available",
+                (cpu.total() / (span * cpus)).min(1.0) * 100.0
+            ),
+            None => String::new(),
+        };
+        rows(
+            &mut body,
+            &[("collector CPU", format!("{}{share}", ms(cpu.total())))],
+        );
+    }
     if let (Some(latency), Some(attribution)) = (&report.latency, &report.attribution) {
         rows(
             &mut body,

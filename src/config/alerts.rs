@@ -203,6 +203,7 @@ impl Ctx<'_> {
                 }
                 ("threshold", RuleKind::GcOverhead) => thresholds.overhead_ratio = share()?,
                 ("window", RuleKind::GcOverhead) => thresholds.overhead_window = duration()?,
+                ("threshold", RuleKind::GcCpu) => thresholds.gc_cpu_share = share()?,
                 ("share", RuleKind::HeapPressure) => thresholds.heap_share = share()?,
                 ("slo", RuleKind::GcDrivenTail) => thresholds.tail_slo = duration()?,
                 ("share", RuleKind::GcDrivenTail) => thresholds.tail_affected_share = share()?,
@@ -322,6 +323,7 @@ mod tests {
     fn shares_are_in_zero_to_one() {
         for (rule, key) in [
             ("gc_overhead", "threshold"),
+            ("gc_cpu", "threshold"),
             ("heap_pressure", "share"),
             ("gc_driven_tail", "share"),
         ] {

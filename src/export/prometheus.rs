@@ -530,6 +530,10 @@ pub(crate) mod tests {
             ("jvm_threads_peak_threads", "gauge"),
             ("process_uptime_seconds", "gauge"),
             ("process_cpu_seconds", "counter"),
+            ("pausewatch_gc_cpu_seconds", "counter"),
+            ("pausewatch_gc_cpu_beside_seconds", "counter"),
+            ("pausewatch_gc_cpu_info", "gauge"),
+            ("pausewatch_gc_cpu_ratio", "gauge"),
         ];
         for (family, kind) in expected {
             assert_eq!(
@@ -564,6 +568,7 @@ pub(crate) mod tests {
                 "jvm_threads_",
                 "process_uptime",
                 "process_cpu",
+                "pausewatch_gc_cpu",
             ]
             .iter()
             .any(|prefix| family.starts_with(prefix))

@@ -17,6 +17,7 @@ pub enum RuleKind {
     PauseBudget,
     PauseRegression,
     GcOverhead,
+    GcCpu,
     HeapPressure,
     FullGc,
     EvacuationFailure,
@@ -29,10 +30,11 @@ pub enum RuleKind {
 }
 
 impl RuleKind {
-    pub const ALL: [RuleKind; 12] = [
+    pub const ALL: [RuleKind; 13] = [
         RuleKind::PauseBudget,
         RuleKind::PauseRegression,
         RuleKind::GcOverhead,
+        RuleKind::GcCpu,
         RuleKind::HeapPressure,
         RuleKind::FullGc,
         RuleKind::EvacuationFailure,
@@ -50,6 +52,7 @@ impl RuleKind {
             RuleKind::PauseBudget => "pause_budget",
             RuleKind::PauseRegression => "pause_regression",
             RuleKind::GcOverhead => "gc_overhead",
+            RuleKind::GcCpu => "gc_cpu",
             RuleKind::HeapPressure => "heap_pressure",
             RuleKind::FullGc => "full_gc",
             RuleKind::EvacuationFailure => "evacuation_failure",
@@ -74,6 +77,7 @@ impl RuleKind {
             RuleKind::PauseBudget => "PauseBudgetExceeded",
             RuleKind::PauseRegression => "PauseRegression",
             RuleKind::GcOverhead => "GcOverheadHigh",
+            RuleKind::GcCpu => "GcCpuHigh",
             RuleKind::HeapPressure => "HeapPressure",
             RuleKind::FullGc => "FullGc",
             RuleKind::EvacuationFailure => "EvacuationFailure",
@@ -89,6 +93,9 @@ impl RuleKind {
     pub fn default_for(self) -> Duration {
         match self {
             RuleKind::HeapPressure => Duration::from_secs(300),
+            // A collector busy for one minute (a burst of allocation) is
+            // not yet a cost worth a page.
+            RuleKind::GcCpu => Duration::from_secs(600),
             // A difference that lasts: one collection the log has not
             // flushed yet, or a sample between two counters, passes.
             RuleKind::LogCounterMismatch => Duration::from_secs(600),
@@ -128,6 +135,8 @@ pub struct Thresholds {
     /// GcOverheadHigh: fraction of wall time paused over `overhead_window`.
     pub overhead_ratio: f64,
     pub overhead_window: Duration,
+    /// GcCpuHigh: the collector's share of the process's CPU in a minute.
+    pub gc_cpu_share: f64,
     /// HeapPressure: live data after GC as a share of the max heap.
     pub heap_share: f64,
     /// GcDrivenTail: the p99.9 SLO, and the share of slow requests that must be stop-affected.
@@ -153,6 +162,7 @@ impl Default for Thresholds {
             regression_min_baseline: Duration::from_secs(1800),
             overhead_ratio: 0.1,
             overhead_window: Duration::from_secs(300),
+            gc_cpu_share: 0.2,
             heap_share: 0.9,
             tail_slo: Duration::from_millis(50),
             tail_affected_share: 0.5,

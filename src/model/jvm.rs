@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::{Collector, Cycle, GcEvent, Generation, Pause, Safepoint};
 use serde::{Deserialize, Serialize};
 
+use crate::model::gc_cpu::GcCpu;
 use crate::model::histogram::Histogram;
 use crate::model::latency::LatencyState;
 use crate::model::minutes::{event_end, MinuteWindows, Placement};
@@ -219,6 +220,10 @@ pub struct JvmState {
     /// For the OTLP pause records; not checkpointed (events, not figures).
     #[serde(skip)]
     pub recent_pauses: RecentPauses,
+    /// The collector's CPU the log tells (Go's gctrace); a discovered JVM's
+    /// is in its runtime stats.
+    #[serde(default)]
+    pub gc_cpu: GcCpu,
 }
 
 /// Runs remembered: restarts more frequent than this within a baseline window
@@ -234,6 +239,13 @@ fn is_old_pool(name: &str) -> bool {
 }
 
 impl JvmState {
+    /// Adds a sample's growth of a discovered JVM's collector and process
+    /// CPU to the minute keyed `key`, with the CPUs it may use.
+    pub fn add_cpu(&mut self, key: i64, gc_seconds: f64, process_seconds: f64, cpus: Option<f64>) {
+        let minute = self.minutes.minute_mut(key);
+        minute.add_gc_cpu(gc_seconds, Some(process_seconds), cpus);
+    }
+
     /// The one fold from parsed events to the model, for the agent and
     /// `analyze` alike: what the parser knows of the JVM run first (its JDK
     /// version decides Micrometer's labels), then every event, each also
@@ -464,6 +476,9 @@ impl JvmState {
     }
 
     fn apply_cycle(&mut self, cycle: &Cycle, placed: Option<i64>) {
+        if let Some(cpu) = &cycle.cpu {
+            self.gc_cpu.add_cycle(cpu);
+        }
         self.counters.concurrent_cycles += 1;
         self.counters.concurrent_cycle_seconds += cycle.duration_s.unwrap_or(0.0);
         // ZGC and Go have no pause with a heap transition: their cycle summary carries it.

@@ -11,6 +11,7 @@ use pausewatch_parsers::{GcEvent, LogTime, StallKind};
 use serde::{Deserialize, Serialize};
 
 use crate::model::changes::Changes;
+use crate::model::gc_cpu::cycle_gc_seconds;
 use crate::model::histogram::Histogram;
 use crate::model::minute_chunks::MinuteChunks;
 
@@ -47,6 +48,42 @@ pub struct Minute {
     pub allocated_bytes: u64,
     /// Bytes promoted into the old generation by this minute's young collections.
     pub promoted_bytes: u64,
+    /// The collector's CPU seconds in this minute (`model::gc_cpu`), where
+    /// known: a discovered JVM, a Go program's gctrace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_cpu_seconds: Option<f64>,
+    /// The process's CPU seconds in this minute, where it is read (a
+    /// discovered JVM's or Go program's /proc; gctrace does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_cpu_seconds: Option<f64>,
+    /// CPUs available to the process: Go's GOMAXPROCS, a JVM's CPU affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<f64>,
+    /// The collector's share of the process's CPU in this minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_cpu_of_process: Option<f64>,
+    /// The collector's share of the CPUs available over the minute (Go's
+    /// `GCCPUFraction` over one minute; a partial first minute reads low).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_cpu_of_available: Option<f64>,
+}
+
+impl Minute {
+    /// Adds collector CPU, the process's CPU where read, and the CPUs
+    /// available, and the shares they make.
+    pub fn add_gc_cpu(&mut self, gc: f64, process: Option<f64>, cpus: Option<f64>) {
+        let gc = *self
+            .gc_cpu_seconds
+            .insert(self.gc_cpu_seconds.unwrap_or(0.0) + gc);
+        if let Some(process) = process {
+            let total = self.process_cpu_seconds.unwrap_or(0.0) + process;
+            self.process_cpu_seconds = Some(total);
+            self.gc_cpu_of_process = (total > 0.0).then(|| (gc / total).min(1.0));
+        }
+        self.cpus = cpus.or(self.cpus);
+        let available = self.cpus.filter(|cpus| *cpus > 0.0);
+        self.gc_cpu_of_available = available.map(|cpus| gc / (cpus * 60.0));
+    }
 }
 
 /// The minute (seconds since the epoch, floored) a wall-clock time falls in.
@@ -312,6 +349,10 @@ impl MinuteWindows {
             GcEvent::Cycle(c) => {
                 let minute = self.minute_mut(key);
                 minute.concurrent_cycle_seconds += c.duration_s.unwrap_or(0.0);
+                if let Some(cpu) = &c.cpu {
+                    let cpus = Some(f64::from(cpu.processors));
+                    minute.add_gc_cpu(cycle_gc_seconds(cpu), None, cpus);
+                }
             }
             GcEvent::ConcurrentPhase(_) | GcEvent::JvmRestart(_) => {}
         }

@@ -6,6 +6,7 @@ pub mod alerts;
 pub mod bootstrap;
 pub mod changes;
 pub mod correlate;
+pub mod gc_cpu;
 pub mod histogram;
 pub mod jvm;
 pub mod latency;

@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::{seconds_to_duration, Collector, Generation, LogTime, Pause};
 use serde::{Deserialize, Serialize};
 
+use crate::model::gc_cpu::GcCpu;
 use crate::model::mxbean::micrometer_labels;
 
 /// One heap memory pool as Micrometer labels it (`area`, `id` = the MXBean's
@@ -62,6 +63,9 @@ pub struct RuntimeStats {
     /// has no such counter); `None` until read.
     #[serde(default)]
     pub cpu_seconds: Option<f64>,
+    /// The collector's CPU, from hsperfdata or the collector threads.
+    #[serde(default)]
+    pub gc_cpu: GcCpu,
     /// Pauses that fell several between two samples: their count and total
     /// are exact, their individual durations are not.
     pub unresolved_pauses: u64,

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use super::proc_table::{is_alive, ProcEntry, ProcTable};
+use super::proc_table::{cpu_seconds, is_alive, ProcEntry, ProcTable};
 use super::{gc_log::GcLogSource, Source, SourceCheckpoint, SourceKey};
+use crate::model::minutes::minute_of;
 use crate::store::{AgentState, Store, StreamId};
 
 /// How often a followed Go program is checked for having exited.
@@ -134,6 +135,9 @@ pub struct GoTraceSource {
     last_check: Option<Instant>,
     exited: bool,
     last_data: Instant,
+    /// The program's CPU seconds at the last check: their growth goes into
+    /// the minute beside the collector's CPU its gctrace lines give.
+    cpu_seconds: Option<f64>,
 }
 
 impl GoTraceSource {
@@ -152,6 +156,27 @@ impl GoTraceSource {
             last_check: None,
             exited: false,
             last_data: Instant::now(),
+            cpu_seconds: None,
+        }
+    }
+}
+
+impl GoTraceSource {
+    /// Adds the program's CPU since the last check to the current minute,
+    /// so that its collector's CPU is also a share of the process's.
+    fn add_process_cpu(&mut self, store: &Store) {
+        let Some(now) = cpu_seconds(&self.proc_root, self.pid) else {
+            return;
+        };
+        let before = self.cpu_seconds.replace(now);
+        let (Some(before), Some(id)) = (before, self.trace.stream()) else {
+            return;
+        };
+        if let Some(stream) = store.write().stream_mut(id) {
+            let minute = minute_of(Utc::now());
+            stream
+                .jvm
+                .add_cpu(minute, 0.0, (now - before).max(0.0), None);
         }
     }
 }
@@ -175,6 +200,8 @@ impl Source for GoTraceSource {
             if !is_alive(&self.proc_root, self.pid, self.start_ticks) {
                 tracing::info!(pid = self.pid, grace = %humantime::format_duration(self.grace), "Go program exited; its series go after the grace period");
                 self.exited = true;
+            } else {
+                self.add_process_cpu(store);
             }
         }
         changed

@@ -27,6 +27,7 @@ use crate::store::{AgentState, Store, StreamId};
 pub mod access_log;
 pub mod discovery;
 pub mod gc_log;
+mod gc_threads;
 pub mod gotrace;
 pub mod hsperf_file;
 pub mod latency_histogram;

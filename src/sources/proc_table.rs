@@ -243,6 +243,16 @@ pub fn cpu_seconds(proc_root: &Path, pid: u32) -> Option<f64> {
     Some((stat.utime + stat.stime) as f64 / procfs::ticks_per_second() as f64)
 }
 
+/// The CPUs a process may run on (its affinity, `Cpus_allowed_list`).
+pub fn cpus_allowed(proc_root: &Path, pid: u32) -> Option<f64> {
+    let status = Process::new_with_root(proc_root.join(pid.to_string()))
+        .ok()?
+        .status()
+        .ok()?;
+    let ranges = status.cpus_allowed_list?;
+    Some(ranges.iter().map(|(a, b)| f64::from(b - a + 1)).sum())
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;

@@ -19,11 +19,14 @@ use pausewatch_parsers::hsperf::{self, ByteOrder, PerfData, Value};
 use pausewatch_parsers::{Collector, GcEvent, JvmRun};
 
 use super::discovery::JavaProcess;
+use super::gc_threads::GcThreads;
 use super::hsperf_file::{self, Unreadable};
-use super::proc_table::{cpu_seconds, is_alive};
+use super::proc_table::{cpu_seconds, cpus_allowed, is_alive};
 use super::{Source, SourceCheckpoint, SourceKey};
 use crate::config::RuntimeStatsConfig;
+use crate::model::gc_cpu::{self, GcCpu};
 use crate::model::jvm::PauseSeries;
+use crate::model::minutes::minute_of;
 use crate::model::mxbean::jdk_major;
 use crate::model::runtime::{
     collector_of, gc_label_of_counter, recover_pauses, CollectorStats, MemoryPool, PauseCounters,
@@ -46,6 +49,20 @@ const LOG_FLUSH_ALLOWANCE_SECONDS: f64 = 1.0;
 const MAX_COLLECTORS: usize = 8;
 /// How long a file must stay unusable before it is reported invalid.
 const INVALID_AFTER: Duration = Duration::from_secs(1);
+
+/// JDK 22+'s collector CPU counters (nanoseconds) and their `kind`; only
+/// G1 and Parallel publish them (ZGC, Shenandoah and Serial leave
+/// `sun.threads.total_gc_cpu_time` at 0 on JDK 25, their threads busy).
+const HSPERF_GC_CPU: [(&str, &str); 5] = [
+    ("sun.threads.cpu_time.gc_parallel_workers", gc_cpu::WORKERS),
+    ("sun.threads.cpu_time.gc_conc_mark", gc_cpu::CONCURRENT_MARK),
+    (
+        "sun.threads.cpu_time.gc_conc_refine",
+        gc_cpu::CONCURRENT_REFINE,
+    ),
+    ("sun.threads.cpu_time.gc_service", gc_cpu::SERVICE),
+    ("sun.threads.cpu_time.vm", gc_cpu::VM_THREAD),
+];
 
 /// Where the counters of one sample are, found once per layout.
 struct Layout {
@@ -157,8 +174,10 @@ impl Layout {
             "java.threads.daemon",
             "java.threads.livePeak",
         ]
+        .into_iter()
+        .chain(HSPERF_GC_CPU.iter().map(|(counter, _)| *counter))
         .map(str::to_string)
-        .to_vec();
+        .collect();
         for (prefix, _) in &collectors {
             for field in ["invocations", "time", "lastEntryTime", "lastExitTime"] {
                 wanted.push(format!("{prefix}.{field}"));
@@ -241,6 +260,11 @@ pub struct RuntimeStatsSource {
     /// Counters before the first sample: zeros for a JVM that started after
     /// the agent (every pause is new), else the first sample itself.
     baseline_zero: bool,
+    /// The collector threads, read when hsperfdata has no CPU counters.
+    threads: GcThreads,
+    /// Collector and process CPU seconds at the previous sample, whose
+    /// growth goes into the minute.
+    previous_cpu: Option<(f64, f64)>,
     last_sample: Option<Instant>,
     last_lookup: Option<Instant>,
     /// Since when every sample found the bytes unusable.
@@ -312,6 +336,8 @@ impl RuntimeStatsSource {
             layout: None,
             previous: BTreeMap::new(),
             mismatch_baseline: BTreeMap::new(),
+            threads: GcThreads::default(),
+            previous_cpu: started_after_agent.then_some((0.0, 0.0)),
             last_sample: None,
             last_lookup: None,
             invalid_since: None,
@@ -452,6 +478,15 @@ impl RuntimeStatsSource {
         let uptime = Utc::now() - layout.jvm_start;
         stats.uptime_seconds = uptime.num_milliseconds().max(0) as f64 / 1e3;
         stats.cpu_seconds = cpu_seconds(&self.proc_root, self.process.pid);
+        if stats.gc_cpu.source.is_empty() {
+            stats.gc_cpu = match layout.collector {
+                Collector::Serial => GcCpu {
+                    unavailable: Some(gc_cpu::SERIAL_ON_VM_THREAD.to_string()),
+                    ..self.threads.sample(&self.proc_root, self.process.pid)
+                },
+                _ => self.threads.sample(&self.proc_root, self.process.pid),
+            };
+        }
         stats.pauses_available = self.recovers_pauses && layout.collector != Collector::Shenandoah;
         let mut events = Vec::new();
         let mut unresolved = 0;
@@ -493,6 +528,20 @@ impl RuntimeStatsSource {
         stats.cpu_seconds = stats
             .cpu_seconds
             .or(runtime.as_ref().and_then(|r| r.cpu_seconds));
+        if let Some(process) = stats.cpu_seconds {
+            let gc = stats.gc_cpu.total();
+            if let Some((gc_before, process_before)) = self.previous_cpu {
+                let cpus = cpus_allowed(&self.proc_root, self.process.pid);
+                let key = minute_of(Utc::now());
+                jvm.add_cpu(
+                    key,
+                    (gc - gc_before).max(0.0),
+                    (process - process_before).max(0.0),
+                    cpus,
+                );
+            }
+            self.previous_cpu = Some((gc, process));
+        }
         if self.recovers_pauses {
             jvm.ingest(&run, &events, latency.as_mut());
             if unresolved > 0 {
@@ -572,6 +621,16 @@ impl Sample {
             threads_peak: unsigned(long("java.threads.livePeak")),
             ..RuntimeStats::default()
         };
+        if layout.names.contains_key(HSPERF_GC_CPU[0].0) {
+            stats.gc_cpu.source = gc_cpu::HSPERFDATA.to_string();
+            for (counter, kind) in HSPERF_GC_CPU {
+                let into = match kind {
+                    gc_cpu::VM_THREAD => &mut stats.gc_cpu.beside,
+                    _ => &mut stats.gc_cpu.kinds,
+                };
+                into.insert(kind.to_string(), long(counter) as f64 / 1e9);
+            }
+        }
         let mut counters = Vec::new();
         for (prefix, name) in &layout.collectors {
             let field = |f: &str| long(&format!("{prefix}.{f}"));

@@ -39,6 +39,9 @@ pub(crate) struct GoCycle {
     pub live_bytes: u64,
     pub goal_bytes: u64,
     pub processors: u32,
+    /// `A+B/C/D+E ms cpu`: sweep termination, assist, background, idle,
+    /// mark termination, in milliseconds.
+    pub cpu_ms: [f64; 5],
     /// `runtime.GC()` or `debug.FreeOSMemory()` asked for it.
     pub forced: bool,
 }
@@ -67,6 +70,18 @@ impl GoCycle {
     /// when the runtime prints the line.
     pub fn end_s(&self) -> f64 {
         self.start_s + self.total_clock_ms() / 1000.0
+    }
+
+    fn cpu(&self) -> CycleCpu {
+        let [sweep_termination, assist, background, idle, mark_termination] =
+            self.cpu_ms.map(|ms| ms / 1000.0);
+        CycleCpu {
+            stop_the_world_s: sweep_termination + mark_termination,
+            assist_s: assist,
+            background_s: background,
+            idle_s: idle,
+            processors: self.processors,
+        }
     }
 
     fn total_clock_ms(&self) -> f64 {
@@ -115,6 +130,7 @@ impl GoCycle {
                 after_bytes: self.live_bytes,
                 capacity_bytes: None,
             }),
+            cpu: Some(self.cpu()),
         };
         [
             GcEvent::ConcurrentPhase(phase),
@@ -200,7 +216,17 @@ fn cycle(rest: &str) -> Option<GoCycle> {
     let (clock, rest) = rest.split_once(" ms clock, ")?;
     let [sweep_termination_ms, concurrent_mark_ms, mark_termination_ms] =
         exactly_three(clock.split('+'), phase_ms)?;
-    let (_cpu, rest) = rest.split_once(" ms cpu, ")?;
+    let (cpu, rest) = rest.split_once(" ms cpu, ")?;
+    let (sweep_termination, rest_cpu) = cpu.split_once('+')?;
+    let (marking, mark_termination) = rest_cpu.split_once('+')?;
+    let [assist, background, idle] = exactly_three(marking.split('/'), phase_ms)?;
+    let cpu_ms = [
+        phase_ms(sweep_termination)?,
+        assist,
+        background,
+        idle,
+        phase_ms(mark_termination)?,
+    ];
     let (rest, forced) = match rest.strip_suffix(" (forced)") {
         Some(rest) => (rest, true),
         None => (rest, false),
@@ -233,6 +259,7 @@ fn cycle(rest: &str) -> Option<GoCycle> {
         live_bytes,
         goal_bytes: goal_bytes?,
         processors: processors?,
+        cpu_ms,
         forced,
     })
 }
@@ -363,6 +390,10 @@ mod tests {
             0.069
         );
         assert_eq!(cycle.goal_bytes, 4 << 20);
+        let cpu = cycle.cpu();
+        assert!((cpu.stop_the_world_s - 0.000276).abs() < 1e-12);
+        assert_eq!(cycle.cpu_ms[1..4], [36.0, 4.9, 39.0]);
+        assert_eq!(cpu.idle_s, 0.039);
         let forced = cycle_of("gc 9430 @100.008s 3%: 0.079+0.85+0.013 ms clock, 1.2+0/1.7/3.0+0.21 ms cpu, 1->1->1 MB, 2 MB goal, 16 P (forced)");
         assert!(forced.forced);
         assert_eq!((forced.number, forced.processors), (9430, 16));
@@ -427,6 +458,7 @@ mod tests {
             "gc 2 @997.597s 3%: inf+0.36+1 ms clock, 205+0/16/89+1.5 ms cpu, 84->84->42 MB, 86 MB goal, 3 P",
             "gc 2 @997.597s 3%: 99999999999+0.36+1 ms clock, 205+0/16/89+1.5 ms cpu, 84->84->42 MB, 86 MB goal, 3 P",
             "gc 2 @997.597s 3%: 1+0.36+1 ms clock, 205+0/16/89+1.5 ms cpu, 84->84->42 MB, 3 P",
+            "gc 2 @997.597s 3%: 1+0.36+1 ms clock, 205+0/16+1.5 ms cpu, 84->84->42 MB, 86 MB goal, 3 P",
             "gc 2 @997.597s",
             "gc 17592186044416 @1s 1%: 1+1+1 ms clock, 1+1/1/1+1 ms cpu, 17592186044416->1->1 MB, 1 MB goal, 1 P",
         ] {

@@ -492,6 +492,7 @@ impl GcLogParser {
                 end,
                 duration_s: Some(duration_s),
                 heap: line.heap,
+                cpu: None,
             };
             self.emit(GcEvent::Cycle(cycle), out);
             return Understood::Yes;
@@ -572,6 +573,7 @@ impl GcLogParser {
             end: time,
             duration_s,
             heap: line.heap,
+            cpu: None,
         };
         self.open.remove(&id);
         self.emit(GcEvent::Cycle(cycle), out);

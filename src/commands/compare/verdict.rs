@@ -90,6 +90,14 @@ pub fn render_text(comparison: &Comparison) -> String {
             run.pauses.count
         );
     }
+    if let (Some(b), Some(c)) = (&comparison.baseline.gc_cpu, &comparison.candidate.gc_cpu) {
+        let _ = writeln!(
+            out,
+            "GC CPU {:.1}% -> {:.1}% of the CPUs available",
+            b.available_ratio * 100.0,
+            c.available_ratio * 100.0
+        );
+    }
     let _ = writeln!(
         out,
         "\n{:<48} {:>14} {:>14} {:>9} {:>8}  95% interval",

@@ -8,6 +8,7 @@ use super::readers::{
     runtime, unparsed_lines,
 };
 use super::{Family, Kind, Sample, Scope, Semconv, Unit, Value};
+use crate::export::gc_cpu;
 
 /// A convention metric whose attributes all come from the family's labels.
 const fn semconv(name: &'static str) -> Option<Semconv> {
@@ -480,6 +481,43 @@ pub static CATALOG: &[Family] = &[
         labels: &[],
         semconv: semconv("jvm.cpu.time"),
         scopes: &[Scope::Stream(|s, _| runtime(s, |r| known(r.cpu_seconds.map(Value::Float))))],
+    },
+    // The collector's CPU (src/export/gc_cpu.rs reads it; model/gc_cpu.rs says what each kind is).
+    Family {
+        name: "pausewatch_gc_cpu_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "CPU the collector used, by kind of work (JVM: workers, concurrent_mark, concurrent_refine, service; Go: stop_the_world, assist, background). Summed: JDK 22+'s sun.threads.total_gc_cpu_time, or the CPU Go's GCCPUFraction counts.",
+        labels: &["kind"],
+        semconv: None,
+        scopes: &[Scope::Stream(gc_cpu::collector)],
+    },
+    Family {
+        name: "pausewatch_gc_cpu_beside_seconds_total",
+        kind: Kind::Counter,
+        unit: Unit::Seconds,
+        help: "CPU beside the collector's, not in its total: the JVM's VM Thread (every safepoint operation, and Serial's collections), Go's marking on idle processors (idle_mark).",
+        labels: &["kind"],
+        semconv: None,
+        scopes: &[Scope::Stream(gc_cpu::beside)],
+    },
+    Family {
+        name: "pausewatch_gc_cpu_info",
+        kind: Kind::Info,
+        unit: Unit::None,
+        help: "Where the collector CPU comes from (from: hsperfdata, schedstat, gctrace), or why there is none (reason). The value is always 1.",
+        labels: &["from", "reason"],
+        semconv: None,
+        scopes: &[Scope::Stream(gc_cpu::info)],
+    },
+    Family {
+        name: "pausewatch_gc_cpu_ratio",
+        kind: Kind::Gauge,
+        unit: Unit::Ratio,
+        help: "The collector's CPU over the last complete minute, as a share of the process's CPU (of=process) and of the CPUs available to it (of=available).",
+        labels: &["of"],
+        semconv: None,
+        scopes: &[Scope::Stream(gc_cpu::ratio)],
     },
     Family {
         name: "pausewatch_heap_after_gc_bytes",

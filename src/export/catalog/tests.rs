@@ -71,6 +71,8 @@ fn reserved_label_names_hold_every_label_a_configured_one_could_clash_with() {
         "method",
         "quantile",
         "state",
+        "from",
+        "of",
     ]);
     assert_eq!(reserved, expected);
     // Agent-only series (build info, deliveries, OTLP exports) carry no
@@ -123,6 +125,7 @@ fn every_scope() -> AgentState {
         },
     );
     stream.latency = Some(latency);
+    stream.jvm.add_cpu(minute.timestamp(), 0.3, 1.5, Some(2.0));
     stream.discovered = Some(crate::store::Discovered::default());
     stream.runtime = Some(RuntimeStats {
         collectors: vec![CollectorStats {

@@ -13,7 +13,8 @@
 // Both print, as their last act, the runtime's own accounting as one JSON
 // object on stdout: NumGC, NumForcedGC, PauseTotalNs, and the end and
 // duration of every pause still in the runtime's ring (the last 256) — the
-// truth the tests compare pausewatch's reading of the gctrace lines with.
+// truth the tests compare pausewatch's reading of the gctrace lines with;
+// and GCCPUFraction with the wall time and GOMAXPROCS.
 // No collection starts after the figures are read (SetGCPercent(-1) also
 // waits for one under way), so the trace holds exactly NumGC lines.
 package main
@@ -40,13 +41,23 @@ type truth struct {
 	NumForcedGC  uint32  `json:"num_forced_gc"`
 	PauseTotalNs uint64  `json:"pause_total_ns"`
 	Pauses       []pause `json:"pauses"`
+	// The runtime's own share of the available CPU used by the collector
+	// since the program started, with the wall time and GOMAXPROCS that
+	// turn it into CPU seconds.
+	GCCPUFraction float64 `json:"gc_cpu_fraction"`
+	WallSeconds   float64 `json:"wall_s"`
+	GOMAXPROCS    int     `json:"gomaxprocs"`
 }
+
+var started = time.Now()
 
 func report() {
 	debug.SetGCPercent(-1)
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	t := truth{NumGC: m.NumGC, NumForcedGC: m.NumForcedGC, PauseTotalNs: m.PauseTotalNs}
+	t := truth{NumGC: m.NumGC, NumForcedGC: m.NumForcedGC, PauseTotalNs: m.PauseTotalNs,
+		GCCPUFraction: m.GCCPUFraction, WallSeconds: time.Since(started).Seconds(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	kept := m.NumGC
 	if kept > 256 {
 		kept = 256
