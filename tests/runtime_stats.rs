@@ -18,14 +18,16 @@ use common::{sum, Agent, MxBeans};
 mod common;
 
 /// An agent that follows only the JVMs whose command line has `marker`,
-/// and the sources of `extra` (TOML).
+/// and the sources of `extra` (TOML); eBPF off, since these tests hold
+/// the pauses recovered from hsperfdata to the MXBeans (tests/ebpf.rs
+/// holds the probes' to the JVMs' own logs).
 fn start_agent(dir: &Path, marker: &str, extra: &str) -> Agent {
     let port = common::free_port();
     let config = format!(
         "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
          [discovery]\ninterval = \"200ms\"\ngrace = \"3s\"\ninclude = [{}]\n\
          [[discovery.rule]]\nmatch = \"UseSerialGC\"\nlabels = {{ team = \"serial\" }}\n\
-         [runtime_stats]\ninterval = \"100ms\"\n{extra}",
+         [ebpf]\nenabled = false\n[runtime_stats]\ninterval = \"100ms\"\n{extra}",
         common::toml_string(&dir.join("checkpoint")),
         common::toml_string(Path::new(&regex::escape(marker))),
     );

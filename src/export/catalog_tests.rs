@@ -61,6 +61,8 @@ fn reserved_label_names_hold_every_label_a_configured_one_could_clash_with() {
         "user",
         "runtime_stats",
         "reason",
+        "pause_source",
+        "ebpf_reason",
         "area",
         "id",
         "last_cause",

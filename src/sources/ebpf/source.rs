@@ -1,0 +1,145 @@
+//! The source that reads the safepoint probes' ring buffer at every poll
+//! and folds each safepoint into the stream of the JVM it came from.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use pausewatch_parsers::{Collector, JvmRun};
+
+use super::probes::Probes;
+use super::record::{Converter, SafepointRecord};
+use crate::sources::{Source, SourceCheckpoint, SourceKey};
+use crate::store::{AgentState, PauseSource, Store, StreamId};
+
+/// Records of one JVM kept while no stream takes them, at most: a JVM that
+/// started after its libjvm.so was attached is covered from its first
+/// safepoint, though discovery finds it only at its next scan.
+const MAX_PENDING: usize = 20_000;
+/// How long, beyond a discovery interval, records of a process no stream
+/// takes are kept: a JVM discovery leaves alone (`exclude`) is never claimed.
+const PENDING_SLACK: Duration = Duration::from_secs(5);
+
+/// Records of a process no stream has taken yet.
+struct Pending {
+    since: Instant,
+    records: Vec<SafepointRecord>,
+}
+
+pub struct EbpfSource {
+    probes: Arc<Mutex<Probes>>,
+    converters: HashMap<u32, Converter>,
+    pending: HashMap<u32, Pending>,
+    keep_pending: Duration,
+    /// Drops already counted in the store.
+    dropped: u64,
+}
+
+/// The wall-clock time of CLOCK_MONOTONIC's zero, which `bpf_ktime_get_ns`
+/// counts from, as the clock is now.
+fn monotonic_zero() -> DateTime<Utc> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a pointer to a timespec of ours.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    let monotonic = Duration::new(now.tv_sec as u64, now.tv_nsec as u32);
+    Utc::now() - chrono::Duration::from_std(monotonic).unwrap_or_default()
+}
+
+impl EbpfSource {
+    pub fn new(probes: Arc<Mutex<Probes>>, discovery_interval: Duration) -> EbpfSource {
+        EbpfSource {
+            probes,
+            converters: HashMap::new(),
+            pending: HashMap::new(),
+            keep_pending: discovery_interval * 2 + PENDING_SLACK,
+            dropped: 0,
+        }
+    }
+
+    /// The streams eBPF measures, by host pid.
+    fn streams(state: &AgentState) -> HashMap<u32, StreamId> {
+        state
+            .streams
+            .iter()
+            .filter_map(|(id, stream)| {
+                let discovered = stream.discovered.as_ref()?;
+                (discovered.pause_source == PauseSource::Ebpf && !stream.exited)
+                    .then_some((discovered.pid, *id))
+            })
+            .collect()
+    }
+}
+
+impl Source for EbpfSource {
+    fn key(&self) -> SourceKey {
+        SourceKey::Ebpf
+    }
+
+    fn poll(&mut self, store: &Store) -> bool {
+        let (records, dropped) = {
+            let mut probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
+            (probes.drain(), probes.dropped())
+        };
+        for record in records {
+            let pending = self.pending.entry(record.tgid).or_insert_with(|| Pending {
+                since: Instant::now(),
+                records: Vec::new(),
+            });
+            if pending.records.len() < MAX_PENDING {
+                pending.records.push(record);
+            }
+        }
+        let zero = monotonic_zero();
+        let mut changed = false;
+        let mut state = store.write();
+        if dropped > self.dropped {
+            *state
+                .errors
+                .entry("ebpf_events_dropped".to_string())
+                .or_default() += dropped - self.dropped;
+            self.dropped = dropped;
+        }
+        let streams = Self::streams(&state);
+        let keep = self.keep_pending;
+        self.pending.retain(|pid, pending| {
+            let Some(id) = streams.get(pid) else {
+                return pending.since.elapsed() < keep;
+            };
+            let Some(stream) = state.stream_mut(*id) else {
+                return false;
+            };
+            let converter = self.converters.entry(*pid).or_default();
+            let collector = stream.jvm.collector;
+            let events: Vec<_> = pending
+                .records
+                .iter()
+                .flat_map(|record| converter.events(record, collector, zero))
+                .collect();
+            let mut run = JvmRun::default();
+            if collector == Collector::Unknown {
+                run.collector = pending
+                    .records
+                    .iter()
+                    .map(|r| super::record::collector_of_operation(&r.operation))
+                    .find(|c| *c != Collector::Unknown)
+                    .unwrap_or_default();
+            }
+            let crate::store::StreamState { jvm, latency, .. } = stream;
+            jvm.ingest(&run, &events, latency.as_mut());
+            changed = true;
+            false
+        });
+        self.converters.retain(|pid, _| streams.contains_key(pid));
+        changed
+    }
+
+    /// Nothing to resume: an event stream has no offset. Pauses while the
+    /// agent is down are not seen.
+    fn checkpoint(&self, _state: &AgentState) -> Option<SourceCheckpoint> {
+        None
+    }
+}

@@ -1,0 +1,268 @@
+//! The eBPF safepoint source against real JVMs that log GC only to their
+//! stderr, redirected to a file the agent is not told about: that file is
+//! the truth. Per minute, the agent's pause count equals the file's `Pause`
+//! lines, and its maximum lies between the file's largest `Pause` and its
+//! largest `Safepoint ... Total`, within 1 ms; totals per collector equal
+//! the JVMs' own MXBeans. The JVMs measured start after the agent, after a
+//! first JVM of the same JDK had its libjvm.so attached: they are covered
+//! from their first safepoint, one of them without PerfData. A second
+//! agent, root without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN, falls back
+//! to hsperfdata and says why in /metrics.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Agent, MxBeans};
+use serde_json::Value;
+
+mod common;
+
+/// A JVM's GC figures per minute (`YYYY-MM-DDTHH:MM`), from its log.
+#[derive(Debug, Default)]
+struct LogMinute {
+    pauses: u64,
+    max_pause_s: f64,
+    max_safepoint_s: f64,
+    /// Pauses that ended within [`EDGE`] of the minute's ends, which the
+    /// agent's clock (CLOCK_MONOTONIC, turned into wall-clock time) and the
+    /// log's (`utctime`, taken when the line is written) may place in the
+    /// next or previous minute.
+    near_edge: u64,
+}
+
+/// How near a minute's ends a pause may end and be counted in its neighbour.
+const EDGE: f64 = 0.05;
+
+/// The `Pause` and `Safepoint` lines of a log decorated with `utctime`.
+fn log_minutes(log: &Path) -> BTreeMap<String, LogMinute> {
+    let pause = regex::Regex::new(r"^\[(\S+)\].* GC\(\d+\) Pause .* (\d+\.\d+)ms$").unwrap();
+    let safepoint = regex::Regex::new(r#"^\[(\S+)\].*Safepoint ".*Total: (\d+) ns"#).unwrap();
+    let mut minutes: BTreeMap<String, LogMinute> = BTreeMap::new();
+    let text = std::fs::read_to_string(log).unwrap();
+    for line in text.lines() {
+        if let Some(c) = pause.captures(line) {
+            let minute = minutes.entry(c[1][..16].to_string()).or_default();
+            minute.pauses += 1;
+            minute.max_pause_s = minute.max_pause_s.max(c[2].parse::<f64>().unwrap() / 1e3);
+            // `2026-12-02T06:49:22.123+0000`: seconds into the minute.
+            let second: f64 = c[1][17..23].parse().unwrap();
+            if !(EDGE..60.0 - EDGE).contains(&second) {
+                minute.near_edge += 1;
+            }
+        } else if let Some(c) = safepoint.captures(line) {
+            let minute = minutes.entry(c[1][..16].to_string()).or_default();
+            let total = c[2].parse::<f64>().unwrap() / 1e9;
+            minute.max_safepoint_s = minute.max_safepoint_s.max(total);
+        }
+    }
+    minutes
+}
+
+/// The agent's minutes of the JVM `pid`: (count, max) by `YYYY-MM-DDTHH:MM`.
+fn agent_minutes(agent: &Agent, pid: u32) -> BTreeMap<String, (u64, f64)> {
+    let body = agent.get("/api/v1/minutes").unwrap_or_default();
+    let Ok(json) = serde_json::from_str::<Value>(&body) else {
+        return BTreeMap::new();
+    };
+    let pid = pid.to_string();
+    let jvms = json["jvms"].as_array().cloned().unwrap_or_default();
+    let Some(jvm) = jvms.iter().find(|j| j["labels"]["pid"] == pid.as_str()) else {
+        return BTreeMap::new();
+    };
+    jvm["minutes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let start = m["start"].as_str().unwrap()[..16].to_string();
+            let count = m["pause_count"].as_u64().unwrap();
+            (start, (count, m["pause_max_seconds"].as_f64().unwrap()))
+        })
+        .collect()
+}
+
+/// An agent following the JVMs whose command line has `marker`, started
+/// through `wrapper` (e.g. `setpriv ...`) when there is one.
+fn start_agent(dir: &Path, marker: &str, wrapper: &[&str]) -> Agent {
+    std::fs::create_dir_all(dir).unwrap();
+    let port = common::free_port();
+    let config = format!(
+        "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+         [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n\
+         [runtime_stats]\ninterval = \"100ms\"\n",
+        common::toml_string(&dir.join("checkpoint")),
+        common::toml_string(Path::new(&regex::escape(marker))),
+    );
+    let path = dir.join("pausewatch.toml");
+    std::fs::write(&path, config).unwrap();
+    let mut command = match wrapper {
+        [] => common::run_command(&path),
+        [program, args @ ..] => {
+            let mut command = Command::new(program);
+            command
+                .args(args)
+                .args([common::PAUSEWATCH, "run", "--config"])
+                .arg(&path);
+            command
+        }
+    };
+    let log = std::fs::File::create(dir.join("agent.log")).unwrap();
+    let agent = Agent::from_child(port, command.stderr(log).spawn().unwrap());
+    agent.metrics_when(Duration::from_secs(20), |m| m.ends_with("# EOF\n"));
+    agent
+}
+
+/// A JVM logging `gc*` and `safepoint` to its stderr, in `dir/NAME.log`.
+fn start_jvm(dir: &Path, name: &str, flags: &[&str], marker: &str, seconds: u32) -> Child {
+    let classes = dir.join("classes");
+    Command::new("java")
+        .args(["-Xmx128m", marker, "-Xlog:gc*,safepoint:stderr:utctime"])
+        .args(flags)
+        .args(["-Dwl.rate=150", "-Dwl.quiesceMs=500", "-cp"])
+        .arg(&classes)
+        .args(["GcWorkload", "steady", &seconds.to_string()])
+        .arg(dir.join(format!("{name}.json")))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join(format!("{name}.log"))).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// The `pausewatch_jvm_discovered` line of `pid`.
+fn discovered(metrics: &str, pid: u32) -> Option<String> {
+    let pid = format!("pid=\"{pid}\"");
+    metrics
+        .lines()
+        .find(|l| l.starts_with("pausewatch_jvm_discovered{") && l.contains(&pid))
+        .map(str::to_string)
+}
+
+/// Whether bpf() may be used here; skips loudly when it may not.
+fn bpf_or_skip() -> bool {
+    if !cfg!(feature = "ebpf") {
+        common::skip("built without --features ebpf (clang, libelf-dev, zlib1g-dev, pkg-config; .ci/run installs them)");
+        return false;
+    }
+    if let Some(reason) = common::missing_root_or_tool(
+        "loading BPF programs needs CAP_BPF and CAP_PERFMON",
+        &[("setpriv", &["--version"])],
+    ) {
+        common::skip(reason);
+        return false;
+    }
+    common::java_or_skip()
+}
+
+#[test]
+fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why_not() {
+    if !bpf_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    common::compile_workloads(&dir.join("classes"));
+    let marker = format!("-Dpausewatch.test={}", dir.display());
+    let agent = start_agent(&dir.join("agent"), &marker, &[]);
+    let refused = start_agent(
+        &dir.join("refused"),
+        &marker,
+        &[
+            "setpriv",
+            "--inh-caps=-bpf,-perfmon,-sys_admin",
+            "--bounding-set=-bpf,-perfmon,-sys_admin",
+        ],
+    );
+
+    // The first JVM of this JDK has its libjvm.so attached when it is found.
+    let mut first = start_jvm(dir, "first", &["-XX:+UseG1GC"], &marker, 12);
+    let first_pid = first.id();
+    let line = |agent: &Agent| discovered(&agent.get("/metrics").unwrap_or_default(), first_pid);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !line(&agent).is_some_and(|l| l.contains("pause_source=\"ebpf\"")) {
+        let found = line(&agent);
+        assert!(Instant::now() < deadline, "not measured by eBPF: {found:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Without the capabilities: hsperfdata, and the reason.
+    let refused_line = refused.metrics_when(Duration::from_secs(30), |m| {
+        discovered(m, first_pid).is_some()
+    });
+    let refused_line = discovered(&refused_line, first_pid).unwrap();
+    assert!(
+        refused_line.contains("pause_source=\"hsperfdata\"")
+            && refused_line.contains("ebpf_reason=\"permission_denied\""),
+        "{refused_line}"
+    );
+
+    // Started after the attachment: covered from the first safepoint.
+    let cases: [(&str, &[&str]); 3] = [
+        ("g1", &["-XX:+UseG1GC"]),
+        ("parallel", &["-XX:+UseParallelGC"]),
+        // ZGC's proactive cycles would run between the MXBean snapshot and the exit.
+        (
+            "zgc-no-perfdata",
+            &["-XX:+UseZGC", "-XX:-ZProactive", "-XX:-UsePerfData"],
+        ),
+    ];
+    let jvms: Vec<(&str, Child)> = cases
+        .iter()
+        .map(|(name, flags)| (*name, start_jvm(dir, name, flags, &marker, 5)))
+        .collect();
+    for (name, mut child) in jvms {
+        let pid = child.id();
+        assert!(child.wait().unwrap().success(), "{name} failed");
+        let log = log_minutes(&dir.join(format!("{name}.log")));
+        let logged: u64 = log.values().map(|m| m.pauses).sum();
+        assert!(logged > 20, "{name}: only {logged} pauses in its log");
+        // The agent reads the ring buffer at every turn of its loop.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut minutes = agent_minutes(&agent, pid);
+        while minutes.values().map(|m| m.0).sum::<u64>() != logged && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            minutes = agent_minutes(&agent, pid);
+        }
+        let counted: u64 = minutes.values().map(|m| m.0).sum();
+        assert_eq!(counted, logged, "{name}: {minutes:?} against {log:?}");
+        for (start, truth) in &log {
+            let (count, max) = minutes.get(start).copied().unwrap_or_default();
+            assert!(
+                count.abs_diff(truth.pauses) <= truth.near_edge,
+                "{name} {start}: {count} pauses, the log {truth:?}"
+            );
+            if truth.pauses > 0 && truth.near_edge == 0 {
+                assert!(
+                    max >= truth.max_pause_s - 1e-3 && max <= truth.max_safepoint_s + 1e-3,
+                    "{name} {start}: max {max} s, the log {truth:?}"
+                );
+            }
+        }
+        let beans = MxBeans::read(&dir.join(format!("{name}.json")));
+        let metrics = agent.get("/metrics").unwrap_or_default();
+        // ZGC's `Cycles` beans count cycles, not pauses.
+        let pause_beans = beans
+            .by_name()
+            .into_iter()
+            .filter(|(b, _)| !b.ends_with("Cycles"));
+        for (bean, (count, _)) in pause_beans {
+            let series = format!("gc=\"{bean}\"");
+            let pid_label = format!("pid=\"{pid}\"");
+            let agent_count = common::sum(
+                &metrics,
+                "jvm_gc_pause_seconds_count",
+                &[&pid_label, &series],
+            );
+            assert_eq!(agent_count, count as f64, "{name}: {bean}");
+        }
+        let line = discovered(&metrics, pid).unwrap_or_default();
+        assert!(line.contains("pause_source=\"ebpf\""), "{name}: {line}");
+        let log_max: Vec<(f64, f64)> = log
+            .values()
+            .map(|m| (m.max_pause_s, m.max_safepoint_s))
+            .collect();
+        eprintln!("{name}: {counted} pauses as its log; agent (count, max) {minutes:?}, log (max Pause, max Safepoint) {log_max:?}");
+    }
+    let _ = first.kill();
+    let _ = first.wait();
+}
