@@ -5,7 +5,8 @@
 //! largest `Safepoint ... Total`, within 1 ms; totals per collector equal
 //! the JVMs' own MXBeans. The JVMs measured start after the agent, after a
 //! first JVM of the same JDK had its libjvm.so attached: they are covered
-//! from their first safepoint, one of them without PerfData. A second
+//! from their first safepoint, one of them without PerfData, one in a PID
+//! and mount namespace with a private /tmp. A second
 //! agent, root without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN, falls back
 //! to hsperfdata and says why in /metrics.
 
@@ -120,8 +121,33 @@ fn start_agent(dir: &Path, marker: &str, wrapper: &[&str]) -> Agent {
 /// A JVM of `java` logging `gc*` and `safepoint` to its stderr, in
 /// `dir/NAME.log`; `flags` after the workload's defaults, which they override.
 fn start_jvm(java: &Path, dir: &Path, name: &str, flags: &[&str], marker: &str) -> Child {
+    jvm_command(java, false, dir, name, flags, marker)
+        .spawn()
+        .unwrap()
+}
+
+/// [`start_jvm`]'s command, in a PID and mount namespace of its own with a
+/// private /tmp when `namespaced` (a container as far as the agent sees).
+fn jvm_command(
+    java: &Path,
+    namespaced: bool,
+    dir: &Path,
+    name: &str,
+    flags: &[&str],
+    marker: &str,
+) -> Command {
     let classes = dir.join("classes");
-    Command::new(java)
+    let mut command = if namespaced {
+        let mut command = Command::new("unshare");
+        command
+            .args(["--pid", "--fork", "--mount-proc", "--mount", "sh", "-c"])
+            .arg("mount -t tmpfs tmpfs /tmp && exec \"$0\" \"$@\"")
+            .arg(java);
+        command
+    } else {
+        Command::new(java)
+    };
+    command
         .args(["-Xmx128m", marker, "-Xlog:gc*,safepoint:stderr:utctime"])
         .args(["-Dwl.rate=150", "-Dwl.quiesceMs=500"])
         .args(flags)
@@ -130,9 +156,26 @@ fn start_jvm(java: &Path, dir: &Path, name: &str, flags: &[&str], marker: &str) 
         .args(["GcWorkload", "steady", "5"])
         .arg(dir.join(format!("{name}.json")))
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join(format!("{name}.log"))).unwrap())
-        .spawn()
-        .unwrap()
+        .stderr(std::fs::File::create(dir.join(format!("{name}.log"))).unwrap());
+    command
+}
+
+/// The host pid of the JVM `child` runs: `child` itself, or the process
+/// `unshare` forked (its shell execs the JVM).
+fn host_pid(child: &Child, namespaced: bool) -> u32 {
+    if !namespaced {
+        return child.id();
+    }
+    let children = format!("/proc/{0}/task/{0}/children", child.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(&children).unwrap_or_default();
+        if let Some(pid) = text.split_whitespace().next() {
+            return pid.parse().unwrap();
+        }
+        assert!(Instant::now() < deadline, "unshare forked nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Waits until `agent` measures the JVM `pid` through eBPF: `Err` with its
@@ -187,7 +230,14 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
     if !bpf_or_skip() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    // Outside /tmp: the namespaced JVM's private /tmp would hide it.
+    let target_tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let outside_tmp = if target_tmp.starts_with("/tmp") {
+        Path::new("/var/tmp")
+    } else {
+        target_tmp
+    };
+    let dir = tempfile::tempdir_in(outside_tmp).unwrap();
     let dir = dir.path();
     common::compile_workloads(&dir.join("classes"));
     let marker = format!("-Dpausewatch.test={}", dir.display());
@@ -256,12 +306,24 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
             &["-XX:+UseZGC", "-XX:-ZProactive"],
         ));
     }
-    let jvms: Vec<(&str, Child)> = cases
+    // One JVM in a PID and mount namespace with a private /tmp: its
+    // libjvm.so is reached through /proc/PID/root, its records carry its
+    // host pid.
+    let namespaced = common::unshare_works();
+    if !namespaced {
+        common::skip("its namespaced case: `unshare --pid --fork --mount-proc --mount` is refused here (needs CAP_SYS_ADMIN)");
+    }
+    let jvms: Vec<(&str, Child, u32)> = cases
         .iter()
-        .map(|(name, java, flags)| (*name, start_jvm(java, dir, name, flags, &marker)))
+        .map(|(name, java, flags)| {
+            let namespaced = namespaced && *name == "parallel";
+            let mut command = jvm_command(java, namespaced, dir, name, flags, &marker);
+            let child = command.spawn().unwrap();
+            let pid = host_pid(&child, namespaced);
+            (*name, child, pid)
+        })
         .collect();
-    for (name, mut child) in jvms {
-        let pid = child.id();
+    for (name, mut child, pid) in jvms {
         assert!(child.wait().unwrap().success(), "{name} failed");
         let log = log_minutes(&dir.join(format!("{name}.log")));
         let logged: u64 = log.values().map(|m| m.pauses).sum();

@@ -303,15 +303,6 @@ fn compare_pauses(metrics: &str, pid_label: &str, name: &str, beans: &MxBeans) {
     }
 }
 
-/// Whether this sandbox lets a test make PID and mount namespaces.
-fn unshare_works() -> bool {
-    Command::new("unshare")
-        .args(["--pid", "--fork", "--mount-proc", "--mount", "true"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[test]
 fn a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root() {
     // Outside /tmp: the JVM gets a private /tmp of its own, which hides
@@ -327,7 +318,7 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root() {
         return;
     };
     let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
-    if !unshare_works() {
+    if !common::unshare_works() {
         return common::skip(
             "`unshare --pid --fork --mount-proc --mount` is refused here (needs CAP_SYS_ADMIN)",
         );
