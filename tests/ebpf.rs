@@ -3,7 +3,8 @@
 //! the truth. Per minute, the agent's pause count equals the file's `Pause`
 //! lines, and its maximum lies between the file's largest `Pause` and its
 //! largest `Safepoint ... Total`, within 1 ms; totals per collector equal
-//! the JVMs' own MXBeans. The JVMs measured start after the agent, after a
+//! the JVMs' own MXBeans, and every safepoint their `sun.rt.safepoints`
+//! counts was recorded. The JVMs measured start after the agent, after a
 //! first JVM of the same JDK had its libjvm.so attached: they are covered
 //! from their first safepoint, one of them without PerfData, one in a PID
 //! and mount namespace with a private /tmp. A second
@@ -369,6 +370,15 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
         }
         let line = discovered(&metrics, pid).unwrap_or_default();
         assert!(line.contains("pause_source=\"ebpf\""), "{name}: {line}");
+        // Every safepoint the JVM counted (sun.rt.safepoints) was recorded.
+        if !name.contains("no-perfdata") {
+            let pid_label = format!("pid=\"{pid}\"");
+            let mismatch = metrics.lines().find(|l| {
+                l.starts_with("pausewatch_jvm_safepoint_probe_mismatch{") && l.contains(&pid_label)
+            });
+            let value = mismatch.and_then(common::line_value);
+            assert_eq!(value, Some(0.0), "{name}: {mismatch:?}");
+        }
         let log_max: Vec<(f64, f64)> = log
             .values()
             .map(|m| (m.max_pause_s, m.max_safepoint_s))

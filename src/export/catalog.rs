@@ -625,6 +625,17 @@ pub static CATALOG: &[Family] = &[
         scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.unresolved_pauses))))],
     },
     Family {
+        name: "pausewatch_jvm_safepoint_probe_mismatch",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "For a JVM whose pauses eBPF measures: safepoints the probes recorded minus the JVM's sun.rt.safepoints counter, less that difference at the first comparison; below 0, records were lost (pausewatch_errors_total{kind=\"ebpf_events_dropped\"}).",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| {
+            runtime(s, |r| known(r.safepoint_probe_mismatch.map(Value::Float)))
+        })],
+    },
+    Family {
         name: "pausewatch_gc_log_counter_mismatch",
         kind: Kind::Gauge,
         unit: Unit::None,

@@ -138,6 +138,7 @@ fn every_scope() -> AgentState {
             max: Some(3),
         }],
         log_counter_mismatch: vec![("G1 Young Generation".to_string(), 0.0)],
+        safepoint_probe_mismatch: Some(0.0),
         cpu_seconds: Some(1.5),
         ..RuntimeStats::default()
     });

@@ -531,6 +531,8 @@ impl RuntimeStatsSource {
                     .unwrap_or_default()
             };
         }
+        // Compared by the eBPF source, which sees the safepoint in flight.
+        stats.safepoint_probe_mismatch = runtime.as_ref().and_then(|r| r.safepoint_probe_mismatch);
         *runtime = Some(stats);
     }
 }

@@ -126,6 +126,19 @@ impl Probes {
         std::mem::take(&mut *self.received.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
+    /// Whether process `pid` is at a safepoint that has begun and not ended
+    /// (HotSpot counts a safepoint when it begins; the one a JVM exits in
+    /// never ends).
+    pub fn in_flight(&self, pid: u32) -> bool {
+        let Some(inflight) = self.object.maps().find(|map| map.name() == "inflight") else {
+            return false;
+        };
+        matches!(
+            inflight.lookup(&pid.to_ne_bytes(), MapFlags::ANY),
+            Ok(Some(_))
+        )
+    }
+
     /// Records the ring buffer had no room for, since the program loaded.
     pub fn dropped(&self) -> u64 {
         let Some(drops) = self.object.maps().find(|map| map.name() == "drops") else {

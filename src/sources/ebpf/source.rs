@@ -21,6 +21,17 @@ const MAX_PENDING: usize = 20_000;
 /// takes are kept: a JVM discovery leaves alone (`exclude`) is never claimed.
 const PENDING_SLACK: Duration = Duration::from_secs(5);
 
+/// The safepoint cross-check of one JVM: its `sun.rt.safepoints` and the
+/// safepoints recorded, at the last hsperfdata sample seen.
+#[derive(Default)]
+struct Check {
+    /// (sample's uptime, counter, recorded) at the last sample.
+    last: Option<(f64, u64, u64)>,
+    /// Recorded minus counted at the first comparison: the probes see a
+    /// JVM from their attachment, the counter from the JVM's start.
+    baseline: Option<f64>,
+}
+
 /// Records of a process no stream has taken yet.
 struct Pending {
     since: Instant,
@@ -32,6 +43,7 @@ pub struct EbpfSource {
     converters: HashMap<u32, Converter>,
     pending: HashMap<u32, Pending>,
     keep_pending: Duration,
+    checks: HashMap<u32, Check>,
     /// Drops already counted in the store.
     dropped: u64,
 }
@@ -49,6 +61,31 @@ fn monotonic_zero() -> DateTime<Utc> {
     Utc::now() - chrono::Duration::from_std(monotonic).unwrap_or_default()
 }
 
+impl Check {
+    /// Recorded minus counted, less the baseline, at a new sample where
+    /// neither moved since the previous one: a safepoint between the
+    /// sample and this poll would otherwise be recorded and not counted.
+    fn compare(
+        &mut self,
+        runtime: &crate::model::runtime::RuntimeStats,
+        recorded: u64,
+    ) -> Option<f64> {
+        let now = (runtime.uptime_seconds, runtime.safepoints, recorded);
+        let previous = self.last.replace(now);
+        let (uptime, counted, was_recorded) = previous?;
+        if uptime == now.0 {
+            // The same sample: keep its first view.
+            self.last = previous;
+            return None;
+        }
+        if counted != now.1 || was_recorded != recorded {
+            return None;
+        }
+        let difference = recorded as f64 - now.1 as f64;
+        Some(difference - *self.baseline.get_or_insert(difference))
+    }
+}
+
 impl EbpfSource {
     pub fn new(probes: Arc<Mutex<Probes>>, discovery_interval: Duration) -> EbpfSource {
         EbpfSource {
@@ -56,6 +93,7 @@ impl EbpfSource {
             converters: HashMap::new(),
             pending: HashMap::new(),
             keep_pending: discovery_interval * 2 + PENDING_SLACK,
+            checks: HashMap::new(),
             dropped: 0,
         }
     }
@@ -136,7 +174,22 @@ impl Source for EbpfSource {
             changed = true;
             false
         });
+        let probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
+        for (pid, id) in streams.iter().filter_map(|(pid, id)| Some((*pid, (*id)?))) {
+            if let Some(stream) = state.stream_mut(id) {
+                let recorded: u64 = stream.jvm.safepoints.iter().map(|s| s.count).sum();
+                if let Some(runtime) = stream.runtime.as_mut() {
+                    let recorded = recorded + u64::from(probes.in_flight(pid));
+                    let check = self.checks.entry(pid).or_default();
+                    runtime.safepoint_probe_mismatch = check
+                        .compare(runtime, recorded)
+                        .or(runtime.safepoint_probe_mismatch);
+                }
+            }
+        }
         self.converters
+            .retain(|pid, _| streams.get(pid).is_some_and(Option::is_some));
+        self.checks
             .retain(|pid, _| streams.get(pid).is_some_and(Option::is_some));
         changed
     }
