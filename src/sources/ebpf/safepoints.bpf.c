@@ -20,7 +20,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 4 * 1024 * 1024);
 } events SEC(".maps");
 
 /* The safepoint in flight per JVM, with what the memory-manager probes of

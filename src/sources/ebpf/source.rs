@@ -3,9 +3,9 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use pausewatch_parsers::{Collector, JvmRun};
 
 use super::probes::Probes;
@@ -17,9 +17,10 @@ use crate::store::{AgentState, PauseSource, Store, StreamId};
 /// started after its libjvm.so was attached is covered from its first
 /// safepoint, though discovery finds it only at its next scan.
 const MAX_PENDING: usize = 20_000;
-/// How long, beyond a discovery interval, records of a process no stream
-/// takes are kept: a JVM discovery leaves alone (`exclude`) is never claimed.
-const PENDING_SLACK: Duration = Duration::from_secs(5);
+/// How long, beyond two discovery intervals, a record of a process no
+/// stream takes is kept (a JVM still starting on a loaded host is found
+/// late; one discovery leaves alone, `exclude`, is never claimed).
+const PENDING_SLACK: Duration = Duration::from_secs(30);
 
 /// The safepoint cross-check of one JVM: its `sun.rt.safepoints` and the
 /// safepoints recorded, at the last hsperfdata sample seen.
@@ -32,33 +33,26 @@ struct Check {
     baseline: Option<f64>,
 }
 
-/// Records of a process no stream has taken yet.
-struct Pending {
-    since: Instant,
-    records: Vec<SafepointRecord>,
-}
-
 pub struct EbpfSource {
     probes: Arc<Mutex<Probes>>,
     converters: HashMap<u32, Converter>,
-    pending: HashMap<u32, Pending>,
+    /// Records of processes no stream has taken yet.
+    pending: HashMap<u32, Vec<SafepointRecord>>,
     keep_pending: Duration,
     checks: HashMap<u32, Check>,
     /// Drops already counted in the store.
     dropped: u64,
 }
 
-/// The wall-clock time of CLOCK_MONOTONIC's zero, which `bpf_ktime_get_ns`
-/// counts from, as the clock is now.
-fn monotonic_zero() -> DateTime<Utc> {
+/// CLOCK_MONOTONIC now, which `bpf_ktime_get_ns` reads.
+fn monotonic_now() -> Duration {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: a valid clock id and a pointer to a timespec of ours.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    let monotonic = Duration::new(now.tv_sec as u64, now.tv_nsec as u32);
-    Utc::now() - chrono::Duration::from_std(monotonic).unwrap_or_default()
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
 impl Check {
@@ -124,15 +118,15 @@ impl Source for EbpfSource {
             (probes.drain(), probes.dropped())
         };
         for record in records {
-            let pending = self.pending.entry(record.tgid).or_insert_with(|| Pending {
-                since: Instant::now(),
-                records: Vec::new(),
-            });
-            if pending.records.len() < MAX_PENDING {
-                pending.records.push(record);
+            let pending = self.pending.entry(record.tgid).or_default();
+            if pending.len() < MAX_PENDING {
+                pending.push(record);
             }
         }
-        let zero = monotonic_zero();
+        let monotonic = monotonic_now();
+        // The wall-clock time of CLOCK_MONOTONIC's zero, as the clock is now.
+        let zero = Utc::now() - chrono::Duration::from_std(monotonic).unwrap_or_default();
+        let expired = monotonic.saturating_sub(self.keep_pending).as_nanos() as u64;
         let mut changed = false;
         let mut state = store.write();
         if dropped > self.dropped {
@@ -143,12 +137,14 @@ impl Source for EbpfSource {
             self.dropped = dropped;
         }
         let streams = Self::streams(&state);
-        let keep = self.keep_pending;
         self.pending.retain(|pid, pending| {
             let id = match streams.get(pid) {
                 Some(Some(id)) => *id,
                 Some(None) => return false,
-                None => return pending.since.elapsed() < keep,
+                None => {
+                    pending.retain(|record| record.end_ns > expired);
+                    return !pending.is_empty();
+                }
             };
             let Some(stream) = state.stream_mut(id) else {
                 return false;
@@ -156,14 +152,12 @@ impl Source for EbpfSource {
             let converter = self.converters.entry(*pid).or_default();
             let collector = stream.jvm.collector;
             let events: Vec<_> = pending
-                .records
                 .iter()
                 .flat_map(|record| converter.events(record, collector, zero))
                 .collect();
             let mut run = JvmRun::default();
             if collector == Collector::Unknown {
                 run.collector = pending
-                    .records
                     .iter()
                     .map(|r| super::record::collector_of_operation(&r.operation))
                     .find(|c| *c != Collector::Unknown)
