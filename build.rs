@@ -1,6 +1,8 @@
 //! Stamps the binary with the commit it was built from, for `--version`: a
 //! bug report then names the exact source. A build outside git (a source
-//! tarball) says so instead of failing.
+//! tarball) says so instead of failing. With the `ebpf` feature it also
+//! compiles the eBPF safepoint source's BPF program (clang, through
+//! libbpf-cargo), which the binary embeds.
 
 use std::process::Command;
 
@@ -20,4 +22,31 @@ fn main() {
         println!("cargo:rerun-if-changed={git_dir}/logs/HEAD");
     }
     println!("cargo:rerun-if-changed=build.rs");
+    #[cfg(feature = "ebpf")]
+    build_bpf();
+}
+
+/// Compiles `safepoints.bpf.c` into `OUT_DIR`, where `include_bytes!` finds
+/// it. Debian's UAPI headers (`asm/types.h`) live under the multiarch
+/// directory, which clang's BPF target does not search.
+#[cfg(feature = "ebpf")]
+fn build_bpf() {
+    let dir = std::path::Path::new("src/sources/ebpf");
+    let source = dir.join("safepoints.bpf.c");
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let multiarch = format!(
+        "-I/usr/include/{}-linux-gnu",
+        std::env::var("CARGO_CFG_TARGET_ARCH").expect("CARGO_CFG_TARGET_ARCH")
+    );
+    libbpf_cargo::SkeletonBuilder::new()
+        .source(&source)
+        .obj(out.join("safepoints.bpf.o"))
+        .clang_args([multiarch, format!("-I{}", dir.display())])
+        .build()
+        .unwrap_or_else(|e| {
+            panic!("the ebpf feature compiles {} with clang (Debian: clang libelf-dev zlib1g-dev pkg-config): {e:#}", source.display())
+        });
+    for file in ["safepoints.bpf.c", "safepoints.h"] {
+        println!("cargo:rerun-if-changed={}", dir.join(file).display());
+    }
 }

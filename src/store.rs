@@ -73,6 +73,40 @@ pub struct Discovered {
     /// Why its hsperfdata cannot be read (`perf_data_disabled`,
     /// `no_hsperfdata`, `permission_denied`), when it cannot.
     pub unavailable: Option<String>,
+    /// Its pid on the host: the eBPF source's records name it.
+    #[serde(default)]
+    pub pid: u32,
+    /// The one input its pause figures come from.
+    #[serde(default)]
+    pub pause_source: PauseSource,
+    /// Why eBPF does not measure it (`not_built`, `disabled`,
+    /// `permission_denied`, ...), when it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ebpf_reason: Option<String>,
+}
+
+/// Which input measures a discovered JVM's pauses: one per JVM, so that
+/// no pause is counted twice. A readable GC log is richer (causes, heap);
+/// without one, the safepoint probes are exact; without them, hsperfdata's
+/// counters are sampled, exact only while pauses are further apart than
+/// the sampling.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseSource {
+    GcLog,
+    Ebpf,
+    #[default]
+    Hsperfdata,
+}
+
+impl PauseSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PauseSource::GcLog => "gc_log",
+            PauseSource::Ebpf => "ebpf",
+            PauseSource::Hsperfdata => "hsperfdata",
+        }
+    }
 }
 
 /// One followed access log, feeding the latency state of a GC stream.

@@ -18,14 +18,16 @@ use common::{sum, Agent, MxBeans};
 mod common;
 
 /// An agent that follows only the JVMs whose command line has `marker`,
-/// and the sources of `extra` (TOML).
+/// and the sources of `extra` (TOML); eBPF off, since these tests hold
+/// the pauses recovered from hsperfdata to the MXBeans (tests/ebpf.rs
+/// holds the probes' to the JVMs' own logs).
 fn start_agent(dir: &Path, marker: &str, extra: &str) -> Agent {
     let port = common::free_port();
     let config = format!(
         "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
          [discovery]\ninterval = \"200ms\"\ngrace = \"3s\"\ninclude = [{}]\n\
          [[discovery.rule]]\nmatch = \"UseSerialGC\"\nlabels = {{ team = \"serial\" }}\n\
-         [runtime_stats]\ninterval = \"100ms\"\n{extra}",
+         [ebpf]\nenabled = false\n[runtime_stats]\ninterval = \"100ms\"\n{extra}",
         common::toml_string(&dir.join("checkpoint")),
         common::toml_string(Path::new(&regex::escape(marker))),
     );
@@ -301,15 +303,6 @@ fn compare_pauses(metrics: &str, pid_label: &str, name: &str, beans: &MxBeans) {
     }
 }
 
-/// Whether this sandbox lets a test make PID and mount namespaces.
-fn unshare_works() -> bool {
-    Command::new("unshare")
-        .args(["--pid", "--fork", "--mount-proc", "--mount", "true"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[test]
 fn a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root() {
     // Outside /tmp: the JVM gets a private /tmp of its own, which hides
@@ -325,7 +318,7 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root() {
         return;
     };
     let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
-    if !unshare_works() {
+    if !common::unshare_works() {
         return common::skip(
             "`unshare --pid --fork --mount-proc --mount` is refused here (needs CAP_SYS_ADMIN)",
         );

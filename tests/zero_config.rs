@@ -3,6 +3,7 @@
 //! checkpoint in the user's XDG state directory instead of failing on
 //! /var/lib/pausewatch, and discovers the user's own JVM with its figures;
 //! SIGUSR2's status line for that JVM, which has no GC log, names it.
+//! Without CAP_BPF its pauses come from hsperfdata, and /metrics says why.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -88,7 +89,23 @@ fn an_ordinary_user_runs_without_configuration() {
         assert!(
             !metrics
                 .lines()
-                .any(|l| l.contains(&pid_label) && l.contains("permission_denied")),
+                .any(|l| l.contains(&pid_label) && l.contains("runtime_stats=\"unavailable\"")),
+            "{metrics}"
+        );
+        // An ordinary user may not load BPF programs: hsperfdata measures
+        // the pauses, and the reason is given.
+        let ebpf_reason = if cfg!(feature = "ebpf") {
+            "ebpf_reason=\"permission_denied\""
+        } else {
+            "ebpf_reason=\"not_built\""
+        };
+        assert!(
+            metrics
+                .lines()
+                .any(|l| l.starts_with("pausewatch_jvm_discovered{")
+                    && l.contains(&pid_label)
+                    && l.contains("pause_source=\"hsperfdata\"")
+                    && l.contains(ebpf_reason)),
             "{metrics}"
         );
         assert!(

@@ -107,6 +107,20 @@ impl Default for RuntimeStatsConfig {
     }
 }
 
+/// The eBPF safepoint source (`--features ebpf`): on by default, and
+/// refused cleanly (one log line, a reason in `/metrics`) where the build,
+/// the kernel or the privileges do not allow it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EbpfConfig {
+    pub enabled: bool,
+}
+
+impl Default for EbpfConfig {
+    fn default() -> Self {
+        EbpfConfig { enabled: true }
+    }
+}
+
 fn serialize_regex<S: Serializer>(r: &Regex, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(r.as_str())
 }
@@ -140,6 +154,12 @@ pub(super) struct RawRule {
 pub(super) struct RawRuntimeStats {
     enabled: Option<Spanned<Value>>,
     interval: Option<Spanned<Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an [ebpf] table")]
+pub(super) struct RawEbpf {
+    enabled: Option<Spanned<Value>>,
 }
 
 impl Ctx<'_> {
@@ -253,6 +273,16 @@ impl Ctx<'_> {
         }
         if let Some(v) = &raw.interval {
             config.interval = self.at_least(v, &at("interval"), MIN_SAMPLE_INTERVAL)?;
+        }
+        Ok(config)
+    }
+}
+
+impl Ctx<'_> {
+    pub(super) fn ebpf(&self, raw: &RawEbpf) -> Result<EbpfConfig, ConfigError> {
+        let mut config = EbpfConfig::default();
+        if let Some(v) = &raw.enabled {
+            config.enabled = self.boolean(v, &[key("ebpf"), key("enabled")])?;
         }
         Ok(config)
     }

@@ -35,7 +35,9 @@ use toml::{Spanned, Value};
 pub use access_log::AccessLogSource;
 pub use alerts::AlertSinks;
 pub use correlation::CorrelationConfig;
-pub use discovery::{DiscoveryConfig, DiscoveryRule, RuntimeStatsConfig, DISCOVERY_LABELS};
+pub use discovery::{
+    DiscoveryConfig, DiscoveryRule, EbpfConfig, RuntimeStatsConfig, DISCOVERY_LABELS,
+};
 pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
 pub use http_client::{
     redact_url, tls_from_pem, ClientIdentity, Endpoint, HttpClientConfig, Secret, TlsSettings,
@@ -165,6 +167,7 @@ pub struct Config {
     pub correlation: CorrelationConfig,
     pub discovery: DiscoveryConfig,
     pub runtime_stats: RuntimeStatsConfig,
+    pub ebpf: EbpfConfig,
     /// Not printed with the effective config: rules read back only from their tables.
     #[serde(skip)]
     pub alerts: AlertsConfig,
@@ -194,6 +197,7 @@ impl Default for Config {
             correlation: CorrelationConfig::default(),
             discovery: DiscoveryConfig::default(),
             runtime_stats: RuntimeStatsConfig::default(),
+            ebpf: EbpfConfig::default(),
             alerts: AlertsConfig::default(),
             alert_sinks: AlertSinks::default(),
             otlp: None,
@@ -246,6 +250,7 @@ struct RawConfig {
     correlation: Option<RawCorrelation>,
     discovery: Option<RawDiscovery>,
     runtime_stats: Option<RawRuntimeStats>,
+    ebpf: Option<discovery::RawEbpf>,
     alerts: Option<RawAlerts>,
     otlp: Option<RawOtlp>,
 }
@@ -342,6 +347,9 @@ impl Ctx<'_> {
         }
         if let Some(raw_runtime_stats) = &raw.runtime_stats {
             config.runtime_stats = self.runtime_stats(raw_runtime_stats)?;
+        }
+        if let Some(raw_ebpf) = &raw.ebpf {
+            config.ebpf = self.ebpf(raw_ebpf)?;
         }
         if let Some(slo) = config.correlation.slo {
             config.alerts.thresholds.tail_slo = slo;

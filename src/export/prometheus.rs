@@ -515,6 +515,7 @@ pub(crate) mod tests {
             ("pausewatch_jvm_gc_collection_seconds", "counter"),
             ("pausewatch_gc_pauses_unresolved", "counter"),
             ("pausewatch_jvm_safepoints", "counter"),
+            ("pausewatch_jvm_safepoint_probe_mismatch", "gauge"),
             ("pausewatch_gc_log_counter_mismatch", "gauge"),
             ("pausewatch_jvm_safepoint_seconds", "counter"),
             ("pausewatch_jvm_safepoint_sync_seconds", "counter"),

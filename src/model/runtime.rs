@@ -74,6 +74,11 @@ pub struct RuntimeStats {
     /// For a JVM whose GC log supplies the pauses: per `gc` label, pauses
     /// counted from the log minus the JVM's own counter (see the source).
     pub log_counter_mismatch: Vec<(String, f64)>,
+    /// For a JVM whose pauses eBPF measures: safepoints the probes recorded
+    /// minus `sun.rt.safepoints`, less that difference at the first
+    /// comparison; below 0, records were lost.
+    #[serde(default)]
+    pub safepoint_probe_mismatch: Option<f64>,
 }
 
 /// The Micrometer (MXBean) identity of a HotSpot pause counter, by its name.

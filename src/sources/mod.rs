@@ -22,10 +22,11 @@ use crate::follow::{
 };
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
-use crate::store::{AgentState, Store, StreamId};
+use crate::store::{AgentState, PauseSource, Store, StreamId};
 
 pub mod access_log;
 pub mod discovery;
+pub mod ebpf;
 pub mod gc_log;
 mod gc_threads;
 pub mod gotrace;
@@ -141,6 +142,8 @@ pub enum SourceKey {
     LatencyHistogram(String),
     /// A discovered JVM, by `pid@start_ticks`.
     RuntimeStats(String),
+    /// The eBPF safepoint probes: one source for every JVM.
+    Ebpf,
 }
 
 /// Everything one source needs after a restart, keyed by kind
@@ -303,6 +306,8 @@ pub struct Registry {
     /// after it is read from its first counter and its log's beginning
     /// (ticks, not wall-clock time: /proc's boot time is whole seconds).
     started_ticks: u64,
+    /// The eBPF safepoint probes, or why there are none.
+    ebpf: ebpf::Ebpf,
 }
 
 impl Registry {
@@ -333,6 +338,7 @@ impl Registry {
             last_scan: None,
             started_ticks: proc_table::start_ticks(Path::new(PROC_ROOT), std::process::id())
                 .unwrap_or(0),
+            ebpf: ebpf::Ebpf::new(&config),
             config,
         }
     }
@@ -484,6 +490,7 @@ impl Registry {
             )));
         }
         self.listings.forget_unvisited();
+        found.extend(self.ebpf.source(self.config.discovery.interval));
         found.extend(self.discover_jvms(store));
         self.looked_before = true;
         found
@@ -544,6 +551,9 @@ impl Registry {
             let mut labels = process.labels();
             labels.extend(self.config.discovery.labels_for(&command_line));
             let started_after_agent = process.start_ticks >= self.started_ticks;
+            // One truth per JVM: eBPF, where it reaches, is asked even for a
+            // JVM with a log (the reason says why it is not used elsewhere).
+            let ebpf = self.ebpf.cover(&proc_root, process.pid);
             let (id, owns_stream, retires) = match followed {
                 Some(id) => (id, false, false),
                 // Its log is configured but not followed yet (the JVM has
@@ -570,6 +580,11 @@ impl Registry {
                     None => (self.next_id(), true, true),
                 },
             };
+            let pause_source = match (owns_stream, &ebpf) {
+                (false, _) => PauseSource::GcLog,
+                (true, Ok(())) => PauseSource::Ebpf,
+                (true, Err(_)) => PauseSource::Hsperfdata,
+            };
             found.push(Box::new(runtime_stats::RuntimeStatsSource::start(
                 process,
                 runtime_stats::Placement {
@@ -578,6 +593,8 @@ impl Registry {
                     labels,
                     retires,
                     proc_root,
+                    pause_source,
+                    ebpf_reason: ebpf.err(),
                 },
                 &self.config.runtime_stats,
                 self.config.discovery.grace,

@@ -32,7 +32,7 @@ use crate::model::runtime::{
     collector_of, gc_label_of_counter, recover_pauses, CollectorStats, MemoryPool, PauseCounters,
     Recovered, RuntimeStats,
 };
-use crate::store::{AgentState, Discovered, Store, StreamId, StreamState};
+use crate::store::{AgentState, Discovered, PauseSource, Store, StreamId, StreamState};
 
 /// Reads of the counters that may disagree before a sample is given up (the
 /// next one will do): the JVM updates them during a collection.
@@ -235,6 +235,10 @@ pub struct Placement {
     /// The stream goes with the JVM (its own, or a log discovery found).
     pub retires: bool,
     pub proc_root: PathBuf,
+    /// The one input its pauses come from.
+    pub pause_source: PauseSource,
+    /// Why eBPF does not measure it, when it does not.
+    pub ebpf_reason: Option<String>,
 }
 
 /// Samples one JVM's hsperfdata.
@@ -247,7 +251,8 @@ pub struct RuntimeStatsSource {
     /// `[runtime_stats] enabled`: off, the JVM is only listed.
     sampling: bool,
     grace: Duration,
-    /// Whether pauses come from these counters (no GC log supplies them).
+    /// Whether pauses come from these counters (no GC log and no eBPF
+    /// supplies them).
     recovers_pauses: bool,
     /// The stream goes when the JVM has exited for the grace period.
     retires: bool,
@@ -290,6 +295,8 @@ impl RuntimeStatsSource {
             labels,
             retires,
             proc_root,
+            pause_source,
+            ebpf_reason,
         } = placement;
         let unavailable = if !config.enabled {
             Some("disabled".to_string())
@@ -306,6 +313,9 @@ impl RuntimeStatsSource {
             let discovered = Discovered {
                 user: process.user.clone(),
                 unavailable,
+                pid: process.pid,
+                pause_source,
+                ebpf_reason,
             };
             if owns_stream {
                 let mut stream = StreamState {
@@ -329,7 +339,7 @@ impl RuntimeStatsSource {
             interval: config.interval,
             sampling: config.enabled,
             grace,
-            recovers_pauses: owns_stream,
+            recovers_pauses: pause_source == PauseSource::Hsperfdata,
             retires,
             file: None,
             buffer: Vec::new(),
@@ -570,6 +580,8 @@ impl RuntimeStatsSource {
                     .unwrap_or_default()
             };
         }
+        // Compared by the eBPF source, which sees the safepoint in flight.
+        stats.safepoint_probe_mismatch = runtime.as_ref().and_then(|r| r.safepoint_probe_mismatch);
         *runtime = Some(stats);
     }
 }

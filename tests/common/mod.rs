@@ -861,6 +861,15 @@ pub fn jdk25() -> Option<PathBuf> {
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
 }
 
+/// Whether this sandbox lets a test make PID and mount namespaces.
+pub fn unshare_works() -> bool {
+    Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "--mount", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// Whether `java` and `javac` run; [`skip`]s when they do not.
 pub fn java_or_skip() -> bool {
     let available = ["java", "javac"]

@@ -295,8 +295,8 @@ pub static CATALOG: &[Family] = &[
         name: "pausewatch_jvm_discovered",
         kind: Kind::Info,
         unit: Unit::None,
-        help: "A JVM discovery found; runtime_stats says whether its hsperfdata is read, reason why not. The value is always 1.",
-        labels: &["user", "runtime_stats", "reason"],
+        help: "A JVM discovery found; runtime_stats says whether its hsperfdata is read, reason why not; pause_source which one input its pauses come from (gc_log, ebpf or hsperfdata), ebpf_reason why eBPF does not measure it. The value is always 1.",
+        labels: &["user", "runtime_stats", "reason", "pause_source", "ebpf_reason"],
         semconv: None,
         scopes: &[Scope::Stream(|s, _| discovered(s))],
     },
@@ -328,10 +328,21 @@ pub static CATALOG: &[Family] = &[
         scopes: &[Scope::Stream(|s, _| runtime(s, |r| one(Value::Int(r.unresolved_pauses))))],
     },
     Family {
+        name: "pausewatch_jvm_safepoint_probe_mismatch",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "For a JVM whose pauses eBPF measures: safepoints the probes recorded minus the JVM's sun.rt.safepoints counter, less that difference at the first comparison; below 0, records were lost (pausewatch_errors_total{kind=\"ebpf_events_dropped\"}).",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| {
+            runtime(s, |r| known(r.safepoint_probe_mismatch.map(Value::Float)))
+        })],
+    },
+    Family {
         name: "pausewatch_gc_log_counter_mismatch",
         kind: Kind::Gauge,
         unit: Unit::None,
-        help: "For a JVM whose GC log is followed: pauses counted from the log minus the JVM's own hsperfdata counter, per gc; non-zero for long, the agent misses part of the log.",
+        help: "For a JVM whose GC log is followed or whose pauses eBPF measures: pauses counted from the log or the probes minus the JVM's own hsperfdata counter, per gc; non-zero for long, the agent misses part of the log.",
         labels: &["gc"],
         semconv: None,
         scopes: &[Scope::Stream(|s, _| {

@@ -94,6 +94,8 @@ pub(super) fn discovered(stream: &StreamState) -> Vec<Sample<'_>> {
         discovered.user.as_str().into(),
         state.into(),
         reason.into(),
+        discovered.pause_source.as_str().into(),
+        discovered.ebpf_reason.as_deref().unwrap_or("").into(),
     ])
 }
 

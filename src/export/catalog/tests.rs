@@ -63,6 +63,8 @@ fn reserved_label_names_hold_every_label_a_configured_one_could_clash_with() {
         "user",
         "runtime_stats",
         "reason",
+        "pause_source",
+        "ebpf_reason",
         "area",
         "id",
         "last_cause",
@@ -141,6 +143,7 @@ fn every_scope() -> AgentState {
             max: Some(3),
         }],
         log_counter_mismatch: vec![("G1 Young Generation".to_string(), 0.0)],
+        safepoint_probe_mismatch: Some(0.0),
         cpu_seconds: Some(1.5),
         ..RuntimeStats::default()
     });

@@ -1,0 +1,114 @@
+//! Exact pauses of every discovered JVM without a GC log, from HotSpot's
+//! own safepoint probes (USDT), when the agent is built with `--features
+//! ebpf` and may load BPF programs (CAP_BPF and CAP_PERFMON).
+//!
+//! [`Ebpf`] is what discovery asks, for each JVM, whether eBPF measures
+//! it (attaching its libjvm.so on first sight) or why not; the one
+//! [`source::EbpfSource`] it hands out reads the ring buffer at every poll,
+//! without blocking, and folds each safepoint into its JVM's stream through
+//! the same `JvmState::ingest` as GC log lines.
+
+use std::path::Path;
+
+use crate::config::Config;
+
+#[cfg(all(feature = "ebpf", target_os = "linux"))]
+mod probes;
+#[cfg(all(feature = "ebpf", target_os = "linux"))]
+mod record;
+#[cfg(all(feature = "ebpf", target_os = "linux"))]
+mod source;
+
+/// Why a JVM is not measured by eBPF, besides what loading and attaching
+/// say: the agent was built without the feature, or it is turned off.
+pub const NOT_BUILT: &str = "not_built";
+pub const DISABLED: &str = "disabled";
+
+/// The probes shared by discovery and the eBPF source, or why there are none.
+pub struct Ebpf {
+    #[cfg(all(feature = "ebpf", target_os = "linux"))]
+    probes: Option<std::sync::Arc<std::sync::Mutex<probes::Probes>>>,
+    /// Why eBPF measures no JVM at all, when it does not.
+    unavailable: Option<&'static str>,
+    /// Whether the source was handed out.
+    handed_out: bool,
+}
+
+impl Ebpf {
+    /// Loads the probes when `[ebpf] enabled` and discovery is on; where
+    /// they cannot be, one line in the log says why.
+    pub fn new(config: &Config) -> Ebpf {
+        let mut ebpf = Ebpf {
+            #[cfg(all(feature = "ebpf", target_os = "linux"))]
+            probes: None,
+            unavailable: None,
+            handed_out: false,
+        };
+        if !config.discovery.enabled {
+            return ebpf;
+        }
+        if !config.ebpf.enabled {
+            ebpf.unavailable = Some(DISABLED);
+            return ebpf;
+        }
+        #[cfg(all(feature = "ebpf", target_os = "linux"))]
+        match probes::Probes::load() {
+            Ok(loaded) => ebpf.probes = Some(std::sync::Arc::new(std::sync::Mutex::new(loaded))),
+            Err((reason, error)) => {
+                tracing::warn!(reason, error, "eBPF safepoint probes cannot be loaded (they need CAP_BPF and CAP_PERFMON): the pauses of JVMs without a GC log come from hsperfdata");
+                ebpf.unavailable = Some(reason);
+            }
+        }
+        #[cfg(not(all(feature = "ebpf", target_os = "linux")))]
+        {
+            tracing::info!("built without the ebpf feature: the pauses of JVMs without a GC log come from hsperfdata");
+            ebpf.unavailable = Some(NOT_BUILT);
+        }
+        ebpf
+    }
+
+    /// Whether eBPF measures the JVM `pid` (its libjvm.so attached now if
+    /// it was not), or the reason it does not.
+    pub fn cover(&self, proc_root: &Path, pid: u32) -> Result<(), String> {
+        if let Some(reason) = self.unavailable {
+            return Err(reason.to_string());
+        }
+        #[cfg(all(feature = "ebpf", target_os = "linux"))]
+        if let Some(probes) = &self.probes {
+            let mut probes = probes
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            return probes.cover(proc_root, pid).map_err(|(reason, error)| {
+                tracing::warn!(
+                    pid,
+                    reason,
+                    error,
+                    "eBPF does not measure this JVM: its pauses come from hsperfdata"
+                );
+                reason.to_string()
+            });
+        }
+        let _ = (proc_root, pid);
+        Err(NOT_BUILT.to_string())
+    }
+
+    /// The source that reads the probes' records, once.
+    pub fn source(
+        &mut self,
+        discovery_interval: std::time::Duration,
+    ) -> Option<Box<dyn super::Source>> {
+        if self.handed_out {
+            return None;
+        }
+        #[cfg(all(feature = "ebpf", target_os = "linux"))]
+        if let Some(probes) = &self.probes {
+            self.handed_out = true;
+            return Some(Box::new(source::EbpfSource::new(
+                probes.clone(),
+                discovery_interval,
+            )));
+        }
+        let _ = discovery_interval;
+        None
+    }
+}

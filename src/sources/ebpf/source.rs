@@ -1,0 +1,196 @@
+//! The source that reads the safepoint probes' ring buffer at every poll
+//! and folds each safepoint into the stream of the JVM it came from.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use chrono::Utc;
+use pausewatch_parsers::{Collector, JvmRun};
+
+use super::probes::Probes;
+use super::record::{Converter, SafepointRecord};
+use crate::sources::{Source, SourceCheckpoint, SourceKey};
+use crate::store::{AgentState, PauseSource, Store, StreamId};
+
+/// Records of one JVM kept while no stream takes them, at most: a JVM that
+/// started after its libjvm.so was attached is covered from its first
+/// safepoint, though discovery finds it only at its next scan.
+const MAX_PENDING: usize = 20_000;
+/// How long, beyond two discovery intervals, a record of a process no
+/// stream takes is kept (a JVM still starting on a loaded host is found
+/// late; one discovery leaves alone, `exclude`, is never claimed).
+const PENDING_SLACK: Duration = Duration::from_secs(30);
+
+/// The safepoint cross-check of one JVM: its `sun.rt.safepoints` and the
+/// safepoints recorded, at the last hsperfdata sample seen.
+#[derive(Default)]
+struct Check {
+    /// (sample's uptime, counter, recorded) at the last sample.
+    last: Option<(f64, u64, u64)>,
+    /// Recorded minus counted at the first comparison: the probes see a
+    /// JVM from their attachment, the counter from the JVM's start.
+    baseline: Option<f64>,
+}
+
+pub struct EbpfSource {
+    probes: Arc<Mutex<Probes>>,
+    converters: HashMap<u32, Converter>,
+    /// Records of processes no stream has taken yet.
+    pending: HashMap<u32, Vec<SafepointRecord>>,
+    keep_pending: Duration,
+    checks: HashMap<u32, Check>,
+    /// Drops already counted in the store.
+    dropped: u64,
+}
+
+/// CLOCK_MONOTONIC now, which `bpf_ktime_get_ns` reads.
+fn monotonic_now() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a pointer to a timespec of ours.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+impl Check {
+    /// Recorded minus counted, less the baseline, at a new sample where
+    /// neither moved since the previous one: a safepoint between the
+    /// sample and this poll would otherwise be recorded and not counted.
+    fn compare(
+        &mut self,
+        runtime: &crate::model::runtime::RuntimeStats,
+        recorded: u64,
+    ) -> Option<f64> {
+        let now = (runtime.uptime_seconds, runtime.safepoints, recorded);
+        let previous = self.last.replace(now);
+        let (uptime, counted, was_recorded) = previous?;
+        if uptime == now.0 {
+            // The same sample: keep its first view.
+            self.last = previous;
+            return None;
+        }
+        if counted != now.1 || was_recorded != recorded {
+            return None;
+        }
+        let difference = recorded as f64 - now.1 as f64;
+        Some(difference - *self.baseline.get_or_insert(difference))
+    }
+}
+
+impl EbpfSource {
+    pub fn new(probes: Arc<Mutex<Probes>>, discovery_interval: Duration) -> EbpfSource {
+        EbpfSource {
+            probes,
+            converters: HashMap::new(),
+            pending: HashMap::new(),
+            keep_pending: discovery_interval * 2 + PENDING_SLACK,
+            checks: HashMap::new(),
+            dropped: 0,
+        }
+    }
+
+    /// The discovered JVMs by host pid, with their stream when eBPF
+    /// measures them (`None`: another source does, its records are not kept).
+    fn streams(state: &AgentState) -> HashMap<u32, Option<StreamId>> {
+        state
+            .streams
+            .iter()
+            .filter_map(|(id, stream)| {
+                let discovered = stream.discovered.as_ref()?;
+                let measured = discovered.pause_source == PauseSource::Ebpf && !stream.exited;
+                Some((discovered.pid, measured.then_some(*id)))
+            })
+            .collect()
+    }
+}
+
+impl Source for EbpfSource {
+    fn key(&self) -> SourceKey {
+        SourceKey::Ebpf
+    }
+
+    fn poll(&mut self, store: &Store) -> bool {
+        let (records, dropped) = {
+            let mut probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
+            (probes.drain(), probes.dropped())
+        };
+        for record in records {
+            let pending = self.pending.entry(record.tgid).or_default();
+            if pending.len() < MAX_PENDING {
+                pending.push(record);
+            }
+        }
+        let monotonic = monotonic_now();
+        // The wall-clock time of CLOCK_MONOTONIC's zero, as the clock is now.
+        let zero = Utc::now() - chrono::Duration::from_std(monotonic).unwrap_or_default();
+        let expired = monotonic.saturating_sub(self.keep_pending).as_nanos() as u64;
+        let mut changed = false;
+        let mut state = store.write();
+        if dropped > self.dropped {
+            *state
+                .errors
+                .entry("ebpf_events_dropped".to_string())
+                .or_default() += dropped - self.dropped;
+            self.dropped = dropped;
+        }
+        let streams = Self::streams(&state);
+        self.pending.retain(|pid, pending| {
+            let id = match streams.get(pid) {
+                Some(Some(id)) => *id,
+                Some(None) => return false,
+                None => {
+                    pending.retain(|record| record.end_ns > expired);
+                    return !pending.is_empty();
+                }
+            };
+            let Some(stream) = state.stream_mut(id) else {
+                return false;
+            };
+            let converter = self.converters.entry(*pid).or_default();
+            let collector = stream.jvm.collector;
+            let events: Vec<_> = pending
+                .iter()
+                .flat_map(|record| converter.events(record, collector, zero))
+                .collect();
+            let mut run = JvmRun::default();
+            if collector == Collector::Unknown {
+                run.collector = pending
+                    .iter()
+                    .map(|r| super::record::collector_of_operation(&r.operation))
+                    .find(|c| *c != Collector::Unknown)
+                    .unwrap_or_default();
+            }
+            let crate::store::StreamState { jvm, latency, .. } = stream;
+            jvm.ingest(&run, &events, latency.as_mut());
+            changed = true;
+            false
+        });
+        let probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
+        for (pid, id) in streams.iter().filter_map(|(pid, id)| Some((*pid, (*id)?))) {
+            if let Some(stream) = state.stream_mut(id) {
+                let recorded: u64 = stream.jvm.safepoints.iter().map(|s| s.count).sum();
+                if let Some(runtime) = stream.runtime.as_mut() {
+                    let recorded = recorded + u64::from(probes.in_flight(pid));
+                    let check = self.checks.entry(pid).or_default();
+                    runtime.safepoint_probe_mismatch = check
+                        .compare(runtime, recorded)
+                        .or(runtime.safepoint_probe_mismatch);
+                }
+            }
+        }
+        self.converters
+            .retain(|pid, _| streams.get(pid).is_some_and(Option::is_some));
+        self.checks
+            .retain(|pid, _| streams.get(pid).is_some_and(Option::is_some));
+        changed
+    }
+
+    /// Nothing to resume: an event stream has no offset. Pauses while the
+    /// agent is down are not seen.
+    fn checkpoint(&self, _state: &AgentState) -> Option<SourceCheckpoint> {
+        None
+    }
+}
