@@ -25,7 +25,7 @@
 //!   Both as a [`Timeline`].
 //! - `packed`: the records of one checkpoint, deflated and in base64, when
 //!   they are many (a host of live streams): the same fields of the same
-//!   streams, one checkpoint after another, pack about six to one.
+//!   streams, one checkpoint after another, pack about four to one.
 //! - `sealed`: the end of a checkpoint: its sequence number and the CRC-32
 //!   of its records (every byte since the line that closed the checkpoint
 //!   before) and of that number. Journals of version 3 end each checkpoint
