@@ -11,6 +11,9 @@
 #   RATE=1330            lines per second over all logs (live)
 #   REQUESTS=800         access-log lines per second (requests)
 #   SECONDS_MEASURED=60  length of the window
+#   HISTORY_MINUTES=0    live: each log starts with a pause a minute for this many past minutes
+#   SCRAPE_EVERY=        seconds between scrapes of /metrics in the window (none by default;
+#                        the responses then count in the bytes written)
 #   PAUSEWATCH_BIN=...   use this binary instead of building target/release/pausewatch
 #   OTLP_ENDPOINT=...    also push over OTLP (http/protobuf) to this receiver
 #   OTLP_INTERVAL=15s    its export interval
@@ -22,7 +25,10 @@ STREAMS="${STREAMS:-200}"
 RATE="${RATE:-1330}"
 REQUESTS="${REQUESTS:-800}"
 SECONDS_MEASURED="${SECONDS_MEASURED:-60}"
-WARMUP_SECONDS=5
+HISTORY_MINUTES="${HISTORY_MINUTES:-0}"
+SCRAPE_EVERY="${SCRAPE_EVERY:-}"
+# The agent reads a history of 1,440 minutes of 200 logs in about 10 s.
+WARMUP_SECONDS=$((5 + STREAMS * HISTORY_MINUTES / 20000))
 
 case "$MODE" in live | idle | requests) ;; *) echo "usage: $0 live|idle|requests" >&2; exit 2 ;; esac
 source "$ROOT/bench/lib.sh"
@@ -36,12 +42,20 @@ def stamp(now):
     return datetime.datetime.fromtimestamp(now, datetime.timezone.utc).strftime(
         "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "+0000"
 
-def gc_lines(paths, rate):
-    """Round-robin over the logs: a G1 pause and its CPU line, `rate` lines/s in all."""
+def gc_lines(paths, rate, history):
+    """Round-robin over the logs: a G1 pause and its CPU line, `rate` lines/s in all,
+    after `history` minutes of the past with a pause each."""
     fds = [os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) for p in paths]
     started = time.time()
     for fd in fds:
-        os.write(fd, ("[%s][1000ms][info][gc] Using G1\n" % stamp(started)).encode())
+        os.write(fd, ("[%s][1000ms][info][gc] Using G1\n" % stamp(started - 60 * history)).encode())
+        lines = []
+        for m in range(history):
+            at, uptime = started - 60 * (history - m), 1000 + 60000 * m
+            lines.append("[%s][%dms][info][gc] GC(%d) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) 3.210ms\n"
+                         "[%s][%dms][info][gc,cpu] GC(%d) User=0.01s Sys=0.00s Real=0.00s\n"
+                         % (stamp(at), uptime, m, stamp(at), uptime, m))
+        os.write(fd, "".join(lines).encode())
     n = 0
     while True:
         due = started + n / rate
@@ -49,8 +63,8 @@ def gc_lines(paths, rate):
         if due > now:
             time.sleep(due - now)
         fd = fds[(n // 2) % len(fds)]
-        gc_id = n // (2 * len(fds))
-        uptime = 1000 + int((time.time() - started) * 1000)
+        gc_id = history + n // (2 * len(fds))
+        uptime = 1000 + 60000 * history + int((time.time() - started) * 1000)
         if n % 2 == 0:
             text = "GC(%d) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) 3.210ms" % gc_id
             tags = "gc"
@@ -79,7 +93,7 @@ def requests(path, rate):
 
 mode = sys.argv[1]
 if mode == "gc":
-    gc_lines(sys.argv[3:], float(sys.argv[2]))
+    gc_lines(sys.argv[4:], float(sys.argv[2]), int(sys.argv[3]))
 else:
     requests(sys.argv[3], float(sys.argv[2]))
 PY
@@ -125,11 +139,11 @@ AGENT=$!
 PIDS+=("$AGENT")
 case "$MODE" in
     live)
-        python3 "$WORK/write.py" gc "$RATE" "${FILES[@]}" &
+        python3 "$WORK/write.py" gc "$RATE" "$HISTORY_MINUTES" "${FILES[@]}" &
         PIDS+=($!)
         ;;
     requests)
-        python3 "$WORK/write.py" gc 20 "${FILES[0]}" &
+        python3 "$WORK/write.py" gc 20 0 "${FILES[0]}" &
         PIDS+=($!)
         python3 "$WORK/write.py" requests "$REQUESTS" "${FILES[1]}" &
         PIDS+=($!)
@@ -144,8 +158,14 @@ TICKS=$(getconf CLK_TCK)
 # Bytes the agent wrote with write(2) and friends (checkpoints; no scrape runs in the window).
 written() { awk '$1 == "wchar:" { print $2 }' "/proc/$1/io"; }
 
+scrape() { curl -s -o /dev/null "127.0.0.1:$PORT/metrics"; }
 agent0=$(cpu_ticks "$AGENT"); tail0=$(cpu_ticks "$TAIL"); bytes0=$(written "$AGENT")
-sleep "$SECONDS_MEASURED"
+if [[ -n "$SCRAPE_EVERY" ]]; then
+    end=$((SECONDS + SECONDS_MEASURED))
+    while ((SECONDS < end)); do scrape; sleep "$SCRAPE_EVERY"; done
+else
+    sleep "$SECONDS_MEASURED"
+fi
 agent1=$(cpu_ticks "$AGENT"); tail1=$(cpu_ticks "$TAIL"); bytes1=$(written "$AGENT")
 hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$AGENT/status")
 streams=$(curl -s "127.0.0.1:$PORT/healthz" 2>/dev/null || python3 -c "

@@ -25,7 +25,7 @@
 //!   Both as a [`Timeline`].
 //! - `packed`: the records of one checkpoint, deflated and in base64, when
 //!   they are many (a host of live streams): the same fields of the same
-//!   streams, one checkpoint after another, pack about six to one.
+//!   streams, one checkpoint after another, pack about four to one.
 //! - `sealed`: the end of a checkpoint: its sequence number and the CRC-32
 //!   of its records (every byte since the line that closed the checkpoint
 //!   before) and of that number. Journals of version 3 end each checkpoint
@@ -273,11 +273,13 @@ fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Written> {
 /// Appends the records of what changed in `source` since `before`; all of
 /// it when there is no `before` or the marks say the writer fell behind.
 /// `number` is the source's in the open journal, if it has one: deltas
-/// name it.
+/// name it. The bases of `before` are moved out, so that a checkpoint of
+/// many streams does not hold their old and new records at once: should
+/// it fail, the journal is rewritten in full at the next one.
 fn changes(
     buf: &mut Vec<u8>,
     source: &SourceCheckpoint,
-    before: Option<&Written>,
+    before: Option<&mut Written>,
     number: Option<usize>,
 ) -> Result<Written> {
     let Some(before) = before else {
@@ -285,8 +287,8 @@ fn changes(
     };
     let mut out = Vec::new();
     let value = serde_json::to_value(source)?;
-    let base = before.base.as_ref().filter(|_| number.is_some());
-    match (base.map(|base| delta::diff(base, &value)), number) {
+    let base = before.base.take().filter(|_| number.is_some());
+    match (base.map(|base| delta::diff(&base, &value)), number) {
         (Some(Some(ops)), Some(number)) => {
             if !ops.is_empty() {
                 line(&mut out, &Record::Delta(number, ops))?;
@@ -296,7 +298,7 @@ fn changes(
     }
     let mut written = Written {
         base: Some(value),
-        minute: before.minute.clone(),
+        minute: before.minute.take(),
         minutes: before.minutes,
         latency_minutes: before.latency_minutes,
         stops: before.stops,
@@ -315,7 +317,7 @@ fn changes(
                 continue;
             };
             let value = serde_json::to_value(minute)?;
-            let base = match (&before.minute, number) {
+            let base = match (&written.minute, number) {
                 (Some((written, base)), Some(number)) if *written == key => {
                     delta::diff(base, &value).map(|ops| (number, ops))
                 }
@@ -722,9 +724,18 @@ impl Journal {
         for source in sources {
             let key = source.key();
             let number = self.numbers.get(&key).copied();
-            written.push(changes(&mut buf, source, self.written.get(&key), number)?);
+            written.push(changes(
+                &mut buf,
+                source,
+                self.written.get_mut(&key),
+                number,
+            )?);
         }
         if buf.is_empty() {
+            // Nothing to append, but the bases were moved out: put them back.
+            for (source, written) in sources.iter().zip(written) {
+                self.written.insert(source.key(), written);
+            }
             return Ok(());
         }
         pack(&mut buf)?;

@@ -141,6 +141,20 @@ fn appended_checkpoints_replay_to_the_state_they_recorded() {
         .write(&[stream.checkpoint()], std::iter::empty())
         .unwrap();
     assert_eq!(journal_len(dir.path()), before);
+    // And the checkpoint after it is still a delta.
+    stream.step(&mut journal);
+    let text = std::fs::read_to_string(dir.path().join("journal.1")).unwrap();
+    let records: Vec<Record> = text[before as usize..]
+        .lines()
+        .flat_map(|line| match serde_json::from_str(line).unwrap() {
+            Record::Packed(packed) => unpack(&packed).unwrap(),
+            record => vec![record],
+        })
+        .collect();
+    assert!(records.iter().any(|r| matches!(r, Record::Delta(..))));
+    assert!(!records
+        .iter()
+        .any(|r| matches!(r, Record::Source(_) | Record::Fresh(_))));
 }
 
 #[test]
