@@ -140,6 +140,28 @@ struct Segment<'a> {
     fresh: bool,
 }
 
+impl<'a> Segment<'a> {
+    /// The JVM already running: `run` from `from` to `until` seconds.
+    fn running(run: &'a Run, from: f64, until: f64) -> Segment<'a> {
+        Segment {
+            run,
+            from,
+            until,
+            fresh: false,
+        }
+    }
+
+    /// A new JVM: all of `run`, its GC log truncated first.
+    fn restarted(run: &'a Run) -> Segment<'a> {
+        Segment {
+            run,
+            from: 0.0,
+            until: run.length(),
+            fresh: true,
+        }
+    }
+}
+
 /// Writes the segments one after the other into `dir`'s `gc.log` and
 /// `access.log`, each line when its moved time comes: the GC log's through
 /// the product's `retimed`, the requests moved by the same shift. A
@@ -311,6 +333,14 @@ fn means_by_instance(
         .collect()
 }
 
+/// `victoria-metrics` (Debian's package), or `None` after skipping.
+fn victoria_or_skip() -> Option<PathBuf> {
+    common::or_skip(
+        common::installed("victoria-metrics"),
+        "victoria-metrics is not installed (apt-get install victoria-metrics)",
+    )
+}
+
 /// VictoriaMetrics' `/api/v1/query_range` (the Prometheus API).
 fn victoria_range(port: u16, promql: &str, start: i64, end: i64) -> Result<Vec<Value>, String> {
     let target = format!(
@@ -328,23 +358,32 @@ fn victoria_range(port: u16, promql: &str, start: i64, end: i64) -> Result<Vec<V
         .unwrap_or_default())
 }
 
-/// The timestamps of a VictoriaMetrics export (JSON lines) that hold more
-/// than one value, with the values: figures the agent revised after a
-/// scrape had stored them.
-fn revised_stamps(export: &str) -> Vec<(i64, Vec<f64>)> {
-    let mut by_stamp: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
+/// The samples of a VictoriaMetrics export (JSON lines): each series'
+/// timestamps (seconds) with their values, in the order stored.
+fn exported_samples(export: &str) -> Vec<(i64, f64)> {
+    let mut samples = Vec::new();
     for line in export.lines() {
         let series: Value = serde_json::from_str(line).unwrap_or_default();
         let stamps = series["timestamps"].as_array().cloned().unwrap_or_default();
         let values = series["values"].as_array().cloned().unwrap_or_default();
         for (t, v) in stamps.iter().zip(&values) {
-            let (Some(t), Some(v)) = (t.as_i64(), v.as_f64()) else {
-                continue;
-            };
-            let seen = by_stamp.entry(t / 1000).or_default();
-            if !seen.contains(&v) {
-                seen.push(v);
+            if let (Some(t), Some(v)) = (t.as_i64(), v.as_f64()) {
+                samples.push((t / 1000, v));
             }
+        }
+    }
+    samples
+}
+
+/// The timestamps of a VictoriaMetrics export that hold more than one
+/// value, with the values: figures the agent revised after a scrape had
+/// stored them.
+fn revised_stamps(export: &str) -> Vec<(i64, Vec<f64>)> {
+    let mut by_stamp: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
+    for (stamp, value) in exported_samples(export) {
+        let seen = by_stamp.entry(stamp).or_default();
+        if !seen.contains(&value) {
+            seen.push(value);
         }
     }
     by_stamp
@@ -358,10 +397,7 @@ fn canary_alerts_fire_for_the_canary_alone_and_a_rolling_restart_fires_nothing()
     let (Some(prometheus), Some(alertmanager), Some(victoria)) = (
         common::prometheus_or_skip(),
         common::alertmanager_or_skip(),
-        common::or_skip(
-            common::installed("victoria-metrics"),
-            "victoria-metrics is not installed (apt-get install victoria-metrics)",
-        ),
+        victoria_or_skip(),
     ) else {
         return;
     };
@@ -468,41 +504,16 @@ fn canary_alerts_fire_for_the_canary_alone_and_a_rolling_restart_fires_nothing()
                 let from = FIRST_PHASE + PHASE_STEP * j;
                 let restart = FIRST_RESTART + RESTART_STEP * j;
                 vec![
-                    Segment {
-                        run: baseline,
-                        from,
-                        until: from + restart,
-                        fresh: false,
-                    },
-                    Segment {
-                        run: baseline,
-                        from: 0.0,
-                        until: baseline.length(),
-                        fresh: true,
-                    },
+                    Segment::running(baseline, from, from + restart),
+                    Segment::restarted(baseline),
                 ]
             } else if i == CANARY_INDEX {
-                vec![Segment {
-                    run: candidate,
-                    from: FIRST_PHASE,
-                    until: candidate.length(),
-                    fresh: false,
-                }]
+                vec![Segment::running(candidate, FIRST_PHASE, candidate.length())]
             } else {
                 let from = (FIRST_PHASE + PHASE_STEP * i as f64) % (baseline.length() - 60.0);
                 vec![
-                    Segment {
-                        run: baseline,
-                        from,
-                        until: baseline.length(),
-                        fresh: false,
-                    },
-                    Segment {
-                        run: baseline,
-                        from: 0.0,
-                        until: baseline.length(),
-                        fresh: true,
-                    },
+                    Segment::running(baseline, from, baseline.length()),
+                    Segment::restarted(baseline),
                 ]
             };
             let (dir, stop) = (instance.dir.clone(), &stop);
@@ -641,13 +652,8 @@ fn canary_alerts_fire_for_the_canary_alone_and_a_rolling_restart_fires_nothing()
 /// timestamp, its value, and the host's `instance`.
 #[test]
 fn agent_mode_prometheus_remote_writes_the_minutes_to_a_central_store() {
-    let (Some(prometheus), Some(victoria)) = (
-        common::prometheus_or_skip(),
-        common::or_skip(
-            common::installed("victoria-metrics"),
-            "victoria-metrics is not installed (apt-get install victoria-metrics)",
-        ),
-    ) else {
+    let (Some(prometheus), Some(victoria)) = (common::prometheus_or_skip(), victoria_or_skip())
+    else {
         return;
     };
     // Prometheus in agent mode drops samples stamped before it started, so
@@ -725,16 +731,8 @@ fn agent_mode_prometheus_remote_writes_the_minutes_to_a_central_store() {
         central = common::http_get(vm_port, &target)
             .map(|r| r.1)
             .unwrap_or_default();
-        central.lines().any(|line| {
-            let series: Value = serde_json::from_str(line).unwrap_or_default();
-            let stamps = series["timestamps"].as_array().cloned().unwrap_or_default();
-            let values = series["values"].as_array().cloned().unwrap_or_default();
-            stamps.iter().zip(&values).any(|(t, v)| {
-                served.iter().any(|(value, stamp)| {
-                    t.as_i64() == Some(stamp * 1000)
-                        && v.as_f64().is_some_and(|v| (v - value).abs() < 1e-9)
-                })
-            })
+        exported_samples(&central).iter().any(|(t, v)| {
+            (served.iter()).any(|(value, stamp)| t == stamp && (v - value).abs() < 1e-9)
         })
     });
     assert!(

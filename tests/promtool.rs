@@ -253,6 +253,26 @@ fn shipped_rules_are_the_output_of_pausewatch_rules_for_the_defaults() {
     );
 }
 
+/// A directory holding `rules.yml`, `pausewatch rules` for `config` (the
+/// text of a configuration file), and the rules.
+fn rules_for(config: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pausewatch.toml");
+    std::fs::write(&path, config).unwrap();
+    let rules = pausewatch_rules(Some(&path));
+    std::fs::write(dir.path().join("rules.yml"), &rules).unwrap();
+    (dir, rules)
+}
+
+/// `promtool check rules` on `dir/rules.yml`, then `promtool test rules` on
+/// `tests` (written to `dir/tests.yml`, which names `rules.yml`).
+fn check_and_test(promtool: &Path, dir: &Path, tests: &str) {
+    std::fs::write(dir.join("tests.yml"), tests).unwrap();
+    let dir = dir.to_str().unwrap();
+    run_promtool(promtool, &["check", "rules", &format!("{dir}/rules.yml")]);
+    run_promtool(promtool, &["test", "rules", &format!("{dir}/tests.yml")]);
+}
+
 /// The agent configured with a 30 ms pause budget: the rules printed for that
 /// configuration make Prometheus (promtool) fire PauseBudgetExceeded on a
 /// 40 ms pause and not on a 25 ms one, with `source="prometheus"` and the
@@ -262,11 +282,7 @@ fn rules_for_a_configured_budget_fire_in_prometheus_at_that_budget() {
     let Some(promtool) = promtool_or_skip() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("pausewatch.toml");
-    std::fs::write(&config, "[alerts.pause_budget]\nmax_pause = \"30ms\"\n").unwrap();
-    let rules = pausewatch_rules(Some(&config));
-    std::fs::write(dir.path().join("rules.yml"), &rules).unwrap();
+    let (dir, _) = rules_for("[alerts.pause_budget]\nmax_pause = \"30ms\"\n");
     let series = r#"pausewatch_gc_pause_max_seconds{job="pausewatch",service="pricing",instance="h1:9464",log="/var/log/pricing/gc.log"}"#;
     let tests = format!(
         r#"rule_files: [rules.yml]
@@ -295,16 +311,7 @@ tests:
               description: "The longest GC pause of pricing on h1:9464 (/var/log/pricing/gc.log) in the last complete minute was 40ms, over the 30ms budget."
 "#
     );
-    std::fs::write(dir.path().join("tests.yml"), tests).unwrap();
-    let dir_str = dir.path().to_str().unwrap();
-    run_promtool(
-        &promtool,
-        &["check", "rules", &format!("{dir_str}/rules.yml")],
-    );
-    run_promtool(
-        &promtool,
-        &["test", "rules", &format!("{dir_str}/tests.yml")],
-    );
+    check_and_test(&promtool, dir.path(), &tests);
 }
 
 /// `[alerts.canary_pause]` with a 1-minute window, a 2-minute `for`, a ratio
@@ -318,14 +325,9 @@ fn canary_rules_follow_their_configuration_in_prometheus() {
     let Some(promtool) = promtool_or_skip() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("pausewatch.toml");
-    std::fs::write(
-        &config,
+    let (dir, rules) = rules_for(
         "[alerts.canary_pause]\nwindow = \"1m\"\nfor = \"2m\"\nratio = 2\nmin_pause = \"50ms\"\nmin_instances = 4\n[alerts.canary_tail]\nenabled = false\n",
-    )
-    .unwrap();
-    let rules = pausewatch_rules(Some(&config));
+    );
     assert!(!rules.contains("alert: CanaryTailRegression"), "{rules}");
     assert!(
         rules.contains(
@@ -333,7 +335,6 @@ fn canary_rules_follow_their_configuration_in_prometheus() {
         ),
         "{rules}"
     );
-    std::fs::write(dir.path().join("rules.yml"), &rules).unwrap();
     let series = |instance: &str, value: &str| {
         format!(
             "      - series: 'pausewatch_gc_pause_max_seconds{{job=\"pausewatch\",service=\"pricing\",instance=\"{instance}\",log=\"/var/log/gc.log\"}}'\n        values: '{value}x5'\n"
@@ -383,14 +384,5 @@ tests:
         exp_alerts: []
 "#
     );
-    std::fs::write(dir.path().join("tests.yml"), tests).unwrap();
-    let dir_str = dir.path().to_str().unwrap();
-    run_promtool(
-        &promtool,
-        &["check", "rules", &format!("{dir_str}/rules.yml")],
-    );
-    run_promtool(
-        &promtool,
-        &["test", "rules", &format!("{dir_str}/tests.yml")],
-    );
+    check_and_test(&promtool, dir.path(), &tests);
 }
