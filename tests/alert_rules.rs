@@ -1123,6 +1123,37 @@ fn heap_pressure_stays_pending_for_five_minutes_then_fires_once() {
     );
 }
 
+/// Discovered JVMs without a GC log all have an empty `log`: one under
+/// pressure beside a healthy one fires, and stays firing, on its own.
+#[test]
+fn alerts_of_jvms_without_a_log_are_kept_apart() {
+    let mut config = only(RuleKind::HeapPressure);
+    rule_mut(&mut config, RuleKind::HeapPressure).for_duration = Duration::ZERO;
+    let discovered = |fixture: &str, pid: &str| StreamState {
+        log: String::new(),
+        labels: BTreeMap::from([("pid".to_string(), pid.to_string())]),
+        ..stream(fixture)
+    };
+    let state = AgentState::from_streams([
+        discovered("jvm/jdk25-zgc-stall", "101"),
+        discovered("jvm/jdk17-g1-steady", "102"),
+    ]);
+    let mut engine = AlertEngine::default();
+    let t0 = at("2026-11-30T01:47:00Z");
+    for seconds in [0, 1, 2] {
+        let sent = engine.evaluate(&config, &state, t0 + TimeDelta::seconds(seconds));
+        let expected: &[(AlertState, bool)] = match seconds {
+            0 => &[(AlertState::Firing, false)],
+            _ => &[],
+        };
+        assert_eq!(kinds(&sent), expected, "at +{seconds} s");
+        let alerts = engine.alerts();
+        assert_eq!(alerts.len(), 1, "{alerts:?}");
+        assert_eq!(alerts[0].state, AlertState::Firing);
+        assert_eq!(alerts[0].labels["pid"], "101");
+    }
+}
+
 #[test]
 fn firing_alert_is_sent_once_re_sent_for_alertmanager_and_resolved_once() {
     let mut config = only(RuleKind::PauseBudget);

@@ -16,7 +16,7 @@ use crate::model::alerts::{
 };
 use crate::model::histogram::Histogram;
 use crate::model::minutes::{last_complete_minute, Minute};
-use crate::store::{AgentState, StreamState};
+use crate::store::{AgentState, StreamId, StreamState};
 
 pub mod rules;
 pub mod sinks;
@@ -351,11 +351,12 @@ fn resolved_summary(finding: &Finding) -> String {
     }
 }
 
-/// Alert states, keyed by (alertname, log).
+/// Alert states, keyed by (alertname, stream): not by the `log` label,
+/// which every discovered JVM without a GC log has empty.
 #[derive(Debug, Default)]
 pub struct AlertEngine {
-    alerts: BTreeMap<(String, String), Alert>,
-    last_sent: BTreeMap<(String, String), DateTime<Utc>>,
+    alerts: BTreeMap<(String, StreamId), Alert>,
+    last_sent: BTreeMap<(String, StreamId), DateTime<Utc>>,
 }
 
 impl AlertEngine {
@@ -371,7 +372,7 @@ impl AlertEngine {
         self.alerts
             .retain(|_, alert| alert.state != AlertState::Resolved);
         for rule in config.rules.iter().filter(|r| r.enabled) {
-            for stream in state.streams.values().filter(|s| !s.exited) {
+            for (id, stream) in state.streams.iter().filter(|(_, s)| !s.exited) {
                 let finding = evaluate(rule.kind, &config.thresholds, stream, now);
                 // A log that cannot be read (or does not exist yet: a JVM
                 // that has not started) is given `after` too before it fires.
@@ -380,7 +381,7 @@ impl AlertEngine {
                 } else {
                     rule.for_duration
                 };
-                let key = (rule.kind.alertname().to_string(), stream.log.clone());
+                let key = (rule.kind.alertname().to_string(), *id);
                 let mut labels = config.labels.clone();
                 labels.extend(stream.labels.clone());
                 labels.extend(rule.labels.clone());

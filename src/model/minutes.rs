@@ -59,7 +59,8 @@ pub struct Minute {
     /// CPUs available to the process: Go's GOMAXPROCS, a JVM's CPU affinity.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<f64>,
-    /// The collector's share of the process's CPU in this minute.
+    /// The collector's share of the process's CPU in this minute; none
+    /// below [`MIN_PROCESS_CPU_SECONDS`] of process CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc_cpu_of_process: Option<f64>,
     /// The collector's share of the CPUs available over the minute (Go's
@@ -67,6 +68,12 @@ pub struct Minute {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc_cpu_of_available: Option<f64>,
 }
+
+/// Process CPU in a minute below which the collector's share of it is not
+/// given: an idle JDK 17 G1 JVM uses ~0.05 s a minute, a fifth of it in
+/// `G1 Service`, a share over GcCpuHigh's 20% of nothing that matters
+/// (1% of one CPU).
+pub const MIN_PROCESS_CPU_SECONDS: f64 = 0.6;
 
 impl Minute {
     /// Adds collector CPU, the process's CPU where read, and the CPUs
@@ -78,7 +85,8 @@ impl Minute {
         if let Some(process) = process {
             let total = self.process_cpu_seconds.unwrap_or(0.0) + process;
             self.process_cpu_seconds = Some(total);
-            self.gc_cpu_of_process = (total > 0.0).then(|| (gc / total).min(1.0));
+            self.gc_cpu_of_process =
+                (total >= MIN_PROCESS_CPU_SECONDS).then(|| (gc / total).min(1.0));
         }
         self.cpus = cpus.or(self.cpus);
         let available = self.cpus.filter(|cpus| *cpus > 0.0);
@@ -650,5 +658,18 @@ mod tests {
         // A window from 01:40:30 to 01:50: quiet 01:41 follows 01:40.
         let window = windows.filled(at(1, 40, 30).timestamp()..at(1, 50, 0).timestamp(), 100);
         assert_eq!(starts(&window), ["41", "42"]);
+    }
+
+    /// An idle JVM's few ticks of CPU make no share; once the process has
+    /// used the floor over the minute's samples, the share is of it all.
+    #[test]
+    fn no_share_of_the_process_under_its_cpu_floor() {
+        let mut minute = Minute::default();
+        minute.add_gc_cpu(0.01, Some(0.05), Some(2.0));
+        assert_eq!(minute.gc_cpu_of_process, None);
+        minute.add_gc_cpu(0.29, Some(MIN_PROCESS_CPU_SECONDS), None);
+        let share = 0.3 / (0.05 + MIN_PROCESS_CPU_SECONDS);
+        assert!((minute.gc_cpu_of_process.unwrap() - share).abs() < 1e-12);
+        assert_eq!(minute.cpus, Some(2.0));
     }
 }

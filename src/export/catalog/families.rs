@@ -525,7 +525,7 @@ pub static CATALOG: &[Family] = &[
         name: "pausewatch_gc_cpu_ratio",
         kind: Kind::Gauge,
         unit: Unit::Ratio,
-        help: "The collector's CPU over the last complete minute, as a share of the process's CPU (of=process) and of the CPUs available to it (of=available).",
+        help: "The collector's CPU over the last complete minute, as a share of the process's CPU (of=process; none under 0.6 s of it in the minute) and of the CPUs available to it (of=available).",
         labels: &["of"],
         semconv: None,
         scopes: &[Scope::Stream(gc_cpu::ratio)],
