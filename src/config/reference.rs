@@ -68,7 +68,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("alerts.pause_budget", "PauseBudgetExceeded: the last complete minute's longest pause is above max_pause."),
     ("alerts.pause_regression", "PauseRegression: a pause statistic over window exceeds ratio times its baseline."),
     ("alerts.gc_overhead", "GcOverheadHigh: pauses take more than threshold of wall time over window."),
-    ("alerts.gc_cpu", "GcCpuHigh: the collector takes more than threshold of the process's CPU in a minute (a Go trace whose process is not read: of its GOMAXPROCS)."),
+    ("alerts.gc_cpu", "GcCpuHigh: the collector takes more than threshold of the process's CPU in a minute (a Go trace whose process is not read: of its GOMAXPROCS); a minute in which the process used under 0.6 s of CPU has no share, so an idle JVM's housekeeping never fires it."),
     ("alerts.heap_pressure", "HeapPressure: live data after the last full collection above share of the max heap."),
     ("alerts.gc_driven_tail", "GcDrivenTail: the p99.9 is above slo while more than share of the slow requests were stop-affected."),
     ("alerts.time_to_safepoint", "LongTimeToSafepoint: a time to safepoint above max."),
