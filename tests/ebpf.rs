@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, FixedOffset, Utc};
 use common::{Agent, MxBeans};
 use serde_json::Value;
 
@@ -88,6 +89,10 @@ fn agent_minutes(agent: &Agent, pid: u32) -> BTreeMap<String, (u64, f64)> {
         .collect()
 }
 
+/// How often the agents write their checkpoint: what a killed agent's
+/// successor may count as missed twice over, at most.
+const CHECKPOINT_INTERVAL_MS: u64 = 500;
+
 /// An agent following the JVMs whose command line has `marker`, started
 /// through `wrapper` (e.g. `setpriv ...`) when there is one.
 fn start_agent(dir: &Path, marker: &str, wrapper: &[&str]) -> Agent {
@@ -95,6 +100,7 @@ fn start_agent(dir: &Path, marker: &str, wrapper: &[&str]) -> Agent {
     let port = common::free_port();
     let config = format!(
         "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+         checkpoint_interval = \"{CHECKPOINT_INTERVAL_MS}ms\"\n\
          [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n\
          [runtime_stats]\ninterval = \"100ms\"\n",
         common::toml_string(&dir.join("checkpoint")),
@@ -123,11 +129,13 @@ fn start_agent(dir: &Path, marker: &str, wrapper: &[&str]) -> Agent {
 /// `dir/NAME.log`; `flags` after the workload's defaults, which they override.
 fn start_jvm(java: &Path, dir: &Path, name: &str, flags: &[&str], marker: &str) -> Child {
     jvm_command(java, false, dir, name, flags, marker)
+        .args(["steady", "5"])
+        .arg(dir.join(format!("{name}.json")))
         .spawn()
         .unwrap()
 }
 
-/// [`start_jvm`]'s command, in a PID and mount namespace of its own with a
+/// [`start_jvm`]'s command without the workload's arguments, in a PID and mount namespace of its own with a
 /// private /tmp when `namespaced` (a container as far as the agent sees).
 fn jvm_command(
     java: &Path,
@@ -154,8 +162,7 @@ fn jvm_command(
         .args(flags)
         .arg("-cp")
         .arg(&classes)
-        .args(["GcWorkload", "steady", "5"])
-        .arg(dir.join(format!("{name}.json")))
+        .arg("GcWorkload")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.join(format!("{name}.log"))).unwrap());
     command
@@ -319,7 +326,8 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
         .map(|(name, java, flags)| {
             let namespaced = namespaced && *name == "parallel";
             let mut command = jvm_command(java, namespaced, dir, name, flags, &marker);
-            let child = command.spawn().unwrap();
+            let json = dir.join(format!("{name}.json"));
+            let child = command.args(["steady", "5"]).arg(json).spawn().unwrap();
             let pid = host_pid(&child, namespaced);
             (*name, child, pid)
         })
@@ -398,4 +406,139 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
         let _ = first.kill();
         let _ = first.wait();
     }
+}
+
+/// When the stops a `utctime`-decorated log's lines that `pattern` matches
+/// began and ended: the line is written at the end, and `pattern`'s one
+/// group is the stop's length in `unit`s of a second.
+fn log_stops(
+    log: &Path,
+    pattern: &str,
+    unit: f64,
+) -> Vec<(DateTime<FixedOffset>, DateTime<FixedOffset>)> {
+    let pattern = regex::Regex::new(pattern).unwrap();
+    let text = std::fs::read_to_string(log).unwrap();
+    text.lines()
+        .filter_map(|line| {
+            let length = pattern.captures(line)?[1].parse::<f64>().unwrap() * unit;
+            let stamp = &line[1..line.find(']').unwrap()];
+            let end = DateTime::parse_from_str(stamp, "%Y-%m-%dT%H:%M:%S%.3f%z").unwrap();
+            Some((
+                end - chrono::Duration::nanoseconds((length * 1e9) as i64),
+                end,
+            ))
+        })
+        .collect()
+}
+
+/// The agent's pauses of the JVM `pid`, all minutes.
+fn agent_pauses(agent: &Agent, pid: u32) -> u64 {
+    agent_minutes(agent, pid).values().map(|m| m.0).sum()
+}
+
+#[test]
+fn an_agent_killed_mid_run_counts_only_what_follows_and_what_it_missed() {
+    if !bpf_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    common::compile_workloads(&dir.join("classes"));
+    let marker = format!("-Dpausewatch.test={}", dir.display());
+    let agent_dir = dir.join("agent");
+    let before = start_agent(&agent_dir, &marker, &[]);
+    let name = "restarted";
+    let mut jvm = jvm_command(
+        Path::new("java"),
+        false,
+        dir,
+        name,
+        &["-XX:+UseG1GC"],
+        &marker,
+    )
+    .args(["steady", "10"])
+    .arg(dir.join(format!("{name}.json")))
+    .spawn()
+    .unwrap();
+    let pid = jvm.id();
+    if let Err(line) = measured(&before, pid) {
+        common::skip(format!("bpf() is refused here: {line}"));
+        let _ = jvm.kill();
+        let _ = jvm.wait();
+        return;
+    }
+    std::thread::sleep(Duration::from_millis(2500));
+    let counted_before = agent_pauses(&before, pid);
+    let killed = Utc::now();
+    drop(before); // SIGKILL: no last checkpoint.
+    std::thread::sleep(Duration::from_millis(1500));
+    let restarted = Utc::now();
+    let after = start_agent(&agent_dir, &marker, &[]);
+    measured(&after, pid).unwrap();
+    let seen = Utc::now();
+    assert!(jvm.wait().unwrap().success(), "{name} failed");
+    // Until the agent has read every record and the JVM's last counters.
+    let mut counted = agent_pauses(&after, pid);
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = agent_pauses(&after, pid);
+        if now == counted {
+            break;
+        }
+        counted = now;
+    }
+    let log = dir.join(format!("{name}.log"));
+    let pauses = log_stops(&log, r"GC\(\d+\) Pause .* (\d+\.\d+)ms$", 1e-3);
+    let safepoints = log_stops(&log, r#"Safepoint ".*Total: (\d+) ns"#, 1e-9);
+    // The stops that began after `from` and ended by `to`.
+    let between = |stops: &[(DateTime<FixedOffset>, DateTime<FixedOffset>)],
+                   from: DateTime<Utc>,
+                   to: DateTime<Utc>| {
+        stops.iter().filter(|(b, e)| *b > from && *e <= to).count() as u64
+    };
+    // The stops that ended after `from` and began by `to`.
+    let overlapping = |stops: &[(DateTime<FixedOffset>, DateTime<FixedOffset>)],
+                       from: DateTime<Utc>,
+                       to: DateTime<Utc>| {
+        stops.iter().filter(|(b, e)| *e > from && *b <= to).count() as u64
+    };
+    let end = Utc::now();
+    // Never counted twice: the restarted agent has only pauses that ended
+    // after it started, and at least those that began after it was seen
+    // measuring (one in progress at its attachment is not seen).
+    assert!(
+        counted <= overlapping(&pauses, restarted, end) && counted >= between(&pauses, seen, end),
+        "{counted} pauses after the restart; the log's: {pauses:?}, killed {killed}, restarted {restarted}, seen {seen}"
+    );
+    assert!(counted_before + counted <= pauses.len() as u64);
+    let metrics = after.get("/metrics").unwrap_or_default();
+    // Its own period agrees with the JVM's counter, without the safepoints
+    // before the restart taken for drops.
+    let pid_label = format!("pid=\"{pid}\"");
+    let mismatch = metrics.lines().find(|l| {
+        l.starts_with("pausewatch_jvm_safepoint_probe_mismatch{") && l.contains(&pid_label)
+    });
+    assert_eq!(
+        mismatch.and_then(common::line_value),
+        Some(0.0),
+        "{mismatch:?}"
+    );
+    // What ran while it was down is counted as missed: every safepoint
+    // between the kill and the restart, at most those since the last
+    // checkpoint before the kill until it was seen measuring again.
+    let missed = common::sum(
+        &metrics,
+        "pausewatch_errors_total",
+        &["kind=\"ebpf_safepoints_missed_while_down\""],
+    ) as u64;
+    let checkpointed = killed - chrono::Duration::milliseconds(CHECKPOINT_INTERVAL_MS as i64 + 300);
+    let (at_least, at_most) = (
+        between(&safepoints, killed, restarted),
+        overlapping(&safepoints, checkpointed, seen),
+    );
+    assert!(
+        at_least > 0 && (at_least..=at_most).contains(&missed),
+        "{missed} safepoints missed; the log's between the kill and the restart {at_least}, since the last checkpoint {at_most}"
+    );
+    eprintln!("restart: {counted_before} pauses before the kill, {counted} after, {missed} safepoints missed ({at_least}..={at_most} by the log), {} pauses logged", pauses.len());
 }

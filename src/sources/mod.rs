@@ -155,6 +155,7 @@ pub enum SourceCheckpoint {
     GcLog(Box<gc_log::GcLogCheckpoint>),
     AccessLog(Box<access_log::AccessLogCheckpoint>),
     LatencyHistogram(latency_histogram::HistogramCheckpoint),
+    Ebpf(ebpf::EbpfCheckpoint),
 }
 
 impl SourceCheckpoint {
@@ -163,6 +164,7 @@ impl SourceCheckpoint {
             SourceCheckpoint::GcLog(c) => SourceKey::GcLog(c.log.clone()),
             SourceCheckpoint::AccessLog(c) => SourceKey::AccessLog(c.log.clone()),
             SourceCheckpoint::LatencyHistogram(c) => SourceKey::LatencyHistogram(c.key.clone()),
+            SourceCheckpoint::Ebpf(_) => SourceKey::Ebpf,
         }
     }
 }
@@ -490,7 +492,8 @@ impl Registry {
             )));
         }
         self.listings.forget_unvisited();
-        found.extend(self.ebpf.source(self.config.discovery.interval));
+        let restored = self.take_new(SourceKey::Ebpf).flatten();
+        found.extend(self.ebpf.source(self.config.discovery.interval, restored));
         found.extend(self.discover_jvms(store));
         self.looked_before = true;
         found

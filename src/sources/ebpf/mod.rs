@@ -8,7 +8,10 @@
 //! without blocking, and folds each safepoint into its JVM's stream through
 //! the same `JvmState::ingest` as GC log lines.
 
+use std::collections::BTreeMap;
 use std::path::Path;
+
+use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
 
@@ -23,6 +26,15 @@ mod source;
 /// say: the agent was built without the feature, or it is turned off.
 pub const NOT_BUILT: &str = "not_built";
 pub const DISABLED: &str = "disabled";
+
+/// What a restarted agent needs to count the safepoints it missed while
+/// down: an event stream has no offset to resume from, so each JVM's
+/// `sun.rt.safepoints` value its records reached stands in for one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EbpfCheckpoint {
+    /// By `pid@start_ticks` (a pid reused by another process is not the JVM).
+    pub reached: BTreeMap<String, u64>,
+}
 
 /// The probes shared by discovery and the eBPF source, or why there are none.
 pub struct Ebpf {
@@ -92,10 +104,12 @@ impl Ebpf {
         Err(NOT_BUILT.to_string())
     }
 
-    /// The source that reads the probes' records, once.
+    /// The source that reads the probes' records, once, resuming the
+    /// count of missed safepoints from `restored`.
     pub fn source(
         &mut self,
         discovery_interval: std::time::Duration,
+        restored: Option<super::SourceCheckpoint>,
     ) -> Option<Box<dyn super::Source>> {
         if self.handed_out {
             return None;
@@ -103,12 +117,17 @@ impl Ebpf {
         #[cfg(all(feature = "ebpf", target_os = "linux"))]
         if let Some(probes) = &self.probes {
             self.handed_out = true;
+            let restored = match restored {
+                Some(super::SourceCheckpoint::Ebpf(checkpoint)) => checkpoint,
+                _ => EbpfCheckpoint::default(),
+            };
             return Some(Box::new(source::EbpfSource::new(
                 probes.clone(),
                 discovery_interval,
+                restored,
             )));
         }
-        let _ = discovery_interval;
+        let _ = (discovery_interval, restored);
         None
     }
 }

@@ -1,7 +1,8 @@
 //! The source that reads the safepoint probes' ring buffer at every poll
 //! and folds each safepoint into the stream of the JVM it came from.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use pausewatch_parsers::{Collector, JvmRun};
 
 use super::probes::Probes;
 use super::record::{Converter, SafepointRecord};
+use super::EbpfCheckpoint;
 use crate::sources::{Source, SourceCheckpoint, SourceKey};
 use crate::store::{AgentState, PauseSource, Store, StreamId};
 
@@ -31,7 +33,19 @@ struct Check {
     /// Recorded minus counted at the first comparison: the probes see a
     /// JVM from their attachment, the counter from the JVM's start.
     baseline: Option<f64>,
+    /// Recorded minus counted at the first sample, moving or not: a
+    /// restart's count needs no quiet JVM, and may be off by the few
+    /// safepoints between that sample and the poll.
+    first: Option<f64>,
+    /// `pid@start_ticks`: the JVM across agent restarts.
+    key: Option<String>,
+    /// Safepoints recorded at the last poll.
+    recorded: u64,
 }
+
+/// The error kind counting the safepoints of JVMs measured before a
+/// restart that ran between the last checkpoint and the new attachment.
+const MISSED_WHILE_DOWN: &str = "ebpf_safepoints_missed_while_down";
 
 pub struct EbpfSource {
     probes: Arc<Mutex<Probes>>,
@@ -42,6 +56,8 @@ pub struct EbpfSource {
     checks: HashMap<u32, Check>,
     /// Drops already counted in the store.
     dropped: u64,
+    /// The previous run's [`EbpfCheckpoint::reached`] of JVMs not compared yet.
+    restored: BTreeMap<String, u64>,
 }
 
 /// CLOCK_MONOTONIC now, which `bpf_ktime_get_ns` reads.
@@ -72,16 +88,47 @@ impl Check {
             self.last = previous;
             return None;
         }
+        let difference = recorded as f64 - now.1 as f64;
+        self.first.get_or_insert(difference);
         if counted != now.1 || was_recorded != recorded {
             return None;
         }
-        let difference = recorded as f64 - now.1 as f64;
         Some(difference - *self.baseline.get_or_insert(difference))
+    }
+
+    /// The JVM's `sun.rt.safepoints` value the records reached, once
+    /// compared: where a restarted agent's records must resume.
+    fn reached(&self) -> Option<u64> {
+        let baseline = self.baseline.or(self.first)?;
+        Some((self.recorded as f64 - baseline).max(0.0) as u64)
+    }
+
+    /// The safepoints between `reached` by the previous run and this run's
+    /// first record, once compared.
+    fn missed_since(&self, reached: u64) -> Option<u64> {
+        // Minus the baseline: the counter before this run's first record.
+        Some((-self.baseline.or(self.first)? - reached as f64).max(0.0) as u64)
     }
 }
 
 impl EbpfSource {
-    pub fn new(probes: Arc<Mutex<Probes>>, discovery_interval: Duration) -> EbpfSource {
+    pub fn new(
+        probes: Arc<Mutex<Probes>>,
+        discovery_interval: Duration,
+        restored: EbpfCheckpoint,
+    ) -> EbpfSource {
+        // The JVMs still running: a pid in the checkpoint may be another's.
+        let proc_root = Path::new("/proc");
+        let mut restored = restored.reached;
+        restored.retain(|key, _| {
+            let (pid, ticks) = key.split_once('@').unwrap_or_default();
+            pid.parse()
+                .ok()
+                .zip(ticks.parse().ok())
+                .is_some_and(|(pid, ticks)| {
+                    crate::sources::proc_table::is_alive(proc_root, pid, ticks)
+                })
+        });
         EbpfSource {
             probes,
             converters: HashMap::new(),
@@ -89,6 +136,7 @@ impl EbpfSource {
             keep_pending: discovery_interval * 2 + PENDING_SLACK,
             checks: HashMap::new(),
             dropped: 0,
+            restored,
         }
     }
 
@@ -169,17 +217,36 @@ impl Source for EbpfSource {
             false
         });
         let probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut missed_while_down = 0;
         for (pid, id) in streams.iter().filter_map(|(pid, id)| Some((*pid, (*id)?))) {
             if let Some(stream) = state.stream_mut(id) {
                 let recorded: u64 = stream.jvm.safepoints.iter().map(|s| s.count).sum();
                 if let Some(runtime) = stream.runtime.as_mut() {
                     let recorded = recorded + u64::from(probes.in_flight(pid));
-                    let check = self.checks.entry(pid).or_default();
+                    let check = self.checks.entry(pid).or_insert_with(|| Check {
+                        key: crate::sources::proc_table::start_ticks(Path::new("/proc"), pid)
+                            .map(|ticks| format!("{pid}@{ticks}")),
+                        ..Check::default()
+                    });
+                    check.recorded = recorded;
                     runtime.safepoint_probe_mismatch = check
                         .compare(runtime, recorded)
                         .or(runtime.safepoint_probe_mismatch);
+                    // A JVM the agent measured before it restarted: what
+                    // ran while it was down is lost, and counted.
+                    let before = check.key.as_ref().and_then(|k| self.restored.get(k));
+                    if let Some(missed) = before.and_then(|r| check.missed_since(*r)) {
+                        self.restored.retain(|k, _| Some(k) != check.key.as_ref());
+                        missed_while_down += missed;
+                    }
                 }
             }
+        }
+        if missed_while_down > 0 {
+            *state
+                .errors
+                .entry(MISSED_WHILE_DOWN.to_string())
+                .or_default() += missed_while_down;
         }
         self.converters
             .retain(|pid, _| streams.get(pid).is_some_and(Option::is_some));
@@ -188,9 +255,12 @@ impl Source for EbpfSource {
         changed
     }
 
-    /// Nothing to resume: an event stream has no offset. Pauses while the
-    /// agent is down are not seen.
+    /// Where each JVM's records reached: an event stream has no offset, so
+    /// pauses while the agent is down are not seen, only counted.
     fn checkpoint(&self, _state: &AgentState) -> Option<SourceCheckpoint> {
-        None
+        let mut reached = self.restored.clone();
+        let checks = self.checks.values();
+        reached.extend(checks.filter_map(|c| Some((c.key.clone()?, c.reached()?))));
+        Some(SourceCheckpoint::Ebpf(EbpfCheckpoint { reached }))
     }
 }

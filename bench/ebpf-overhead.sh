@@ -1,0 +1,60 @@
+#!/bin/sh
+# What the eBPF safepoint source costs: a JVM at about 1,000 safepoints/s
+# (bench/ebpf/SafepointLoad.java) run without, then with an agent
+# (`--features ebpf`, release) that measures it through eBPF. Prints the
+# JVM's throughput with/without, the agent's CPU per safepoint recorded and
+# its peak RSS. Root (CAP_BPF, CAP_PERFMON). Usage: bench/ebpf-overhead.sh
+# [SECONDS] [RATE]; PAUSEWATCH_BIN names a binary instead of building one.
+set -eu
+seconds=${1:-20}
+rate=${2:-1000}
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${PAUSEWATCH_BIN:-}
+if [ -z "$bin" ]; then
+    (cd "$root" && cargo build --release --features ebpf --bin pausewatch)
+    bin=${CARGO_TARGET_DIR:-$root/target}/release/pausewatch
+fi
+work=$(mktemp -d)
+agent=
+trap 'if [ -n "$agent" ]; then kill "$agent" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
+exports=--add-exports=java.management/sun.management=ALL-UNNAMED
+javac -nowarn "$exports" -d "$work" "$root/bench/ebpf/SafepointLoad.java" 2>/dev/null
+marker="-Dpausewatch.bench=$work"
+load() { java "$exports" "$marker" -Xmx64m -cp "$work" SafepointLoad "$seconds" "$rate"; }
+
+set -- $(load)
+base_ops=$1 base_rate=$2
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat > "$work/pausewatch.toml" <<TOML
+listen = "127.0.0.1:$port"
+checkpoint_dir = "$work/checkpoint"
+[discovery]
+interval = "200ms"
+include = ["$(printf %s "$marker" | sed 's/[.]/\\\\./g')"]
+TOML
+"$bin" run --config "$work/pausewatch.toml" 2>"$work/agent.log" &
+agent=$!
+sleep 2
+set -- $(load)
+with_ops=$1 with_rate=$2
+metrics=$(curl -s "http://127.0.0.1:$port/metrics")
+ticks=$(getconf CLK_TCK)
+cpu=$(awk -v t="$ticks" '{print ($14 + $15) / t}' "/proc/$agent/stat")
+rss=$(awk '/VmHWM/ {print $2}' "/proc/$agent/status")
+source=$(printf '%s\n' "$metrics" | grep -c 'pausewatch_jvm_discovered{.*pause_source="ebpf"' || true)
+kill "$agent"
+wait "$agent" 2>/dev/null || true
+agent=
+# The JVM's own count (sun.rt.safepoints, its last sample), else the rate's.
+events=$(printf '%s\n' "$metrics" | awk '/^pausewatch_jvm_safepoints_total[{ ]/ {n += $NF} END {print n + 0}')
+if [ "$events" -eq 0 ]; then
+    events=$(awk -v s="$seconds" -v r="$with_rate" 'BEGIN {print int(r * (s + 1))}')
+fi
+awk -v bo="$base_ops" -v wo="$with_ops" -v br="$base_rate" -v wr="$with_rate" \
+    -v cpu="$cpu" -v ev="$events" -v rss="$rss" -v src="$source" 'BEGIN {
+    printf "safepoints/s without agent %.0f, with %.0f (JVMs measured by eBPF: %d)\n", br, wr, src
+    printf "JVM throughput with/without agent: %.3f (%.0f vs %.0f ops/s)\n", wo / bo, wo, bo
+    printf "agent CPU: %.2f s for ~%d safepoints, %.1f us per safepoint (all agent work included)\n", cpu, ev, cpu / ev * 1e6
+    printf "agent peak RSS: %.1f MiB\n", rss / 1024
+}'
