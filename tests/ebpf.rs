@@ -317,6 +317,8 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
         ),
     ];
     if let Some(java25) = &java25 {
+        cases.push(("g1-25", java25, &["-XX:+UseG1GC"]));
+        cases.push(("parallel-25", java25, &["-XX:+UseParallelGC"]));
         cases.push((
             "zgc-generational-25",
             java25,
