@@ -10,7 +10,7 @@ use toml::{Spanned, Value};
 
 use super::http_client::Endpoint;
 use super::spans::{key, ConfigError, Ctx, Seg};
-use super::{label_problem, LabelUse};
+use super::{label_problem, values, LabelUse};
 use crate::model::alerts::{
     AlertsConfig, CanaryRule, RegressionStatistic, RuleKind, RuleSettings, Thresholds,
 };
@@ -48,8 +48,12 @@ impl Ctx<'_> {
         for (name, value) in raw {
             let path = [key("alerts"), Seg::Key(name.get_ref().clone())];
             match name.get_ref().as_str() {
-                "alertmanager_url" => alertmanager.url = Some(self.outgoing_url(value, &path)?),
-                "webhook_url" => webhook.url = Some(self.outgoing_url(value, &path)?),
+                "alertmanager_url" => {
+                    alertmanager.url = Some(self.value(value, &path, values::outgoing_url)?)
+                }
+                "webhook_url" => {
+                    webhook.url = Some(self.value(value, &path, values::outgoing_url)?)
+                }
                 "alertmanager" => alertmanager.settings = Some((name, value)),
                 "webhook" => webhook.settings = Some((name, value)),
                 "evaluation_interval" => {
@@ -143,7 +147,7 @@ impl Ctx<'_> {
             let span = self.span_of(&path, rule_span.clone());
             let spanned = Spanned::new(span.clone(), value.clone());
             let duration = || self.duration(&spanned, &path);
-            let share = || self.share(&spanned, &path, "a number");
+            let share = || self.value(&spanned, &path, |v| values::share(v, "a number"));
             let ratio = || self.ratio(&spanned, &path);
             let unknown = || {
                 self.err(
@@ -157,11 +161,7 @@ impl Ctx<'_> {
                 )
             };
             match (name.as_str(), kind) {
-                ("enabled", _) => {
-                    settings.enabled = value
-                        .as_bool()
-                        .ok_or_else(|| self.type_err(&spanned, &path, "true or false"))?
-                }
+                ("enabled", _) => settings.enabled = self.value(&spanned, &path, values::flag)?,
                 ("for", _) => settings.for_duration = duration()?,
                 ("labels", _) => settings.labels = self.label_table(&spanned, &path)?,
                 ("annotations", _) => {
@@ -219,7 +219,7 @@ impl Ctx<'_> {
 
     /// A factor on a baseline: at or below zero every figure is a regression.
     fn ratio(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<f64, ConfigError> {
-        let ratio = self.number(v, path, "a number")?;
+        let ratio = self.value(v, path, |v| values::number(v, "a number"))?;
         if ratio > 0.0 && ratio.is_finite() {
             Ok(ratio)
         } else {
@@ -248,17 +248,14 @@ impl Ctx<'_> {
             path.push(Seg::Key(name.clone()));
             let spanned = Spanned::new(self.span_of(&path, value.span()), setting.clone());
             match name.as_str() {
-                "enabled" => {
-                    rule.enabled = setting
-                        .as_bool()
-                        .ok_or_else(|| self.type_err(&spanned, &path, "true or false"))?
-                }
+                "enabled" => rule.enabled = self.value(&spanned, &path, values::flag)?,
                 "window" => rule.window = self.positive_duration(&spanned, &path)?,
                 "for" => rule.for_duration = self.duration(&spanned, &path)?,
                 "ratio" => rule.ratio = self.ratio(&spanned, &path)?,
                 "min_instances" => {
                     // Fewer than two: no other instance to compare with.
-                    rule.min_instances = self.integer_in(&spanned, &path, 2..=10_000, "")? as u32
+                    rule.min_instances =
+                        self.value(&spanned, &path, |v| values::integer_in(v, 2..=10_000, ""))? as u32
                 }
                 floor if floor == floor_key => rule.floor = self.duration(&spanned, &path)?,
                 _ => {

@@ -21,6 +21,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use toml::{Spanned, Value};
 
 use super::spans::{key, ConfigError, Ctx, Seg};
+use super::values;
 
 /// The keys of a connection's settings, in the order the README lists them.
 pub(super) const KEYS: [&str; 5] = [
@@ -199,34 +200,6 @@ impl Ctx<'_> {
         Ok(config)
     }
 
-    /// An `http://` or `https://` URL without credentials in it (they
-    /// would be logged with every failed delivery: use basic_auth).
-    pub(super) fn outgoing_url(
-        &self,
-        value: &Spanned<Value>,
-        path: &[Seg],
-    ) -> Result<String, ConfigError> {
-        let url = self.non_empty(value, path)?;
-        let uri: ureq::http::Uri = url
-            .parse()
-            .map_err(|e| self.err(value.span(), path, format!("{url:?} is not a URL: {e}")))?;
-        if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
-            return Err(self.err(
-                value.span(),
-                path,
-                format!("{url:?} is not an http:// or https:// URL"),
-            ));
-        }
-        if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
-            return Err(self.err(
-                value.span(),
-                path,
-                "credentials in the URL would appear in logs; give them in basic_auth",
-            ));
-        }
-        Ok(url.to_string())
-    }
-
     fn authorization(&self, value: &Spanned<Value>, path: &[Seg]) -> Result<Secret, ConfigError> {
         let name = match path.last() {
             Some(Seg::Key(name)) => name.as_str(),
@@ -341,10 +314,7 @@ impl Ctx<'_> {
             tls.server_name = Some(name.to_string());
         }
         if let Some((v, p)) = field("insecure_skip_verify") {
-            tls.insecure_skip_verify = v
-                .get_ref()
-                .as_bool()
-                .ok_or_else(|| self.type_err(&v, &p, "true or false"))?;
+            tls.insecure_skip_verify = self.value(&v, &p, values::flag)?;
         }
         if let Some((v, p)) = field("ca_file") {
             let file = self.resolve(self.non_empty(&v, &p)?);
@@ -469,16 +439,13 @@ impl Ctx<'_> {
             .ok_or_else(|| self.type_err(value, path, "a table"))
     }
 
+    /// A string with more than blanks, trimmed.
     fn non_empty<'v>(
         &self,
         value: &'v Spanned<Value>,
         path: &[Seg],
     ) -> Result<&'v str, ConfigError> {
-        let text = self.string(value, path)?;
-        if text.trim().is_empty() {
-            return Err(self.err(value.span(), path, "must not be empty"));
-        }
-        Ok(text.trim())
+        self.value(value, path, values::non_empty).map(str::trim)
     }
 
     /// `table[k]` with its own span and path.

@@ -11,6 +11,7 @@ use super::gc_log::GcLogSource;
 use super::http_client::{HttpClientConfig, KEYS};
 use super::serialize_duration;
 use super::spans::{key, ConfigError, Ctx, Seg};
+use super::values::{Dur, Text, Url};
 
 /// A Prometheus histogram of request durations served by the application.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,11 +34,12 @@ pub struct LatencyHistogramSource {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a [[latency_histogram]] table")]
 pub(super) struct RawHistogram {
-    url: Option<Spanned<Value>>,
-    metric: Option<Spanned<Value>>,
-    matchers: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
-    interval: Option<Spanned<Value>>,
-    gc_log: Option<Spanned<Value>>,
+    url: Option<Url>,
+    metric: Option<Text>,
+    #[serde(default)]
+    matchers: BTreeMap<String, String>,
+    interval: Option<Dur>,
+    gc_log: Option<Spanned<Text>>,
     tls_config: Option<Spanned<Value>>,
     basic_auth: Option<Spanned<Value>>,
     authorization: Option<Spanned<Value>>,
@@ -66,38 +68,29 @@ impl Ctx<'_> {
     pub(super) fn histogram_source(
         &self,
         i: usize,
-        raw: &Spanned<RawHistogram>,
+        raw: Spanned<RawHistogram>,
         gc_logs: &[GcLogSource],
     ) -> Result<LatencyHistogramSource, ConfigError> {
         let at = |k: &str| vec![key("latency_histogram"), Seg::Index(i), key(k)];
-        let r = raw.get_ref();
-        let Some(raw_url) = &r.url else {
-            return Err(self.err(
-                raw.span(),
+        let span = raw.span();
+        let r = raw.into_inner();
+        let Some(url) = &r.url else {
+            return Err(self.missing(
+                span,
                 &at("url"),
-                "missing required key `url` (the http:// or https:// address of the application's metrics)",
+                "the http:// or https:// address of the application's metrics",
             ));
         };
-        let url = self.outgoing_url(raw_url, &at("url"))?;
         let section = [key("latency_histogram"), Seg::Index(i)];
-        let client = self.http_client(&r.client_settings(), &section, raw.span(), &url)?;
-        let interval = match &r.interval {
-            None => Duration::from_secs(15),
-            Some(v) => self.duration(v, &at("interval"))?,
-        };
+        let client = self.http_client(&r.client_settings(), &section, span.clone(), &url.0)?;
         Ok(LatencyHistogramSource {
-            url,
-            metric: self
-                .optional_string(&r.metric, &at("metric"))?
-                .unwrap_or_else(|| "http_server_requests_seconds".to_string()),
-            matchers: r
-                .matchers
-                .iter()
-                .flatten()
-                .map(|(k, v)| (k.get_ref().clone(), v.get_ref().clone()))
-                .collect(),
-            interval,
-            gc_log: self.gc_link(raw.span(), &r.gc_log, &at("gc_log"), gc_logs)?,
+            url: url.0.clone(),
+            metric: r
+                .metric
+                .map_or_else(|| "http_server_requests_seconds".to_string(), |v| v.0),
+            matchers: r.matchers,
+            interval: r.interval.map_or(Duration::from_secs(15), |v| v.0),
+            gc_log: self.gc_link(span, r.gc_log, &at("gc_log"), gc_logs)?,
             client,
         })
     }

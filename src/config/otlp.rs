@@ -13,6 +13,7 @@ use serde::Deserialize;
 use toml::{Spanned, Value};
 
 use super::spans::{key, ConfigError, Ctx, Seg};
+use super::values;
 
 /// The transport of OTLP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,10 +271,7 @@ impl Ctx<'_> {
         }
 
         let flag = |value: &Option<Spanned<Value>>, k: &str| match value {
-            Some(v) => v
-                .get_ref()
-                .as_bool()
-                .ok_or_else(|| self.type_err(v, &at(k), "true or false")),
+            Some(v) => self.value(v, &at(k), values::flag),
             None => Ok(false),
         };
         let gc_cause = flag(&raw.gc_cause, "gc_cause")?;

@@ -9,6 +9,8 @@ use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 use toml::{Spanned, Value};
 
+use super::values;
+
 /// A configuration error, located as precisely as the input allows.
 ///
 /// Display is one line: `FILE:LINE: key KEY: MESSAGE`, dropping the parts
@@ -270,15 +272,33 @@ impl Ctx<'_> {
     }
 
     // -----------------------------------------------------------------------
-    // Typed readers. Scalars with their own validation are read as
-    // `Spanned<Value>` so type errors get our wording and the key's exact line.
+    // Readers of the sections still read as plain tables: the checks of
+    // `values`, their errors placed on the value's line.
+
+    /// `check` of the value, its error located at the value.
+    pub(super) fn value<'v, T>(
+        &self,
+        v: &'v Spanned<Value>,
+        path: &[Seg],
+        check: impl FnOnce(&'v Value) -> Result<T, String>,
+    ) -> Result<T, ConfigError> {
+        check(v.get_ref()).map_err(|message| self.err(v.span(), path, message))
+    }
+
+    /// A required key that is missing, reported on its `table`'s line.
+    pub(super) fn missing(&self, table: Range<usize>, path: &[Seg], what: &str) -> ConfigError {
+        self.err(
+            table,
+            path,
+            format!(
+                "missing required key `{}` ({what})",
+                render_path(&path[path.len() - 1..])
+            ),
+        )
+    }
 
     pub(super) fn type_err(&self, v: &Spanned<Value>, path: &[Seg], expected: &str) -> ConfigError {
-        self.err(
-            v.span(),
-            path,
-            format!("expected {expected}, found {}", v.get_ref().type_str()),
-        )
+        self.err(v.span(), path, values::expected(expected, v.get_ref()))
     }
 
     pub(super) fn string<'v>(
@@ -286,45 +306,7 @@ impl Ctx<'_> {
         v: &'v Spanned<Value>,
         path: &[Seg],
     ) -> Result<&'v str, ConfigError> {
-        v.get_ref()
-            .as_str()
-            .ok_or_else(|| self.type_err(v, path, "a string"))
-    }
-
-    /// A non-empty string; its absence is reported on the `table`'s line.
-    pub(super) fn required_string(
-        &self,
-        table: Range<usize>,
-        value: &Option<Spanned<Value>>,
-        path: &[Seg],
-        what: &str,
-    ) -> Result<String, ConfigError> {
-        let Some(v) = value else {
-            return Err(self.err(
-                table,
-                path,
-                format!(
-                    "missing required key `{}` ({what})",
-                    render_path(&path[path.len() - 1..])
-                ),
-            ));
-        };
-        let text = self.string(v, path)?;
-        if text.trim().is_empty() {
-            return Err(self.err(v.span(), path, "must not be empty"));
-        }
-        Ok(text.to_string())
-    }
-
-    pub(super) fn optional_string(
-        &self,
-        value: &Option<Spanned<Value>>,
-        path: &[Seg],
-    ) -> Result<Option<String>, ConfigError> {
-        value
-            .as_ref()
-            .map(|v| self.string(v, path).map(str::to_string))
-            .transpose()
+        self.value(v, path, values::string)
     }
 
     pub(super) fn duration(
@@ -332,54 +314,15 @@ impl Ctx<'_> {
         v: &Spanned<Value>,
         path: &[Seg],
     ) -> Result<Duration, ConfigError> {
-        let s = v
-            .get_ref()
-            .as_str()
-            .ok_or_else(|| self.type_err(v, path, "a duration string such as \"250ms\""))?;
-        humantime::parse_duration(s.trim())
-            .map_err(|e| self.err(v.span(), path, format!("invalid duration {s:?}: {e}")))
+        self.value(v, path, values::duration)
     }
 
-    /// Zero would turn a periodic loop into a busy loop.
     pub(super) fn positive_duration(
         &self,
         v: &Spanned<Value>,
         path: &[Seg],
     ) -> Result<Duration, ConfigError> {
-        let d = self.duration(v, path)?;
-        if d.is_zero() {
-            return Err(self.err(v.span(), path, "must be greater than zero"));
-        }
-        Ok(d)
-    }
-
-    /// An integer or float; `expected` words the type error.
-    pub(super) fn number(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-        expected: &str,
-    ) -> Result<f64, ConfigError> {
-        match v.get_ref() {
-            Value::Float(f) => Ok(*f),
-            Value::Integer(n) => Ok(*n as f64),
-            _ => Err(self.type_err(v, path, expected)),
-        }
-    }
-
-    /// A share of something, in (0, 1]: zero would make every case qualify.
-    pub(super) fn share(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-        expected: &str,
-    ) -> Result<f64, ConfigError> {
-        let share = self.number(v, path, expected)?;
-        if share > 0.0 && share <= 1.0 {
-            Ok(share)
-        } else {
-            Err(self.err(v.span(), path, format!("{share} is not in (0, 1]")))
-        }
+        self.value(v, path, values::positive_duration)
     }
 }
 
