@@ -123,10 +123,11 @@ impl Ctx<'_> {
                 format!("connection settings without a URL: set [alerts] {url_key}"),
             )),
             (Some(url), Some((path, span, value))) => {
-                let Value::Table(table) = value.get_ref() else {
+                let Value::Table(_) = value.get_ref() else {
                     return Err(self.type_err(value, &path, "a table of connection settings"));
                 };
-                let client = self.http_client(table, &path, span, &url)?;
+                let raw = self.raw_client(value, &path)?;
+                let client = self.http_client(raw, &path, span, &url)?;
                 Ok(Some(Endpoint { url, client }))
             }
         }

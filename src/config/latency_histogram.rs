@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use toml::{Spanned, Value};
+use toml::Spanned;
 
 use super::gc_log::GcLogSource;
-use super::http_client::{HttpClientConfig, KEYS};
+use super::http_client::{HttpClientConfig, RawAuthorization, RawBasicAuth, RawClient, RawTls};
 use super::serialize_duration;
 use super::spans::{key, ConfigError, Ctx, Seg};
-use super::values::{Dur, Text, Url};
+use super::values::{Dur, Table, Text, Trimmed, Url};
 
 /// A Prometheus histogram of request durations served by the application.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -40,28 +40,11 @@ pub(super) struct RawHistogram {
     matchers: BTreeMap<String, String>,
     interval: Option<Dur>,
     gc_log: Option<Spanned<Text>>,
-    tls_config: Option<Spanned<Value>>,
-    basic_auth: Option<Spanned<Value>>,
-    authorization: Option<Spanned<Value>>,
-    bearer_token: Option<Spanned<Value>>,
-    bearer_token_file: Option<Spanned<Value>>,
-}
-
-impl RawHistogram {
-    /// The connection settings, as a table for [`Ctx::http_client`].
-    fn client_settings(&self) -> toml::Table {
-        let values = [
-            &self.tls_config,
-            &self.basic_auth,
-            &self.authorization,
-            &self.bearer_token,
-            &self.bearer_token_file,
-        ];
-        KEYS.iter()
-            .zip(values)
-            .filter_map(|(k, v)| Some((k.to_string(), v.as_ref()?.get_ref().clone())))
-            .collect()
-    }
+    tls_config: Option<Table<RawTls>>,
+    basic_auth: Option<Table<RawBasicAuth>>,
+    authorization: Option<Table<RawAuthorization>>,
+    bearer_token: Option<Trimmed>,
+    bearer_token_file: Option<Trimmed>,
 }
 
 impl Ctx<'_> {
@@ -82,7 +65,14 @@ impl Ctx<'_> {
             ));
         };
         let section = [key("latency_histogram"), Seg::Index(i)];
-        let client = self.http_client(&r.client_settings(), &section, span.clone(), &url.0)?;
+        let settings = RawClient {
+            tls_config: r.tls_config,
+            basic_auth: r.basic_auth,
+            authorization: r.authorization,
+            bearer_token: r.bearer_token,
+            bearer_token_file: r.bearer_token_file,
+        };
+        let client = self.http_client(settings, &section, span.clone(), &url.0)?;
         Ok(LatencyHistogramSource {
             url: url.0.clone(),
             metric: r

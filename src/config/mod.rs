@@ -330,7 +330,7 @@ impl Ctx<'_> {
         if let Some(raw_alerts) = &raw.alerts {
             config.alert_sinks = self.alerts(raw_alerts, &mut config.alerts)?;
         }
-        if let Some(raw_otlp) = &raw.otlp {
+        if let Some(raw_otlp) = raw.otlp {
             let otlp = self.otlp(raw_otlp, env)?;
             if otlp.pause_events {
                 for source in &mut config.gc_log {

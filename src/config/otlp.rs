@@ -12,8 +12,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::{Spanned, Value};
 
+use super::http_client::RawTls;
 use super::spans::{key, ConfigError, Ctx, Seg};
-use super::values;
+use super::values::{self, Table};
 
 /// The transport of OTLP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +86,7 @@ pub(super) struct RawOtlp {
     timeout: Option<Spanned<Value>>,
     headers: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     temporality: Option<Spanned<Value>>,
-    tls_config: Option<Spanned<Value>>,
+    tls_config: Option<Spanned<Table<RawTls>>>,
     resource_attributes: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
     gc_cause: Option<Spanned<Value>>,
     pause_events: Option<Spanned<Value>>,
@@ -117,7 +118,7 @@ enum Origin<'v> {
 }
 
 impl Ctx<'_> {
-    pub(super) fn otlp(&self, raw: &RawOtlp, env: Env) -> Result<OtlpConfig, ConfigError> {
+    pub(super) fn otlp(&self, raw: RawOtlp, env: Env) -> Result<OtlpConfig, ConfigError> {
         let at = |k: &str| vec![key("otlp"), key(k)];
         let from_env = |name: String| ConfigError {
             file: self.origin.to_path_buf(),
@@ -231,7 +232,7 @@ impl Ctx<'_> {
             },
         };
 
-        let tls = match &raw.tls_config {
+        let tls = match raw.tls_config {
             Some(v) => self.otlp_tls(v, &at("tls_config"), &endpoint)?,
             None => {
                 // The SDKs' variables: each names one PEM file.
@@ -330,7 +331,7 @@ impl Ctx<'_> {
     /// gRPC client taking neither.
     fn otlp_tls(
         &self,
-        value: &Spanned<Value>,
+        value: Spanned<Table<RawTls>>,
         path: &[Seg],
         endpoint: &str,
     ) -> Result<TlsFiles, ConfigError> {
@@ -341,17 +342,18 @@ impl Ctx<'_> {
                 format!("{endpoint:?} is plain http: TLS settings would be ignored; use an https:// endpoint or remove tls_config"),
             ));
         }
-        let settings = self.tls_settings(value, path)?;
+        let span = value.span();
+        let settings = self.tls_settings(value.into_inner().0, path, &span)?;
         if settings.server_name.is_some() || settings.insecure_skip_verify {
             return Err(self.err(
-                value.span(),
+                span,
                 path,
                 "server_name and insecure_skip_verify are not supported for [otlp]",
             ));
         }
         let read = |file: &Path| {
             std::fs::read(file)
-                .map_err(|e| self.err(value.span(), path, format!("{}: {e}", file.display())))
+                .map_err(|e| self.err(span.clone(), path, format!("{}: {e}", file.display())))
         };
         let client = match (&settings.cert_file, &settings.identity) {
             (Some(cert_file), Some(identity)) => Some((

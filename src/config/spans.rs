@@ -9,6 +9,7 @@ use std::time::Duration;
 use toml::de::{DeTable, DeValue};
 use toml::{Spanned, Value};
 
+use super::http_client::reworded_unknown_key;
 use super::values;
 
 /// A configuration error, located as precisely as the input allows.
@@ -170,8 +171,15 @@ impl Ctx<'_> {
     /// Converts a toml/serde error: line from its span, key from the span tree.
     pub(super) fn toml_error(&self, e: &toml::de::Error) -> ConfigError {
         let span = e.span();
-        let key = span.as_ref().and_then(|s| self.key_at(s, e.message()));
+        let path = span.as_ref().and_then(|s| self.key_at(s, e.message()));
         let mut message = one_line(e.message().to_string());
+        if let Some(reworded) = path
+            .as_ref()
+            .and_then(|p| reworded_unknown_key(p, &message))
+        {
+            message = reworded;
+        }
+        let key = path.as_deref().map(render_path);
         if key.as_deref() == Some("gc_log") && message.ends_with("expected a sequence") {
             // `[gc_log]` instead of `[[gc_log]]` is the likely slip.
             message.push_str("; write each source as a [[gc_log]] table (double brackets)");
@@ -188,7 +196,7 @@ impl Ctx<'_> {
     /// parses and the smallest key or value span covering the error wins. For
     /// syntax errors the recovered partial document is used, and only keys on
     /// the error's own line are trusted.
-    fn key_at(&self, span: &Range<usize>, message: &str) -> Option<String> {
+    fn key_at(&self, span: &Range<usize>, message: &str) -> Option<Vec<Seg>> {
         let (doc, errors) = DeTable::parse_recoverable(self.text);
         let root = Spanned::new(doc.span(), DeValue::Table(doc.into_inner()));
         let mut entries = Vec::new();
@@ -196,7 +204,7 @@ impl Ctx<'_> {
         let pos = span.start;
         let smallest = |it: &mut dyn Iterator<Item = (&Entry, &Range<usize>)>| {
             it.min_by_key(|(e, s)| (s.end.saturating_sub(s.start), usize::MAX - e.path.len()))
-                .map(|(e, _)| render_path(&e.path))
+                .map(|(e, _)| e.path.clone())
         };
 
         if errors.is_empty() {
@@ -234,7 +242,7 @@ impl Ctx<'_> {
             path.push(Seg::Key(
                 name.trim_matches(|c| c == '"' || c == '\'').to_string(),
             ));
-            return Some(render_path(&path));
+            return Some(path);
         }
         let on_line = |e: &&Entry| {
             e.key_span
@@ -253,7 +261,7 @@ impl Ctx<'_> {
             .iter()
             .filter(on_line)
             .max_by_key(|e| e.key_span.as_ref().map(|k| k.start))
-            .map(|e| render_path(&e.path))
+            .map(|e| e.path.clone())
     }
 
     /// The line of a nested key, found in the document's span tree (inner

@@ -231,6 +231,16 @@ checked! {
     Text(String) = |v| string(v).map(str::to_string);
     /// A string with more than blanks in it, kept as written.
     NonEmpty(String) = |v| non_empty(v).map(str::to_string);
+    /// A string with more than blanks in it, trimmed (a file name, a token).
+    Trimmed(String) = |v| non_empty(v).map(|text| text.trim().to_string());
+    /// The name TLS verifies instead of the URL's host.
+    ServerName(String) = |v| {
+        let name = non_empty(v)?.trim();
+        match rustls_pki_types::ServerName::try_from(name) {
+            Ok(_) => Ok(name.to_string()),
+            Err(_) => Err(format!("{name:?} is not a DNS name or IP address")),
+        }
+    };
     Flag(bool) = flag;
     /// `"250ms"`, `"2h 30m"`: humantime's words.
     Dur(Duration) = duration;
@@ -365,5 +375,53 @@ impl<'de> Visitor<'de> for PatternsVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Patterns, A::Error> {
         Err(not_patterns("table"))
+    }
+}
+
+/// A table read as `T`; anything else is refused in the words of the other
+/// values (`expected a table, found string`), not serde's.
+pub(super) struct Table<T>(pub(super) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Table<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(TableVisitor(std::marker::PhantomData))
+    }
+}
+
+struct TableVisitor<T>(std::marker::PhantomData<T>);
+
+fn not_a_table<T, E: de::Error>(found: &str) -> Result<T, E> {
+    Err(E::custom(format!("expected a table, found {found}")))
+}
+
+impl<'de, T: Deserialize<'de>> Visitor<'de> for TableVisitor<T> {
+    type Value = Table<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a table")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Table<T>, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map)).map(Table)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Table<T>, E> {
+        not_a_table("string")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Table<T>, A::Error> {
+        not_a_table("array")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Table<T>, E> {
+        not_a_table("boolean")
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Table<T>, E> {
+        not_a_table("integer")
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Table<T>, E> {
+        not_a_table("float")
     }
 }
