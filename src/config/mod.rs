@@ -12,9 +12,8 @@
 //! `toml::Spanned`. A serde error carries only a byte span; its key path is
 //! recovered by locating that span in the document's span tree
 //! (`toml::de::DeTable`, see `spans`). Each section (`[[gc_log]]`,
-//! `[[access_log]]`, ...) has its own module with its raw form. `[alerts]`,
-//! `[otlp]` and the connection settings are still read as plain tables,
-//! with the same checks.
+//! `[[access_log]]`, ...) has its own module with its raw form. `[alerts]` is
+//! still read as a plain table, with the same checks.
 
 pub mod access_format;
 mod access_log;

@@ -309,14 +309,6 @@ impl Ctx<'_> {
         self.err(v.span(), path, values::expected(expected, v.get_ref()))
     }
 
-    pub(super) fn string<'v>(
-        &self,
-        v: &'v Spanned<Value>,
-        path: &[Seg],
-    ) -> Result<&'v str, ConfigError> {
-        self.value(v, path, values::string)
-    }
-
     pub(super) fn duration(
         &self,
         v: &Spanned<Value>,

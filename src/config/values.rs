@@ -271,6 +271,12 @@ checked! {
     /// A label name a discovery rule sets: neither a series' own nor one discovery sets.
     #[derive(PartialEq, Eq, PartialOrd, Ord)]
     RuleLabel(String) = |v| label(v, Some(&DISCOVERY_LABELS[..]));
+    /// An `[otlp] resource_attributes` name.
+    #[derive(PartialEq, Eq, PartialOrd, Ord)]
+    AttributeName(String) = |v| match string(v)? {
+        name if name.trim().is_empty() => Err("an attribute name must not be empty".to_string()),
+        name => Ok(name.to_string()),
+    };
     TimeFormatName(TimeFormat) = |v| parse_time_format(string(v)?.trim());
     DurationUnitName(DurationUnit) = |v| parse_duration_unit(string(v)?.trim());
     TimestampName(TimestampMeaning) = |v| parse_timestamp_meaning(string(v)?.trim());
