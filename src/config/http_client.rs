@@ -684,6 +684,47 @@ mod tests {
         assert!(e.message.contains("unknown key"), "{e}");
     }
 
+    /// The settings' tables read by serde still word a wrong type and an
+    /// unknown key as the rest of the file and Prometheus users expect, in
+    /// a [[latency_histogram]] as in [alerts.webhook] (read from a plain table).
+    #[test]
+    fn wrong_types_and_unknown_keys_keep_their_words() {
+        let message = histogram_err(&["tls_config = 3"], 5, "latency_histogram[0].tls_config");
+        assert_eq!(message, "expected a table, found integer");
+        let message = histogram_err(
+            &["", "[latency_histogram.authorization]", "kind = 'Bearer'"],
+            7,
+            "latency_histogram[0].authorization.kind",
+        );
+        assert_eq!(
+            message,
+            "unknown key; expected one of type, credentials, credentials_file"
+        );
+        let webhook = |line: &'static str| {
+            [
+                "[alerts]",
+                "webhook_url = 'https://hooks.test/x'",
+                "[alerts.webhook]",
+                line,
+            ]
+        };
+        let e = parse_err(
+            &webhook("basic_auth = ['u']"),
+            4,
+            "alerts.webhook.basic_auth",
+        );
+        assert_eq!(e.message, "expected a table, found array");
+        let e = parse_err(
+            &webhook("basic_auth = { username = 'u', pass = 'p' }"),
+            4,
+            "alerts.webhook.basic_auth.pass",
+        );
+        assert_eq!(
+            e.message,
+            "unknown key; expected one of username, password, password_file"
+        );
+    }
+
     #[test]
     fn loaded_settings_and_relative_paths() {
         let dir = pem_files();
