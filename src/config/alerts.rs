@@ -57,10 +57,11 @@ impl Ctx<'_> {
                 "alertmanager" => alertmanager.settings = Some((name, value)),
                 "webhook" => webhook.settings = Some((name, value)),
                 "evaluation_interval" => {
-                    alerts.evaluation_interval = self.positive_duration(value, &path)?
+                    alerts.evaluation_interval =
+                        self.value(value, &path, values::positive_duration)?
                 }
                 "resend_interval" => {
-                    alerts.resend_interval = self.positive_duration(value, &path)?
+                    alerts.resend_interval = self.value(value, &path, values::positive_duration)?
                 }
                 "labels" => alerts.labels = self.label_table(value, &path)?,
                 "canary_pause" => {
@@ -147,7 +148,7 @@ impl Ctx<'_> {
             path.push(Seg::Key(name.clone()));
             let span = self.span_of(&path, rule_span.clone());
             let spanned = Spanned::new(span.clone(), value.clone());
-            let duration = || self.duration(&spanned, &path);
+            let duration = || self.value(&spanned, &path, values::duration);
             let share = || self.value(&spanned, &path, |v| values::share(v, "a number"));
             let ratio = || self.ratio(&spanned, &path);
             let unknown = || {
@@ -250,15 +251,15 @@ impl Ctx<'_> {
             let spanned = Spanned::new(self.span_of(&path, value.span()), setting.clone());
             match name.as_str() {
                 "enabled" => rule.enabled = self.value(&spanned, &path, values::flag)?,
-                "window" => rule.window = self.positive_duration(&spanned, &path)?,
-                "for" => rule.for_duration = self.duration(&spanned, &path)?,
+                "window" => rule.window = self.value(&spanned, &path, values::positive_duration)?,
+                "for" => rule.for_duration = self.value(&spanned, &path, values::duration)?,
                 "ratio" => rule.ratio = self.ratio(&spanned, &path)?,
                 "min_instances" => {
                     // Fewer than two: no other instance to compare with.
                     rule.min_instances =
                         self.value(&spanned, &path, |v| values::integer_in(v, 2..=10_000, ""))? as u32
                 }
-                floor if floor == floor_key => rule.floor = self.duration(&spanned, &path)?,
+                floor if floor == floor_key => rule.floor = self.value(&spanned, &path, values::duration)?,
                 _ => {
                     return Err(self.err(
                         spanned.span(),

@@ -4,7 +4,6 @@
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use toml::de::{DeTable, DeValue};
 use toml::{Spanned, Value};
@@ -280,8 +279,8 @@ impl Ctx<'_> {
     }
 
     // -----------------------------------------------------------------------
-    // Readers of the sections still read as plain tables: the checks of
-    // `values`, their errors placed on the value's line.
+    // For `[alerts]`, still read as a plain table: the checks of `values`,
+    // their errors placed on the value's line.
 
     /// `check` of the value, its error located at the value.
     pub(super) fn value<'v, T>(
@@ -307,22 +306,6 @@ impl Ctx<'_> {
 
     pub(super) fn type_err(&self, v: &Spanned<Value>, path: &[Seg], expected: &str) -> ConfigError {
         self.err(v.span(), path, values::expected(expected, v.get_ref()))
-    }
-
-    pub(super) fn duration(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-    ) -> Result<Duration, ConfigError> {
-        self.value(v, path, values::duration)
-    }
-
-    pub(super) fn positive_duration(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-    ) -> Result<Duration, ConfigError> {
-        self.value(v, path, values::positive_duration)
     }
 }
 
