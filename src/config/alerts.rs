@@ -1,25 +1,28 @@
 //! `[alerts]` and `[alerts.<rule>]`: sinks, labels and per-rule thresholds.
 //!
-//! Read as a plain table rather than a struct: the rule names come from
-//! [`RuleKind`], so an unknown one can be answered with the list of known ones.
+//! Each rule's table is its own serde struct, so a key of another rule is
+//! refused as unknown; [`reworded_unknown_key`] answers an unknown key with
+//! the keys and rules the agent knows, as it always has.
 
 use std::collections::BTreeMap;
-use std::ops::Range;
+use std::marker::PhantomData;
+use std::time::Duration;
 
-use toml::{Spanned, Value};
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use toml::Spanned;
 
-use super::http_client::Endpoint;
+use super::http_client::{Endpoint, RawClient};
 use super::spans::{key, ConfigError, Ctx, Seg};
-use super::{label_problem, values, LabelUse};
-use crate::model::alerts::{
-    AlertsConfig, CanaryRule, RegressionStatistic, RuleKind, RuleSettings, Thresholds,
+use super::values::{
+    self, AlertLabel, Dur, Flag, IntIn, LabelValue, Pinned, Positive, Ratio, RuleShare, Statistic,
+    Url,
 };
+use crate::model::alerts::{AlertsConfig, CanaryRule, RuleKind, RuleSettings, Thresholds};
 
 /// The fleet rules' tables: Prometheus-only, so not [`RuleKind`]s.
 const CANARY_RULES: [&str; 2] = ["canary_pause", "canary_tail"];
-
-/// The `[alerts]` table, each key with its span.
-pub(super) type RawAlerts = BTreeMap<Spanned<String>, Spanned<Value>>;
 
 /// The alert sinks: `alertmanager_url` and `webhook_url`, each with the
 /// connection settings of its own table (`[alerts.alertmanager]`,
@@ -30,272 +33,333 @@ pub struct AlertSinks {
     pub webhook: Option<Endpoint>,
 }
 
-/// A sink's URL and its settings table, as found in `[alerts]`.
-#[derive(Default)]
-struct RawSink<'a> {
-    url: Option<String>,
-    settings: Option<(&'a Spanned<String>, &'a Spanned<Value>)>,
+/// A table whose type error names what it holds (`expected a table of
+/// labels, found integer`); `W` gives the words.
+pub(super) struct Described<T, W>(T, PhantomData<W>);
+
+pub(super) trait Words {
+    const WHAT: &'static str;
+}
+
+impl<'de, T: Deserialize<'de>, W: Words> Deserialize<'de> for Described<T, W> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        values::table(d, W::WHAT).map(|t| Described(t, PhantomData))
+    }
+}
+
+macro_rules! words {
+    ($($name:ident = $what:literal;)*) => {$(
+        pub(super) struct $name;
+        impl Words for $name {
+            const WHAT: &'static str = $what;
+        }
+    )*};
+}
+
+words! {
+    RuleWords = "a table of rule settings";
+    LabelWords = "a table of labels";
+    StringWords = "a table of strings";
+}
+
+/// `[alerts.alertmanager]` or `[alerts.webhook]`; not a table is refused
+/// after a missing URL, as always.
+pub(super) struct SinkSettings(Result<RawClient, &'static str>);
+
+impl<'de> Deserialize<'de> for SinkSettings {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        values::table_or_type(d).map(SinkSettings)
+    }
+}
+
+type Rule<T> = Described<T, RuleWords>;
+type Labels = Described<BTreeMap<AlertLabel, LabelValue>, LabelWords>;
+/// Any value is taken, a non-string as its TOML text.
+type Annotations = Described<BTreeMap<String, toml::Value>, StringWords>;
+
+fn labels(raw: Labels) -> BTreeMap<String, String> {
+    raw.0.into_iter().map(|(k, v)| (k.0, v.0)).collect()
+}
+
+/// The settings every rule has.
+fn apply_common(
+    settings: &mut RuleSettings,
+    enabled: Option<Flag>,
+    for_duration: Option<Dur>,
+    raw_labels: Option<Labels>,
+    annotations: Option<Annotations>,
+) {
+    if let Some(enabled) = enabled {
+        settings.enabled = enabled.0;
+    }
+    if let Some(for_duration) = for_duration {
+        settings.for_duration = for_duration.0;
+    }
+    if let Some(raw) = raw_labels {
+        settings.labels = labels(raw);
+    }
+    if let Some(annotations) = annotations {
+        settings.annotations = (annotations.0.into_iter())
+            .map(|(k, v)| {
+                let text = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                (k, text)
+            })
+            .collect()
+    }
+}
+
+/// The rule tables (`name: Raw Kind { own keys: type => threshold }`) and
+/// the `[alerts]` table that holds them.
+macro_rules! alert_tables {
+    ($($name:ident: $raw:ident $kind:ident { $($key:ident: $ty:ty => $target:ident),* })*) => {
+        $(
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct $raw {
+                enabled: Option<Flag>,
+                #[serde(rename = "for")]
+                for_duration: Option<Dur>,
+                labels: Option<Labels>,
+                annotations: Option<Annotations>,
+                $($key: Option<$ty>,)*
+            }
+
+            impl $raw {
+                fn apply(self, settings: &mut RuleSettings, _thresholds: &mut Thresholds) {
+                    apply_common(settings, self.enabled, self.for_duration, self.labels, self.annotations);
+                    $(if let Some(v) = self.$key {
+                        _thresholds.$target = v.0;
+                    })*
+                }
+            }
+        )*
+
+        /// The `[alerts]` table's keys.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct AlertsFields {
+            alertmanager_url: Option<Url>,
+            webhook_url: Option<Url>,
+            alertmanager: Option<Spanned<SinkSettings>>,
+            webhook: Option<Spanned<SinkSettings>>,
+            evaluation_interval: Option<Positive>,
+            resend_interval: Option<Positive>,
+            labels: Option<Labels>,
+            canary_pause: Option<Rule<RawCanaryPause>>,
+            canary_tail: Option<Rule<RawCanaryTail>>,
+            $($name: Option<Rule<$raw>>,)*
+        }
+
+        impl AlertsFields {
+            /// The rules' settings and thresholds.
+            fn apply_rules(&mut self, alerts: &mut AlertsConfig) {
+                $(if let Some(raw) = self.$name.take() {
+                    let settings = (alerts.rules.iter_mut())
+                        .find(|r| r.kind == RuleKind::$kind)
+                        .expect("every rule has settings");
+                    raw.0.apply(settings, &mut alerts.thresholds);
+                })*
+            }
+        }
+    };
+}
+
+alert_tables! {
+    pause_budget: RawPauseBudget PauseBudget { max_pause: Dur => max_pause }
+    pause_regression: RawPauseRegression PauseRegression {
+        window: Dur => regression_window,
+        ratio: Ratio => regression_ratio,
+        statistic: Statistic => regression_statistic,
+        trailing: Dur => regression_trailing,
+        baseline: Pinned => regression_pinned,
+        warmup: Dur => regression_warmup,
+        min_baseline: Dur => regression_min_baseline,
+        min_pause: Dur => regression_min_pause
+    }
+    gc_overhead: RawGcOverhead GcOverhead {
+        threshold: RuleShare => overhead_ratio,
+        window: Dur => overhead_window
+    }
+    gc_cpu: RawGcCpu GcCpu { threshold: RuleShare => gc_cpu_share }
+    heap_pressure: RawHeapPressure HeapPressure { share: RuleShare => heap_share }
+    full_gc: RawFullGc FullGc {}
+    evacuation_failure: RawEvacuationFailure EvacuationFailure {}
+    degenerated_gc: RawDegeneratedGc DegeneratedGc {}
+    allocation_stall: RawAllocationStall AllocationStall {}
+    gc_driven_tail: RawGcDrivenTail GcDrivenTail {
+        slo: Dur => tail_slo,
+        share: RuleShare => tail_affected_share
+    }
+    time_to_safepoint: RawTimeToSafepoint TimeToSafepoint { max: Dur => max_time_to_safepoint }
+    stale_log: RawStaleLog StaleLog { after: Dur => stale_after }
+    log_counter_mismatch: RawLogCounterMismatch LogCounterMismatch {}
+}
+
+/// `[alerts.canary_pause]` and `[alerts.canary_tail]`: the same keys but
+/// the floor's name.
+macro_rules! canary_tables {
+    ($($raw:ident { $floor:ident })*) => {$(
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct $raw {
+            enabled: Option<Flag>,
+            window: Option<Positive>,
+            #[serde(rename = "for")]
+            for_duration: Option<Dur>,
+            ratio: Option<Ratio>,
+            $floor: Option<Dur>,
+            /// Fewer than two: no other instance to compare with.
+            min_instances: Option<IntIn<2, 10_000>>,
+        }
+
+        impl $raw {
+            fn apply(self, rule: &mut CanaryRule) {
+                let floor = self.$floor.map(|v| v.0);
+                apply_canary(rule, (self.enabled, self.window, self.for_duration), self.ratio, floor, self.min_instances);
+            }
+        }
+    )*};
+}
+
+canary_tables! {
+    RawCanaryPause { min_pause }
+    RawCanaryTail { min_latency }
+}
+
+fn apply_canary(
+    rule: &mut CanaryRule,
+    (enabled, window, for_duration): (Option<Flag>, Option<Positive>, Option<Dur>),
+    ratio: Option<Ratio>,
+    floor: Option<Duration>,
+    min_instances: Option<IntIn<2, 10_000>>,
+) {
+    rule.enabled = enabled.map_or(rule.enabled, |v| v.0);
+    rule.window = window.map_or(rule.window, |v| v.0);
+    rule.for_duration = for_duration.map_or(rule.for_duration, |v| v.0);
+    rule.ratio = ratio.map_or(rule.ratio, |v| v.0);
+    rule.floor = floor.unwrap_or(rule.floor);
+    rule.min_instances = min_instances.map_or(rule.min_instances, |v| v.0 as u32);
+}
+
+/// `[alerts]`: a map (a derived struct would also take `[[alerts]]`'s
+/// array), refused otherwise in serde's words as always.
+pub(super) struct RawAlerts(AlertsFields);
+
+impl<'de> Deserialize<'de> for RawAlerts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(MapOnly)
+    }
+}
+
+struct MapOnly;
+
+impl<'de> Visitor<'de> for MapOnly {
+    type Value = RawAlerts;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a map")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawAlerts, A::Error> {
+        AlertsFields::deserialize(MapAccessDeserializer::new(map)).map(RawAlerts)
+    }
+}
+
+/// An unknown key of `[alerts]` or of a rule's table, worded as the agent
+/// always has: with the keys and rules it knows.
+pub(super) fn reworded_unknown_key(path: &[Seg], message: &str) -> Option<String> {
+    message.strip_prefix("unknown field `")?;
+    let [Seg::Key(alerts), rest @ ..] = path else {
+        return None;
+    };
+    if alerts != "alerts" {
+        return None;
+    }
+    match rest {
+        [_] => {
+            let known: Vec<&str> = (RuleKind::ALL.iter().map(|k| k.config_name()))
+                .chain(CANARY_RULES)
+                .collect();
+            Some(format!(
+                "unknown key; expected alertmanager_url, webhook_url, alertmanager, webhook, evaluation_interval, resend_interval, labels or a rule: {}",
+                known.join(", ")
+            ))
+        }
+        [Seg::Key(rule), _] => {
+            if let Some(kind) = RuleKind::from_config_name(rule) {
+                return Some(format!(
+                    "unknown key for rule {} ({})",
+                    kind.config_name(),
+                    kind.alertname()
+                ));
+            }
+            let floor = match rule.as_str() {
+                "canary_pause" => "min_pause",
+                "canary_tail" => "min_latency",
+                _ => return None,
+            };
+            Some(format!(
+                "unknown key; expected enabled, window, for, ratio, {floor} or min_instances"
+            ))
+        }
+        _ => None,
+    }
 }
 
 impl Ctx<'_> {
     pub(super) fn alerts(
         &self,
-        raw: &RawAlerts,
+        RawAlerts(mut raw): RawAlerts,
         alerts: &mut AlertsConfig,
     ) -> Result<AlertSinks, ConfigError> {
-        let mut alertmanager = RawSink::default();
-        let mut webhook = RawSink::default();
-        for (name, value) in raw {
-            let path = [key("alerts"), Seg::Key(name.get_ref().clone())];
-            match name.get_ref().as_str() {
-                "alertmanager_url" => {
-                    alertmanager.url = Some(self.value(value, &path, values::outgoing_url)?)
-                }
-                "webhook_url" => {
-                    webhook.url = Some(self.value(value, &path, values::outgoing_url)?)
-                }
-                "alertmanager" => alertmanager.settings = Some((name, value)),
-                "webhook" => webhook.settings = Some((name, value)),
-                "evaluation_interval" => {
-                    alerts.evaluation_interval =
-                        self.value(value, &path, values::positive_duration)?
-                }
-                "resend_interval" => {
-                    alerts.resend_interval = self.value(value, &path, values::positive_duration)?
-                }
-                "labels" => alerts.labels = self.label_table(value, &path)?,
-                "canary_pause" => {
-                    self.canary(value, &path, "min_pause", &mut alerts.canary_pause)?
-                }
-                "canary_tail" => {
-                    self.canary(value, &path, "min_latency", &mut alerts.canary_tail)?
-                }
-                rule_name => {
-                    let Some(kind) = RuleKind::from_config_name(rule_name) else {
-                        let known: Vec<&str> = (RuleKind::ALL.iter().map(|k| k.config_name()))
-                            .chain(CANARY_RULES)
-                            .collect();
-                        return Err(self.err(
-                            name.span(),
-                            &path,
-                            format!(
-                                "unknown key; expected alertmanager_url, webhook_url, alertmanager, webhook, evaluation_interval, resend_interval, labels or a rule: {}",
-                                known.join(", ")
-                            ),
-                        ));
-                    };
-                    let Value::Table(table) = value.get_ref() else {
-                        return Err(self.type_err(value, &path, "a table of rule settings"));
-                    };
-                    let settings = alerts
-                        .rules
-                        .iter_mut()
-                        .find(|r| r.kind == kind)
-                        .expect("every rule has settings");
-                    self.rule(
-                        kind,
-                        table,
-                        &path,
-                        name.span(),
-                        settings,
-                        &mut alerts.thresholds,
-                    )?;
-                }
-            }
+        if let Some(v) = raw.evaluation_interval.take() {
+            alerts.evaluation_interval = v.0;
         }
+        if let Some(v) = raw.resend_interval.take() {
+            alerts.resend_interval = v.0;
+        }
+        if let Some(raw_labels) = raw.labels.take() {
+            alerts.labels = labels(raw_labels);
+        }
+        if let Some(canary) = raw.canary_pause.take() {
+            canary.0.apply(&mut alerts.canary_pause);
+        }
+        if let Some(canary) = raw.canary_tail.take() {
+            canary.0.apply(&mut alerts.canary_tail);
+        }
+        raw.apply_rules(alerts);
         Ok(AlertSinks {
-            alertmanager: self.sink(alertmanager, "alertmanager_url")?,
-            webhook: self.sink(webhook, "webhook_url")?,
+            alertmanager: self.sink(raw.alertmanager_url, raw.alertmanager, "alertmanager")?,
+            webhook: self.sink(raw.webhook_url, raw.webhook, "webhook")?,
         })
     }
 
     /// The sink's endpoint, when its URL is given.
-    fn sink(&self, raw: RawSink, url_key: &str) -> Result<Option<Endpoint>, ConfigError> {
-        let settings = raw.settings.map(|(name, value)| {
-            let path = [key("alerts"), Seg::Key(name.get_ref().clone())];
-            (path, name.span(), value)
-        });
-        match (raw.url, settings) {
+    fn sink(
+        &self,
+        url: Option<Url>,
+        settings: Option<Spanned<SinkSettings>>,
+        table: &str,
+    ) -> Result<Option<Endpoint>, ConfigError> {
+        let path = [key("alerts"), key(table)];
+        match (url, settings) {
             (None, None) => Ok(None),
-            (Some(url), None) => Ok(Some(Endpoint::plain(url))),
-            (None, Some((path, span, _))) => Err(self.err(
-                span,
+            (Some(url), None) => Ok(Some(Endpoint::plain(url.0))),
+            (None, Some(settings)) => Err(self.err(
+                self.span_of(&path, settings.span()),
                 &path,
-                format!("connection settings without a URL: set [alerts] {url_key}"),
+                format!("connection settings without a URL: set [alerts] {table}_url"),
             )),
-            (Some(url), Some((path, span, value))) => {
-                let Value::Table(_) = value.get_ref() else {
-                    return Err(self.type_err(value, &path, "a table of connection settings"));
-                };
-                let raw = self.raw_client(value, &path)?;
-                let client = self.http_client(raw, &path, span, &url)?;
-                Ok(Some(Endpoint { url, client }))
+            (Some(url), Some(settings)) => {
+                let value = settings.span();
+                let raw = settings.into_inner().0.map_err(|found| {
+                    let message = format!("expected a table of connection settings, found {found}");
+                    self.err(value.clone(), &path, message)
+                })?;
+                let client = self.http_client(raw, &path, self.span_of(&path, value), &url.0)?;
+                Ok(Some(Endpoint { url: url.0, client }))
             }
         }
-    }
-
-    fn rule(
-        &self,
-        kind: RuleKind,
-        table: &toml::Table,
-        rule_path: &[Seg],
-        rule_span: Range<usize>,
-        settings: &mut RuleSettings,
-        thresholds: &mut Thresholds,
-    ) -> Result<(), ConfigError> {
-        for (name, value) in table {
-            let mut path = rule_path.to_vec();
-            path.push(Seg::Key(name.clone()));
-            let span = self.span_of(&path, rule_span.clone());
-            let spanned = Spanned::new(span.clone(), value.clone());
-            let duration = || self.value(&spanned, &path, values::duration);
-            let share = || self.value(&spanned, &path, |v| values::share(v, "a number"));
-            let ratio = || self.ratio(&spanned, &path);
-            let unknown = || {
-                self.err(
-                    span.clone(),
-                    &path,
-                    format!(
-                        "unknown key for rule {} ({})",
-                        kind.config_name(),
-                        kind.alertname()
-                    ),
-                )
-            };
-            match (name.as_str(), kind) {
-                ("enabled", _) => settings.enabled = self.value(&spanned, &path, values::flag)?,
-                ("for", _) => settings.for_duration = duration()?,
-                ("labels", _) => settings.labels = self.label_table(&spanned, &path)?,
-                ("annotations", _) => {
-                    let Value::Table(annotations) = value else {
-                        return Err(self.type_err(&spanned, &path, "a table of strings"));
-                    };
-                    settings.annotations = annotations
-                        .iter()
-                        .map(|(k, v)| {
-                            (
-                                k.clone(),
-                                v.as_str().map_or_else(|| v.to_string(), str::to_string),
-                            )
-                        })
-                        .collect();
-                }
-                ("max_pause", RuleKind::PauseBudget) => thresholds.max_pause = duration()?,
-                ("window", RuleKind::PauseRegression) => thresholds.regression_window = duration()?,
-                ("ratio", RuleKind::PauseRegression) => thresholds.regression_ratio = ratio()?,
-                ("statistic", RuleKind::PauseRegression) => {
-                    thresholds.regression_statistic = match value.as_str() {
-                        Some("p99") => RegressionStatistic::P99,
-                        Some("max") => RegressionStatistic::Max,
-                        _ => return Err(self.err(span, &path, "expected \"p99\" or \"max\"")),
-                    }
-                }
-                ("trailing", RuleKind::PauseRegression) => {
-                    thresholds.regression_trailing = duration()?
-                }
-                ("baseline", RuleKind::PauseRegression) => {
-                    thresholds.regression_pinned = Some(duration()?)
-                }
-                ("warmup", RuleKind::PauseRegression) => thresholds.regression_warmup = duration()?,
-                ("min_baseline", RuleKind::PauseRegression) => {
-                    thresholds.regression_min_baseline = duration()?
-                }
-                ("min_pause", RuleKind::PauseRegression) => {
-                    thresholds.regression_min_pause = duration()?
-                }
-                ("threshold", RuleKind::GcOverhead) => thresholds.overhead_ratio = share()?,
-                ("window", RuleKind::GcOverhead) => thresholds.overhead_window = duration()?,
-                ("threshold", RuleKind::GcCpu) => thresholds.gc_cpu_share = share()?,
-                ("share", RuleKind::HeapPressure) => thresholds.heap_share = share()?,
-                ("slo", RuleKind::GcDrivenTail) => thresholds.tail_slo = duration()?,
-                ("share", RuleKind::GcDrivenTail) => thresholds.tail_affected_share = share()?,
-                ("max", RuleKind::TimeToSafepoint) => {
-                    thresholds.max_time_to_safepoint = duration()?
-                }
-                ("after", RuleKind::StaleLog) => thresholds.stale_after = duration()?,
-                _ => return Err(unknown()),
-            }
-        }
-        Ok(())
-    }
-
-    /// A factor on a baseline: at or below zero every figure is a regression.
-    fn ratio(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<f64, ConfigError> {
-        let ratio = self.value(v, path, |v| values::number(v, "a number"))?;
-        if ratio > 0.0 && ratio.is_finite() {
-            Ok(ratio)
-        } else {
-            Err(self.err(
-                v.span(),
-                path,
-                format!("{ratio} is not a finite number above 0"),
-            ))
-        }
-    }
-
-    /// `[alerts.canary_pause]` or `[alerts.canary_tail]`; `floor_key` names
-    /// the rule's floor.
-    fn canary(
-        &self,
-        value: &Spanned<Value>,
-        rule_path: &[Seg],
-        floor_key: &str,
-        rule: &mut CanaryRule,
-    ) -> Result<(), ConfigError> {
-        let Value::Table(table) = value.get_ref() else {
-            return Err(self.type_err(value, rule_path, "a table of rule settings"));
-        };
-        for (name, setting) in table {
-            let mut path = rule_path.to_vec();
-            path.push(Seg::Key(name.clone()));
-            let spanned = Spanned::new(self.span_of(&path, value.span()), setting.clone());
-            match name.as_str() {
-                "enabled" => rule.enabled = self.value(&spanned, &path, values::flag)?,
-                "window" => rule.window = self.value(&spanned, &path, values::positive_duration)?,
-                "for" => rule.for_duration = self.value(&spanned, &path, values::duration)?,
-                "ratio" => rule.ratio = self.ratio(&spanned, &path)?,
-                "min_instances" => {
-                    // Fewer than two: no other instance to compare with.
-                    rule.min_instances =
-                        self.value(&spanned, &path, |v| values::integer_in(v, 2..=10_000, ""))? as u32
-                }
-                floor if floor == floor_key => rule.floor = self.value(&spanned, &path, values::duration)?,
-                _ => {
-                    return Err(self.err(
-                        spanned.span(),
-                        &path,
-                        format!(
-                            "unknown key; expected enabled, window, for, ratio, {floor_key} or min_instances"
-                        ),
-                    ))
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn label_table(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-    ) -> Result<BTreeMap<String, String>, ConfigError> {
-        let Value::Table(table) = v.get_ref() else {
-            return Err(self.type_err(v, path, "a table of labels"));
-        };
-        let mut labels = BTreeMap::new();
-        for (name, value) in table {
-            let mut label_path = path.to_vec();
-            label_path.push(Seg::Key(name.clone()));
-            let span = self.span_of(&label_path, v.span());
-            if let Some(problem) = label_problem(name, LabelUse::Alert) {
-                return Err(self.err(span, &label_path, problem));
-            }
-            let Some(text) = value.as_str() else {
-                return Err(self.err(span, &label_path, "a label value must be a string"));
-            };
-            labels.insert(name.clone(), text.to_string());
-        }
-        Ok(labels)
     }
 }
 

@@ -19,7 +19,6 @@ use base64::Engine as _;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde::Deserialize;
-use toml::{Spanned, Value};
 
 use super::spans::{key, ConfigError, Ctx, Seg};
 use super::values::{Flag, ServerName, Table, Text, Trimmed};
@@ -218,30 +217,6 @@ impl Ctx<'_> {
         message: impl Into<String>,
     ) -> ConfigError {
         self.err(self.span_of(path, section.clone()), path, message)
-    }
-
-    /// A connection's settings read from a table of a section still read as
-    /// plain TOML (`[alerts.alertmanager]`): serde_path_to_error names the key
-    /// at fault, found in the document for its line.
-    pub(super) fn raw_client(
-        &self,
-        value: &Spanned<Value>,
-        path: &[Seg],
-    ) -> Result<RawClient, ConfigError> {
-        serde_path_to_error::deserialize(value.get_ref().clone()).map_err(|e| {
-            let mut at = path.to_vec();
-            for segment in e.path().iter() {
-                match segment {
-                    serde_path_to_error::Segment::Seq { index } => at.push(Seg::Index(*index)),
-                    serde_path_to_error::Segment::Map { key: k }
-                    | serde_path_to_error::Segment::Enum { variant: k } => at.push(key(k)),
-                    serde_path_to_error::Segment::Unknown => {}
-                }
-            }
-            let message = e.inner().message().to_string();
-            let message = reworded_unknown_key(&at, &message).unwrap_or(message);
-            self.at_key(&at, &value.span(), message)
-        })
     }
 
     /// The connection settings `raw` of `section` for requests to `url`:
@@ -686,7 +661,7 @@ mod tests {
 
     /// The settings' tables read by serde still word a wrong type and an
     /// unknown key as the rest of the file and Prometheus users expect, in
-    /// a [[latency_histogram]] as in [alerts.webhook] (read from a plain table).
+    /// a [[latency_histogram]] as in [alerts.webhook].
     #[test]
     fn wrong_types_and_unknown_keys_keep_their_words() {
         let message = histogram_err(&["tls_config = 3"], 5, "latency_histogram[0].tls_config");

@@ -12,8 +12,7 @@
 //! `toml::Spanned`. A serde error carries only a byte span; its key path is
 //! recovered by locating that span in the document's span tree
 //! (`toml::de::DeTable`, see `spans`). Each section (`[[gc_log]]`,
-//! `[[access_log]]`, ...) has its own module with its raw form. `[alerts]` is
-//! still read as a plain table, with the same checks.
+//! `[[access_log]]`, ...) has its own module with its raw form.
 
 pub mod access_format;
 mod access_log;
@@ -326,7 +325,7 @@ impl Ctx<'_> {
         if let Some(slo) = config.correlation.slo {
             config.alerts.thresholds.tail_slo = slo;
         }
-        if let Some(raw_alerts) = &raw.alerts {
+        if let Some(raw_alerts) = raw.alerts {
             config.alert_sinks = self.alerts(raw_alerts, &mut config.alerts)?;
         }
         if let Some(raw_otlp) = raw.otlp {

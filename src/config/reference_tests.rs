@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::*;
+use crate::config::alerts::RawAlerts;
 use crate::config::{parse_with_env, Config, ConfigError};
 use crate::model::alerts::RuleKind;
 
@@ -74,8 +75,12 @@ fn each_documented_default_is_the_default() {
 /// The keys a table accepts, from the parser's answer to an unknown one.
 fn accepted(section: &str) -> BTreeSet<String> {
     let text = format!("{}no_such_key = 1\n", base(section));
-    let message = parse(&text).unwrap_err().message;
-    let list = message.split_once("expected ").expect(&message).1;
+    listed(&parse(&text).unwrap_err().message)
+}
+
+/// The names an unknown-key message lists after `expected`.
+fn listed(message: &str) -> BTreeSet<String> {
+    let list = message.split_once("expected ").expect(message).1;
     let list = list
         .split(" or a rule:")
         .next()
@@ -86,29 +91,30 @@ fn accepted(section: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Each rule's own keys, as `config/alerts.rs` matches them.
+/// Each rule's own keys, and as `alerts.RULE` those every rule takes: the
+/// fields of the rule's serde struct, from serde's own answer to an unknown
+/// key (the parser words it without the list).
 fn rule_keys() -> BTreeSet<(String, String)> {
-    let source = include_str!("alerts.rs");
-    let mut keys = BTreeSet::new();
-    for arm in source.split("(\"").skip(1) {
-        let Some((name, rest)) = arm.split_once("\", ") else {
-            continue;
-        };
-        let section = if rest.starts_with("_)") {
-            "alerts.RULE".to_string()
-        } else if let Some(variant) = rest.strip_prefix("RuleKind::") {
-            let variant: String = variant
-                .chars()
-                .take_while(char::is_ascii_alphanumeric)
-                .collect();
-            let kind = RuleKind::ALL.iter().find(|k| format!("{k:?}") == variant);
-            format!("alerts.{}", kind.expect(&variant).config_name())
-        } else {
-            continue;
-        };
-        keys.insert((section, name.to_string()));
-    }
-    keys
+    let per_rule: Vec<(String, BTreeSet<String>)> = (RuleKind::ALL.iter())
+        .map(|kind| {
+            let text = format!("[{}]\nno_such_key = 1\n", kind.config_name());
+            let e = toml::from_str::<RawAlerts>(&text).err().expect(&text);
+            (
+                format!("alerts.{}", kind.config_name()),
+                listed(e.message()),
+            )
+        })
+        .collect();
+    let every = (per_rule.iter().map(|(_, keys)| keys.clone()))
+        .reduce(|a, b| &a & &b)
+        .unwrap_or_default();
+    let own = per_rule.into_iter().flat_map(|(section, keys)| {
+        let own: Vec<String> = keys.difference(&every).cloned().collect();
+        own.into_iter().map(move |k| (section.clone(), k))
+    });
+    (every.iter().map(|k| ("alerts.RULE".to_string(), k.clone())))
+        .chain(own)
+        .collect()
 }
 
 #[test]

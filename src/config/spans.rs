@@ -6,10 +6,10 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use toml::de::{DeTable, DeValue};
-use toml::{Spanned, Value};
+use toml::Spanned;
 
+use super::alerts;
 use super::http_client::reworded_unknown_key;
-use super::values;
 
 /// A configuration error, located as precisely as the input allows.
 ///
@@ -172,10 +172,9 @@ impl Ctx<'_> {
         let span = e.span();
         let path = span.as_ref().and_then(|s| self.key_at(s, e.message()));
         let mut message = one_line(e.message().to_string());
-        if let Some(reworded) = path
-            .as_ref()
-            .and_then(|p| reworded_unknown_key(p, &message))
-        {
+        if let Some(reworded) = path.as_ref().and_then(|p| {
+            reworded_unknown_key(p, &message).or_else(|| alerts::reworded_unknown_key(p, &message))
+        }) {
             message = reworded;
         }
         let key = path.as_deref().map(render_path);
@@ -278,20 +277,6 @@ impl Ctx<'_> {
             .unwrap_or(fallback)
     }
 
-    // -----------------------------------------------------------------------
-    // For `[alerts]`, still read as a plain table: the checks of `values`,
-    // their errors placed on the value's line.
-
-    /// `check` of the value, its error located at the value.
-    pub(super) fn value<'v, T>(
-        &self,
-        v: &'v Spanned<Value>,
-        path: &[Seg],
-        check: impl FnOnce(&'v Value) -> Result<T, String>,
-    ) -> Result<T, ConfigError> {
-        check(v.get_ref()).map_err(|message| self.err(v.span(), path, message))
-    }
-
     /// A required key that is missing, reported on its `table`'s line.
     pub(super) fn missing(&self, table: Range<usize>, path: &[Seg], what: &str) -> ConfigError {
         self.err(
@@ -302,10 +287,6 @@ impl Ctx<'_> {
                 render_path(&path[path.len() - 1..])
             ),
         )
-    }
-
-    pub(super) fn type_err(&self, v: &Spanned<Value>, path: &[Seg], expected: &str) -> ConfigError {
-        self.err(v.span(), path, values::expected(expected, v.get_ref()))
     }
 }
 

@@ -1,8 +1,8 @@
 //! The small types config values are read as. Each one's `Deserialize` checks
 //! the value's type and range and words the error as the agent always has;
 //! toml puts the error's span on the value (or the map key), from which
-//! `spans` finds its line and key path. The checks are also functions of a
-//! `toml::Value`, for the sections still read as plain tables.
+//! `spans` finds its line and key path. The checks are functions of the
+//! `toml::Value` [`read`] hands them, so each type states its check once.
 
 use std::net::SocketAddr;
 use std::ops::RangeInclusive;
@@ -20,6 +20,7 @@ use super::access_format::{
 };
 use super::discovery::DISCOVERY_LABELS;
 use super::{label_problem, LabelUse, MAX_MAX_LINE_BYTES, MIN_MAX_LINE_BYTES};
+use crate::model::alerts::RegressionStatistic;
 
 /// Reads one value and converts it with `check`, whose message is the error.
 /// The check runs inside the visitor, so toml puts the value's own span on
@@ -282,6 +283,29 @@ checked! {
     TimestampName(TimestampMeaning) = |v| parse_timestamp_meaning(string(v)?.trim());
     /// Seconds added to request times (`"-20ms"`).
     Offset(f64) = |v| parse_signed_duration(string(v)?.trim());
+    /// A rule's share of something, in (0, 1].
+    RuleShare(f64) = |v| share(v, "a number");
+    /// A factor on a baseline: at or below zero every figure is a regression.
+    Ratio(f64) = |v| match number(v, "a number")? {
+        ratio if ratio > 0.0 && ratio.is_finite() => Ok(ratio),
+        ratio => Err(format!("{ratio} is not a finite number above 0")),
+    };
+    /// `[alerts.pause_regression] statistic`.
+    Statistic(RegressionStatistic) = |v| match v.as_str() {
+        Some("p99") => Ok(RegressionStatistic::P99),
+        Some("max") => Ok(RegressionStatistic::Max),
+        _ => Err("expected \"p99\" or \"max\"".to_string()),
+    };
+    /// A duration that replaces a computed default (`[alerts.pause_regression] baseline`).
+    Pinned(Option<Duration>) = |v| duration(v).map(Some);
+    /// A label name on alerts.
+    #[derive(PartialEq, Eq, PartialOrd, Ord)]
+    AlertLabel(String) = |v| {
+        let name = string(v)?;
+        label_problem(name, LabelUse::Alert).map_or_else(|| Ok(name.to_string()), Err)
+    };
+    /// A label value on alerts.
+    LabelValue(String) = |v| v.as_str().map(str::to_string).ok_or_else(|| "a label value must be a string".to_string());
 }
 
 fn label(v: &Value, own: Option<&[&str]>) -> Result<String, String> {
@@ -390,44 +414,80 @@ pub(super) struct Table<T>(pub(super) T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Table<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(TableVisitor(std::marker::PhantomData))
+        table(d, "a table").map(Table)
     }
 }
 
-struct TableVisitor<T>(std::marker::PhantomData<T>);
+/// A table read as `T`, anything else refused as `expected WHAT, found TYPE`.
+pub(super) fn table<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+    what: &'static str,
+) -> Result<T, D::Error> {
+    let visitor = TableVisitor {
+        what: Some(what),
+        of: std::marker::PhantomData,
+    };
+    let read = d.deserialize_any(visitor)?;
+    Ok(read.unwrap_or_else(|_| unreachable!("refused by the visitor")))
+}
 
-fn not_a_table<T, E: de::Error>(found: &str) -> Result<T, E> {
-    Err(E::custom(format!("expected a table, found {found}")))
+/// A table read as `T`, or the type found instead (`"integer"`), for a
+/// section whose other checks come before the type's.
+pub(super) fn table_or_type<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Result<T, &'static str>, D::Error> {
+    d.deserialize_any(TableVisitor {
+        what: None,
+        of: std::marker::PhantomData,
+    })
+}
+
+/// `what` names the table in the error; without it the type found is
+/// returned, not refused.
+struct TableVisitor<T> {
+    what: Option<&'static str>,
+    of: std::marker::PhantomData<T>,
+}
+
+type TableOr<T> = Result<T, &'static str>;
+
+impl<T> TableVisitor<T> {
+    fn not_a_table<E: de::Error>(&self, found: &'static str) -> Result<TableOr<T>, E> {
+        match self.what {
+            Some(what) => Err(E::custom(format!("expected {what}, found {found}"))),
+            None => Ok(Err(found)),
+        }
+    }
 }
 
 impl<'de, T: Deserialize<'de>> Visitor<'de> for TableVisitor<T> {
-    type Value = Table<T>;
+    type Value = TableOr<T>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a table")
+        f.write_str(self.what.unwrap_or("a table"))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Table<T>, A::Error> {
-        T::deserialize(MapAccessDeserializer::new(map)).map(Table)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TableOr<T>, A::Error> {
+        T::deserialize(MapAccessDeserializer::new(map)).map(Ok)
     }
 
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Table<T>, E> {
-        not_a_table("string")
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<TableOr<T>, E> {
+        self.not_a_table("string")
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Table<T>, A::Error> {
-        not_a_table("array")
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<TableOr<T>, A::Error> {
+        self.not_a_table("array")
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Table<T>, E> {
-        not_a_table("boolean")
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<TableOr<T>, E> {
+        self.not_a_table("boolean")
     }
 
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Table<T>, E> {
-        not_a_table("integer")
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<TableOr<T>, E> {
+        self.not_a_table("integer")
     }
 
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Table<T>, E> {
-        not_a_table("float")
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<TableOr<T>, E> {
+        self.not_a_table("float")
     }
 }
