@@ -29,7 +29,7 @@ fn start_agent(dir: &Path, marker: &str, extra: &str) -> Agent {
          [[discovery.rule]]\nmatch = \"UseSerialGC\"\nlabels = {{ team = \"serial\" }}\n\
          [ebpf]\nenabled = false\n[runtime_stats]\ninterval = \"100ms\"\n{extra}",
         common::toml_string(&dir.join("checkpoint")),
-        common::toml_string(Path::new(&regex::escape(marker))),
+        common::discovery_include(marker),
     );
     let agent = Agent::start(dir, port, &config);
     agent.metrics_when(Duration::from_secs(20), |m| m.ends_with("# EOF\n"));
@@ -85,12 +85,7 @@ impl Setup {
 
     fn in_dir(dir: tempfile::TempDir) -> Option<Setup> {
         let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        if !common::java_or_skip() {
-            return None;
-        }
-        let classes = dir.path().join("classes");
-        common::compile_workloads(&classes);
-        let marker = format!("-Dpausewatch.test={}", dir.path().display());
+        let (dir, classes, marker) = common::workloads_in(dir)?;
         Some(Setup {
             _one: one,
             dir,
@@ -192,12 +187,7 @@ fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
         .iter()
         .find(|jvm| jvm["labels"]["pid"] == pids[1].to_string().as_str())
         .expect("the exited Parallel JVM's minutes are still served");
-    let paused: u64 = parallel["minutes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["pause_count"].as_u64().unwrap())
-        .sum();
+    let paused = common::minutes_pause_count(&parallel["minutes"]);
     let beans = MxBeans::read(&dir.path().join("parallel/mxbeans.json"));
     assert_eq!(paused, beans.total_count());
 }
@@ -595,17 +585,16 @@ fn another_users_jvm_is_listed_as_permission_denied_without_capabilities() {
     let snapshot = dir.path().join("mxbeans.json");
     let mut jvm = g1_jvm(&[marker], workload(25, 6, classes, &snapshot));
     let port = common::free_port();
-    let config = dir.path().join("pausewatch.toml");
-    std::fs::write(
-        &config,
+    let config = common::write_file(
+        dir.path(),
+        "pausewatch.toml",
         format!(
             "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
              [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n",
             common::toml_string(&checkpoint),
-            common::toml_string(Path::new(&regex::escape(marker))),
+            common::discovery_include(marker),
         ),
-    )
-    .unwrap();
+    );
     let stderr = dir.path().join("agent.log");
     let agent = Command::new("setpriv")
         .args([

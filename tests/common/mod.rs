@@ -31,6 +31,13 @@ pub fn jvm_fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures/jvm").join(name)
 }
 
+/// Writes `text` to `dir/name`: the file's path.
+pub fn write_file(dir: &Path, name: &str, text: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path
+}
+
 /// `gc.log` and its rotated siblings (`gc.log.*`) in `dir`, sorted by name.
 pub fn gc_log_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -352,8 +359,7 @@ pub struct Agent {
 impl Agent {
     /// Writes `config` (which must listen on `port`) into `dir` and starts the agent.
     pub fn start(dir: &Path, port: u16, config: &str) -> Agent {
-        let path = dir.join("pausewatch.toml");
-        std::fs::write(&path, config).unwrap();
+        let path = write_file(dir, "pausewatch.toml", config);
         let child = run_command(&path).stderr(Stdio::null()).spawn().unwrap();
         Agent { port, child }
     }
@@ -408,6 +414,17 @@ pub fn line_value(line: &str) -> Option<f64> {
         None => line.split_once(' ')?.1,
     };
     after_series.split_whitespace().next()?.parse().ok()
+}
+
+/// The pauses of a `minutes` array (analyze's report, `/api/v1/minutes`):
+/// its minutes' `pause_count`s added up.
+pub fn minutes_pause_count(minutes: &Value) -> u64 {
+    minutes
+        .as_array()
+        .unwrap_or_else(|| panic!("not a minutes array: {minutes}"))
+        .iter()
+        .map(|minute| minute["pause_count"].as_u64().expect("pause_count"))
+        .sum()
 }
 
 /// Sum of every sample of `name` whose line contains all of `contains`.
@@ -870,6 +887,18 @@ pub fn unshare_works() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Whether this sandbox lets a test make a mount namespace of its own;
+/// [`skip`]s when it does not, saying what then `cannot` be done.
+pub fn mount_namespace_or_skip(cannot: &str) -> bool {
+    let permitted = succeeds("unshare", &["--mount", "true"]);
+    if !permitted {
+        skip(format_args!(
+            "unshare --mount is not permitted here, so {cannot}"
+        ));
+    }
+    permitted
+}
+
 /// Whether `java` and `javac` run; [`skip`]s when they do not.
 pub fn java_or_skip() -> bool {
     let available = ["java", "javac"]
@@ -879,6 +908,31 @@ pub fn java_or_skip() -> bool {
         skip("`java` and `javac` (JDK 17+) are needed on PATH to run a real JVM");
     }
     available
+}
+
+/// Where a test's JVMs run: a temporary directory, the Java workloads
+/// compiled into its `classes`, and the `-D` option that marks the test's
+/// JVMs, so that an agent's discovery can be limited to them
+/// ([`discovery_include`]). `None` after [`skip`]ping without a JDK.
+pub fn workloads_or_skip() -> Option<(tempfile::TempDir, PathBuf, String)> {
+    workloads_in(tempfile::tempdir().unwrap())
+}
+
+/// [`workloads_or_skip`] in `dir`.
+pub fn workloads_in(dir: tempfile::TempDir) -> Option<(tempfile::TempDir, PathBuf, String)> {
+    if !java_or_skip() {
+        return None;
+    }
+    let classes = dir.path().join("classes");
+    compile_workloads(&classes);
+    let marker = format!("-Dpausewatch.test={}", dir.path().display());
+    Some((dir, classes, marker))
+}
+
+/// An item of `[discovery] include` (a TOML string) that selects the JVMs
+/// started with `marker` and no others.
+pub fn discovery_include(marker: &str) -> String {
+    toml_string(Path::new(&regex::escape(marker)))
 }
 
 /// Compiles the Java workloads (every tests/workload/*.java, together: they
