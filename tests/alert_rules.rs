@@ -1005,22 +1005,7 @@ fn missing_gc_log_is_unreadable_and_fires_stale_log_after_its_delay() {
         Some(0.0),
         "{metrics}"
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let stale = loop {
-        let body = agent.get("/api/v1/alerts").unwrap_or_default();
-        let alerts: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-        let firing = alerts["alerts"].as_array().and_then(|alerts| {
-            alerts
-                .iter()
-                .find(|a| a["alertname"] == "StaleGcLog" && a["state"] == "firing")
-                .cloned()
-        });
-        if let Some(alert) = firing {
-            break alert;
-        }
-        assert!(std::time::Instant::now() < deadline, "never fired: {body}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let stale = agent.firing_alert("StaleGcLog", Duration::from_secs(20));
     let since = at(stale["active_since"].as_str().unwrap());
     let fired = at(stale["fired_at"].as_str().unwrap());
     assert!(

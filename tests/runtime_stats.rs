@@ -525,19 +525,7 @@ fn a_log_without_the_jvms_pauses_raises_gc_log_counter_mismatch() {
         log.display()
     );
     let mut child = g1_jvm(&[marker, &xlog], workload(25, 6, classes, &snapshot));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let firing = loop {
-        let alerts: serde_json::Value =
-            serde_json::from_str(&agent.get("/api/v1/alerts").unwrap_or_default())
-                .unwrap_or_default();
-        let firing = (alerts["alerts"].as_array().into_iter().flatten())
-            .find(|a| a["alertname"] == "GcLogCounterMismatch" && a["state"] == "firing");
-        if let Some(alert) = firing {
-            break alert.clone();
-        }
-        assert!(Instant::now() < deadline, "never fired: {alerts}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let firing = agent.firing_alert("GcLogCounterMismatch", Duration::from_secs(30));
     assert!(child.wait().unwrap().success());
     assert_eq!(firing["labels"]["source"], "agent");
     assert_eq!(firing["labels"]["log"], log.display().to_string().as_str());

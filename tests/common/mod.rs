@@ -379,6 +379,23 @@ impl Agent {
         http_get(self.port, path).ok().map(|(_, body)| body)
     }
 
+    /// Polls `/api/v1/alerts` until `alertname` fires: that alert. Fails
+    /// after `timeout`.
+    pub fn firing_alert(&self, alertname: &str, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let body = self.get("/api/v1/alerts").unwrap_or_default();
+            let alerts: Value = serde_json::from_str(&body).unwrap_or_default();
+            let firing = (alerts["alerts"].as_array().into_iter().flatten())
+                .find(|a| a["alertname"] == alertname && a["state"] == "firing");
+            if let Some(alert) = firing {
+                return alert.clone();
+            }
+            assert!(Instant::now() < deadline, "{alertname} never fired: {body}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Scrapes `/metrics` until `ready` holds, or fails after `timeout`.
     pub fn metrics_when(&self, timeout: Duration, ready: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + timeout;
