@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 /// carry configured labels, and histograms' `le`. Labels of agent-only
 /// families (`version`, `sink`, `result`) are not reserved: their series
 /// never carry configured labels, so they cannot clash.
-const RESERVED: [&str; 28] = [
+const RESERVED: [&str; 29] = [
     "instance",
     "job",
     "log",
@@ -31,6 +31,7 @@ const RESERVED: [&str; 28] = [
     "reason",
     "pause_source",
     "ebpf_reason",
+    "safepoint_source",
     "area",
     "id",
     "last_cause",

@@ -83,6 +83,14 @@ pub struct Discovered {
     /// `permission_denied`, ...), when it does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ebpf_reason: Option<String>,
+    /// The one input its safepoints come from.
+    #[serde(default)]
+    pub safepoint_source: SafepointSource,
+    /// For a JVM whose GC log supplies the pauses and whose safepoints the
+    /// probes see: pauses the log gave minus those the probes recorded,
+    /// less that difference at the first comparison (see the eBPF source).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_probe_mismatch: Option<f64>,
 }
 
 /// Which input measures a discovered JVM's pauses: one per JVM, so that
@@ -105,6 +113,28 @@ impl PauseSource {
             PauseSource::GcLog => "gc_log",
             PauseSource::Ebpf => "ebpf",
             PauseSource::Hsperfdata => "hsperfdata",
+        }
+    }
+}
+
+/// Which input gives a discovered JVM's safepoints (non-GC ones and the
+/// time to reach each): a GC log with the `safepoint` tag; else the probes,
+/// also beside a GC log without it; else none (hsperfdata has only totals).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SafepointSource {
+    GcLog,
+    Ebpf,
+    #[default]
+    None,
+}
+
+impl SafepointSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SafepointSource::GcLog => "gc_log",
+            SafepointSource::Ebpf => "ebpf",
+            SafepointSource::None => "none",
         }
     }
 }

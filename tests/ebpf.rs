@@ -232,12 +232,13 @@ fn bpf_or_skip() -> bool {
     common::java_or_skip()
 }
 
-#[test]
-fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why_not() {
+/// A directory holding the compiled workload, and the marker of the
+/// test's JVMs; `None` (skipped loudly) where bpf() may not be used. Outside
+/// /tmp: a namespaced JVM's private /tmp would hide it.
+fn prepared() -> Option<(tempfile::TempDir, String)> {
     if !bpf_or_skip() {
-        return;
+        return None;
     }
-    // Outside /tmp: the namespaced JVM's private /tmp would hide it.
     let target_tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     let outside_tmp = if target_tmp.starts_with("/tmp") {
         Path::new("/var/tmp")
@@ -245,9 +246,17 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
         target_tmp
     };
     let dir = tempfile::tempdir_in(outside_tmp).unwrap();
+    common::compile_workloads(&dir.path().join("classes"));
+    let marker = format!("-Dpausewatch.test={}", dir.path().display());
+    Some((dir, marker))
+}
+
+#[test]
+fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why_not() {
+    let Some((dir, marker)) = prepared() else {
+        return;
+    };
     let dir = dir.path();
-    common::compile_workloads(&dir.join("classes"));
-    let marker = format!("-Dpausewatch.test={}", dir.display());
     let agent = start_agent(&dir.join("agent"), &marker, &[]);
     let refused = start_agent(
         &dir.join("refused"),
@@ -307,6 +316,8 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
         ),
     ];
     if let Some(java25) = &java25 {
+        cases.push(("g1-25", java25, &["-XX:+UseG1GC"]));
+        cases.push(("parallel-25", java25, &["-XX:+UseParallelGC"]));
         cases.push((
             "zgc-generational-25",
             java25,
@@ -437,13 +448,10 @@ fn agent_pauses(agent: &Agent, pid: u32) -> u64 {
 
 #[test]
 fn an_agent_killed_mid_run_counts_only_what_follows_and_what_it_missed() {
-    if !bpf_or_skip() {
+    let Some((dir, marker)) = prepared() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let dir = dir.path();
-    common::compile_workloads(&dir.join("classes"));
-    let marker = format!("-Dpausewatch.test={}", dir.display());
     let agent_dir = dir.join("agent");
     let before = start_agent(&agent_dir, &marker, &[]);
     let name = "restarted";
@@ -540,4 +548,128 @@ fn an_agent_killed_mid_run_counts_only_what_follows_and_what_it_missed() {
         "{missed} safepoints missed; the log's between the kill and the restart {at_least}, since the last checkpoint {at_most}"
     );
     eprintln!("restart: {counted_before} pauses before the kill, {counted} after, {missed} safepoints missed ({at_least}..={at_most} by the log), {} pauses logged", pauses.len());
+}
+
+/// The agent's safepoints of the JVM `pid`, all operations.
+fn agent_safepoints(metrics: &str, pid: u32) -> f64 {
+    common::sum(
+        metrics,
+        "pausewatch_safepoints_total",
+        &[&format!("pid=\"{pid}\"")],
+    )
+}
+
+#[test]
+fn a_gc_log_keeps_its_pauses_and_the_probes_add_the_safepoints_it_lacks() {
+    let Some((dir, marker)) = prepared() else {
+        return;
+    };
+    let dir = dir.path();
+    let agent = start_agent(&dir.join("agent"), &marker, &[]);
+    // No other JVM ran before: Debian's JDK 17 is attached at the agent's
+    // start, so these are covered from their first safepoint.
+    let log_option = |name: &str, selection: &str| {
+        format!(
+            "-Xlog:{selection}:file={}:utctime",
+            dir.join(format!("{name}-gc.log")).display()
+        )
+    };
+    let cases = [
+        (
+            "without-safepoints",
+            log_option("without-safepoints", "gc*"),
+        ),
+        (
+            "with-safepoints",
+            log_option("with-safepoints", "gc*,safepoint"),
+        ),
+    ];
+    let jvms: Vec<(&str, Child)> = cases
+        .iter()
+        .map(|(name, option)| {
+            let flags = ["-XX:+UseParallelGC", option.as_str()];
+            (
+                *name,
+                start_jvm(Path::new("java"), dir, name, &flags, &marker),
+            )
+        })
+        .collect();
+    for (name, mut child) in jvms {
+        let pid = child.id();
+        if let Err(line) = measured_beside_log(&agent, pid) {
+            common::skip(format!("bpf() is refused here: {line}"));
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        }
+        assert!(child.wait().unwrap().success(), "{name} failed");
+        // The truth: the JVM's stderr, with every pause and safepoint.
+        let truth = dir.join(format!("{name}.log"));
+        let pauses = log_stops(&truth, r"GC\(\d+\) Pause .* (\d+\.\d+)ms$", 1e-3).len() as u64;
+        let safepoints = log_stops(&truth, r#"Safepoint ".*Total: (\d+) ns"#, 1e-9).len() as f64;
+        assert!(pauses >= 5, "{name}: only {pauses} pauses");
+        // Until the agent has read the log and the records, and compared them.
+        let mut metrics = String::new();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            metrics = agent.get("/metrics").unwrap_or_default();
+            let settled = agent_pauses(&agent, pid) == pauses
+                && agent_safepoints(&metrics, pid) == safepoints
+                && probe_mismatch(&metrics, pid).is_some();
+            if settled {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let line = discovered(&metrics, pid).unwrap_or_default();
+        let from = if name == "with-safepoints" {
+            "gc_log"
+        } else {
+            "ebpf"
+        };
+        assert!(
+            line.contains("pause_source=\"gc_log\"")
+                && line.contains(&format!("safepoint_source=\"{from}\"")),
+            "{name}: {line}"
+        );
+        // Never counted twice: the log's pauses once, its safepoints or
+        // the probes' once.
+        assert_eq!(agent_pauses(&agent, pid), pauses, "{name}: pauses");
+        assert_eq!(
+            agent_safepoints(&metrics, pid),
+            safepoints,
+            "{name}: safepoints"
+        );
+        // The probes saw every pause the log gave.
+        assert_eq!(probe_mismatch(&metrics, pid), Some(0.0), "{name}");
+        eprintln!("{name}: {pauses} pauses from its log, {safepoints} safepoints from the {from}");
+    }
+}
+
+/// `pausewatch_gc_log_probe_mismatch` of the JVM `pid`.
+fn probe_mismatch(metrics: &str, pid: u32) -> Option<f64> {
+    let pid = format!("pid=\"{pid}\"");
+    metrics
+        .lines()
+        .find(|l| l.starts_with("pausewatch_gc_log_probe_mismatch{") && l.contains(&pid))
+        .and_then(common::line_value)
+}
+
+/// Waits until `agent` follows the GC log of the JVM `pid` with its
+/// probes attached: `Err` with its line when bpf() is refused.
+fn measured_beside_log(agent: &Agent, pid: u32) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let found = discovered(&agent.get("/metrics").unwrap_or_default(), pid);
+        match found {
+            Some(line) if line.contains("pause_source=\"gc_log\"") => {
+                // An empty label may be written or left out.
+                let reason = line.contains("ebpf_reason=\"") && !line.contains("ebpf_reason=\"\"");
+                return if reason { Err(line) } else { Ok(()) };
+            }
+            _ => {}
+        }
+        assert!(Instant::now() < deadline, "not discovered: {found:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -2,15 +2,15 @@
 
 use pausewatch_parsers::AccessFormat;
 use serde::{Deserialize, Serialize};
-use toml::{Spanned, Value};
+use toml::Spanned;
 
+use super::access_format::{build_format, AccessFields};
 use super::gc_log::GcLogSource;
 use super::spans::{key, ConfigError, Ctx, Seg};
-use super::{StartAt, DEFAULT_MAX_LINE_BYTES};
-use crate::config::access_format::{
-    build_format, parse_duration_unit, parse_signed_duration, parse_time_format,
-    parse_timestamp_meaning, AccessFields,
+use super::values::{
+    DurationUnitName, LineCap, NonEmpty, Offset, Text, TimeFormatName, TimestampName,
 };
+use super::{StartAt, DEFAULT_MAX_LINE_BYTES};
 
 /// An access log to line up with a GC log.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,90 +32,65 @@ pub struct AccessLogSource {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "an [[access_log]] table")]
 pub(super) struct RawAccessLog {
-    path: Option<Spanned<Value>>,
-    format: Option<Spanned<Value>>,
-    gc_log: Option<Spanned<Value>>,
-    start_at: Option<Spanned<StartAt>>,
-    offset: Option<Spanned<Value>>,
-    max_line_bytes: Option<Spanned<Value>>,
-    follow_symlinks_outside: Option<Spanned<bool>>,
-    time_field: Option<Spanned<Value>>,
-    duration_field: Option<Spanned<Value>>,
-    pattern: Option<Spanned<Value>>,
-    time_format: Option<Spanned<Value>>,
-    duration_unit: Option<Spanned<Value>>,
-    timestamp: Option<Spanned<Value>>,
-    log_format: Option<Spanned<Value>>,
+    path: Option<NonEmpty>,
+    format: Option<Spanned<Text>>,
+    gc_log: Option<Spanned<Text>>,
+    start_at: Option<StartAt>,
+    offset: Option<Offset>,
+    max_line_bytes: Option<LineCap>,
+    follow_symlinks_outside: Option<bool>,
+    time_field: Option<Text>,
+    duration_field: Option<Text>,
+    pattern: Option<Text>,
+    time_format: Option<TimeFormatName>,
+    duration_unit: Option<DurationUnitName>,
+    timestamp: Option<TimestampName>,
+    log_format: Option<Spanned<Text>>,
 }
 
 impl Ctx<'_> {
+    /// The source, once its format is built from its keys (an error lands on
+    /// `format` or `log_format`) and its `gc_log` link found.
     pub(super) fn access_source(
         &self,
         i: usize,
-        raw: &Spanned<RawAccessLog>,
+        raw: Spanned<RawAccessLog>,
         gc_logs: &[GcLogSource],
     ) -> Result<AccessLogSource, ConfigError> {
         let at = |k: &str| vec![key("access_log"), Seg::Index(i), key(k)];
-        let r = raw.get_ref();
-        let path = self.required_string(raw.span(), &r.path, &at("path"), "a file path or glob")?;
-        let fields = AccessFields {
-            log_format: self.optional_string(&r.log_format, &at("log_format"))?,
-            time_field: self.optional_string(&r.time_field, &at("time_field"))?,
-            duration_field: self.optional_string(&r.duration_field, &at("duration_field"))?,
-            pattern: self.optional_string(&r.pattern, &at("pattern"))?,
-            time_format: self.parsed(&r.time_format, &at("time_format"), parse_time_format)?,
-            duration_unit: self.parsed(
-                &r.duration_unit,
-                &at("duration_unit"),
-                parse_duration_unit,
-            )?,
-            timestamp: self.parsed(&r.timestamp, &at("timestamp"), parse_timestamp_meaning)?,
+        let span = raw.span();
+        let r = raw.into_inner();
+        let Some(path) = r.path else {
+            return Err(self.missing(span, &at("path"), "a file path or glob"));
         };
-        let name = self.optional_string(&r.format, &at("format"))?;
-        let format = build_format(name.as_deref(), &fields).map_err(|e| {
+        let text = |v: &Option<Spanned<Text>>| v.as_ref().map(|v| v.get_ref().0.clone());
+        let fields = AccessFields {
+            log_format: text(&r.log_format),
+            time_field: r.time_field.map(|v| v.0),
+            duration_field: r.duration_field.map(|v| v.0),
+            pattern: r.pattern.map(|v| v.0),
+            time_format: r.time_format.map(|v| v.0),
+            duration_unit: r.duration_unit.map(|v| v.0),
+            timestamp: r.timestamp.map(|v| v.0),
+        };
+        let format = build_format(text(&r.format).as_deref(), &fields).map_err(|e| {
             let value = if e.key == "log_format" {
                 &r.log_format
             } else {
                 &r.format
             };
-            let span = value.as_ref().map_or(raw.span(), |v| v.span());
+            let span = value.as_ref().map_or(span.clone(), Spanned::span);
             self.err(span, &at(e.key), e.message)
         })?;
         Ok(AccessLogSource {
-            path,
+            path: path.0,
             format,
-            gc_log: self.gc_link(raw.span(), &r.gc_log, &at("gc_log"), gc_logs)?,
-            start_at: r
-                .start_at
-                .as_ref()
-                .map(|s| *s.get_ref())
-                .unwrap_or_default(),
-            offset_seconds: self
-                .parsed(&r.offset, &at("offset"), parse_signed_duration)?
-                .unwrap_or(0.0),
-            max_line_bytes: match &r.max_line_bytes {
-                None => DEFAULT_MAX_LINE_BYTES,
-                Some(v) => self.line_cap(v, &at("max_line_bytes"))?,
-            },
-            follow_symlinks_outside: r
-                .follow_symlinks_outside
-                .as_ref()
-                .is_some_and(|v| *v.get_ref()),
+            gc_log: self.gc_link(span, r.gc_log, &at("gc_log"), gc_logs)?,
+            start_at: r.start_at.unwrap_or_default(),
+            offset_seconds: r.offset.map_or(0.0, |v| v.0),
+            max_line_bytes: r.max_line_bytes.map_or(DEFAULT_MAX_LINE_BYTES, |v| v.0),
+            follow_symlinks_outside: r.follow_symlinks_outside.unwrap_or(false),
         })
-    }
-
-    /// One value parsed by `parse`, its error placed on the value's line.
-    fn parsed<T>(
-        &self,
-        value: &Option<Spanned<Value>>,
-        path: &[Seg],
-        parse: fn(&str) -> Result<T, String>,
-    ) -> Result<Option<T>, ConfigError> {
-        let Some(v) = value else { return Ok(None) };
-        let text = self.string(v, path)?;
-        parse(text.trim())
-            .map(Some)
-            .map_err(|message| self.err(v.span(), path, message))
     }
 }
 

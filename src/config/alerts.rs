@@ -10,7 +10,7 @@ use toml::{Spanned, Value};
 
 use super::http_client::Endpoint;
 use super::spans::{key, ConfigError, Ctx, Seg};
-use super::{label_problem, LabelUse};
+use super::{label_problem, values, LabelUse};
 use crate::model::alerts::{
     AlertsConfig, CanaryRule, RegressionStatistic, RuleKind, RuleSettings, Thresholds,
 };
@@ -48,15 +48,20 @@ impl Ctx<'_> {
         for (name, value) in raw {
             let path = [key("alerts"), Seg::Key(name.get_ref().clone())];
             match name.get_ref().as_str() {
-                "alertmanager_url" => alertmanager.url = Some(self.outgoing_url(value, &path)?),
-                "webhook_url" => webhook.url = Some(self.outgoing_url(value, &path)?),
+                "alertmanager_url" => {
+                    alertmanager.url = Some(self.value(value, &path, values::outgoing_url)?)
+                }
+                "webhook_url" => {
+                    webhook.url = Some(self.value(value, &path, values::outgoing_url)?)
+                }
                 "alertmanager" => alertmanager.settings = Some((name, value)),
                 "webhook" => webhook.settings = Some((name, value)),
                 "evaluation_interval" => {
-                    alerts.evaluation_interval = self.positive_duration(value, &path)?
+                    alerts.evaluation_interval =
+                        self.value(value, &path, values::positive_duration)?
                 }
                 "resend_interval" => {
-                    alerts.resend_interval = self.positive_duration(value, &path)?
+                    alerts.resend_interval = self.value(value, &path, values::positive_duration)?
                 }
                 "labels" => alerts.labels = self.label_table(value, &path)?,
                 "canary_pause" => {
@@ -119,10 +124,11 @@ impl Ctx<'_> {
                 format!("connection settings without a URL: set [alerts] {url_key}"),
             )),
             (Some(url), Some((path, span, value))) => {
-                let Value::Table(table) = value.get_ref() else {
+                let Value::Table(_) = value.get_ref() else {
                     return Err(self.type_err(value, &path, "a table of connection settings"));
                 };
-                let client = self.http_client(table, &path, span, &url)?;
+                let raw = self.raw_client(value, &path)?;
+                let client = self.http_client(raw, &path, span, &url)?;
                 Ok(Some(Endpoint { url, client }))
             }
         }
@@ -142,8 +148,8 @@ impl Ctx<'_> {
             path.push(Seg::Key(name.clone()));
             let span = self.span_of(&path, rule_span.clone());
             let spanned = Spanned::new(span.clone(), value.clone());
-            let duration = || self.duration(&spanned, &path);
-            let share = || self.share(&spanned, &path, "a number");
+            let duration = || self.value(&spanned, &path, values::duration);
+            let share = || self.value(&spanned, &path, |v| values::share(v, "a number"));
             let ratio = || self.ratio(&spanned, &path);
             let unknown = || {
                 self.err(
@@ -157,11 +163,7 @@ impl Ctx<'_> {
                 )
             };
             match (name.as_str(), kind) {
-                ("enabled", _) => {
-                    settings.enabled = value
-                        .as_bool()
-                        .ok_or_else(|| self.type_err(&spanned, &path, "true or false"))?
-                }
+                ("enabled", _) => settings.enabled = self.value(&spanned, &path, values::flag)?,
                 ("for", _) => settings.for_duration = duration()?,
                 ("labels", _) => settings.labels = self.label_table(&spanned, &path)?,
                 ("annotations", _) => {
@@ -219,7 +221,7 @@ impl Ctx<'_> {
 
     /// A factor on a baseline: at or below zero every figure is a regression.
     fn ratio(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<f64, ConfigError> {
-        let ratio = self.number(v, path, "a number")?;
+        let ratio = self.value(v, path, |v| values::number(v, "a number"))?;
         if ratio > 0.0 && ratio.is_finite() {
             Ok(ratio)
         } else {
@@ -248,19 +250,16 @@ impl Ctx<'_> {
             path.push(Seg::Key(name.clone()));
             let spanned = Spanned::new(self.span_of(&path, value.span()), setting.clone());
             match name.as_str() {
-                "enabled" => {
-                    rule.enabled = setting
-                        .as_bool()
-                        .ok_or_else(|| self.type_err(&spanned, &path, "true or false"))?
-                }
-                "window" => rule.window = self.positive_duration(&spanned, &path)?,
-                "for" => rule.for_duration = self.duration(&spanned, &path)?,
+                "enabled" => rule.enabled = self.value(&spanned, &path, values::flag)?,
+                "window" => rule.window = self.value(&spanned, &path, values::positive_duration)?,
+                "for" => rule.for_duration = self.value(&spanned, &path, values::duration)?,
                 "ratio" => rule.ratio = self.ratio(&spanned, &path)?,
                 "min_instances" => {
                     // Fewer than two: no other instance to compare with.
-                    rule.min_instances = self.integer_in(&spanned, &path, 2..=10_000, "")? as u32
+                    rule.min_instances =
+                        self.value(&spanned, &path, |v| values::integer_in(v, 2..=10_000, ""))? as u32
                 }
-                floor if floor == floor_key => rule.floor = self.duration(&spanned, &path)?,
+                floor if floor == floor_key => rule.floor = self.value(&spanned, &path, values::duration)?,
                 _ => {
                     return Err(self.err(
                         spanned.span(),

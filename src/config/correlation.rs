@@ -2,10 +2,11 @@
 
 use std::time::Duration;
 
+use serde::Deserializer;
 use serde::{Deserialize, Serialize};
-use toml::{Spanned, Value};
+use toml::Value;
 
-use super::spans::{key, ConfigError, Ctx};
+use super::values::{self, Dur, Share};
 use super::{serialize_duration, serialize_optional_duration};
 
 /// How requests are attributed to stops and correlated with pauses.
@@ -44,47 +45,38 @@ impl Default for CorrelationConfig {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a [correlation] table")]
 pub(super) struct RawCorrelation {
-    slo: Option<Spanned<Value>>,
-    affected_share: Option<Spanned<Value>>,
-    window: Option<Spanned<Value>>,
-    min_minutes: Option<Spanned<Value>>,
-    finalize_after: Option<Spanned<Value>>,
+    slo: Option<Dur>,
+    affected_share: Option<Share>,
+    window: Option<Dur>,
+    min_minutes: Option<MinMinutes>,
+    finalize_after: Option<Dur>,
 }
 
-impl Ctx<'_> {
-    pub(super) fn correlation(
-        &self,
-        raw: &RawCorrelation,
-    ) -> Result<CorrelationConfig, ConfigError> {
-        let at = |k: &str| vec![key("correlation"), key(k)];
-        let mut config = CorrelationConfig::default();
-        if let Some(v) = &raw.slo {
-            config.slo = Some(self.duration(v, &at("slo"))?);
-        }
-        if let Some(v) = &raw.affected_share {
-            config.affected_share =
-                self.share(v, &at("affected_share"), "a number between 0 and 1")?;
-        }
-        if let Some(v) = &raw.window {
-            config.window = self.duration(v, &at("window"))?;
-        }
-        if let Some(v) = &raw.min_minutes {
-            let Value::Integer(n) = v.get_ref() else {
-                return Err(self.type_err(v, &at("min_minutes"), "an integer"));
-            };
-            if *n < 2 {
-                return Err(self.err(
-                    v.span(),
-                    &at("min_minutes"),
-                    "a correlation needs at least 2 minutes",
-                ));
+/// Fewer than two minutes have no correlation.
+struct MinMinutes(usize);
+
+impl<'de> Deserialize<'de> for MinMinutes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        values::read(d, |v| match v {
+            Value::Integer(n) if *n < 2 => {
+                Err("a correlation needs at least 2 minutes".to_string())
             }
-            config.min_minutes = *n as usize;
+            Value::Integer(n) => Ok(MinMinutes(*n as usize)),
+            other => Err(values::expected("an integer", other)),
+        })
+    }
+}
+
+impl From<RawCorrelation> for CorrelationConfig {
+    fn from(raw: RawCorrelation) -> Self {
+        let d = CorrelationConfig::default();
+        CorrelationConfig {
+            slo: raw.slo.map(|v| v.0),
+            affected_share: raw.affected_share.map_or(d.affected_share, |v| v.0),
+            window: raw.window.map_or(d.window, |v| v.0),
+            min_minutes: raw.min_minutes.map_or(d.min_minutes, |v| v.0),
+            finalize_after: raw.finalize_after.map_or(d.finalize_after, |v| v.0),
         }
-        if let Some(v) = &raw.finalize_after {
-            config.finalize_after = self.duration(v, &at("finalize_after"))?;
-        }
-        Ok(config)
     }
 }
 

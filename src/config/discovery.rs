@@ -2,15 +2,15 @@
 //! a `[[gc_log]]`) and `[runtime_stats]` (how often their hsperfdata is read).
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 use std::time::Duration;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize, Serializer};
-use toml::{Spanned, Value};
+use toml::Spanned;
 
+use super::serialize_duration;
 use super::spans::{key, ConfigError, Ctx, Seg};
-use super::{label_problem, serialize_duration, LabelUse};
+use super::values::{Dur, Flag, Patterns, Positive, RuleLabel, RulePattern, Within};
 
 /// Labels discovery sets itself on a JVM's (`jvm`) or Go program's (`program`) series.
 pub const DISCOVERY_LABELS: [&str; 4] = ["pid", "jvm", "program", "container"];
@@ -132,11 +132,11 @@ fn serialize_regexes<S: Serializer>(r: &[Regex], s: S) -> Result<S::Ok, S::Error
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a [discovery] table")]
 pub(super) struct RawDiscovery {
-    enabled: Option<Spanned<Value>>,
-    interval: Option<Spanned<Value>>,
-    include: Option<Spanned<Value>>,
-    exclude: Option<Spanned<Value>>,
-    grace: Option<Spanned<Value>>,
+    enabled: Option<Flag>,
+    interval: Option<Positive>,
+    include: Option<Patterns>,
+    exclude: Option<Patterns>,
+    grace: Option<Dur>,
     #[serde(default)]
     rule: Vec<Spanned<RawRule>>,
 }
@@ -145,146 +145,68 @@ pub(super) struct RawDiscovery {
 #[serde(deny_unknown_fields, expecting = "a [[discovery.rule]] table")]
 pub(super) struct RawRule {
     #[serde(rename = "match")]
-    pattern: Option<Spanned<Value>>,
-    labels: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
+    pattern: Option<RulePattern>,
+    #[serde(default)]
+    labels: BTreeMap<RuleLabel, String>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a [runtime_stats] table")]
 pub(super) struct RawRuntimeStats {
-    enabled: Option<Spanned<Value>>,
-    interval: Option<Spanned<Value>>,
+    enabled: Option<Flag>,
+    interval: Option<Within<{ MIN_SAMPLE_INTERVAL.as_millis() as u64 }, { u64::MAX }>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "an [ebpf] table")]
 pub(super) struct RawEbpf {
-    enabled: Option<Spanned<Value>>,
+    enabled: Option<Flag>,
 }
 
 impl Ctx<'_> {
-    fn boolean(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<bool, ConfigError> {
-        v.get_ref()
-            .as_bool()
-            .ok_or_else(|| self.type_err(v, path, "true or false"))
-    }
-
-    fn regex(
-        &self,
-        v: &Spanned<Value>,
-        span: Range<usize>,
-        path: &[Seg],
-    ) -> Result<Regex, ConfigError> {
-        let text = self.string(v, path)?;
-        Regex::new(text).map_err(|e| {
-            let first = e
-                .to_string()
-                .lines()
-                .last()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            self.err(span, path, format!("invalid regex {text:?}: {first}"))
+    /// `[discovery]`; a rule without `match` is refused on its table's line.
+    pub(super) fn discovery(&self, raw: RawDiscovery) -> Result<DiscoveryConfig, ConfigError> {
+        let d = DiscoveryConfig::default();
+        let mut rules = Vec::new();
+        for (i, rule) in raw.rule.into_iter().enumerate() {
+            let span = rule.span();
+            let rule = rule.into_inner();
+            let Some(pattern) = rule.pattern else {
+                let path = [key("discovery"), key("rule"), Seg::Index(i), key("match")];
+                return Err(self.missing(span, &path, "a regex on the command line"));
+            };
+            let labels = rule.labels.into_iter().map(|(k, v)| (k.0, v)).collect();
+            rules.push(DiscoveryRule {
+                pattern: pattern.0,
+                labels,
+            });
+        }
+        Ok(DiscoveryConfig {
+            enabled: raw.enabled.map_or(d.enabled, |v| v.0),
+            interval: raw.interval.map_or(d.interval, |v| v.0),
+            include: raw.include.map_or(d.include, |v| v.0),
+            exclude: raw.exclude.map_or(d.exclude, |v| v.0),
+            grace: raw.grace.map_or(d.grace, |v| v.0),
+            rule: rules,
         })
     }
+}
 
-    /// A string or an array of strings, each a regex.
-    fn regexes(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<Vec<Regex>, ConfigError> {
-        match v.get_ref() {
-            Value::String(_) => Ok(vec![self.regex(v, v.span(), path)?]),
-            Value::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| {
-                    let mut at = path.to_vec();
-                    at.push(Seg::Index(i));
-                    let spanned = Spanned::new(v.span(), item.clone());
-                    self.regex(&spanned, v.span(), &at)
-                })
-                .collect(),
-            _ => Err(self.type_err(v, path, "a regex or an array of regexes")),
+impl From<RawRuntimeStats> for RuntimeStatsConfig {
+    fn from(raw: RawRuntimeStats) -> Self {
+        let d = RuntimeStatsConfig::default();
+        RuntimeStatsConfig {
+            enabled: raw.enabled.map_or(d.enabled, |v| v.0),
+            interval: raw.interval.map_or(d.interval, |v| v.0),
         }
-    }
-
-    pub(super) fn discovery(&self, raw: &RawDiscovery) -> Result<DiscoveryConfig, ConfigError> {
-        let at = |k: &str| vec![key("discovery"), key(k)];
-        let mut config = DiscoveryConfig::default();
-        if let Some(v) = &raw.enabled {
-            config.enabled = self.boolean(v, &at("enabled"))?;
-        }
-        if let Some(v) = &raw.interval {
-            config.interval = self.positive_duration(v, &at("interval"))?;
-        }
-        if let Some(v) = &raw.include {
-            config.include = self.regexes(v, &at("include"))?;
-        }
-        if let Some(v) = &raw.exclude {
-            config.exclude = self.regexes(v, &at("exclude"))?;
-        }
-        if let Some(v) = &raw.grace {
-            config.grace = self.duration(v, &at("grace"))?;
-        }
-        for (i, rule) in raw.rule.iter().enumerate() {
-            let path = |k: &str| vec![key("discovery"), key("rule"), Seg::Index(i), key(k)];
-            let pattern = self.required_string(
-                rule.span(),
-                &rule.get_ref().pattern,
-                &path("match"),
-                "a regex on the command line",
-            )?;
-            let pattern_value = rule.get_ref().pattern.as_ref().expect("required above");
-            let pattern = self.regex(
-                &Spanned::new(pattern_value.span(), Value::String(pattern)),
-                pattern_value.span(),
-                &path("match"),
-            )?;
-            let mut labels = BTreeMap::new();
-            for (name, value) in rule.get_ref().labels.iter().flatten() {
-                let mut lpath = path("labels");
-                lpath.push(Seg::Key(name.get_ref().clone()));
-                let own = DISCOVERY_LABELS
-                    .contains(&name.get_ref().as_str())
-                    .then(|| {
-                        format!(
-                            "label name {:?} is set by discovery itself; choose another name",
-                            name.get_ref()
-                        )
-                    });
-                if let Some(problem) =
-                    own.or_else(|| label_problem(name.get_ref(), LabelUse::Series))
-                {
-                    return Err(self.err(name.span(), &lpath, problem));
-                }
-                labels.insert(name.get_ref().clone(), value.get_ref().clone());
-            }
-            config.rule.push(DiscoveryRule { pattern, labels });
-        }
-        Ok(config)
-    }
-
-    pub(super) fn runtime_stats(
-        &self,
-        raw: &RawRuntimeStats,
-    ) -> Result<RuntimeStatsConfig, ConfigError> {
-        let at = |k: &str| vec![key("runtime_stats"), key(k)];
-        let mut config = RuntimeStatsConfig::default();
-        if let Some(v) = &raw.enabled {
-            config.enabled = self.boolean(v, &at("enabled"))?;
-        }
-        if let Some(v) = &raw.interval {
-            config.interval = self.at_least(v, &at("interval"), MIN_SAMPLE_INTERVAL)?;
-        }
-        Ok(config)
     }
 }
 
-impl Ctx<'_> {
-    pub(super) fn ebpf(&self, raw: &RawEbpf) -> Result<EbpfConfig, ConfigError> {
-        let mut config = EbpfConfig::default();
-        if let Some(v) = &raw.enabled {
-            config.enabled = self.boolean(v, &[key("ebpf"), key("enabled")])?;
+impl From<RawEbpf> for EbpfConfig {
+    fn from(raw: RawEbpf) -> Self {
+        EbpfConfig {
+            enabled: raw.enabled.map_or(EbpfConfig::default().enabled, |v| v.0),
         }
-        Ok(config)
     }
 }
 
@@ -324,6 +246,12 @@ mod tests {
             &["[discovery]", "include = ['(']"],
             2,
             "discovery.include[0]",
+        );
+        // An item of an array on a line of its own: that line.
+        parse_err(
+            &["[discovery]", "exclude = [", "  'a',", "  '(',", "]"],
+            4,
+            "discovery.exclude[1]",
         );
         parse_err(&["[discovery]", "enabled = 'yes'"], 2, "discovery.enabled");
         parse_err(

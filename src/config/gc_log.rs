@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use toml::{Spanned, Value};
+use toml::Spanned;
 
 use super::spans::{key, ConfigError, Ctx, Seg};
+use super::values::{GlobPath, LineCap, Positive, SeriesLabel, Text, Timestamp};
+use super::{StartAt, DEFAULT_MAX_LINE_BYTES};
 use crate::follow::has_glob_chars;
 use crate::model::jvm::DEFAULT_MAX_LABEL_VALUES;
-
-use super::{label_problem, LabelUse, StartAt, DEFAULT_MAX_LINE_BYTES};
 
 /// One GC log source: a file, or a glob whose matches form one rotated set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -52,13 +52,14 @@ pub const DEFAULT_FORGET_AFTER: Duration = Duration::from_secs(300);
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a [[gc_log]] table")]
 pub(super) struct RawGcLog {
-    path: Option<Spanned<Value>>,
-    start_at: Option<Spanned<StartAt>>,
-    labels: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
-    jvm_start: Option<Spanned<Value>>,
-    max_line_bytes: Option<Spanned<Value>>,
-    follow_symlinks_outside: Option<Spanned<bool>>,
-    forget_after: Option<Spanned<Value>>,
+    path: Option<Spanned<GlobPath>>,
+    start_at: Option<StartAt>,
+    #[serde(default)]
+    labels: BTreeMap<SeriesLabel, String>,
+    jvm_start: Option<Timestamp>,
+    max_line_bytes: Option<LineCap>,
+    follow_symlinks_outside: Option<bool>,
+    forget_after: Option<Positive>,
 }
 
 impl Ctx<'_> {
@@ -66,85 +67,38 @@ impl Ctx<'_> {
     /// reading the same files, so it is refused.
     pub(super) fn gc_logs(
         &self,
-        raw: &[Spanned<RawGcLog>],
+        raw: Vec<Spanned<RawGcLog>>,
     ) -> Result<Vec<GcLogSource>, ConfigError> {
-        let mut sources = Vec::new();
-        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-        for (i, src) in raw.iter().enumerate() {
-            let source = self.gc_log(i, src)?;
-            if let Some(first) = seen.get(&source.path) {
-                let v = src.get_ref().path.as_ref().expect("validated");
+        let mut sources: Vec<GcLogSource> = Vec::new();
+        for (i, src) in raw.into_iter().enumerate() {
+            let at = [key("gc_log"), Seg::Index(i), key("path")];
+            let span = src.span();
+            let r = src.into_inner();
+            let Some(path) = r.path else {
+                return Err(self.missing(span, &at, "a file path or glob"));
+            };
+            if let Some(first) = sources.iter().position(|s| s.path == path.get_ref().0) {
                 return Err(self.err(
-                    v.span(),
-                    &[key("gc_log"), Seg::Index(i), key("path")],
+                    path.span(),
+                    &at,
                     format!(
                         "same path as gc_log[{first}]; a rotated set is one source, list it once"
                     ),
                 ));
             }
-            seen.insert(source.path.clone(), i);
-            sources.push(source);
+            sources.push(GcLogSource {
+                path: path.into_inner().0,
+                start_at: r.start_at.unwrap_or_default(),
+                labels: r.labels.into_iter().map(|(k, v)| (k.0, v)).collect(),
+                jvm_start: r.jvm_start.map(|t| t.0),
+                max_line_bytes: r.max_line_bytes.map_or(DEFAULT_MAX_LINE_BYTES, |v| v.0),
+                follow_symlinks_outside: r.follow_symlinks_outside.unwrap_or(false),
+                forget_after: r.forget_after.map_or(DEFAULT_FORGET_AFTER, |v| v.0),
+                max_label_values: DEFAULT_MAX_LABEL_VALUES,
+                pause_records: 0,
+            });
         }
         Ok(sources)
-    }
-
-    fn gc_log(&self, i: usize, raw: &Spanned<RawGcLog>) -> Result<GcLogSource, ConfigError> {
-        let at = |k: &str| vec![key("gc_log"), Seg::Index(i), key(k)];
-        let r = raw.get_ref();
-
-        let path = self.required_string(raw.span(), &r.path, &at("path"), "a file path or glob")?;
-        if let Err(e) = glob::Pattern::new(&path) {
-            return Err(self.err(
-                r.path.as_ref().map_or(raw.span(), |v| v.span()),
-                &at("path"),
-                format!(
-                    "invalid glob pattern {path:?}: {} at character {}",
-                    e.msg, e.pos
-                ),
-            ));
-        }
-
-        let mut labels = BTreeMap::new();
-        for (name, value) in r.labels.iter().flatten() {
-            let mut lpath = at("labels");
-            lpath.push(Seg::Key(name.get_ref().clone()));
-            if let Some(problem) = label_problem(name.get_ref(), LabelUse::Series) {
-                return Err(self.err(name.span(), &lpath, problem));
-            }
-            labels.insert(name.get_ref().clone(), value.get_ref().clone());
-        }
-
-        let jvm_start = match &r.jvm_start {
-            None => None,
-            Some(v) => Some(self.timestamp(v, &at("jvm_start"))?),
-        };
-
-        let max_line_bytes = match &r.max_line_bytes {
-            None => DEFAULT_MAX_LINE_BYTES,
-            Some(v) => self.line_cap(v, &at("max_line_bytes"))?,
-        };
-
-        Ok(GcLogSource {
-            path,
-            start_at: r
-                .start_at
-                .as_ref()
-                .map(|s| *s.get_ref())
-                .unwrap_or_default(),
-            labels,
-            jvm_start,
-            max_line_bytes,
-            follow_symlinks_outside: r
-                .follow_symlinks_outside
-                .as_ref()
-                .is_some_and(|v| *v.get_ref()),
-            forget_after: match &r.forget_after {
-                None => DEFAULT_FORGET_AFTER,
-                Some(v) => self.positive_duration(v, &at("forget_after"))?,
-            },
-            max_label_values: DEFAULT_MAX_LABEL_VALUES,
-            pause_records: 0,
-        })
     }
 
     /// The live GC log a latency source belongs to (its `gc_log` key), which
@@ -155,7 +109,7 @@ impl Ctx<'_> {
     pub(super) fn gc_link(
         &self,
         table: Range<usize>,
-        value: &Option<Spanned<Value>>,
+        value: Option<Spanned<Text>>,
         path: &[Seg],
         gc_logs: &[GcLogSource],
     ) -> Result<String, ConfigError> {
@@ -174,7 +128,7 @@ impl Ctx<'_> {
                 )),
             };
         };
-        let link = self.string(v, path)?;
+        let link = v.get_ref().0.as_str();
         if has_glob_chars(link) {
             return Err(self.err(
                 v.span(),
@@ -195,32 +149,6 @@ impl Ctx<'_> {
             ));
         }
         Ok(link.to_string())
-    }
-
-    /// Accepts an RFC 3339 string or a TOML offset date-time; a date-time
-    /// without offset is refused because the JVM's zone is unknown here.
-    fn timestamp(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<DateTime<Utc>, ConfigError> {
-        let text = match v.get_ref() {
-            Value::String(s) => s.clone(),
-            Value::Datetime(dt) if dt.offset.is_some() && dt.time.is_some() => dt.to_string(),
-            Value::Datetime(dt) => {
-                return Err(self.err(
-                    v.span(),
-                    path,
-                    format!("{dt} is not a date-time with UTC offset; write a full RFC 3339 timestamp such as \"2026-11-30T10:00:00Z\""),
-                ))
-            }
-            _ => return Err(self.type_err(v, path, "an RFC 3339 timestamp string")),
-        };
-        DateTime::parse_from_rfc3339(text.trim())
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(|e| {
-                self.err(
-                    v.span(),
-                    path,
-                    format!("invalid RFC 3339 timestamp {text:?}: {e}; expected e.g. \"2026-11-30T10:00:00Z\""),
-                )
-            })
     }
 }
 

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use toml::{Spanned, Value};
+use toml::Spanned;
 
 use super::gc_log::GcLogSource;
-use super::http_client::{HttpClientConfig, KEYS};
+use super::http_client::{HttpClientConfig, RawAuthorization, RawBasicAuth, RawClient, RawTls};
 use super::serialize_duration;
 use super::spans::{key, ConfigError, Ctx, Seg};
+use super::values::{Dur, Table, Text, Trimmed, Url};
 
 /// A Prometheus histogram of request durations served by the application.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,71 +34,53 @@ pub struct LatencyHistogramSource {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a [[latency_histogram]] table")]
 pub(super) struct RawHistogram {
-    url: Option<Spanned<Value>>,
-    metric: Option<Spanned<Value>>,
-    matchers: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
-    interval: Option<Spanned<Value>>,
-    gc_log: Option<Spanned<Value>>,
-    tls_config: Option<Spanned<Value>>,
-    basic_auth: Option<Spanned<Value>>,
-    authorization: Option<Spanned<Value>>,
-    bearer_token: Option<Spanned<Value>>,
-    bearer_token_file: Option<Spanned<Value>>,
-}
-
-impl RawHistogram {
-    /// The connection settings, as a table for [`Ctx::http_client`].
-    fn client_settings(&self) -> toml::Table {
-        let values = [
-            &self.tls_config,
-            &self.basic_auth,
-            &self.authorization,
-            &self.bearer_token,
-            &self.bearer_token_file,
-        ];
-        KEYS.iter()
-            .zip(values)
-            .filter_map(|(k, v)| Some((k.to_string(), v.as_ref()?.get_ref().clone())))
-            .collect()
-    }
+    url: Option<Url>,
+    metric: Option<Text>,
+    #[serde(default)]
+    matchers: BTreeMap<String, String>,
+    interval: Option<Dur>,
+    gc_log: Option<Spanned<Text>>,
+    tls_config: Option<Table<RawTls>>,
+    basic_auth: Option<Table<RawBasicAuth>>,
+    authorization: Option<Table<RawAuthorization>>,
+    bearer_token: Option<Trimmed>,
+    bearer_token_file: Option<Trimmed>,
 }
 
 impl Ctx<'_> {
     pub(super) fn histogram_source(
         &self,
         i: usize,
-        raw: &Spanned<RawHistogram>,
+        raw: Spanned<RawHistogram>,
         gc_logs: &[GcLogSource],
     ) -> Result<LatencyHistogramSource, ConfigError> {
         let at = |k: &str| vec![key("latency_histogram"), Seg::Index(i), key(k)];
-        let r = raw.get_ref();
-        let Some(raw_url) = &r.url else {
-            return Err(self.err(
-                raw.span(),
+        let span = raw.span();
+        let r = raw.into_inner();
+        let Some(url) = &r.url else {
+            return Err(self.missing(
+                span,
                 &at("url"),
-                "missing required key `url` (the http:// or https:// address of the application's metrics)",
+                "the http:// or https:// address of the application's metrics",
             ));
         };
-        let url = self.outgoing_url(raw_url, &at("url"))?;
         let section = [key("latency_histogram"), Seg::Index(i)];
-        let client = self.http_client(&r.client_settings(), &section, raw.span(), &url)?;
-        let interval = match &r.interval {
-            None => Duration::from_secs(15),
-            Some(v) => self.duration(v, &at("interval"))?,
+        let settings = RawClient {
+            tls_config: r.tls_config,
+            basic_auth: r.basic_auth,
+            authorization: r.authorization,
+            bearer_token: r.bearer_token,
+            bearer_token_file: r.bearer_token_file,
         };
+        let client = self.http_client(settings, &section, span.clone(), &url.0)?;
         Ok(LatencyHistogramSource {
-            url,
-            metric: self
-                .optional_string(&r.metric, &at("metric"))?
-                .unwrap_or_else(|| "http_server_requests_seconds".to_string()),
-            matchers: r
-                .matchers
-                .iter()
-                .flatten()
-                .map(|(k, v)| (k.get_ref().clone(), v.get_ref().clone()))
-                .collect(),
-            interval,
-            gc_log: self.gc_link(raw.span(), &r.gc_log, &at("gc_log"), gc_logs)?,
+            url: url.0.clone(),
+            metric: r
+                .metric
+                .map_or_else(|| "http_server_requests_seconds".to_string(), |v| v.0),
+            matchers: r.matchers,
+            interval: r.interval.map_or(Duration::from_secs(15), |v| v.0),
+            gc_log: self.gc_link(span, r.gc_log, &at("gc_log"), gc_logs)?,
             client,
         })
     }

@@ -4,13 +4,16 @@
 //! key path (`gc_log[1].start_at`, array indices 0-based), because the person
 //! reading it is usually editing the file on a host with nothing but a terminal.
 //!
-//! Parsing happens in two steps: serde reads the text into `Raw*` structs whose
-//! fields keep their source spans (`toml::Spanned`), then `validate` turns them
-//! into [`Config`], so semantic errors can point at the offending key's line.
-//! Errors raised by serde itself carry only a byte span; the key path for them
-//! is recovered by locating that span in the document's span tree
+//! Parsing happens in two steps: serde reads the text into `Raw*` sections
+//! whose values are small checked types (`values`: durations, shares, label
+//! names, URLs...), each wording its own error; then `validate` checks what
+//! involves several keys (a required key, the `gc_log` link, a path listed
+//! twice) into [`Config`], on the line of the key or table kept as
+//! `toml::Spanned`. A serde error carries only a byte span; its key path is
+//! recovered by locating that span in the document's span tree
 //! (`toml::de::DeTable`, see `spans`). Each section (`[[gc_log]]`,
-//! `[[access_log]]`, ...) has its own module with its raw form and validator.
+//! `[[access_log]]`, ...) has its own module with its raw form. `[alerts]` is
+//! still read as a plain table, with the same checks.
 
 pub mod access_format;
 mod access_log;
@@ -23,6 +26,7 @@ mod latency_histogram;
 mod otlp;
 pub mod reference;
 mod spans;
+mod values;
 mod web;
 
 use std::net::SocketAddr;
@@ -30,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize, Serializer};
-use toml::{Spanned, Value};
+use toml::Spanned;
 
 pub use access_log::AccessLogSource;
 pub use alerts::AlertSinks;
@@ -59,7 +63,8 @@ use discovery::{RawDiscovery, RawRuntimeStats};
 use gc_log::RawGcLog;
 use latency_histogram::RawHistogram;
 use otlp::RawOtlp;
-use spans::{key, Ctx, Seg};
+use spans::{key, Ctx};
+use values::{IntIn, Listen, NonEmpty, Positive, Within};
 
 /// Default metrics address: loopback, so nothing is exposed until asked for.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9464";
@@ -231,16 +236,16 @@ fn parse_with_env(text: &str, origin: &Path, env: otlp::Env) -> Result<Config, C
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "a pausewatch config table")]
 struct RawConfig {
-    listen: Option<Spanned<Value>>,
-    checkpoint_dir: Option<Spanned<Value>>,
-    poll_interval: Option<Spanned<Value>>,
-    checkpoint_interval: Option<Spanned<Value>>,
-    history: Option<Spanned<Value>>,
-    max_label_values: Option<Spanned<Value>>,
-    max_connections: Option<Spanned<Value>>,
-    max_connections_per_client: Option<Spanned<Value>>,
-    http_header_timeout: Option<Spanned<Value>>,
-    web_config: Option<Spanned<Value>>,
+    listen: Option<Listen>,
+    checkpoint_dir: Option<NonEmpty>,
+    poll_interval: Option<Within<{ MIN_POLL_INTERVAL.as_millis() as u64 }, { u64::MAX }>>,
+    checkpoint_interval: Option<Positive>,
+    history: Option<Within<{ MIN_HISTORY.as_millis() as u64 }, { MAX_HISTORY.as_millis() as u64 }>>,
+    max_label_values: Option<IntIn<1, MAX_MAX_LABEL_VALUES>>,
+    max_connections: Option<IntIn<1, MAX_MAX_CONNECTIONS>>,
+    max_connections_per_client: Option<IntIn<1, MAX_MAX_CONNECTIONS>>,
+    http_header_timeout: Option<Positive>,
+    web_config: Option<NonEmpty>,
     #[serde(default)]
     gc_log: Vec<Spanned<RawGcLog>>,
     #[serde(default)]
@@ -257,61 +262,28 @@ struct RawConfig {
 
 impl Ctx<'_> {
     fn validate(&self, raw: RawConfig, env: otlp::Env) -> Result<Config, ConfigError> {
-        let mut config = Config::default();
-        if let Some(v) = &raw.listen {
-            let path = [key("listen")];
-            let s = self.string(v, &path)?;
-            config.listen = s.trim().parse().map_err(|_| {
-                self.err(
-                    v.span(),
-                    &path,
-                    format!("invalid listen address {s:?}: expected IP:PORT, e.g. \"127.0.0.1:9464\" or \"[::1]:9464\""),
-                )
-            })?;
-        }
-        if let Some(v) = &raw.checkpoint_dir {
-            let path = [key("checkpoint_dir")];
-            let s = self.string(v, &path)?;
-            if s.trim().is_empty() {
-                return Err(self.err(v.span(), &path, "must not be empty"));
-            }
-            config.checkpoint_dir = PathBuf::from(s);
-        }
-        if let Some(v) = &raw.poll_interval {
-            config.poll_interval = self.at_least(v, &[key("poll_interval")], MIN_POLL_INTERVAL)?;
-        }
-        if let Some(v) = &raw.checkpoint_interval {
-            config.checkpoint_interval =
-                self.positive_duration(v, &[key("checkpoint_interval")])?;
-        }
-        if let Some(v) = &raw.history {
-            config.history = self.within(v, &[key("history")], MIN_HISTORY, MAX_HISTORY)?;
-        }
-
-        if let Some(v) = &raw.max_label_values {
-            config.max_label_values =
-                self.integer_in(v, &[key("max_label_values")], 1..=MAX_MAX_LABEL_VALUES, "")?;
-        }
-        if let Some(v) = &raw.max_connections {
-            config.http.max_connections =
-                self.integer_in(v, &[key("max_connections")], 1..=MAX_MAX_CONNECTIONS, "")?;
-        }
-        if let Some(v) = &raw.max_connections_per_client {
-            let path = [key("max_connections_per_client")];
-            config.http.max_connections_per_client =
-                self.integer_in(v, &path, 1..=MAX_MAX_CONNECTIONS, "")?;
-        }
-        if let Some(v) = &raw.http_header_timeout {
-            config.http.header_timeout =
-                self.positive_duration(v, &[key("http_header_timeout")])?;
-        }
-        if let Some(v) = &raw.web_config {
-            let path = [key("web_config")];
-            let file = self.string(v, &path)?;
-            if file.trim().is_empty() {
-                return Err(self.err(v.span(), &path, "must not be empty"));
-            }
-            let file = self.resolve(file);
+        let d = Config::default();
+        let mut config = Config {
+            listen: raw.listen.map_or(d.listen, |v| v.0),
+            checkpoint_dir: raw.checkpoint_dir.map_or(d.checkpoint_dir, |v| v.0.into()),
+            poll_interval: raw.poll_interval.map_or(d.poll_interval, |v| v.0),
+            checkpoint_interval: raw
+                .checkpoint_interval
+                .map_or(d.checkpoint_interval, |v| v.0),
+            history: raw.history.map_or(d.history, |v| v.0),
+            max_label_values: raw.max_label_values.map_or(d.max_label_values, |v| v.0),
+            http: HttpLimits {
+                max_connections: raw.max_connections.map_or(d.http.max_connections, |v| v.0),
+                max_connections_per_client: (raw.max_connections_per_client)
+                    .map_or(d.http.max_connections_per_client, |v| v.0),
+                header_timeout: raw
+                    .http_header_timeout
+                    .map_or(d.http.header_timeout, |v| v.0),
+            },
+            ..d
+        };
+        if let Some(file) = raw.web_config {
+            let file = self.resolve(&file.0);
             // Its own errors name its own file, line and key.
             load_web_config(&file)?;
             config.web_config = Some(file);
@@ -327,29 +299,29 @@ impl Ctx<'_> {
                 format!("{count} [[gc_log]] and [[access_log]] entries, above the maximum of {MAX_SOURCES}: list the logs of a directory with one glob path"),
             ));
         }
-        config.gc_log = self.gc_logs(&raw.gc_log)?;
+        config.gc_log = self.gc_logs(raw.gc_log)?;
         for source in &mut config.gc_log {
             source.max_label_values = config.max_label_values;
         }
-        for (i, raw_access) in raw.access_log.iter().enumerate() {
+        for (i, raw_access) in raw.access_log.into_iter().enumerate() {
             let access = self.access_source(i, raw_access, &config.gc_log)?;
             config.access_log.push(access);
         }
-        for (i, raw_histogram) in raw.latency_histogram.iter().enumerate() {
+        for (i, raw_histogram) in raw.latency_histogram.into_iter().enumerate() {
             let histogram = self.histogram_source(i, raw_histogram, &config.gc_log)?;
             config.latency_histogram.push(histogram);
         }
-        if let Some(raw_correlation) = &raw.correlation {
-            config.correlation = self.correlation(raw_correlation)?;
+        if let Some(raw_correlation) = raw.correlation {
+            config.correlation = raw_correlation.into();
         }
-        if let Some(raw_discovery) = &raw.discovery {
+        if let Some(raw_discovery) = raw.discovery {
             config.discovery = self.discovery(raw_discovery)?;
         }
-        if let Some(raw_runtime_stats) = &raw.runtime_stats {
-            config.runtime_stats = self.runtime_stats(raw_runtime_stats)?;
+        if let Some(raw_runtime_stats) = raw.runtime_stats {
+            config.runtime_stats = raw_runtime_stats.into();
         }
-        if let Some(raw_ebpf) = &raw.ebpf {
-            config.ebpf = self.ebpf(raw_ebpf)?;
+        if let Some(raw_ebpf) = raw.ebpf {
+            config.ebpf = raw_ebpf.into();
         }
         if let Some(slo) = config.correlation.slo {
             config.alerts.thresholds.tail_slo = slo;
@@ -357,7 +329,7 @@ impl Ctx<'_> {
         if let Some(raw_alerts) = &raw.alerts {
             config.alert_sinks = self.alerts(raw_alerts, &mut config.alerts)?;
         }
-        if let Some(raw_otlp) = &raw.otlp {
+        if let Some(raw_otlp) = raw.otlp {
             let otlp = self.otlp(raw_otlp, env)?;
             if otlp.pause_events {
                 for source in &mut config.gc_log {
@@ -367,75 +339,6 @@ impl Ctx<'_> {
             config.otlp = Some(otlp);
         }
         Ok(config)
-    }
-
-    /// A duration bounded from below, for settings that misbehave when too short.
-    fn at_least(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-        min: Duration,
-    ) -> Result<Duration, ConfigError> {
-        self.within(v, path, min, Duration::MAX)
-    }
-
-    fn within(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-        min: Duration,
-        max: Duration,
-    ) -> Result<Duration, ConfigError> {
-        let d = self.duration(v, path)?;
-        let (bound, limit) = match d {
-            d if d < min => ("below the minimum", min),
-            d if d > max => ("above the maximum", max),
-            d => return Ok(d),
-        };
-        Err(self.err(
-            v.span(),
-            path,
-            format!(
-                "{} is {bound} of {}",
-                humantime::format_duration(d),
-                humantime::format_duration(limit)
-            ),
-        ))
-    }
-
-    /// `max_line_bytes` of a GC or access log source.
-    fn line_cap(&self, v: &Spanned<Value>, path: &[Seg]) -> Result<usize, ConfigError> {
-        self.integer_in(
-            v,
-            path,
-            MIN_MAX_LINE_BYTES..=MAX_MAX_LINE_BYTES,
-            " (16 MiB)",
-        )
-    }
-
-    /// An integer in `range`; `note` follows the range in the message.
-    fn integer_in(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-        range: std::ops::RangeInclusive<usize>,
-        note: &str,
-    ) -> Result<usize, ConfigError> {
-        let Value::Integer(n) = v.get_ref() else {
-            return Err(self.type_err(v, path, "an integer"));
-        };
-        match usize::try_from(*n) {
-            Ok(n) if range.contains(&n) => Ok(n),
-            _ => Err(self.err(
-                v.span(),
-                path,
-                format!(
-                    "{n} is out of range {}..={}{note}",
-                    range.start(),
-                    range.end()
-                ),
-            )),
-        }
     }
 }
 

@@ -6,13 +6,16 @@
 //! defaults; a key in the file wins over the environment.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
 use serde::Deserialize;
-use toml::{Spanned, Value};
+use toml::Spanned;
 
+use super::http_client::RawTls;
 use super::spans::{key, ConfigError, Ctx, Seg};
+use super::values::{AttributeName, Flag, Positive, Table, Text};
 
 /// The transport of OTLP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,17 +81,18 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "an [otlp] table")]
 pub(super) struct RawOtlp {
-    endpoint: Option<Spanned<Value>>,
-    protocol: Option<Spanned<Value>>,
-    interval: Option<Spanned<Value>>,
-    timeout: Option<Spanned<Value>>,
-    headers: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
-    temporality: Option<Spanned<Value>>,
-    tls_config: Option<Spanned<Value>>,
-    resource_attributes: Option<BTreeMap<Spanned<String>, Spanned<String>>>,
-    gc_cause: Option<Spanned<Value>>,
-    pause_events: Option<Spanned<Value>>,
-    logs_endpoint: Option<Spanned<Value>>,
+    endpoint: Option<Spanned<Text>>,
+    protocol: Option<Spanned<Text>>,
+    interval: Option<Positive>,
+    timeout: Option<Positive>,
+    headers: Option<BTreeMap<Spanned<String>, String>>,
+    temporality: Option<Spanned<Text>>,
+    tls_config: Option<Spanned<Table<RawTls>>>,
+    #[serde(default)]
+    resource_attributes: BTreeMap<AttributeName, String>,
+    gc_cause: Option<Flag>,
+    pause_events: Option<Spanned<Flag>>,
+    logs_endpoint: Option<Spanned<Text>>,
 }
 
 /// Reads environment variables; tests pass their own.
@@ -110,13 +114,13 @@ fn otlp_env(env: Env, suffix: &str) -> Option<(String, String)> {
 
 /// A setting that comes from the file (with its span and key) or from an
 /// environment variable (by name), for errors that say which.
-enum Origin<'v> {
-    File(&'v Spanned<Value>, Vec<Seg>),
+enum Origin {
+    File(Range<usize>, Vec<Seg>),
     Env(String),
 }
 
 impl Ctx<'_> {
-    pub(super) fn otlp(&self, raw: &RawOtlp, env: Env) -> Result<OtlpConfig, ConfigError> {
+    pub(super) fn otlp(&self, raw: RawOtlp, env: Env) -> Result<OtlpConfig, ConfigError> {
         let at = |k: &str| vec![key("otlp"), key(k)];
         let from_env = |name: String| ConfigError {
             file: self.origin.to_path_buf(),
@@ -125,7 +129,7 @@ impl Ctx<'_> {
             message: format!("environment variable {name}: "),
         };
         let fail = |origin: &Origin, message: String| match origin {
-            Origin::File(v, path) => self.err(v.span(), path, message),
+            Origin::File(span, path) => self.err(span.clone(), path, message),
             Origin::Env(name) => {
                 let mut e = from_env(name.clone());
                 e.message.push_str(&message);
@@ -133,7 +137,7 @@ impl Ctx<'_> {
             }
         };
 
-        let protocol = match self.named_choice(&raw.protocol, "protocol", otlp_env(env, "PROTOCOL"))? {
+        let protocol = match Self::named_choice(&raw.protocol, "protocol", otlp_env(env, "PROTOCOL")) {
             None => Protocol::HttpProtobuf,
             Some((text, origin)) => match text.as_str() {
                 "grpc" => Protocol::Grpc,
@@ -147,9 +151,8 @@ impl Ctx<'_> {
 
         let endpoint = match &raw.endpoint {
             Some(v) => {
-                let path = at("endpoint");
-                let text = self.string(v, &path)?;
-                let origin = Origin::File(v, path);
+                let origin = Origin::File(v.span(), at("endpoint"));
+                let text = &v.get_ref().0;
                 endpoint_url(text, protocol, METRICS_PATH, false).map_err(|m| fail(&origin, m))?
             }
             None => {
@@ -173,8 +176,8 @@ impl Ctx<'_> {
             }
         };
 
-        let interval = match &raw.interval {
-            Some(v) => self.positive_duration(v, &at("interval"))?,
+        let interval = match raw.interval {
+            Some(v) => v.0,
             None => match env("OTEL_METRIC_EXPORT_INTERVAL").filter(|v| !v.is_empty()) {
                 Some(ms) => env_millis("OTEL_METRIC_EXPORT_INTERVAL", &ms).map_err(|m| {
                     fail(&Origin::Env("OTEL_METRIC_EXPORT_INTERVAL".to_string()), m)
@@ -182,8 +185,8 @@ impl Ctx<'_> {
                 None => DEFAULT_INTERVAL,
             },
         };
-        let timeout = match &raw.timeout {
-            Some(v) => self.positive_duration(v, &at("timeout"))?,
+        let timeout = match raw.timeout {
+            Some(v) => v.0,
             None => match otlp_env(env, "TIMEOUT") {
                 Some((name, ms)) => {
                     env_millis(&name, &ms).map_err(|m| fail(&Origin::Env(name.clone()), m))?
@@ -198,10 +201,10 @@ impl Ctx<'_> {
                 for (name, value) in table {
                     let mut path = at("headers");
                     path.push(Seg::Key(name.get_ref().clone()));
-                    if let Some(problem) = header_problem(name.get_ref(), value.get_ref()) {
+                    if let Some(problem) = header_problem(name.get_ref(), value) {
                         return Err(self.err(name.span(), &path, problem));
                     }
-                    headers.insert(name.get_ref().to_ascii_lowercase(), value.get_ref().clone());
+                    headers.insert(name.get_ref().to_ascii_lowercase(), value.clone());
                 }
                 headers
             }
@@ -214,7 +217,7 @@ impl Ctx<'_> {
         };
 
         let preference = otlp_env(env, "TEMPORALITY_PREFERENCE");
-        let temporality = match self.named_choice(&raw.temporality, "temporality", preference)? {
+        let temporality = match Self::named_choice(&raw.temporality, "temporality", preference) {
             None => Temporality::Cumulative,
             Some((text, origin)) => match text.as_str() {
                 "cumulative" => Temporality::Cumulative,
@@ -230,7 +233,7 @@ impl Ctx<'_> {
             },
         };
 
-        let tls = match &raw.tls_config {
+        let tls = match raw.tls_config {
             Some(v) => self.otlp_tls(v, &at("tls_config"), &endpoint)?,
             None => {
                 // The SDKs' variables: each names one PEM file.
@@ -259,31 +262,16 @@ impl Ctx<'_> {
             }
         };
 
-        let mut resource_attributes = BTreeMap::new();
-        for (name, value) in raw.resource_attributes.iter().flatten() {
-            if name.get_ref().trim().is_empty() {
-                let mut path = at("resource_attributes");
-                path.push(Seg::Key(name.get_ref().clone()));
-                return Err(self.err(name.span(), &path, "an attribute name must not be empty"));
-            }
-            resource_attributes.insert(name.get_ref().clone(), value.get_ref().clone());
-        }
-
-        let flag = |value: &Option<Spanned<Value>>, k: &str| match value {
-            Some(v) => v
-                .get_ref()
-                .as_bool()
-                .ok_or_else(|| self.type_err(v, &at(k), "true or false")),
-            None => Ok(false),
-        };
-        let gc_cause = flag(&raw.gc_cause, "gc_cause")?;
-        let pause_events = flag(&raw.pause_events, "pause_events")?;
+        let resource_attributes = (raw.resource_attributes.into_iter())
+            .map(|(name, value)| (name.0, value))
+            .collect();
+        let gc_cause = raw.gc_cause.is_some_and(|f| f.0);
+        let pause_events = raw.pause_events.as_ref().is_some_and(|f| f.get_ref().0);
         let logs_endpoint = match (&raw.logs_endpoint, protocol) {
             _ if !pause_events => None,
             (Some(v), _) => {
-                let path = at("logs_endpoint");
-                let text = self.string(v, &path)?;
-                let origin = Origin::File(v, path);
+                let origin = Origin::File(v.span(), at("logs_endpoint"));
+                let text = &v.get_ref().0;
                 Some(endpoint_url(text, protocol, LOGS_PATH, false).map_err(|m| fail(&origin, m))?)
             }
             (None, Protocol::Grpc) => Some(endpoint.clone()),
@@ -332,7 +320,7 @@ impl Ctx<'_> {
     /// gRPC client taking neither.
     fn otlp_tls(
         &self,
-        value: &Spanned<Value>,
+        value: Spanned<Table<RawTls>>,
         path: &[Seg],
         endpoint: &str,
     ) -> Result<TlsFiles, ConfigError> {
@@ -343,17 +331,18 @@ impl Ctx<'_> {
                 format!("{endpoint:?} is plain http: TLS settings would be ignored; use an https:// endpoint or remove tls_config"),
             ));
         }
-        let settings = self.tls_settings(value, path)?;
+        let span = value.span();
+        let settings = self.tls_settings(value.into_inner().0, path, &span)?;
         if settings.server_name.is_some() || settings.insecure_skip_verify {
             return Err(self.err(
-                value.span(),
+                span,
                 path,
                 "server_name and insecure_skip_verify are not supported for [otlp]",
             ));
         }
         let read = |file: &Path| {
             std::fs::read(file)
-                .map_err(|e| self.err(value.span(), path, format!("{}: {e}", file.display())))
+                .map_err(|e| self.err(span.clone(), path, format!("{}: {e}", file.display())))
         };
         let client = match (&settings.cert_file, &settings.identity) {
             (Some(cert_file), Some(identity)) => Some((
@@ -370,23 +359,22 @@ impl Ctx<'_> {
 
     /// A named choice from the file's `[otlp] k`, else from the environment
     /// (lower-cased, as the SDKs read it), else `None` for the default.
-    fn named_choice<'v>(
-        &self,
-        value: &'v Option<Spanned<Value>>,
+    fn named_choice(
+        value: &Option<Spanned<Text>>,
         k: &str,
         from_env: Option<(String, String)>,
-    ) -> Result<Option<(String, Origin<'v>)>, ConfigError> {
+    ) -> Option<(String, Origin)> {
         let (text, origin) = match value {
             Some(v) => {
-                let path = vec![key("otlp"), key(k)];
-                (self.string(v, &path)?.to_string(), Origin::File(v, path))
+                let origin = Origin::File(v.span(), vec![key("otlp"), key(k)]);
+                (v.get_ref().0.clone(), origin)
             }
-            None => match from_env {
-                Some((name, value)) => (value.to_ascii_lowercase(), Origin::Env(name)),
-                None => return Ok(None),
-            },
+            None => {
+                let (name, value) = from_env?;
+                (value.to_ascii_lowercase(), Origin::Env(name))
+            }
         };
-        Ok(Some((text.trim().to_string(), origin)))
+        Some((text.trim().to_string(), origin))
     }
 }
 

@@ -4,10 +4,12 @@
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use toml::de::{DeTable, DeValue};
 use toml::{Spanned, Value};
+
+use super::http_client::reworded_unknown_key;
+use super::values;
 
 /// A configuration error, located as precisely as the input allows.
 ///
@@ -168,8 +170,15 @@ impl Ctx<'_> {
     /// Converts a toml/serde error: line from its span, key from the span tree.
     pub(super) fn toml_error(&self, e: &toml::de::Error) -> ConfigError {
         let span = e.span();
-        let key = span.as_ref().and_then(|s| self.key_at(s, e.message()));
+        let path = span.as_ref().and_then(|s| self.key_at(s, e.message()));
         let mut message = one_line(e.message().to_string());
+        if let Some(reworded) = path
+            .as_ref()
+            .and_then(|p| reworded_unknown_key(p, &message))
+        {
+            message = reworded;
+        }
+        let key = path.as_deref().map(render_path);
         if key.as_deref() == Some("gc_log") && message.ends_with("expected a sequence") {
             // `[gc_log]` instead of `[[gc_log]]` is the likely slip.
             message.push_str("; write each source as a [[gc_log]] table (double brackets)");
@@ -186,7 +195,7 @@ impl Ctx<'_> {
     /// parses and the smallest key or value span covering the error wins. For
     /// syntax errors the recovered partial document is used, and only keys on
     /// the error's own line are trusted.
-    fn key_at(&self, span: &Range<usize>, message: &str) -> Option<String> {
+    fn key_at(&self, span: &Range<usize>, message: &str) -> Option<Vec<Seg>> {
         let (doc, errors) = DeTable::parse_recoverable(self.text);
         let root = Spanned::new(doc.span(), DeValue::Table(doc.into_inner()));
         let mut entries = Vec::new();
@@ -194,7 +203,7 @@ impl Ctx<'_> {
         let pos = span.start;
         let smallest = |it: &mut dyn Iterator<Item = (&Entry, &Range<usize>)>| {
             it.min_by_key(|(e, s)| (s.end.saturating_sub(s.start), usize::MAX - e.path.len()))
-                .map(|(e, _)| render_path(&e.path))
+                .map(|(e, _)| e.path.clone())
         };
 
         if errors.is_empty() {
@@ -232,7 +241,7 @@ impl Ctx<'_> {
             path.push(Seg::Key(
                 name.trim_matches(|c| c == '"' || c == '\'').to_string(),
             ));
-            return Some(render_path(&path));
+            return Some(path);
         }
         let on_line = |e: &&Entry| {
             e.key_span
@@ -251,7 +260,7 @@ impl Ctx<'_> {
             .iter()
             .filter(on_line)
             .max_by_key(|e| e.key_span.as_ref().map(|k| k.start))
-            .map(|e| render_path(&e.path))
+            .map(|e| e.path.clone())
     }
 
     /// The line of a nested key, found in the document's span tree (inner
@@ -270,116 +279,33 @@ impl Ctx<'_> {
     }
 
     // -----------------------------------------------------------------------
-    // Typed readers. Scalars with their own validation are read as
-    // `Spanned<Value>` so type errors get our wording and the key's exact line.
+    // For `[alerts]`, still read as a plain table: the checks of `values`,
+    // their errors placed on the value's line.
 
-    pub(super) fn type_err(&self, v: &Spanned<Value>, path: &[Seg], expected: &str) -> ConfigError {
-        self.err(
-            v.span(),
-            path,
-            format!("expected {expected}, found {}", v.get_ref().type_str()),
-        )
-    }
-
-    pub(super) fn string<'v>(
+    /// `check` of the value, its error located at the value.
+    pub(super) fn value<'v, T>(
         &self,
         v: &'v Spanned<Value>,
         path: &[Seg],
-    ) -> Result<&'v str, ConfigError> {
-        v.get_ref()
-            .as_str()
-            .ok_or_else(|| self.type_err(v, path, "a string"))
+        check: impl FnOnce(&'v Value) -> Result<T, String>,
+    ) -> Result<T, ConfigError> {
+        check(v.get_ref()).map_err(|message| self.err(v.span(), path, message))
     }
 
-    /// A non-empty string; its absence is reported on the `table`'s line.
-    pub(super) fn required_string(
-        &self,
-        table: Range<usize>,
-        value: &Option<Spanned<Value>>,
-        path: &[Seg],
-        what: &str,
-    ) -> Result<String, ConfigError> {
-        let Some(v) = value else {
-            return Err(self.err(
-                table,
-                path,
-                format!(
-                    "missing required key `{}` ({what})",
-                    render_path(&path[path.len() - 1..])
-                ),
-            ));
-        };
-        let text = self.string(v, path)?;
-        if text.trim().is_empty() {
-            return Err(self.err(v.span(), path, "must not be empty"));
-        }
-        Ok(text.to_string())
+    /// A required key that is missing, reported on its `table`'s line.
+    pub(super) fn missing(&self, table: Range<usize>, path: &[Seg], what: &str) -> ConfigError {
+        self.err(
+            table,
+            path,
+            format!(
+                "missing required key `{}` ({what})",
+                render_path(&path[path.len() - 1..])
+            ),
+        )
     }
 
-    pub(super) fn optional_string(
-        &self,
-        value: &Option<Spanned<Value>>,
-        path: &[Seg],
-    ) -> Result<Option<String>, ConfigError> {
-        value
-            .as_ref()
-            .map(|v| self.string(v, path).map(str::to_string))
-            .transpose()
-    }
-
-    pub(super) fn duration(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-    ) -> Result<Duration, ConfigError> {
-        let s = v
-            .get_ref()
-            .as_str()
-            .ok_or_else(|| self.type_err(v, path, "a duration string such as \"250ms\""))?;
-        humantime::parse_duration(s.trim())
-            .map_err(|e| self.err(v.span(), path, format!("invalid duration {s:?}: {e}")))
-    }
-
-    /// Zero would turn a periodic loop into a busy loop.
-    pub(super) fn positive_duration(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-    ) -> Result<Duration, ConfigError> {
-        let d = self.duration(v, path)?;
-        if d.is_zero() {
-            return Err(self.err(v.span(), path, "must be greater than zero"));
-        }
-        Ok(d)
-    }
-
-    /// An integer or float; `expected` words the type error.
-    pub(super) fn number(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-        expected: &str,
-    ) -> Result<f64, ConfigError> {
-        match v.get_ref() {
-            Value::Float(f) => Ok(*f),
-            Value::Integer(n) => Ok(*n as f64),
-            _ => Err(self.type_err(v, path, expected)),
-        }
-    }
-
-    /// A share of something, in (0, 1]: zero would make every case qualify.
-    pub(super) fn share(
-        &self,
-        v: &Spanned<Value>,
-        path: &[Seg],
-        expected: &str,
-    ) -> Result<f64, ConfigError> {
-        let share = self.number(v, path, expected)?;
-        if share > 0.0 && share <= 1.0 {
-            Ok(share)
-        } else {
-            Err(self.err(v.span(), path, format!("{share} is not in (0, 1]")))
-        }
+    pub(super) fn type_err(&self, v: &Spanned<Value>, path: &[Seg], expected: &str) -> ConfigError {
+        self.err(v.span(), path, values::expected(expected, v.get_ref()))
     }
 }
 

@@ -288,13 +288,23 @@ fn vm_args(proc_root: &Path, process: &JavaProcess) -> Option<Vec<String>> {
     Some(options)
 }
 
+/// The GC log files a JVM writes, and whether they carry its safepoints.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JvmGcLogs {
+    pub files: Vec<PathBuf>,
+    /// Whether a file with its GC output also has the `safepoint` tag (or,
+    /// on JDK 8, `-XX:+PrintGCApplicationStoppedTime`): else the probes
+    /// supply its safepoints beside the log's pauses.
+    pub safepoints: bool,
+}
+
 /// The GC log files the JVM writes, from its options (see
 /// [`jvm_options`]), as the agent can open them: through /proc/PID/root
 /// when the JVM is in another mount namespace. Of the names a file may have
 /// (`%t` at the process's start and the second after, as the JVM takes its
 /// time a moment after the process starts; `-Xloggc`'s `%p` as JDK 8 and as
 /// JDK 9+ write it), the first that exists, else the first.
-pub fn gc_logs(proc_root: &Path, process: &JavaProcess) -> Vec<PathBuf> {
+pub fn gc_logs(proc_root: &Path, process: &JavaProcess) -> JvmGcLogs {
     let cwd = process.cwd();
     let options = jvm_options(proc_root, process, &cwd);
     let at = |offset: i64| {
@@ -302,7 +312,8 @@ pub fn gc_logs(proc_root: &Path, process: &JavaProcess) -> Vec<PathBuf> {
         gc_log_files(&cwd, process.nspid, Some(started), &options)
     };
     let (now, next) = (at(0), at(1));
-    now.into_iter()
+    let files = now
+        .into_iter()
         .zip(next)
         .filter_map(|(now, next)| {
             let names: Vec<PathBuf> = now
@@ -313,7 +324,38 @@ pub fn gc_logs(proc_root: &Path, process: &JavaProcess) -> Vec<PathBuf> {
             let written = names.iter().find(|name| log_exists(name));
             written.or(names.first()).cloned()
         })
-        .collect()
+        .collect();
+    JvmGcLogs {
+        files,
+        safepoints: logs_safepoints(&options),
+    }
+}
+
+/// Whether the JVM's GC log has its safepoints: an `-Xlog` file output
+/// selecting both the `gc` and the `safepoint` tags, or JDK 8's
+/// stopped-time lines. One answer per JVM: a JVM writing two GC logs of
+/// which only one has them is taken as having them.
+fn logs_safepoints(arguments: &[String]) -> bool {
+    let unified = arguments
+        .iter()
+        .filter_map(|a| a.strip_prefix("-Xlog:"))
+        .filter_map(|option| {
+            let mut parts = split_unquoted(option, ':');
+            let selectors = parts.next()?;
+            parts.next()?.strip_prefix("file=")?;
+            Some(selectors)
+        })
+        .any(|selectors| writes_gc(selectors) && selects_tag(selectors, "safepoint"));
+    let jdk8 = arguments.iter().any(|a| a.starts_with("-Xloggc:"))
+        && arguments
+            .iter()
+            .rev()
+            .find_map(|a| {
+                a.strip_prefix("-XX:")
+                    .filter(|f| f.ends_with("PrintGCApplicationStoppedTime"))
+            })
+            .is_some_and(|flag| flag.starts_with('+'));
+    unified || jdk8
 }
 
 /// The files a JVM's GC logging options send `gc`-tagged output to, as
@@ -378,9 +420,15 @@ pub(super) fn gc_log_files(
 
 /// Whether an `-Xlog` selection (`gc*,safepoint=info`) includes the `gc` tag.
 fn writes_gc(selectors: &str) -> bool {
+    selects_tag(selectors, "gc")
+}
+
+/// Whether an `-Xlog` selection (`gc*,safepoint=info`) includes `tag`,
+/// alone or with others, at a level other than `off`.
+fn selects_tag(selectors: &str, tag: &str) -> bool {
     selectors.split(',').any(|selector| {
-        let tags = selector.split('=').next().unwrap_or("");
-        tags.split('+').any(|tag| tag.trim_end_matches('*') == "gc")
+        let (tags, level) = selector.split_once('=').unwrap_or((selector, "info"));
+        level != "off" && tags.split('+').any(|t| t.trim_end_matches('*') == tag)
     })
 }
 
@@ -541,13 +589,16 @@ mod tests {
         assert_eq!(process.service, "Main");
         assert_eq!(process.started, table.started(100).unwrap());
         assert_eq!(
-            gc_logs(proc_root.path(), process),
+            gc_logs(proc_root.path(), process).files,
             [logs.join("gc-pid7.log")]
         );
         // As JDK 9+ names it, when that is the file there.
         std::fs::remove_file(logs.join("gc-pid7.log.1.current")).unwrap();
         std::fs::write(logs.join("gc-7.log"), "").unwrap();
-        assert_eq!(gc_logs(proc_root.path(), process), [logs.join("gc-7.log")]);
+        assert_eq!(
+            gc_logs(proc_root.path(), process).files,
+            [logs.join("gc-7.log")]
+        );
         // Reported once; again after `forget`.
         table.refresh();
         assert!(scanner.scan(&table).is_empty());
@@ -586,7 +637,30 @@ mod tests {
         let logs = receiver
             .recv_timeout(std::time::Duration::from_secs(10))
             .expect("reading the options waited on the FIFO");
-        assert_eq!(logs, [cwd.path().join("gc.log")]);
+        assert_eq!(logs.files, [cwd.path().join("gc.log")]);
+    }
+
+    #[test]
+    fn a_gc_log_has_safepoints_when_its_output_selects_them() {
+        let has = |line: &str| logs_safepoints(&args(line));
+        assert!(has("java -Xlog:gc*,safepoint:file=gc.log:uptime Main"));
+        assert!(has(
+            "java -Xlog:gc+heap=debug,safepoint*=info:file=\"a:b.log\" Main"
+        ));
+        // To stderr, to another file, or turned off: the log has none.
+        assert!(!has(
+            "java -Xlog:gc*:file=gc.log -Xlog:safepoint:stderr Main"
+        ));
+        assert!(!has("java -Xlog:gc*,safepoint=off:file=gc.log Main"));
+        assert!(!has("java -Xlog:gc*:file=gc.log -Xlog:safepoint=info Main"));
+        // JDK 8: the stopped-time lines, the last flag winning.
+        assert!(has(
+            "java -Xloggc:gc.log -XX:+PrintGCApplicationStoppedTime Main"
+        ));
+        assert!(!has(
+            "java -Xloggc:gc.log -XX:+PrintGCApplicationStoppedTime -XX:-PrintGCApplicationStoppedTime Main"
+        ));
+        assert!(!has("java -XX:+PrintGCApplicationStoppedTime Main"));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::follow::{
 };
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
-use crate::store::{AgentState, PauseSource, Store, StreamId};
+use crate::store::{AgentState, PauseSource, SafepointSource, Store, StreamId};
 
 pub mod access_log;
 pub mod discovery;
@@ -532,7 +532,9 @@ impl Registry {
                 continue;
             }
             let proc_root = PathBuf::from(PROC_ROOT);
-            let logs: Vec<PathBuf> = discovery::gc_logs(&proc_root, &process)
+            let gc_logs = discovery::gc_logs(&proc_root, &process);
+            let logs: Vec<PathBuf> = gc_logs
+                .files
                 .iter()
                 .map(|file| procfs::canonical(file))
                 .collect();
@@ -588,6 +590,12 @@ impl Registry {
                 (true, Ok(())) => PauseSource::Ebpf,
                 (true, Err(_)) => PauseSource::Hsperfdata,
             };
+            // Beside a GC log without them, the probes give the safepoints.
+            let safepoint_source = match (pause_source, &ebpf) {
+                (PauseSource::GcLog, _) if gc_logs.safepoints => SafepointSource::GcLog,
+                (PauseSource::GcLog | PauseSource::Ebpf, Ok(())) => SafepointSource::Ebpf,
+                _ => SafepointSource::None,
+            };
             found.push(Box::new(runtime_stats::RuntimeStatsSource::start(
                 process,
                 runtime_stats::Placement {
@@ -598,6 +606,7 @@ impl Registry {
                     proc_root,
                     pause_source,
                     ebpf_reason: ebpf.err(),
+                    safepoint_source,
                 },
                 &self.config.runtime_stats,
                 self.config.discovery.grace,

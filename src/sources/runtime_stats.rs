@@ -32,7 +32,9 @@ use crate::model::runtime::{
     collector_of, gc_label_of_counter, recover_pauses, CollectorStats, MemoryPool, PauseCounters,
     Recovered, RuntimeStats,
 };
-use crate::store::{AgentState, Discovered, PauseSource, Store, StreamId, StreamState};
+use crate::store::{
+    AgentState, Discovered, PauseSource, SafepointSource, Store, StreamId, StreamState,
+};
 
 /// Reads of the counters that may disagree before a sample is given up (the
 /// next one will do): the JVM updates them during a collection.
@@ -239,6 +241,8 @@ pub struct Placement {
     pub pause_source: PauseSource,
     /// Why eBPF does not measure it, when it does not.
     pub ebpf_reason: Option<String>,
+    /// The one input its safepoints come from.
+    pub safepoint_source: SafepointSource,
 }
 
 /// Samples one JVM's hsperfdata.
@@ -297,6 +301,7 @@ impl RuntimeStatsSource {
             proc_root,
             pause_source,
             ebpf_reason,
+            safepoint_source,
         } = placement;
         let unavailable = if !config.enabled {
             Some("disabled".to_string())
@@ -316,6 +321,8 @@ impl RuntimeStatsSource {
                 pid: process.pid,
                 pause_source,
                 ebpf_reason,
+                safepoint_source,
+                log_probe_mismatch: None,
             };
             if owns_stream {
                 let mut stream = StreamState {

@@ -295,8 +295,8 @@ pub static CATALOG: &[Family] = &[
         name: "pausewatch_jvm_discovered",
         kind: Kind::Info,
         unit: Unit::None,
-        help: "A JVM discovery found; runtime_stats says whether its hsperfdata is read, reason why not; pause_source which one input its pauses come from (gc_log, ebpf or hsperfdata), ebpf_reason why eBPF does not measure it. The value is always 1.",
-        labels: &["user", "runtime_stats", "reason", "pause_source", "ebpf_reason"],
+        help: "A JVM discovery found; runtime_stats says whether its hsperfdata is read, reason why not; pause_source which one input its pauses come from (gc_log, ebpf or hsperfdata), ebpf_reason why eBPF does not measure it, safepoint_source which one input its safepoints come from (gc_log with the safepoint tag, else ebpf, also beside a GC log, else none). The value is always 1.",
+        labels: &["user", "runtime_stats", "reason", "pause_source", "ebpf_reason", "safepoint_source"],
         semconv: None,
         scopes: &[Scope::Stream(|s, _| discovered(s))],
     },
@@ -336,6 +336,18 @@ pub static CATALOG: &[Family] = &[
         semconv: None,
         scopes: &[Scope::Stream(|s, _| {
             runtime(s, |r| known(r.safepoint_probe_mismatch.map(Value::Float)))
+        })],
+    },
+    Family {
+        name: "pausewatch_gc_log_probe_mismatch",
+        kind: Kind::Gauge,
+        unit: Unit::None,
+        help: "For a JVM whose GC log supplies the pauses and whose libjvm.so the probes are attached to: pauses counted from the log minus those the probes recorded, less that difference at the first comparison; non-zero for long, the log misses pauses (or has lines the agent does not read).",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| {
+            let discovered = s.discovered.as_ref();
+            known(discovered.and_then(|d| d.log_probe_mismatch).map(Value::Float))
         })],
     },
     Family {

@@ -96,6 +96,7 @@ pub(super) fn discovered(stream: &StreamState) -> Vec<Sample<'_>> {
         reason.into(),
         discovered.pause_source.as_str().into(),
         discovered.ebpf_reason.as_deref().unwrap_or("").into(),
+        discovered.safepoint_source.as_str().into(),
     ])
 }
 

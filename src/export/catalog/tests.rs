@@ -115,7 +115,10 @@ fn every_scope() -> AgentState {
     );
     stream.latency = Some(latency);
     stream.jvm.add_cpu(minute.timestamp(), 0.3, 1.5, Some(2.0));
-    stream.discovered = Some(crate::store::Discovered::default());
+    stream.discovered = Some(crate::store::Discovered {
+        log_probe_mismatch: Some(0.0),
+        ..crate::store::Discovered::default()
+    });
     stream.runtime = Some(RuntimeStats {
         collectors: vec![CollectorStats {
             name: "G1 young collection pauses".to_string(),

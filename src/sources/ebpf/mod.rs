@@ -65,7 +65,10 @@ impl Ebpf {
         }
         #[cfg(all(feature = "ebpf", target_os = "linux"))]
         match probes::Probes::load() {
-            Ok(loaded) => ebpf.probes = Some(std::sync::Arc::new(std::sync::Mutex::new(loaded))),
+            Ok(mut loaded) => {
+                loaded.attach_installed();
+                ebpf.probes = Some(std::sync::Arc::new(std::sync::Mutex::new(loaded)));
+            }
             Err((reason, error)) => {
                 tracing::warn!(reason, error, "eBPF safepoint probes cannot be loaded (they need CAP_BPF and CAP_PERFMON): the pauses of JVMs without a GC log come from hsperfdata");
                 ebpf.unavailable = Some(reason);

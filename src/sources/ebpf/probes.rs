@@ -30,6 +30,18 @@ const PROBES: [(&str, &str, &str); 7] = [
     ("pool_end", "hotspot", "mem__pool__gc__end"),
 ];
 
+/// Where JDK packages and images install libjvm.so: Debian's and Red
+/// Hat's packages, JDK 8's `jre/lib/ARCH/server`, and the images that put
+/// a JDK under `/opt` (Eclipse Temurin's `/opt/java/openjdk`) or `/usr/local`.
+const INSTALLED_LIBJVM: [&str; 6] = [
+    "/usr/lib/jvm/*/lib/server/libjvm.so",
+    "/usr/lib/jvm/*/jre/lib/*/server/libjvm.so",
+    "/usr/java/*/lib/server/libjvm.so",
+    "/opt/java/*/lib/server/libjvm.so",
+    "/opt/*/lib/server/libjvm.so",
+    "/usr/local/*/lib/server/libjvm.so",
+];
+
 /// Why a JVM is not measured by eBPF, as `/metrics` says it
 /// (`pausewatch_jvm_discovered{ebpf_reason}`).
 pub const PERMISSION_DENIED: &str = "permission_denied";
@@ -100,22 +112,41 @@ impl Probes {
                 format!("no libjvm.so in {}/{pid}/maps", proc_root.display()),
             )
         })?;
-        let metadata = std::fs::metadata(&library)
-            .map_err(|e| (NO_LIBJVM, format!("{}: {e}", library.display())))?;
+        self.attach_file(&library)
+            .map_err(|error| (ATTACH_FAILED, error))
+    }
+
+    /// Attaches the JDKs installed where packages and images put them, so
+    /// that the first JVM of each is covered from its first safepoint, not
+    /// from its discovery; a JDK elsewhere is attached when a JVM running
+    /// it is discovered.
+    pub fn attach_installed(&mut self) {
+        let libraries = INSTALLED_LIBJVM
+            .iter()
+            .filter_map(|pattern| glob::glob(pattern).ok())
+            .flatten()
+            .flatten();
+        for library in libraries {
+            let _ = self.attach_file(&library);
+        }
+    }
+
+    /// Attaches `library` unless its file is attached already (or could
+    /// not be, which is not tried again).
+    fn attach_file(&mut self, library: &Path) -> Result<(), String> {
+        let metadata =
+            std::fs::metadata(library).map_err(|e| format!("{}: {e}", library.display()))?;
         let file = (metadata.dev(), metadata.ino());
         let object = &self.object;
         let attached = self.attached.entry(file).or_insert_with(|| {
-            let links = attach(object, &library);
+            let links = attach(object, library);
             match &links {
                 Ok(_) => tracing::info!(library = %library.display(), "eBPF safepoint probes attached"),
                 Err(error) => tracing::warn!(library = %library.display(), error, "eBPF safepoint probes cannot be attached: its JVMs' pauses come from hsperfdata"),
             }
             links
         });
-        match attached {
-            Ok(_) => Ok(()),
-            Err(error) => Err((ATTACH_FAILED, error.clone())),
-        }
+        attached.as_ref().map(|_| ()).map_err(Clone::clone)
     }
 
     /// The records the ring buffer holds now, without waiting.

@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::Utc;
-use pausewatch_parsers::{Collector, JvmRun};
+use pausewatch_parsers::{Collector, GcEvent, JvmRun};
 
 use super::probes::Probes;
 use super::record::{Converter, SafepointRecord};
 use super::EbpfCheckpoint;
 use crate::sources::{Source, SourceCheckpoint, SourceKey};
-use crate::store::{AgentState, PauseSource, Store, StreamId};
+use crate::store::{AgentState, PauseSource, SafepointSource, Store, StreamId};
 
 /// Records of one JVM kept while no stream takes them, at most: a JVM that
 /// started after its libjvm.so was attached is covered from its first
@@ -43,6 +43,50 @@ struct Check {
     recorded: u64,
 }
 
+/// What the probes give a JVM's stream.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Role {
+    /// Every pause and safepoint: the JVM has no GC log.
+    Measures,
+    /// A count of pauses to hold its GC log's against, and its safepoints
+    /// when the log has none.
+    ChecksLog { safepoints: bool },
+}
+
+/// The pause counts of a JVM's GC log and of the probes, compared once
+/// both have been still for the time a log line may take to be read.
+#[derive(Default)]
+struct LogCheck {
+    /// Pauses the probes recorded, and when the last one ended.
+    recorded: u64,
+    last_end_ns: u64,
+    /// The log's count at the previous poll.
+    logged: Option<u64>,
+    /// Logged minus recorded at the first comparison: the log may hold
+    /// pauses from before the probes were attached.
+    baseline: Option<f64>,
+}
+
+impl LogCheck {
+    /// Logged minus recorded, less the baseline, when neither moved since
+    /// the previous poll and the last recorded pause ended at least
+    /// [`LOG_FLUSH_ALLOWANCE`] before `now_ns`.
+    fn compare(&mut self, logged: u64, now_ns: u64) -> Option<f64> {
+        let still = self.logged.replace(logged) == Some(logged);
+        let flushed =
+            now_ns.saturating_sub(self.last_end_ns) >= LOG_FLUSH_ALLOWANCE.as_nanos() as u64;
+        if !(still && flushed) {
+            return None;
+        }
+        let difference = logged as f64 - self.recorded as f64;
+        Some(difference - *self.baseline.get_or_insert(difference))
+    }
+}
+
+/// How long after a pause its log line may still be unread: HotSpot
+/// writes it at the pause's end, the agent reads it at its next poll.
+const LOG_FLUSH_ALLOWANCE: Duration = Duration::from_secs(1);
+
 /// The error kind counting the safepoints of JVMs measured before a
 /// restart that ran between the last checkpoint and the new attachment.
 const MISSED_WHILE_DOWN: &str = "ebpf_safepoints_missed_while_down";
@@ -54,6 +98,8 @@ pub struct EbpfSource {
     pending: HashMap<u32, Vec<SafepointRecord>>,
     keep_pending: Duration,
     checks: HashMap<u32, Check>,
+    /// Log-against-probes pause counts of JVMs whose GC log supplies them.
+    log_checks: HashMap<u32, LogCheck>,
     /// Drops already counted in the store.
     dropped: u64,
     /// The previous run's [`EbpfCheckpoint::reached`] of JVMs not compared yet.
@@ -135,21 +181,29 @@ impl EbpfSource {
             pending: HashMap::new(),
             keep_pending: discovery_interval * 2 + PENDING_SLACK,
             checks: HashMap::new(),
+            log_checks: HashMap::new(),
             dropped: 0,
             restored,
         }
     }
 
-    /// The discovered JVMs by host pid, with their stream when eBPF
-    /// measures them (`None`: another source does, its records are not kept).
-    fn streams(state: &AgentState) -> HashMap<u32, Option<StreamId>> {
+    /// The discovered JVMs by host pid, with their stream and what the
+    /// probes give it (`None`: nothing, its records are not kept).
+    fn streams(state: &AgentState) -> HashMap<u32, Option<(StreamId, Role)>> {
         state
             .streams
             .iter()
             .filter_map(|(id, stream)| {
                 let discovered = stream.discovered.as_ref()?;
-                let measured = discovered.pause_source == PauseSource::Ebpf && !stream.exited;
-                Some((discovered.pid, measured.then_some(*id)))
+                let attached = discovered.ebpf_reason.is_none() && !stream.exited;
+                let role = match discovered.pause_source {
+                    PauseSource::Ebpf => Some(Role::Measures),
+                    PauseSource::GcLog => Some(Role::ChecksLog {
+                        safepoints: discovered.safepoint_source == SafepointSource::Ebpf,
+                    }),
+                    PauseSource::Hsperfdata => None,
+                };
+                Some((discovered.pid, role.filter(|_| attached).map(|r| (*id, r))))
             })
             .collect()
     }
@@ -186,8 +240,8 @@ impl Source for EbpfSource {
         }
         let streams = Self::streams(&state);
         self.pending.retain(|pid, pending| {
-            let id = match streams.get(pid) {
-                Some(Some(id)) => *id,
+            let (id, role) = match streams.get(pid) {
+                Some(Some(target)) => *target,
                 Some(None) => return false,
                 None => {
                     pending.retain(|record| record.end_ns > expired);
@@ -199,26 +253,68 @@ impl Source for EbpfSource {
             };
             let converter = self.converters.entry(*pid).or_default();
             let collector = stream.jvm.collector;
-            let events: Vec<_> = pending
+            let mut events: Vec<_> = pending
                 .iter()
                 .flat_map(|record| converter.events(record, collector, zero))
                 .collect();
-            let mut run = JvmRun::default();
-            if collector == Collector::Unknown {
-                run.collector = pending
-                    .iter()
-                    .map(|r| super::record::collector_of_operation(&r.operation))
-                    .find(|c| *c != Collector::Unknown)
-                    .unwrap_or_default();
-            }
             let crate::store::StreamState { jvm, latency, .. } = stream;
-            jvm.ingest(&run, &events, latency.as_mut());
+            match role {
+                Role::Measures => {
+                    let mut run = JvmRun::default();
+                    if collector == Collector::Unknown {
+                        run.collector = pending
+                            .iter()
+                            .map(|r| super::record::collector_of_operation(&r.operation))
+                            .find(|c| *c != Collector::Unknown)
+                            .unwrap_or_default();
+                    }
+                    jvm.ingest(&run, &events, latency.as_mut());
+                }
+                Role::ChecksLog { safepoints } => {
+                    let check = self.log_checks.entry(*pid).or_default();
+                    check.recorded += events.iter().filter_map(GcEvent::as_pause).count() as u64;
+                    let collected = pending.iter().filter(|r| !r.gcs.is_empty());
+                    if let Some(end) = collected.map(|r| r.end_ns).max() {
+                        check.last_end_ns = check.last_end_ns.max(end);
+                    }
+                    // The log's pauses stay the log's: only what it lacks.
+                    events.retain(|e| safepoints && matches!(e, GcEvent::Safepoint(_)));
+                    jvm.ingest_events(&events, true, latency.as_mut());
+                }
+            }
             changed = true;
             false
         });
+        let now_ns = monotonic.as_nanos() as u64;
+        for (pid, id) in streams.iter().filter_map(|(pid, target)| match target {
+            Some((id, Role::ChecksLog { .. })) => Some((*pid, *id)),
+            _ => None,
+        }) {
+            // Read first: writing a stream copies it after a snapshot.
+            let Some(stream) = state.streams.get(&id) else {
+                continue;
+            };
+            let logged = stream.jvm.pauses.iter().map(|p| p.histogram.count).sum();
+            let shown = stream
+                .discovered
+                .as_ref()
+                .and_then(|d| d.log_probe_mismatch);
+            let check = self.log_checks.entry(pid).or_default();
+            let mismatch = check.compare(logged, now_ns);
+            if mismatch.is_some() && mismatch != shown {
+                if let Some(discovered) = state.stream_mut(id).and_then(|s| s.discovered.as_mut()) {
+                    discovered.log_probe_mismatch = mismatch;
+                    changed = true;
+                }
+            }
+        }
         let probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
         let mut missed_while_down = 0;
-        for (pid, id) in streams.iter().filter_map(|(pid, id)| Some((*pid, (*id)?))) {
+        let safepoints_recorded = streams.iter().filter_map(|(pid, target)| match target {
+            Some((id, Role::Measures | Role::ChecksLog { safepoints: true })) => Some((*pid, *id)),
+            _ => None,
+        });
+        for (pid, id) in safepoints_recorded {
             if let Some(stream) = state.stream_mut(id) {
                 let recorded: u64 = stream.jvm.safepoints.iter().map(|s| s.count).sum();
                 if let Some(runtime) = stream.runtime.as_mut() {
@@ -248,10 +344,10 @@ impl Source for EbpfSource {
                 .entry(MISSED_WHILE_DOWN.to_string())
                 .or_default() += missed_while_down;
         }
-        self.converters
-            .retain(|pid, _| streams.get(pid).is_some_and(Option::is_some));
-        self.checks
-            .retain(|pid, _| streams.get(pid).is_some_and(Option::is_some));
+        let attached = |pid: &u32| streams.get(pid).is_some_and(Option::is_some);
+        self.converters.retain(|pid, _| attached(pid));
+        self.checks.retain(|pid, _| attached(pid));
+        self.log_checks.retain(|pid, _| attached(pid));
         changed
     }
 
