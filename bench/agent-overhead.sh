@@ -113,11 +113,7 @@ def probe(port, log, samples, interval_ms, poll_ms, out):
 
 def main():
     command = sys.argv[1]
-    if command == "port":
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        print(s.getsockname()[1])
-    elif command == "ready":
+    if command == "ready":
         port, deadline = int(sys.argv[2]), time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
@@ -172,7 +168,7 @@ PROBE_LOG="$WORK/logs/probe.log"
 mkdir -p "$WORK/logs"
 : > "$GC_LOG"
 : > "$PROBE_LOG"
-PORT=$(py port)
+PORT=$(free_port)
 cat > "$WORK/pausewatch.toml" <<EOF
 listen = "127.0.0.1:$PORT"
 checkpoint_dir = "$WORK/checkpoint"

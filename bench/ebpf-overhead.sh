@@ -1,51 +1,39 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # What the eBPF safepoint source costs: a JVM at about 1,000 safepoints/s
 # (bench/ebpf/SafepointLoad.java) run without, then with an agent
 # (`--features ebpf`, release) that measures it through eBPF. Prints the
 # JVM's throughput with/without, the agent's CPU per safepoint recorded and
 # its peak RSS. Root (CAP_BPF, CAP_PERFMON). Usage: bench/ebpf-overhead.sh
 # [SECONDS] [RATE]; PAUSEWATCH_BIN names a binary instead of building one.
-set -eu
+set -euo pipefail
 seconds=${1:-20}
 rate=${2:-1000}
-root=$(cd "$(dirname "$0")/.." && pwd)
-bin=${PAUSEWATCH_BIN:-}
-if [ -z "$bin" ]; then
-    (cd "$root" && cargo build --release --features ebpf --bin pausewatch)
-    bin=${CARGO_TARGET_DIR:-$root/target}/release/pausewatch
-fi
-work=$(mktemp -d)
-agent=
-trap 'if [ -n "$agent" ]; then kill "$agent" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=lib.sh
+source "$ROOT/bench/lib.sh"
+bench_setup ebpf-overhead --features ebpf
 exports=--add-exports=java.management/sun.management=ALL-UNNAMED
-javac -nowarn "$exports" -d "$work" "$root/bench/ebpf/SafepointLoad.java" 2>/dev/null
-marker="-Dpausewatch.bench=$work"
-load() { java "$exports" "$marker" -Xmx64m -cp "$work" SafepointLoad "$seconds" "$rate"; }
+javac -nowarn "$exports" -d "$WORK" "$ROOT/bench/ebpf/SafepointLoad.java" 2>/dev/null
+marker="-Dpausewatch.bench=$WORK"
+load() { java "$exports" "$marker" -Xmx64m -cp "$WORK" SafepointLoad "$seconds" "$rate"; }
 
 set -- $(load)
 base_ops=$1 base_rate=$2
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat > "$work/pausewatch.toml" <<TOML
-listen = "127.0.0.1:$port"
-checkpoint_dir = "$work/checkpoint"
-[discovery]
-interval = "200ms"
-include = ["$(printf %s "$marker" | sed 's/[.]/\\\\./g')"]
-TOML
-"$bin" run --config "$work/pausewatch.toml" 2>"$work/agent.log" &
+discovery_config 200ms "${marker//./\\.}"
+"$BIN" run --config "$WORK/pausewatch.toml" 2>"$WORK/agent.log" &
 agent=$!
+PIDS+=("$agent")
 sleep 2
 set -- $(load)
 with_ops=$1 with_rate=$2
-metrics=$(curl -s "http://127.0.0.1:$port/metrics")
+metrics=$(curl -s "http://127.0.0.1:$PORT/metrics")
 ticks=$(getconf CLK_TCK)
-cpu=$(awk -v t="$ticks" '{print ($14 + $15) / t}' "/proc/$agent/stat")
+cpu=$(awk -v n="$(cpu_ticks "$agent")" -v t="$ticks" 'BEGIN {print n / t}')
 rss=$(awk '/VmHWM/ {print $2}' "/proc/$agent/status")
 source=$(printf '%s\n' "$metrics" | grep -c 'pausewatch_jvm_discovered{.*pause_source="ebpf"' || true)
 kill "$agent"
 wait "$agent" 2>/dev/null || true
-agent=
 # The JVM's own count (sun.rt.safepoints, its last sample), else the rate's.
 events=$(printf '%s\n' "$metrics" | awk '/^pausewatch_jvm_safepoints_total[{ ]/ {n += $NF} END {print n + 0}')
 if [ "$events" -eq 0 ]; then

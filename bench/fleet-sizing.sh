@@ -29,8 +29,6 @@ SCRAPE="${SCRAPE:-15s}"
 MINUTES="${MINUTES:-4}"
 PER_HOST=50
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
 # metrics_of NAME GC_LOG [ACCESS_LOG]: the agent's /metrics once it has read the log.
 metrics_of() {
     local name="$1" gc_log="$2" access="${3:-}" port dir

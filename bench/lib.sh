@@ -1,20 +1,23 @@
 # Shared by the benchmark scripts (sourced): the tools they need, the
 # binary under test, a work directory removed at exit with every process
-# the script started, and a process's CPU time.
+# the script started, a free port, and a process's CPU time.
 
-# bench_setup NAME: checks tools, sets BIN, WORK and PIDS, installs the cleanup.
+# bench_setup NAME [CARGO_ARGS...]: checks tools, sets BIN (PAUSEWATCH_BIN, or
+# a release build with CARGO_ARGS such as `--features ebpf`), WORK and PIDS,
+# installs the cleanup.
 bench_setup() {
-    local tool
+    local name="$1" tool
+    shift
     for tool in python3 tail getconf; do
-        command -v "$tool" >/dev/null || { echo "$1: $tool is required" >&2; exit 1; }
+        command -v "$tool" >/dev/null || { echo "$name: $tool is required" >&2; exit 1; }
     done
     if [[ -n "${PAUSEWATCH_BIN:-}" ]]; then
         BIN="$PAUSEWATCH_BIN"
     else
-        (cd "$ROOT" && cargo build --release --quiet)
-        BIN="$ROOT/target/release/pausewatch"
+        (cd "$ROOT" && cargo build --release --quiet --bin pausewatch "$@")
+        BIN="${CARGO_TARGET_DIR:-$ROOT/target}/release/pausewatch"
     fi
-    WORK="$(mktemp -d "${TMPDIR:-/tmp}/pausewatch-$1.XXXXXX")"
+    WORK="$(mktemp -d "${TMPDIR:-/tmp}/pausewatch-$name.XXXXXX")"
     PIDS=()
     trap bench_cleanup EXIT
 }
@@ -24,6 +27,25 @@ bench_cleanup() {
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
     rm -rf "$WORK"
+}
+
+# A TCP port free on 127.0.0.1 now (the agent or server started next binds it).
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# discovery_config INTERVAL REGEX: writes $WORK/pausewatch.toml for an agent on
+# a free port (sets PORT) that discovers, every INTERVAL, only the JVMs whose
+# command line matches REGEX (a TOML literal string: no single quote).
+discovery_config() {
+    PORT="$(free_port)"
+    cat > "$WORK/pausewatch.toml" <<TOML
+listen = "127.0.0.1:$PORT"
+checkpoint_dir = "$WORK/checkpoint"
+[discovery]
+interval = "$1"
+include = ['$2']
+TOML
 }
 
 # utime + stime of a process, in clock ticks (fields 14 and 15 of /proc/PID/stat;

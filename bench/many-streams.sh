@@ -99,7 +99,7 @@ else:
 PY
 
 mkdir -p "$WORK/logs"
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 {
     echo "listen = \"127.0.0.1:$PORT\""
     echo "checkpoint_dir = \"$WORK/checkpoint\""

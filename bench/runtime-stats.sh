@@ -29,19 +29,12 @@ for ((i = 0; i < OTHERS; i++)); do
     PIDS+=($!)
 done
 sleep 5
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$WORK/pausewatch.toml" <<TOML
-listen = "127.0.0.1:$port"
-checkpoint_dir = "$WORK/checkpoint"
-[discovery]
-interval = "1s"
-include = ['bench\.runtime-stats=${WORK//./\\.}']
-TOML
+discovery_config 1s "bench\.runtime-stats=${WORK//./\\.}"
 RUST_LOG=pausewatch::sources=debug "$BIN" run --config "$WORK/pausewatch.toml" 2> "$WORK/agent.log" &
 agent=$!
 PIDS+=($agent)
 sleep 5
-discovered=$(curl -s "127.0.0.1:$port/metrics" | grep -c '^pausewatch_jvm_discovered{.*runtime_stats="available"' || true)
+discovered=$(curl -s "127.0.0.1:$PORT/metrics" | grep -c '^pausewatch_jvm_discovered{.*runtime_stats="available"' || true)
 before=$(cpu_ticks "$agent")
 sleep "$SECONDS_WINDOW"
 after=$(cpu_ticks "$agent")

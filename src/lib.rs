@@ -13,6 +13,7 @@ pub mod config;
 pub mod export;
 pub mod follow;
 pub mod http_client;
+pub mod labels;
 pub mod model;
 pub mod server;
 pub mod sources;

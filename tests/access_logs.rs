@@ -66,9 +66,7 @@ fn msec_first_layout(dir: &Path) -> PathBuf {
             .unwrap();
         out.push_str(&format!("{msec} {request_time} \"{request}\" {status}\n"));
     }
-    let path = dir.join("access.log");
-    std::fs::write(&path, out).unwrap();
-    path
+    common::write_file(dir, "access.log", out)
 }
 
 #[test]
@@ -135,12 +133,11 @@ fn json_lines_are_detected_without_flags() {
     assert_eq!(detected["access_logs"][0]["detected"], true);
     // A duration whose name gives no unit: the fields found and the flag.
     let dir = tempfile::tempdir().unwrap();
-    let vague = dir.path().join("vague.jsonl");
-    std::fs::write(
-        &vague,
+    let vague = common::write_file(
+        dir.path(),
+        "vague.jsonl",
         "{\"ts\":1796005280254,\"latency\":12,\"path\":\"/price\"}\n",
-    )
-    .unwrap();
+    );
     let (code, _, stderr) = analyze(&["--latency", arg(&vague)]);
     assert_eq!(code, 1);
     assert!(
@@ -210,9 +207,9 @@ fn the_agent_reports_an_access_log_in_the_wrong_format() {
     std::fs::copy(recorded().join("gc.log"), dir.path().join("gc.log")).unwrap();
     let access = msec_first_layout(dir.path());
     let port = common::free_port();
-    let config = dir.path().join("pausewatch.toml");
-    std::fs::write(
-        &config,
+    let config = common::write_file(
+        dir.path(),
+        "pausewatch.toml",
         format!(
             r#"listen = "127.0.0.1:{port}"
 checkpoint_dir = "{dir}/checkpoint"
@@ -228,8 +225,7 @@ start_at = "beginning"
             dir = dir.path().display(),
             access = access.display()
         ),
-    )
-    .unwrap();
+    );
     let mut children = common::Children::new(dir.path());
     children.spawn_service("agent", &mut common::run_command(&config));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
@@ -265,16 +261,15 @@ start_at = "beginning"
 #[test]
 fn a_minute_without_requests_has_no_latency_figures() {
     let dir = tempfile::tempdir().unwrap();
-    let gc_log = dir.path().join("gc.log");
-    std::fs::write(
-        &gc_log,
+    let gc_log = common::write_file(
+        dir.path(),
+        "gc.log",
         "\
 [2026-11-30T01:45:10.000+0000][1.000s][info][gc] Using G1
 [2026-11-30T01:45:14.664+0000][5.664s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 15M->14M(61M) 14.401ms
 [2026-11-30T01:46:30.000+0000][81.000s][info][gc] GC(1) Pause Young (Normal) (G1 Evacuation Pause) 30M->20M(61M) 2.000ms
 ",
-    )
-    .unwrap();
+    );
     // Two requests, both ending in 01:45 (epoch 1796003120 is 01:45:20).
     let access = dir.path().join("access.log");
     let line = |time: &str, end: &str| {

@@ -12,12 +12,9 @@ mod common;
 
 #[test]
 fn uptime_only_log_is_placed_by_the_running_jvms_start() {
-    if !common::java_or_skip() {
+    let Some((dir, classes, _)) = common::workloads_or_skip() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let classes = dir.path().join("classes");
-    common::compile_workloads(&classes);
+    };
     let log = dir.path().join("gc.log");
     let port = common::free_port();
     let agent = common::Agent::start(
@@ -52,13 +49,11 @@ fn uptime_only_log_is_placed_by_the_running_jvms_start() {
     // Every pause sits in a minute between the JVM's start and its end.
     let minutes: serde_json::Value =
         serde_json::from_str(&agent.get("/api/v1/minutes").unwrap()).unwrap();
-    let minutes = minutes["jvms"][0]["minutes"].as_array().unwrap();
-    let placed: u64 = minutes
-        .iter()
-        .map(|m| m["pause_count"].as_u64().unwrap())
-        .sum();
-    assert_eq!(placed, jvm_pauses);
+    let minutes = &minutes["jvms"][0]["minutes"];
+    assert_eq!(common::minutes_pause_count(minutes), jvm_pauses);
     for minute in minutes
+        .as_array()
+        .unwrap()
         .iter()
         .filter(|m| m["pause_count"].as_u64().unwrap() > 0)
     {

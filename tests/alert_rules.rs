@@ -456,8 +456,7 @@ fn synthetic_stream(start: &str, pauses: &[(DateTime<Utc>, f64)]) -> StreamState
         ));
     }
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("gc.log");
-    std::fs::write(&path, text).unwrap();
+    let path = common::write_file(dir.path(), "gc.log", text);
     let (events, parser) = pausewatch::commands::analyze::parse_files(&[path], None).unwrap();
     let mut jvm = JvmState::default();
     jvm.ingest(parser.run(), &events, None);
@@ -640,57 +639,44 @@ fn heap_pressure_is_quiet_on_a_healthy_log() {
 // ---------------------------------------------------------------------------
 // The counting rules: FullGc, EvacuationFailure, DegeneratedGc, AllocationStall.
 
+/// The counting rules on logs where the events they count happen, each
+/// counted from the log itself.
 #[test]
-fn full_gc_fires_on_full_collections_in_the_minute() {
-    // grep -cE '\]\[gc +\] GC\([0-9]+\) Pause Full' jdk17-parallel-full/gc.log: 13,
-    // from 01:45:14.711 to 01:45:15.106.
-    let finding = by_default(
-        RuleKind::FullGc,
-        "jvm/jdk17-parallel-full",
-        "2026-11-30T01:46:00Z",
-    );
-    fires(
-        &finding,
-        13.0,
-        0.0,
-        "13 full GCs in the minute from 01:45 UTC",
-    );
-}
-
-#[test]
-fn evacuation_failure_fires_on_to_space_exhaustion() {
-    // grep -c 'To-space exhausted' jdk17-g1-evacfail/gc.log: 28; the log has
-    // uptime only, the JVM started at 01:44:44.703 and ran 5.6 s.
-    let finding = by_default(
-        RuleKind::EvacuationFailure,
-        "jvm/jdk17-g1-evacfail",
-        "2026-11-30T01:45:00Z",
-    );
-    fires(
-        &finding,
-        28.0,
-        0.0,
-        "28 evacuation failures in the minute from 01:44 UTC",
-    );
-}
-
-#[test]
-fn degenerated_gc_fires_on_degenerated_cycles() {
-    // [2026-11-30T01:45:42.358+0000] GC(7) Pause Degenerated GC (Outside of Cycle) 121M->80M(128M) 8.807ms
-    // [2026-11-30T01:45:43.350+0000] GC(10) Pause Degenerated GC (Mark) 121M->94M(128M) 4.491ms
-    // [2026-11-30T01:45:43.357+0000] GC(12) Pause Degenerated GC (Mark) 121M->95M(128M) 3.307ms
-    // [2026-11-30T01:45:43.364+0000] GC(14) Pause Degenerated GC (Mark) 121M->95M(128M) 3.637ms
-    let finding = by_default(
-        RuleKind::DegeneratedGc,
-        "jvm/jdk17-shenandoah-degenerated",
-        "2026-11-30T01:46:00Z",
-    );
-    fires(
-        &finding,
-        4.0,
-        0.0,
-        "4 degenerated GCs in the minute from 01:45 UTC",
-    );
+fn counting_rules_fire_on_the_events_they_count() {
+    let cases = [
+        // grep -cE '\]\[gc +\] GC\([0-9]+\) Pause Full' jdk17-parallel-full/gc.log: 13,
+        // from 01:45:14.711 to 01:45:15.106.
+        (
+            RuleKind::FullGc,
+            "jvm/jdk17-parallel-full",
+            "2026-11-30T01:46:00Z",
+            13.0,
+            "13 full GCs in the minute from 01:45 UTC",
+        ),
+        // grep -c 'To-space exhausted' jdk17-g1-evacfail/gc.log: 28; the log has
+        // uptime only, the JVM started at 01:44:44.703 and ran 5.6 s.
+        (
+            RuleKind::EvacuationFailure,
+            "jvm/jdk17-g1-evacfail",
+            "2026-11-30T01:45:00Z",
+            28.0,
+            "28 evacuation failures in the minute from 01:44 UTC",
+        ),
+        // [2026-11-30T01:45:42.358+0000] GC(7) Pause Degenerated GC (Outside of Cycle) 121M->80M(128M) 8.807ms
+        // [2026-11-30T01:45:43.350+0000] GC(10) Pause Degenerated GC (Mark) 121M->94M(128M) 4.491ms
+        // [2026-11-30T01:45:43.357+0000] GC(12) Pause Degenerated GC (Mark) 121M->95M(128M) 3.307ms
+        // [2026-11-30T01:45:43.364+0000] GC(14) Pause Degenerated GC (Mark) 121M->95M(128M) 3.637ms
+        (
+            RuleKind::DegeneratedGc,
+            "jvm/jdk17-shenandoah-degenerated",
+            "2026-11-30T01:46:00Z",
+            4.0,
+            "4 degenerated GCs in the minute from 01:45 UTC",
+        ),
+    ];
+    for (kind, log, now, count, summary) in cases {
+        fires(&by_default(kind, log, now), count, 0.0, summary);
+    }
 }
 
 /// The counting rules on logs of the same collectors running steady: none of
@@ -1019,22 +1005,7 @@ fn missing_gc_log_is_unreadable_and_fires_stale_log_after_its_delay() {
         Some(0.0),
         "{metrics}"
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let stale = loop {
-        let body = agent.get("/api/v1/alerts").unwrap_or_default();
-        let alerts: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-        let firing = alerts["alerts"].as_array().and_then(|alerts| {
-            alerts
-                .iter()
-                .find(|a| a["alertname"] == "StaleGcLog" && a["state"] == "firing")
-                .cloned()
-        });
-        if let Some(alert) = firing {
-            break alert;
-        }
-        assert!(std::time::Instant::now() < deadline, "never fired: {body}");
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let stale = agent.firing_alert("StaleGcLog", Duration::from_secs(20));
     let since = at(stale["active_since"].as_str().unwrap());
     let fired = at(stale["fired_at"].as_str().unwrap());
     assert!(
@@ -1456,8 +1427,15 @@ fn no_alerts_table_means_the_defaults() {
     assert_eq!(config.alerts.thresholds.tail_slo, Duration::from_millis(80));
 }
 
-fn config_error(text: &str) -> pausewatch::config::ConfigError {
-    parse_config(text).expect_err("config should be rejected")
+/// The error of `text`, which must be refused at `line` for `key`.
+fn config_error(text: &str, line: usize, key: &str) -> pausewatch::config::ConfigError {
+    let error = parse_config(text).expect_err("config should be rejected");
+    assert_eq!(
+        (error.line, error.key.as_deref()),
+        (Some(line), Some(key)),
+        "{error}"
+    );
+    error
 }
 
 #[test]
@@ -1469,13 +1447,7 @@ evaluation_interval = \"30s\"
 [alerts.pause_budgett]
 max_pause = \"100ms\"
 ";
-    let error = config_error(text);
-    assert_eq!(error.line, Some(4), "{error}");
-    assert_eq!(
-        error.key.as_deref(),
-        Some("alerts.pause_budgett"),
-        "{error}"
-    );
+    let error = config_error(text, 4, "alerts.pause_budgett");
     assert!(error.message.contains("pause_budget"), "{error}");
     let shown = error.to_string();
     assert!(
@@ -1494,13 +1466,7 @@ evaluation_interval = \"30s\"
 for = \"1m\"
 max_pauses = \"100ms\"
 ";
-    let error = config_error(text);
-    assert_eq!(error.line, Some(6), "{error}");
-    assert_eq!(
-        error.key.as_deref(),
-        Some("alerts.pause_budget.max_pauses"),
-        "{error}"
-    );
+    let error = config_error(text, 6, "alerts.pause_budget.max_pauses");
     assert!(
         error.message.contains("unknown key for rule pause_budget"),
         "{error}"
@@ -1514,13 +1480,7 @@ for = \"1m\"
 [alerts.time_to_safepoint]
 share = 0.5
 ";
-    let error = config_error(text);
-    assert_eq!(error.line, Some(5), "{error}");
-    assert_eq!(
-        error.key.as_deref(),
-        Some("alerts.time_to_safepoint.share"),
-        "{error}"
-    );
+    config_error(text, 5, "alerts.time_to_safepoint.share");
 }
 
 // ---------------------------------------------------------------------------

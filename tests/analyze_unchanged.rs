@@ -159,8 +159,7 @@ fn gzipped_and_zipped_logs_read_as_the_log_itself() {
 #[test]
 fn a_corrupt_gzip_file_is_a_clear_error() {
     let directory = tempfile::tempdir().unwrap();
-    let path = directory.path().join("gc.log.gz");
-    std::fs::write(&path, [0x1f, 0x8b, 8, 0, 1, 2, 3]).unwrap();
+    let path = common::write_file(directory.path(), "gc.log.gz", [0x1f, 0x8b, 8, 0, 1, 2, 3]);
     let output = Command::new(PAUSEWATCH)
         .args(["analyze", "--format", "json"])
         .arg(&path)
@@ -184,8 +183,11 @@ fn cr_only(log: &[u8]) -> Vec<u8> {
 fn a_log_with_cr_line_ends_reads_as_with_lf() {
     let directory = three_runs();
     let plain = directory.path().join("gc.log");
-    let cr = directory.path().join("gc-cr.log");
-    std::fs::write(&cr, cr_only(&std::fs::read(&plain).unwrap())).unwrap();
+    let cr = common::write_file(
+        directory.path(),
+        "gc-cr.log",
+        cr_only(&std::fs::read(&plain).unwrap()),
+    );
     let args = ["--events", "--jvm-start", "2026-01-01T00:00:00Z"];
     let expected = figures(&plain, &args);
     assert_eq!(expected["pauses"]["count"], 111);
@@ -200,8 +202,11 @@ fn a_jdk8_log_with_cr_line_ends_reads_as_with_lf() {
     let plain =
         corpus.join("GCViewer/src/test/resources/openjdk/SampleSun1_8_0Series-ManuallyMerged.txt");
     let directory = tempfile::tempdir().unwrap();
-    let cr = directory.path().join("gc-cr.log");
-    std::fs::write(&cr, cr_only(&std::fs::read(&plain).unwrap())).unwrap();
+    let cr = common::write_file(
+        directory.path(),
+        "gc-cr.log",
+        cr_only(&std::fs::read(&plain).unwrap()),
+    );
     let expected = figures(&plain, &[]);
     assert_eq!(expected["pauses"]["count"], 536);
     assert_eq!(figures(&cr, &[]), expected);

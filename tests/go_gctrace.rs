@@ -223,12 +223,7 @@ fn live_program_through_analyze() {
     let report = analyze(&["--jvm-start", &started.to_rfc3339()], &trace);
     check_analyze("live gcload via analyze", &report, &text, &truth);
     // Anchored by the start, every pause lands in a minute.
-    let placed: u64 = report["minutes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["pause_count"].as_u64().unwrap())
-        .sum();
+    let placed = common::minutes_pause_count(&report["minutes"]);
     assert_eq!(placed, truth.num_gc);
 }
 
@@ -387,8 +382,7 @@ fn agent_resumes_a_go_trace_from_its_checkpoint() {
     let lines: Vec<&str> = recorded.lines().collect();
     let (first, second) = lines.split_at(lines.len() / 2);
     let dir = tempfile::tempdir().unwrap();
-    let trace = dir.path().join("stderr.log");
-    std::fs::write(&trace, first.join("\n") + "\n").unwrap();
+    let trace = common::write_file(dir.path(), "stderr.log", first.join("\n") + "\n");
     let config = format!(
         "checkpoint_interval = \"200ms\"\n[[gc_log]]\npath = {}\nstart_at = \"beginning\"\njvm_start = \"2026-12-01T05:00:00Z\"\n",
         common::toml_string(&trace)

@@ -3,7 +3,7 @@
 //! figures are the ones GCViewer's and Jifa's own tests assert for the same
 //! files.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -11,9 +11,12 @@ use serde_json::Value;
 
 mod common;
 
-/// `analyze --format json ARGS FILE`.
-fn analyze_json(args: &[&str], file: &Path) -> Value {
-    common::analyze_json(args.iter().map(|a| a.as_ref()).chain([file.as_os_str()]))
+/// `analyze --format json ARGS FILE` on `relative` of the public corpus, or
+/// `None` after skipping when the corpus is missing.
+fn analyze_corpus(relative: &str, args: &[&str]) -> Option<Value> {
+    let file = common::corpus_file(relative)?;
+    let args = args.iter().map(|a| a.as_ref()).chain([file.as_os_str()]);
+    Some(common::analyze_json(args))
 }
 
 /// GCViewer TestDataReaderSun1_6_0G1.testG1GcVerbose: pause sum 62.616796 s,
@@ -22,12 +25,12 @@ fn analyze_json(args: &[&str], file: &Path) -> Value {
 /// `--jvm-start` places its pauses in minutes.
 #[test]
 fn analyze_reads_a_jdk6_g1_log_as_gcviewer_does() {
-    let Some(file) =
-        common::corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_6_0G1_gc_verbose.txt")
-    else {
+    let Some(report) = analyze_corpus(
+        "GCViewer/src/test/resources/openjdk/SampleSun1_6_0G1_gc_verbose.txt",
+        &["--jvm-start", "2026-01-01T00:00:00Z"],
+    ) else {
         return;
     };
-    let report = analyze_json(&["--jvm-start", "2026-01-01T00:00:00Z"], &file);
     let pauses = &report["pauses"];
     assert_eq!(pauses["count"], 2978);
     assert!((pauses["total_seconds"].as_f64().unwrap() - 62.616796).abs() < 1e-6);
@@ -38,10 +41,7 @@ fn analyze_reads_a_jdk6_g1_log_as_gcviewer_does() {
     assert_eq!(report["warnings"].as_array().unwrap().len(), 0, "{report}");
     // 119.9 s of uptime: the pauses fall in the first two minutes.
     let minutes = report["minutes"].as_array().unwrap();
-    let placed: u64 = minutes
-        .iter()
-        .map(|m| m["pause_count"].as_u64().unwrap())
-        .sum();
+    let placed = common::minutes_pause_count(&report["minutes"]);
     assert_eq!(placed, 2978);
     assert_eq!(minutes[0]["start"], "2026-01-01T00:00:00Z");
 }
@@ -52,12 +52,12 @@ fn analyze_reads_a_jdk6_g1_log_as_gcviewer_does() {
 /// `secs]` figures). The file has uptime only and no header.
 #[test]
 fn analyze_reads_a_jdk8_parallel_log() {
-    let Some(file) =
-        common::corpus_file("jifa/analysis/gc-log/src/test/resources/8ParallelGCParser.log")
-    else {
+    let Some(report) = analyze_corpus(
+        "jifa/analysis/gc-log/src/test/resources/8ParallelGCParser.log",
+        &[],
+    ) else {
         return;
     };
-    let report = analyze_json(&[], &file);
     let pauses = &report["pauses"];
     assert_eq!(pauses["count"], 6);
     assert_eq!(pauses["max_seconds"].as_f64(), Some(1.3724621));
@@ -72,12 +72,12 @@ fn analyze_reads_a_jdk8_parallel_log() {
 /// placed in its own wall-clock minute and names its JDK from the header.
 #[test]
 fn analyze_places_a_date_stamped_cms_log_in_minutes() {
-    let Some(file) =
-        common::corpus_file("GCViewer/src/test/resources/openjdk/SampleSun1_8_0CmsPrintGcId.txt")
-    else {
+    let Some(report) = analyze_corpus(
+        "GCViewer/src/test/resources/openjdk/SampleSun1_8_0CmsPrintGcId.txt",
+        &[],
+    ) else {
         return;
     };
-    let report = analyze_json(&[], &file);
     assert_eq!(report["pauses"]["count"], 10);
     assert_eq!(report["pauses"]["max_seconds"].as_f64(), Some(0.0106548));
     assert_eq!(report["collector"], "cms");

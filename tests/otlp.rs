@@ -396,9 +396,7 @@ fn agent_config(dir: &Path, name: &str, port: u16, gc_log: &Path, otlp: &[String
             "resource_attributes = {{ \"test.agent\" = \"{name}\" }}"
         ));
     }
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    path
+    common::write_file(dir, &format!("{name}.toml"), lines.join("\n") + "\n")
 }
 
 /// Stops `receiver` right after the agent on `port` counts one more
@@ -665,8 +663,7 @@ fn delta_adds_up_and_a_receiver_outage_loses_nothing() {
     let middle = middle + text[middle..].iter().position(|&b| b == b'\n').unwrap() + 1;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let gc_log = dir.join("gc.log");
-    std::fs::write(&gc_log, &text[..middle]).unwrap();
+    let gc_log = common::write_file(dir, "gc.log", &text[..middle]);
 
     let mut cumulative_receiver = Rotel::start(&rotel, dir, "cumulative");
     let mut delta_receiver = Rotel::start(&rotel, dir, "delta");
@@ -1138,30 +1135,25 @@ fn a_discovered_jvms_runtime_stats_arrive_under_the_conventions_names() {
     let Some(rotel) = rotel_or_skip() else {
         return;
     };
-    if !common::java_or_skip() {
+    let Some((tmp, classes, marker)) = common::workloads_or_skip() else {
         return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+    };
     let dir = tmp.path();
-    let classes = dir.join("classes");
-    common::compile_workloads(&classes);
     let receiver = Rotel::start(&rotel, dir, "rotel");
-    let marker = format!("-Dpausewatch.test={}", dir.display());
     let port = common::free_port();
-    let config = dir.join("agent.toml");
-    std::fs::write(
-        &config,
+    let config = common::write_file(
+        dir,
+        "agent.toml",
         format!(
             "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
              [discovery]\ninterval = \"200ms\"\ngrace = \"60s\"\ninclude = [{}]\n\
              [runtime_stats]\ninterval = \"100ms\"\n\
              [otlp]\ninterval = \"1s\"\nendpoint = \"http://127.0.0.1:{}\"\n",
             toml_string(&dir.join("checkpoint")),
-            toml_string(Path::new(&regex::escape(&marker))),
+            common::discovery_include(&marker),
             receiver.http,
         ),
-    )
-    .unwrap();
+    );
     let mut children = Children::new(dir);
     children.dump_on_failure(&[port], &["pausewatch_jvm_discovered", "pausewatch_otlp"]);
     children.spawn_service("agent", &mut common::run_command(&config));

@@ -24,12 +24,8 @@ mod common;
 const RULES: &str = "dashboards/prometheus/pausewatch-rules.yml";
 const TESTS: &str = "dashboards/prometheus/pausewatch-rules.test.yml";
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn read(relative: &str) -> String {
-    let path = root().join(relative);
+    let path = common::root().join(relative);
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -46,7 +42,7 @@ fn promtool_or_skip() -> Option<PathBuf> {
 fn run_promtool(promtool: &Path, args: &[&str]) {
     let output = Command::new(promtool)
         .args(args)
-        .current_dir(root())
+        .current_dir(common::root())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", promtool.display()));
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -167,43 +163,44 @@ fn every_rule_has_a_unit_test() {
         alerts.len()
     );
 
-    let untested_records: Vec<&String> = records
-        .iter()
-        .filter(|record| !exprs.iter().any(|expr| mentions(expr, record)))
-        .collect();
-    assert!(
-        untested_records.is_empty(),
-        "recording rules of {RULES} in no promql_expr_test of {TESTS}: {untested_records:?}"
+    assert_none(
+        &records,
+        |record| !exprs.iter().any(|expr| mentions(expr, record)),
+        &format!("recording rules of {RULES} in no promql_expr_test of {TESTS}"),
     );
-    let untested_alerts: Vec<&String> = alerts
-        .iter()
-        .filter(|alert| !alertnames.contains(*alert))
-        .collect();
-    assert!(
-        untested_alerts.is_empty(),
-        "alerts of {RULES} in no alert_rule_test of {TESTS}: {untested_alerts:?}"
+    assert_none(
+        &alerts,
+        |alert| !alertnames.contains(alert),
+        &format!("alerts of {RULES} in no alert_rule_test of {TESTS}"),
     );
-    let unknown: Vec<&String> = alertnames
-        .iter()
-        .filter(|name| !alerts.contains(*name))
-        .collect();
-    assert!(
-        unknown.is_empty(),
-        "{TESTS} tests alerts that {RULES} does not define: {unknown:?}"
+    assert_none(
+        &alertnames,
+        |name| !alerts.contains(name),
+        &format!("{TESTS} tests alerts that {RULES} does not define"),
     );
 
     // An alert may have several rules (StaleGcLog: one per `reason`, each
     // with its own `for`); promtool's lint rejects two with the same labels.
-    let duplicates: Vec<&String> = records
+    let twice: Vec<&String> = records
         .iter()
         .enumerate()
         .filter(|(i, name)| records.iter().take(*i).any(|n| n == *name))
         .map(|(_, name)| name)
         .collect();
     assert!(
-        duplicates.is_empty(),
-        "{RULES} defines these names twice: {duplicates:?}"
+        twice.is_empty(),
+        "{RULES} defines these names twice: {twice:?}"
     );
+}
+
+/// Fails with `what` and the names of `names` for which `wrong` holds.
+fn assert_none<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+    wrong: impl Fn(&String) -> bool,
+    what: &str,
+) {
+    let found: Vec<&String> = names.into_iter().filter(|name| wrong(name)).collect();
+    assert!(found.is_empty(), "{what}: {found:?}");
 }
 
 #[test]
@@ -257,20 +254,39 @@ fn shipped_rules_are_the_output_of_pausewatch_rules_for_the_defaults() {
 /// text of a configuration file), and the rules.
 fn rules_for(config: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("pausewatch.toml");
-    std::fs::write(&path, config).unwrap();
+    let path = common::write_file(dir.path(), "pausewatch.toml", config);
     let rules = pausewatch_rules(Some(&path));
     std::fs::write(dir.path().join("rules.yml"), &rules).unwrap();
     (dir, rules)
 }
 
 /// `promtool check rules` on `dir/rules.yml`, then `promtool test rules` on
-/// `tests` (written to `dir/tests.yml`, which names `rules.yml`).
-fn check_and_test(promtool: &Path, dir: &Path, tests: &str) {
+/// a file of `groups` (items of its `tests:`, see [`test_group`]) evaluated
+/// every minute against `rules.yml`, written to `dir/tests.yml`.
+fn check_and_test(promtool: &Path, dir: &Path, groups: &[String]) {
+    let tests = format!(
+        "rule_files: [rules.yml]\nevaluation_interval: 1m\ntests:\n{}",
+        groups.concat()
+    );
     std::fs::write(dir.join("tests.yml"), tests).unwrap();
     let dir = dir.to_str().unwrap();
     run_promtool(promtool, &["check", "rules", &format!("{dir}/rules.yml")]);
     run_promtool(promtool, &["test", "rules", &format!("{dir}/tests.yml")]);
+}
+
+/// One item of a promtool test file's `tests:`: `inputs` (made by
+/// [`input`]) sampled every minute, and `alert_rule_test`'s items (YAML
+/// indented by six spaces).
+fn test_group(inputs: &[String], alert_rule_test: &str) -> String {
+    format!(
+        "  - interval: 1m\n    input_series:\n{}    alert_rule_test:\n{alert_rule_test}",
+        inputs.concat()
+    )
+}
+
+/// One item of `input_series`: a series and its values (promtool's notation).
+fn input(series: &str, values: &str) -> String {
+    format!("      - series: '{series}'\n        values: '{values}'\n")
 }
 
 /// The agent configured with a 30 ms pause budget: the rules printed for that
@@ -284,16 +300,7 @@ fn rules_for_a_configured_budget_fire_in_prometheus_at_that_budget() {
     };
     let (dir, _) = rules_for("[alerts.pause_budget]\nmax_pause = \"30ms\"\n");
     let series = r#"pausewatch_gc_pause_max_seconds{job="pausewatch",service="pricing",instance="h1:9464",log="/var/log/pricing/gc.log"}"#;
-    let tests = format!(
-        r#"rule_files: [rules.yml]
-evaluation_interval: 1m
-tests:
-  - interval: 1m
-    input_series:
-      - series: '{series}'
-        values: '0.025 0.04'
-    alert_rule_test:
-      - eval_time: 0m
+    let alert_rule_test = r#"      - eval_time: 0m
         alertname: PauseBudgetExceeded
         exp_alerts: []
       - eval_time: 1m
@@ -309,9 +316,9 @@ tests:
             exp_annotations:
               summary: "GC pause over the 30ms budget on h1:9464"
               description: "The longest GC pause of pricing on h1:9464 (/var/log/pricing/gc.log) in the last complete minute was 40ms, over the 30ms budget."
-"#
-    );
-    check_and_test(&promtool, dir.path(), &tests);
+"#;
+    let group = test_group(&[input(series, "0.025 0.04")], alert_rule_test);
+    check_and_test(&promtool, dir.path(), &[group]);
 }
 
 /// `[alerts.canary_pause]` with a 1-minute window, a 2-minute `for`, a ratio
@@ -336,32 +343,18 @@ fn canary_rules_follow_their_configuration_in_prometheus() {
         "{rules}"
     );
     let series = |instance: &str, value: &str| {
-        format!(
-            "      - series: 'pausewatch_gc_pause_max_seconds{{job=\"pausewatch\",service=\"pricing\",instance=\"{instance}\",log=\"/var/log/gc.log\"}}'\n        values: '{value}x5'\n"
+        input(
+            &format!("pausewatch_gc_pause_max_seconds{{job=\"pausewatch\",service=\"pricing\",instance=\"{instance}\",log=\"/var/log/gc.log\"}}"),
+            &format!("{value}x5"),
         )
     };
-    let inputs: String = [
-        ("h1:9464", "0.1"),
-        ("h2:9464", "0.02"),
-        ("h3:9464", "0.02"),
-        ("h4:9464", "0.02"),
-    ]
-    .iter()
-    .map(|(instance, value)| series(instance, value))
-    .collect();
-    let fewer: String = [("h1:9464", "0.1"), ("h2:9464", "0.02"), ("h3:9464", "0.02")]
-        .iter()
-        .map(|(instance, value)| series(instance, value))
-        .collect();
-    let tests = format!(
-        r#"rule_files: [rules.yml]
-evaluation_interval: 1m
-tests:
-  - interval: 1m
-    input_series:
-{inputs}
-    alert_rule_test:
-      - eval_time: 1m
+    let inputs = [
+        series("h1:9464", "0.1"),
+        series("h2:9464", "0.02"),
+        series("h3:9464", "0.02"),
+        series("h4:9464", "0.02"),
+    ];
+    let four = r#"      - eval_time: 1m
         alertname: CanaryPauseRegression
         exp_alerts: []
       - eval_time: 3m
@@ -375,14 +368,11 @@ tests:
             exp_annotations:
               summary: "h1:9464 pauses longer than the rest of pricing"
               description: "For 2 minutes the longest GC pause of h1:9464 (100ms over 1 minute) has been more than 2 times the median of the other instances of pricing: now 5.00 times."
-  - interval: 1m
-    input_series:
-{fewer}
-    alert_rule_test:
-      - eval_time: 4m
+"#;
+    let three = r#"      - eval_time: 4m
         alertname: CanaryPauseRegression
         exp_alerts: []
-"#
-    );
-    check_and_test(&promtool, dir.path(), &tests);
+"#;
+    let groups = [test_group(&inputs, four), test_group(&inputs[..3], three)];
+    check_and_test(&promtool, dir.path(), &groups);
 }

@@ -138,12 +138,11 @@ fn the_console_check_sees_an_error() {
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let page = work.path().join("broken.html");
-    std::fs::write(
-        &page,
+    let page = common::write_file(
+        work.path(),
+        "broken.html",
         "<!DOCTYPE html><html><body><script>console.error('broken on purpose')</script></body></html>",
-    )
-    .unwrap();
+    );
     let (_, console) = load(&browser, &page, work.path());
     assert!(
         console.iter().any(|l| l.contains("broken on purpose")),

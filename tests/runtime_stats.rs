@@ -29,7 +29,7 @@ fn start_agent(dir: &Path, marker: &str, extra: &str) -> Agent {
          [[discovery.rule]]\nmatch = \"UseSerialGC\"\nlabels = {{ team = \"serial\" }}\n\
          [ebpf]\nenabled = false\n[runtime_stats]\ninterval = \"100ms\"\n{extra}",
         common::toml_string(&dir.join("checkpoint")),
-        common::toml_string(Path::new(&regex::escape(marker))),
+        common::discovery_include(marker),
     );
     let agent = Agent::start(dir, port, &config);
     agent.metrics_when(Duration::from_secs(20), |m| m.ends_with("# EOF\n"));
@@ -68,36 +68,27 @@ fn g1_jvm(flags: &[&str], workload: Vec<String>) -> Child {
         .unwrap()
 }
 
-/// What each test starts from: this file's lock held, a directory, the
-/// workloads compiled in it, and the marker that selects its JVMs.
-struct Setup {
-    _one: std::sync::MutexGuard<'static, ()>,
-    dir: tempfile::TempDir,
-    classes: PathBuf,
-    marker: String,
+/// What each test starts from: this file's lock held (until the test ends),
+/// a directory, the workloads compiled in it, and the marker that selects
+/// its JVMs.
+type Setup = (
+    std::sync::MutexGuard<'static, ()>,
+    tempfile::TempDir,
+    PathBuf,
+    String,
+);
+
+/// [`Setup`] in a temporary directory; `None` (the test is skipped) without
+/// a JDK.
+fn setup() -> Option<Setup> {
+    setup_in(tempfile::tempdir().unwrap())
 }
 
-impl Setup {
-    /// In a temporary directory; `None` (the test is skipped) without a JDK.
-    fn new() -> Option<Setup> {
-        Setup::in_dir(tempfile::tempdir().unwrap())
-    }
-
-    fn in_dir(dir: tempfile::TempDir) -> Option<Setup> {
-        let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-        if !common::java_or_skip() {
-            return None;
-        }
-        let classes = dir.path().join("classes");
-        common::compile_workloads(&classes);
-        let marker = format!("-Dpausewatch.test={}", dir.path().display());
-        Some(Setup {
-            _one: one,
-            dir,
-            classes,
-            marker,
-        })
-    }
+/// [`Setup`] in `dir`.
+fn setup_in(dir: tempfile::TempDir) -> Option<Setup> {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, classes, marker) = common::workloads_in(dir)?;
+    Some((one, dir, classes, marker))
 }
 
 /// JVMs run together by a test.
@@ -114,12 +105,11 @@ struct Jvm {
 
 #[test]
 fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
-    let Some(setup) = Setup::new() else {
+    let Some((_one, dir, classes, marker)) = setup() else {
         return;
     };
-    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
     let (java17, java25) = (PathBuf::from("java"), common::jdk25());
-    let agent = start_agent(dir.path(), marker, "");
+    let agent = start_agent(dir.path(), &marker, "");
 
     // ZGC's proactive cycles run while the workload is quiet: a pause that
     // ends between the snapshot's last check and the JVM's halt is in the
@@ -145,8 +135,8 @@ fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
         let child = Command::new(java)
             .arg("-XX:ActiveProcessorCount=1")
             .args(&flags)
-            .args(["-Xmx64m", marker])
-            .args(workload_arguments(classes, &jvm_dir.join("mxbeans.json")))
+            .args(["-Xmx64m", &marker])
+            .args(workload_arguments(&classes, &jvm_dir.join("mxbeans.json")))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -192,12 +182,7 @@ fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
         .iter()
         .find(|jvm| jvm["labels"]["pid"] == pids[1].to_string().as_str())
         .expect("the exited Parallel JVM's minutes are still served");
-    let paused: u64 = parallel["minutes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["pause_count"].as_u64().unwrap())
-        .sum();
+    let paused = common::minutes_pause_count(&parallel["minutes"]);
     let beans = MxBeans::read(&dir.path().join("parallel/mxbeans.json"));
     assert_eq!(paused, beans.total_count());
 }
@@ -314,16 +299,16 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root() {
     } else {
         target_tmp
     };
-    let Some(setup) = Setup::in_dir(tempfile::tempdir_in(outside_tmp).unwrap()) else {
+    let Some((_one, dir, classes, marker)) = setup_in(tempfile::tempdir_in(outside_tmp).unwrap())
+    else {
         return;
     };
-    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
     if !common::unshare_works() {
         return common::skip(
             "`unshare --pid --fork --mount-proc --mount` is refused here (needs CAP_SYS_ADMIN)",
         );
     }
-    let agent = start_agent(dir.path(), marker, "");
+    let agent = start_agent(dir.path(), &marker, "");
     let snapshot = dir.path().join("mxbeans.json");
     let mut java = vec![
         "exec".to_string(),
@@ -332,7 +317,7 @@ fn a_jvm_in_its_own_pid_and_mount_namespace_is_found_through_proc_root() {
         "-Xmx64m".to_string(),
         marker.clone(),
     ];
-    java.extend(workload_arguments(classes, &snapshot));
+    java.extend(workload_arguments(&classes, &snapshot));
     let script = format!("mount -t tmpfs tmpfs /tmp && {}", java.join(" "));
     let mut child = Command::new("unshare")
         .args([
@@ -428,19 +413,18 @@ fn followed(agent: &Agent, log: &Path, snapshot: &Path) -> Followed {
 
 #[test]
 fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters() {
-    let Some(setup) = Setup::new() else {
+    let Some((_one, dir, classes, marker)) = setup() else {
         return;
     };
-    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
     let log = dir.path().join("gc.log");
     let gc_log = format!("[[gc_log]]\npath = {}\n", common::toml_string(&log));
-    let agent = start_agent(dir.path(), marker, &gc_log);
+    let agent = start_agent(dir.path(), &marker, &gc_log);
     let snapshot = dir.path().join("mxbeans.json");
     let xlog = format!(
         "-Xlog:gc*,safepoint:file={}:time,uptime,level,tags",
         log.display()
     );
-    let mut child = g1_jvm(&[marker, &xlog], workload_arguments(classes, &snapshot));
+    let mut child = g1_jvm(&[&marker, &xlog], workload_arguments(&classes, &snapshot));
     let pid = child.id();
     assert!(child.wait().unwrap().success());
     let Followed {
@@ -479,14 +463,13 @@ fn a_jvm_whose_gc_log_is_followed_appears_once_and_its_log_matches_its_counters(
 /// the JVM itself instead of reading "unknown" (issue 22, 8).
 #[test]
 fn a_log_picked_up_mid_file_has_the_version_of_the_jvm_writing_it() {
-    let Some(setup) = Setup::new() else {
+    let Some((_one, dir, classes, marker)) = setup() else {
         return;
     };
-    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
     let log = dir.path().join("gc.log");
     let snapshot = dir.path().join("mxbeans.json");
     let xlog = format!("-Xlog:gc*:file={}:time,uptime,level,tags", log.display());
-    let mut child = g1_jvm(&[marker, &xlog], workload(25, 8, classes, &snapshot));
+    let mut child = g1_jvm(&[&marker, &xlog], workload(25, 8, &classes, &snapshot));
     // The log's own word on the version, written at the JVM's start.
     let deadline = Instant::now() + Duration::from_secs(10);
     let version = loop {
@@ -498,7 +481,7 @@ fn a_log_picked_up_mid_file_has_the_version_of_the_jvm_writing_it() {
         assert!(Instant::now() < deadline, "no Version line in {text}");
         std::thread::sleep(Duration::from_millis(100));
     };
-    let agent = start_agent(dir.path(), marker, "");
+    let agent = start_agent(dir.path(), &marker, "");
     let log_label = log_label(&log);
     // Once the JVM's runtime stats are on the log's stream.
     let metrics = agent.metrics_when(Duration::from_secs(10), |m| {
@@ -519,14 +502,13 @@ fn a_log_picked_up_mid_file_has_the_version_of_the_jvm_writing_it() {
 
 #[test]
 fn a_log_without_the_jvms_pauses_raises_gc_log_counter_mismatch() {
-    let Some(setup) = Setup::new() else {
+    let Some((_one, dir, classes, marker)) = setup() else {
         return;
     };
-    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
     let log = dir.path().join("gc.log");
     let rule = "[alerts]\nevaluation_interval = \"500ms\"\n\
                 [alerts.log_counter_mismatch]\nfor = \"1s\"\n";
-    let agent = start_agent(dir.path(), marker, rule);
+    let agent = start_agent(dir.path(), &marker, rule);
     let snapshot = dir.path().join("mxbeans.json");
     // Tagged gc+heap only: the heap before and after each collection, no
     // `Pause` line. Discovery follows the log, which counts none of them.
@@ -534,20 +516,8 @@ fn a_log_without_the_jvms_pauses_raises_gc_log_counter_mismatch() {
         "-Xlog:gc+heap=debug:file={}:time,uptime,level,tags",
         log.display()
     );
-    let mut child = g1_jvm(&[marker, &xlog], workload(25, 6, classes, &snapshot));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let firing = loop {
-        let alerts: serde_json::Value =
-            serde_json::from_str(&agent.get("/api/v1/alerts").unwrap_or_default())
-                .unwrap_or_default();
-        let firing = (alerts["alerts"].as_array().into_iter().flatten())
-            .find(|a| a["alertname"] == "GcLogCounterMismatch" && a["state"] == "firing");
-        if let Some(alert) = firing {
-            break alert.clone();
-        }
-        assert!(Instant::now() < deadline, "never fired: {alerts}");
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let mut child = g1_jvm(&[&marker, &xlog], workload(25, 6, &classes, &snapshot));
+    let firing = agent.firing_alert("GcLogCounterMismatch", Duration::from_secs(30));
     assert!(child.wait().unwrap().success());
     assert_eq!(firing["labels"]["source"], "agent");
     assert_eq!(firing["labels"]["log"], log.display().to_string().as_str());
@@ -580,10 +550,9 @@ fn another_users_jvm_is_listed_as_permission_denied_without_capabilities() {
     if let Some(reason) = cannot_run_as_nobody() {
         return common::skip(reason);
     }
-    let Some(setup) = Setup::new() else {
+    let Some((_one, dir, classes, marker)) = setup() else {
         return;
     };
-    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
     use std::os::unix::fs::PermissionsExt;
     let checkpoint = dir.path().join("checkpoint");
     std::fs::create_dir_all(&checkpoint).unwrap();
@@ -593,19 +562,18 @@ fn another_users_jvm_is_listed_as_permission_denied_without_capabilities() {
     // The JVM runs as root: its hsperfdata file is 0600, and its
     // /proc/PID/root needs CAP_SYS_PTRACE.
     let snapshot = dir.path().join("mxbeans.json");
-    let mut jvm = g1_jvm(&[marker], workload(25, 6, classes, &snapshot));
+    let mut jvm = g1_jvm(&[&marker], workload(25, 6, &classes, &snapshot));
     let port = common::free_port();
-    let config = dir.path().join("pausewatch.toml");
-    std::fs::write(
-        &config,
+    let config = common::write_file(
+        dir.path(),
+        "pausewatch.toml",
         format!(
             "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
              [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n",
             common::toml_string(&checkpoint),
-            common::toml_string(Path::new(&regex::escape(marker))),
+            common::discovery_include(&marker),
         ),
-    )
-    .unwrap();
+    );
     let stderr = dir.path().join("agent.log");
     let agent = Command::new("setpriv")
         .args([
@@ -651,11 +619,10 @@ fn another_users_jvm_is_listed_as_permission_denied_without_capabilities() {
 
 #[test]
 fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
-    let Some(setup) = Setup::new() else {
+    let Some((_one, dir, classes, marker)) = setup() else {
         return;
     };
-    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
-    let agent = start_agent(dir.path(), marker, "");
+    let agent = start_agent(dir.path(), &marker, "");
     let logs = dir.path().join("logs");
     std::fs::create_dir_all(&logs).unwrap();
     let xlog = format!(
@@ -665,8 +632,8 @@ fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
     let snapshot = dir.path().join("mxbeans.json");
     // A small young generation: many collections, several 64 KiB files.
     let mut child = g1_jvm(
-        &["-Xmn4m", marker, &xlog],
-        workload(80, 3, classes, &snapshot),
+        &["-Xmn4m", &marker, &xlog],
+        workload(80, 3, &classes, &snapshot),
     );
     let pid = child.id();
     assert!(child.wait().unwrap().success());
@@ -699,7 +666,7 @@ fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
 
 #[test]
 fn without_configuration_a_running_jvms_pauses_show() {
-    let Some(Setup { dir, classes, .. }) = Setup::new() else {
+    let Some((_one, dir, classes, _)) = setup() else {
         return;
     };
     let snapshot = dir.path().join("mxbeans.json");
@@ -765,10 +732,10 @@ fn has_vm_args(pid: u32) -> bool {
 /// counts equal its MXBeans.
 #[test]
 fn gc_logs_named_in_argfiles_are_found_through_vm_args_or_the_expanded_command_line() {
-    let Some(setup) = Setup::new() else {
+    let Some((_one, tmp, classes, marker)) = setup() else {
         return;
     };
-    let (dir, classes, marker) = (setup.dir.path(), &setup.classes, &setup.marker);
+    let dir = tmp.path();
     let argfile = |name: &str, log: &Path| {
         let path = dir.join(format!("{name}.args"));
         let text = format!(
@@ -783,7 +750,7 @@ fn gc_logs_named_in_argfiles_are_found_through_vm_args_or_the_expanded_command_l
         Command::new("java")
             .current_dir(dir)
             .args(arguments)
-            .args(workload(25, 4, classes, snapshot))
+            .args(workload(25, 4, &classes, snapshot))
             .stdout(Stdio::null())
             .spawn()
             .unwrap()
@@ -801,7 +768,7 @@ fn gc_logs_named_in_argfiles_are_found_through_vm_args_or_the_expanded_command_l
         std::thread::sleep(Duration::from_millis(20));
     }
     std::fs::remove_file(&vm_args_file[1..]).unwrap();
-    let agent = start_agent(dir, marker, "");
+    let agent = start_agent(dir, &marker, "");
 
     let cut_log = dir.join("cut-gc.log");
     let padding = format!("-Dpadding={}", "x".repeat(1100));
@@ -850,17 +817,16 @@ fn jvm_sample(metrics: &str, name: &str, pid: u32) -> Option<(f64, i64)> {
 /// its stderr, which the agent is not told about).
 #[test]
 fn a_minute_of_pauses_faster_than_the_sampling_is_flagged_as_a_lower_bound() {
-    let Some(setup) = Setup::new() else {
+    let Some((_one, dir, classes, marker)) = setup() else {
         return;
     };
-    let (dir, classes, marker) = (&setup.dir, &setup.classes, &setup.marker);
-    let agent = start_agent(dir.path(), marker, "");
+    let agent = start_agent(dir.path(), &marker, "");
     let log = dir.path().join("gc-stderr.log");
     let mut child = Command::new("java")
         .args(["-XX:+UseG1GC", "-Xmx16m", "-XX:ActiveProcessorCount=1"])
-        .args(["-Xlog:gc:stderr:utctime", marker])
+        .args(["-Xlog:gc:stderr:utctime", &marker])
         // Unlimited allocation for long enough to complete a wall-clock minute.
-        .args(workload(0, 150, classes, &dir.path().join("mxbeans.json")))
+        .args(workload(0, 150, &classes, &dir.path().join("mxbeans.json")))
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()

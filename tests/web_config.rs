@@ -189,12 +189,11 @@ fn a_bad_web_config_names_its_file_line_and_key() {
         "basic_auth_users:\n  prometheus: not-a-hash\n",
     )
     .unwrap();
-    let config = dir.join("pausewatch.toml");
-    std::fs::write(
-        &config,
+    let config = common::write_file(
+        dir,
+        "pausewatch.toml",
         "listen = \"127.0.0.1:0\"\nweb_config = \"web.yml\"\n",
-    )
-    .unwrap();
+    );
     let stderr = common::exit_2_stderr(
         std::process::Command::new(common::PAUSEWATCH)
             .arg("check-config")

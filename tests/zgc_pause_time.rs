@@ -62,12 +62,9 @@ fn zgc_log_pauses_enclose_the_jvms_exact_pause_counters() {
     ) else {
         return;
     };
-    if !common::java_or_skip() {
+    let Some((work, classes, _)) = common::workloads_or_skip() else {
         return;
-    }
-    let work = tempfile::tempdir().unwrap();
-    let classes = work.path().join("classes");
-    common::compile_workloads(&classes);
+    };
     let output = Command::new(&java)
         .current_dir(work.path())
         .args([

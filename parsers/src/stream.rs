@@ -31,45 +31,35 @@ pub trait StreamParser {
     fn bytes(&self) -> u64;
 }
 
-impl StreamParser for GcLogParser {
-    type Output = GcEvent;
+/// Implements [`StreamParser`] for a parser by forwarding to its inherent
+/// `feed`, `finish` and `stats()` (whose `lines` and `bytes` it reads): the
+/// parsers keep those methods, and the impls would otherwise be twins.
+macro_rules! forward_stream_parser {
+    ($parser:ty => $output:ty) => {
+        impl StreamParser for $parser {
+            type Output = $output;
 
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<GcEvent>) {
-        GcLogParser::feed(self, bytes, out);
-    }
+            fn feed(&mut self, bytes: &[u8], out: &mut Vec<$output>) {
+                <$parser>::feed(self, bytes, out);
+            }
 
-    fn finish(&mut self, out: &mut Vec<GcEvent>) {
-        GcLogParser::finish(self, out);
-    }
+            fn finish(&mut self, out: &mut Vec<$output>) {
+                <$parser>::finish(self, out);
+            }
 
-    fn lines(&self) -> u64 {
-        self.stats().lines
-    }
+            fn lines(&self) -> u64 {
+                self.stats().lines
+            }
 
-    fn bytes(&self) -> u64 {
-        self.stats().bytes
-    }
+            fn bytes(&self) -> u64 {
+                self.stats().bytes
+            }
+        }
+    };
 }
 
-impl StreamParser for AccessLogParser {
-    type Output = Request;
-
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Request>) {
-        AccessLogParser::feed(self, bytes, out);
-    }
-
-    fn finish(&mut self, out: &mut Vec<Request>) {
-        AccessLogParser::finish(self, out);
-    }
-
-    fn lines(&self) -> u64 {
-        self.stats().lines
-    }
-
-    fn bytes(&self) -> u64 {
-        self.stats().bytes
-    }
-}
+forward_stream_parser!(GcLogParser => GcEvent);
+forward_stream_parser!(AccessLogParser => Request);
 
 #[cfg(test)]
 mod tests {

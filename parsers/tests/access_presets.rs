@@ -31,6 +31,15 @@ fn parse_ok(format: AccessFormat, text: &str) -> Vec<Request> {
     requests
 }
 
+/// Asserts when `request` started and how long it took.
+fn timed(request: &Request, start: DateTime<Utc>, duration_s: f64) {
+    assert_eq!(
+        (request.start, request.duration_s),
+        (start, duration_s),
+        "{request:?}"
+    );
+}
+
 fn one(format: &AccessFormat, line: &str) -> Request {
     parse_line(format, line).unwrap_or_else(|| panic!("did not parse: {line}"))
 }
@@ -55,11 +64,9 @@ fn nginx_msec_is_the_end_and_request_time_is_subtracted() {
 ";
     let requests = parse_ok(preset("nginx"), log);
     assert_eq!(requests.len(), 2);
-    assert_eq!(requests[0].start, at(1_700_000_000, 250_000_000));
-    assert_eq!(requests[0].duration_s, 0.25);
+    timed(&requests[0], at(1_700_000_000, 250_000_000), 0.25);
     // 1700000001.001 - 1.002 = 1699999999.999
-    assert_eq!(requests[1].start, at(1_699_999_999, 999_000_000));
-    assert_eq!(requests[1].duration_s, 1.002);
+    timed(&requests[1], at(1_699_999_999, 999_000_000), 1.002);
 }
 
 #[test]
@@ -71,8 +78,7 @@ fn nginx_iso8601_without_msec_ends_at_the_bracketed_second() {
     // -> start 1699999999.750.
     let line = "203.0.113.7 - - [2023-11-14T14:13:20-08:00] \"GET / HTTP/2.0\" 200 612 \"-\" \"Go-http-client/2.0\" 0.250";
     let r = one(&preset("nginx"), line);
-    assert_eq!(r.start, at(1_699_999_999, 750_000_000));
-    assert_eq!(r.duration_s, 0.25);
+    timed(&r, at(1_699_999_999, 750_000_000), 0.25);
     // The same with [$time_local] and no $msec.
     let line = "203.0.113.7 - - [14/Nov/2023:14:13:20 -0800] \"GET / HTTP/1.1\" 200 612 \"-\" \"curl/8.4.0\" 0.250";
     assert_eq!(
@@ -87,8 +93,7 @@ fn nginx_trailing_number_pair_is_msec_only_when_it_agrees_with_the_bracket() {
     // not be read as `$request_time $msec` (0.250 is 1970, not 2023).
     let line = "203.0.113.7 - - [14/Nov/2023:14:13:20 -0800] \"GET / HTTP/1.1\" 200 612 0.250";
     let r = one(&preset("nginx"), line);
-    assert_eq!(r.start, at(1_699_999_999, 750_000_000));
-    assert_eq!(r.duration_s, 0.25);
+    timed(&r, at(1_699_999_999, 750_000_000), 0.25);
 }
 
 // ---------------------------------------------------------------- Apache
@@ -109,10 +114,8 @@ fn apache_combined_with_d_starts_at_t() {
 ";
     let requests = parse_ok(preset("apache"), log);
     assert_eq!(requests.len(), 2);
-    assert_eq!(requests[0].start, at(971_211_336, 0));
-    assert_eq!(requests[0].duration_s, 0.001234);
-    assert_eq!(requests[1].start, at(971_211_337, 0));
-    assert_eq!(requests[1].duration_s, 0.25);
+    timed(&requests[0], at(971_211_336, 0), 0.001234);
+    timed(&requests[1], at(971_211_337, 0), 0.25);
 }
 
 #[test]
@@ -120,8 +123,7 @@ fn apache_common_with_d_and_millisecond_time() {
     // LogFormat "%h %l %u %t \"%r\" %>s %b %D"
     let line = "127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] \"GET /apache_pb.gif HTTP/1.0\" 200 2326 250000";
     let r = one(&preset("apache"), line);
-    assert_eq!(r.start, at(971_211_336, 0));
-    assert_eq!(r.duration_s, 0.25);
+    timed(&r, at(971_211_336, 0), 0.25);
     // %t replaced by [%{%d/%b/%Y:%H:%M:%S}t.%{msec_frac}t %{%z}t]
     let line = "127.0.0.1 - frank [10/Oct/2000:13:55:36.123 -0700] \"GET /apache_pb.gif HTTP/1.0\" 200 2326 250000";
     assert_eq!(
@@ -131,8 +133,7 @@ fn apache_common_with_d_and_millisecond_time() {
     // The documented "%{%d/%b/%Y %T}t.%{msec_frac}t %{%z}t" inside brackets.
     let line = "127.0.0.1 - frank [10/Oct/2000 13:55:36.007 -0700] \"GET / HTTP/1.0\" 200 2326 9";
     let r = one(&preset("apache"), line);
-    assert_eq!(r.start, at(971_211_336, 7_000_000));
-    assert_eq!(r.duration_s, 0.000009);
+    timed(&r, at(971_211_336, 7_000_000), 0.000009);
 }
 
 #[test]
@@ -189,17 +190,14 @@ fn tomcat_msec_brackets_end_or_begin_by_preset() {
     // end 1700000000500 ms - 250000 µs -> start 1700000000.250.
     let end = "10.0.0.1 - - [1700000000500] \"GET /x HTTP/1.1\" 200 5 250000";
     let r = one(&preset("tomcat"), end);
-    assert_eq!(r.start, at(1_700_000_000, 250_000_000));
-    assert_eq!(r.duration_s, 0.25);
+    timed(&r, at(1_700_000_000, 250_000_000), 0.25);
     // pattern="%h %l %u [%{begin:msec}t] &quot;%r&quot; %s %b %D": start as written.
     let begin = "10.0.0.1 - bob [1700000000250] \"GET /x y HTTP/1.1\" 200 - 250000";
     let r = one(&preset("tomcat-begin-msec"), begin);
-    assert_eq!(r.start, at(1_700_000_000, 250_000_000));
-    assert_eq!(r.duration_s, 0.25);
+    timed(&r, at(1_700_000_000, 250_000_000), 0.25);
     let begin9 = "10.0.0.1 - - [1700000000250] \"GET /x HTTP/1.1\" 200 5 250";
     let r = one(&preset("tomcat9-begin-msec"), begin9);
-    assert_eq!(r.start, at(1_700_000_000, 250_000_000));
-    assert_eq!(r.duration_s, 0.25);
+    timed(&r, at(1_700_000_000, 250_000_000), 0.25);
 }
 
 // ---------------------------------------------------------------- Envoy
@@ -219,10 +217,8 @@ fn envoy_default_format_documented_example() {
 ";
     let requests = parse_ok(preset("envoy"), log);
     assert_eq!(requests.len(), 2);
-    assert_eq!(requests[0].start, at(1_460_751_420, 310_000_000));
-    assert_eq!(requests[0].duration_s, 0.226);
-    assert_eq!(requests[1].start, at(1_460_751_421, 0));
-    assert_eq!(requests[1].duration_s, 0.0);
+    timed(&requests[0], at(1_460_751_420, 310_000_000), 0.226);
+    timed(&requests[1], at(1_460_751_421, 0), 0.0);
 }
 
 #[test]
@@ -238,8 +234,7 @@ fn envoy_json_documented_keys_string_or_number() {
     let requests = parse_ok(preset("envoy-json"), log);
     assert_eq!(requests.len(), 2);
     for r in &requests {
-        assert_eq!(r.start, at(1_460_751_420, 310_000_000));
-        assert_eq!(r.duration_s, 0.123);
+        timed(r, at(1_460_751_420, 310_000_000), 0.123);
     }
 }
 
@@ -258,8 +253,7 @@ fn json_with_nested_fields_units_and_meanings() {
         &format,
         r#"{"http":{"start_ms":1700000000250,"path":"/x"},"took_us":250000}"#,
     );
-    assert_eq!(r.start, at(1_700_000_000, 250_000_000));
-    assert_eq!(r.duration_s, 0.25);
+    timed(&r, at(1_700_000_000, 250_000_000), 0.25);
     // A top-level key holding the dots wins over the nested path.
     let r = one(
         &format,
@@ -280,8 +274,7 @@ fn json_with_nested_fields_units_and_meanings() {
         &format,
         r#"{"ts":"2023-11-14T14:13:20.5-08:00","elapsed":0.00025}"#,
     );
-    assert_eq!(r.start, at(1_700_000_000, 499_750_000));
-    assert_eq!(r.duration_s, 0.00025);
+    timed(&r, at(1_700_000_000, 499_750_000), 0.00025);
     // Exponent notation from a float-printing logger.
     let r = one(&format, r#"{"ts":"2023-11-14T22:13:20Z","elapsed":2.5e-4}"#);
     assert_eq!(r.start, at(1_699_999_999, 999_750_000));
@@ -295,8 +288,7 @@ fn json_with_nested_fields_units_and_meanings() {
         timestamp: TimestampMeaning::Start,
     };
     let r = one(&format, r#"{"t":"1700000000.123456789","d":1500}"#);
-    assert_eq!(r.start, at(1_700_000_000, 123_456_789));
-    assert_eq!(r.duration_s, 0.0000015);
+    timed(&r, at(1_700_000_000, 123_456_789), 0.0000015);
     let format = AccessFormat::Json {
         time_field: "t".into(),
         time_format: TimeFormat::Clf,
@@ -330,8 +322,7 @@ fn regex_groups_start_end_time() {
     };
     assert!(end.validate().is_ok());
     let r = one(&end, "1.2.3.4 [14/Nov/2023:14:13:20 -0800] GET / 0.5");
-    assert_eq!(r.start, at(1_699_999_999, 500_000_000));
-    assert_eq!(r.duration_s, 0.5);
+    timed(&r, at(1_699_999_999, 500_000_000), 0.5);
 
     let time = AccessFormat::Regex {
         pattern: r"t=(?P<time>\d+) d=(?P<duration>\d+)".into(),
@@ -360,8 +351,7 @@ fn regex_groups_start_end_time() {
         timestamp: TimestampMeaning::End,
     };
     let r = one(&start, "2023-11-14T22:13:20.000123Z 12.5ms");
-    assert_eq!(r.start, at(1_700_000_000, 123_000));
-    assert_eq!(r.duration_s, 0.0125);
+    timed(&r, at(1_700_000_000, 123_000), 0.0125);
     assert_eq!(parse_line(&start, "no match here"), None);
     assert_eq!(parse_line(&start, "yesterday 12ms"), None);
 }

@@ -156,7 +156,7 @@ impl Ctx<'_> {
 mod tests {
     use super::super::tests::{parse_err, parse_ok};
     use super::super::StartAt;
-    use crate::export::catalog;
+    use crate::labels;
 
     #[test]
     fn source_defaults() {
@@ -364,7 +364,7 @@ mod tests {
 
     #[test]
     fn reserved_label_names() {
-        for name in catalog::reserved_label_names() {
+        for name in labels::reserved_label_names() {
             let line = format!("{name} = 'x'");
             let e = parse_err(
                 &[

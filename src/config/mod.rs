@@ -50,8 +50,8 @@ pub use otlp::{OtlpConfig, Protocol, Temporality, TlsFiles, PAUSE_RECORDS_KEPT};
 pub use spans::ConfigError;
 pub use web::{load_web_config, WebConfig};
 
-use crate::export::catalog::reserved_label_names;
 pub use crate::follow::StartAt;
+use crate::labels::reserved_label_names;
 use crate::model::alerts::AlertsConfig;
 use crate::model::jvm::DEFAULT_MAX_LABEL_VALUES;
 use crate::model::serialize_duration;

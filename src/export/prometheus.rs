@@ -638,14 +638,18 @@ pub(crate) mod tests {
         );
     }
 
-    fn bucket_of(
+    /// Each `(le, count)`: the count of the pause histogram's `series` up to `le`.
+    fn assert_buckets(
         samples: &[Sample],
         series: &[(&'static str, &'static str)],
-        le: &'static str,
-    ) -> f64 {
-        let mut labels = series.to_vec();
-        labels.push(("le", le));
-        value(samples, "jvm_gc_pause_seconds_bucket", &labels)
+        expected: &[(&'static str, f64)],
+    ) {
+        for (le, count) in expected {
+            let mut labels = series.to_vec();
+            labels.push(("le", le));
+            let bucket = value(samples, "jvm_gc_pause_seconds_bucket", &labels);
+            assert_eq!(bucket, *count, "le={le} of {series:?}");
+        }
     }
 
     #[test]
@@ -658,15 +662,17 @@ pub(crate) mod tests {
             ("action", "end of major GC"),
             ("cause", "Ergonomics"),
         ];
-        let bucket = |le: &'static str| bucket_of(&samples, &series, le);
-        assert_eq!(bucket("0.002"), 0.0);
-        assert_eq!(bucket("0.005"), 6.0);
-        assert_eq!(bucket("0.01"), 8.0);
         // GC(2), 22.499 ms, is the only one past 20 ms: it lands in le="0.05".
-        assert_eq!(bucket("0.02"), 10.0);
-        assert_eq!(bucket("0.05"), 11.0);
-        assert_eq!(bucket("10.0"), 11.0);
-        assert_eq!(bucket("+Inf"), 11.0);
+        let full_buckets = [
+            ("0.002", 0.0),
+            ("0.005", 6.0),
+            ("0.01", 8.0),
+            ("0.02", 10.0),
+            ("0.05", 11.0),
+            ("10.0", 11.0),
+            ("+Inf", 11.0),
+        ];
+        assert_buckets(&samples, &series, &full_buckets);
         assert_eq!(value(&samples, "jvm_gc_pause_seconds_count", &series), 11.0);
         assert!(close(
             value(&samples, "jvm_gc_pause_seconds_sum", &series),
@@ -678,13 +684,15 @@ pub(crate) mod tests {
             ("action", "end of minor GC"),
             ("cause", "Allocation Failure"),
         ];
-        let young_bucket = |le: &'static str| bucket_of(&samples, &young, le);
-        assert_eq!(young_bucket("0.001"), 0.0);
-        assert_eq!(young_bucket("0.002"), 1.0);
-        assert_eq!(young_bucket("0.005"), 2.0);
-        assert_eq!(young_bucket("0.01"), 2.0);
-        assert_eq!(young_bucket("0.02"), 4.0);
-        assert_eq!(young_bucket("+Inf"), 4.0);
+        let young_buckets = [
+            ("0.001", 0.0),
+            ("0.002", 1.0),
+            ("0.005", 2.0),
+            ("0.01", 2.0),
+            ("0.02", 4.0),
+            ("+Inf", 4.0),
+        ];
+        assert_buckets(&samples, &young, &young_buckets);
         // Every bound of PAUSE_BUCKETS is exposed; counts never decrease.
         let mut previous = 0.0;
         for bound in PAUSE_BUCKETS {

@@ -14,9 +14,14 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub mod headline;
 pub mod pki;
 pub mod skip;
 
+// Re-exported where they were before; a test binary that uses none of them
+// would see an unused import (as `dead_code` is allowed above).
+#[allow(unused_imports)]
+pub use headline::{agent_minutes, check_headline_panel, headline_panel, MinuteFigures};
 pub use skip::{or_skip, skip};
 
 // ---------------------------------------------------------------- fixtures
@@ -29,6 +34,13 @@ pub fn root() -> &'static Path {
 /// `tests/fixtures/jvm/NAME`: logs a real JVM wrote, with its `mxbeans.json`.
 pub fn jvm_fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures/jvm").join(name)
+}
+
+/// Writes `text` to `dir/name`: the file's path.
+pub fn write_file(dir: &Path, name: &str, text: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    path
 }
 
 /// `gc.log` and its rotated siblings (`gc.log.*`) in `dir`, sorted by name.
@@ -352,8 +364,7 @@ pub struct Agent {
 impl Agent {
     /// Writes `config` (which must listen on `port`) into `dir` and starts the agent.
     pub fn start(dir: &Path, port: u16, config: &str) -> Agent {
-        let path = dir.join("pausewatch.toml");
-        std::fs::write(&path, config).unwrap();
+        let path = write_file(dir, "pausewatch.toml", config);
         let child = run_command(&path).stderr(Stdio::null()).spawn().unwrap();
         Agent { port, child }
     }
@@ -366,6 +377,23 @@ impl Agent {
     /// GET `path`; the body, or `None` while the agent is not up.
     pub fn get(&self, path: &str) -> Option<String> {
         http_get(self.port, path).ok().map(|(_, body)| body)
+    }
+
+    /// Polls `/api/v1/alerts` until `alertname` fires: that alert. Fails
+    /// after `timeout`.
+    pub fn firing_alert(&self, alertname: &str, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let body = self.get("/api/v1/alerts").unwrap_or_default();
+            let alerts: Value = serde_json::from_str(&body).unwrap_or_default();
+            let firing = (alerts["alerts"].as_array().into_iter().flatten())
+                .find(|a| a["alertname"] == alertname && a["state"] == "firing");
+            if let Some(alert) = firing {
+                return alert.clone();
+            }
+            assert!(Instant::now() < deadline, "{alertname} never fired: {body}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// Scrapes `/metrics` until `ready` holds, or fails after `timeout`.
@@ -408,6 +436,17 @@ pub fn line_value(line: &str) -> Option<f64> {
         None => line.split_once(' ')?.1,
     };
     after_series.split_whitespace().next()?.parse().ok()
+}
+
+/// The pauses of a `minutes` array (analyze's report, `/api/v1/minutes`):
+/// its minutes' `pause_count`s added up.
+pub fn minutes_pause_count(minutes: &Value) -> u64 {
+    minutes
+        .as_array()
+        .unwrap_or_else(|| panic!("not a minutes array: {minutes}"))
+        .iter()
+        .map(|minute| minute["pause_count"].as_u64().expect("pause_count"))
+        .sum()
 }
 
 /// Sum of every sample of `name` whose line contains all of `contains`.
@@ -870,6 +909,18 @@ pub fn unshare_works() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Whether this sandbox lets a test make a mount namespace of its own;
+/// [`skip`]s when it does not, saying what then `cannot` be done.
+pub fn mount_namespace_or_skip(cannot: &str) -> bool {
+    let permitted = succeeds("unshare", &["--mount", "true"]);
+    if !permitted {
+        skip(format_args!(
+            "unshare --mount is not permitted here, so {cannot}"
+        ));
+    }
+    permitted
+}
+
 /// Whether `java` and `javac` run; [`skip`]s when they do not.
 pub fn java_or_skip() -> bool {
     let available = ["java", "javac"]
@@ -879,6 +930,31 @@ pub fn java_or_skip() -> bool {
         skip("`java` and `javac` (JDK 17+) are needed on PATH to run a real JVM");
     }
     available
+}
+
+/// Where a test's JVMs run: a temporary directory, the Java workloads
+/// compiled into its `classes`, and the `-D` option that marks the test's
+/// JVMs, so that an agent's discovery can be limited to them
+/// ([`discovery_include`]). `None` after [`skip`]ping without a JDK.
+pub fn workloads_or_skip() -> Option<(tempfile::TempDir, PathBuf, String)> {
+    workloads_in(tempfile::tempdir().unwrap())
+}
+
+/// [`workloads_or_skip`] in `dir`.
+pub fn workloads_in(dir: tempfile::TempDir) -> Option<(tempfile::TempDir, PathBuf, String)> {
+    if !java_or_skip() {
+        return None;
+    }
+    let classes = dir.path().join("classes");
+    compile_workloads(&classes);
+    let marker = format!("-Dpausewatch.test={}", dir.path().display());
+    Some((dir, classes, marker))
+}
+
+/// An item of `[discovery] include` (a TOML string) that selects the JVMs
+/// started with `marker` and no others.
+pub fn discovery_include(marker: &str) -> String {
+    toml_string(Path::new(&regex::escape(marker)))
 }
 
 /// Compiles the Java workloads (every tests/workload/*.java, together: they
@@ -902,134 +978,6 @@ pub fn compile_workloads(dir: &Path) {
         "javac failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-// ---------------------------------------------------------------- the headline panel
-
-/// The dashboard whose headline panel the tests check.
-const DASHBOARD: &str = "dashboards/grafana/pausewatch.json";
-/// The headline panel's id: max GC pause beside p99.9 latency, per minute.
-const HEADLINE_PANEL: u64 = 2;
-
-/// The headline panel's targets: `(refId, expr)`, with `$service` and
-/// `$instance` matching every series.
-pub fn headline_panel() -> Vec<(String, String)> {
-    let path = root().join(DASHBOARD);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{DASHBOARD}: {e}"));
-    let dashboard: Value = serde_json::from_str(&text).expect("the dashboard is JSON");
-    let panel = dashboard["panels"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|panel| panel["id"] == HEADLINE_PANEL)
-        .expect("the headline panel");
-    assert_eq!(panel["interval"], "1m", "the panel's step is a minute");
-    panel["targets"]
-        .as_array()
-        .expect("targets")
-        .iter()
-        .map(|target| {
-            let expr = target["expr"].as_str().expect("expr");
-            (
-                target["refId"].as_str().expect("refId").to_string(),
-                expr.replace("$service", ".+").replace("$instance", ".+"),
-            )
-        })
-        .collect()
-}
-
-/// One minute of an agent's `/api/v1/minutes`: its max pause and, when it
-/// had requests, its p99.9.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MinuteFigures {
-    pub pause_max_seconds: f64,
-    /// The minute's `pause_max_lower_bound`, absent from the JSON when false.
-    pub pause_max_lower_bound: bool,
-    pub p999_seconds: Option<f64>,
-}
-
-/// The agent's minutes (of its only JVM) by start, Unix seconds.
-pub fn agent_minutes(port: u16) -> BTreeMap<i64, MinuteFigures> {
-    let body = http_get_ok(port, "/api/v1/minutes").expect("/api/v1/minutes");
-    let json: Value = serde_json::from_str(&body).expect("minutes JSON");
-    let minutes = json["jvms"][0]["minutes"].as_array().cloned();
-    minutes
-        .unwrap_or_default()
-        .iter()
-        .map(|minute| {
-            let start = minute["start"].as_str().expect("start");
-            let start = chrono::DateTime::parse_from_rfc3339(start).expect("RFC 3339 start");
-            let latency = &minute["latency"];
-            let p999_seconds = (latency["count"].as_u64().unwrap_or(0) > 0)
-                .then(|| latency["p999_seconds"].as_f64().expect("p999_seconds"));
-            let figures = MinuteFigures {
-                pause_max_seconds: minute["pause_max_seconds"].as_f64().expect("pause max"),
-                pause_max_lower_bound: minute["pause_max_lower_bound"] == true,
-                p999_seconds,
-            };
-            (start.timestamp(), figures)
-        })
-        .collect()
-}
-
-/// Runs the headline panel's queries over the minutes `from..=to` (Unix
-/// seconds, minute starts) as Grafana does for its 1m interval, and checks
-/// each point against the agent's `/api/v1/minutes` for the minute starting
-/// at that point: every minute has its max pause there, every minute with
-/// requests its p99.9, a minute without requests no latency point, and only
-/// a minute whose max is a lower bound a lower-bound mark (at that max).
-/// Returns the points checked.
-pub fn check_headline_panel(prom: &Prometheus, agent_ports: &[u16], from: i64, to: i64) -> usize {
-    let mut checked = 0;
-    for (ref_id, expr) in headline_panel() {
-        let latency = expr.contains("latency");
-        // The lower-bound marks: a point only where the minute's max is one.
-        let lower_bound = expr.contains("pausewatch_gc_pause_max_lower_bound");
-        let result = prom.query_range(&expr, from, to, 60).expect("range query");
-        for port in agent_ports {
-            let instance = format!("127.0.0.1:{port}");
-            let minutes = agent_minutes(*port);
-            let points: BTreeMap<i64, f64> = result
-                .iter()
-                .filter(|series| series["metric"]["instance"] == instance.as_str())
-                .flat_map(|series| series["values"].as_array().cloned().unwrap_or_default())
-                .map(|point| {
-                    let at = point[0].as_f64().expect("point time") as i64;
-                    let value = point[1].as_str().expect("point value").parse::<f64>();
-                    (at, value.expect("a number"))
-                })
-                .collect();
-            eprintln!("panel {ref_id} {instance}: {points:?}");
-            for minute in (from..=to).step_by(60) {
-                let figures = minutes.get(&minute).copied().unwrap_or(MinuteFigures {
-                    pause_max_seconds: 0.0,
-                    pause_max_lower_bound: false,
-                    p999_seconds: None,
-                });
-                let expected = if latency {
-                    figures.p999_seconds
-                } else if lower_bound {
-                    figures
-                        .pause_max_lower_bound
-                        .then_some(figures.pause_max_seconds)
-                } else {
-                    Some(figures.pause_max_seconds)
-                };
-                let drawn = points.get(&minute).copied();
-                let matches = match (drawn, expected) {
-                    (Some(drawn), Some(expected)) => (drawn - expected).abs() <= 1e-9,
-                    (drawn, expected) => drawn == expected,
-                };
-                assert!(
-                    matches,
-                    "panel {ref_id}, {instance}, minute {}: drawn {drawn:?}, the agent's minute says {expected:?}",
-                    chrono::DateTime::from_timestamp(minute, 0).unwrap()
-                );
-                checked += 1;
-            }
-        }
-    }
-    checked
 }
 
 /// `analyze` flags that read the recorded workloads' JSON access log

@@ -71,15 +71,14 @@ impl Running {
 
     /// As [`Running::start`], with `prlimit --nofile=N:N` when `nofile` is given.
     fn start_limited(dir: &Path, port: u16, sources: &str, nofile: Option<u32>) -> Running {
-        let config = dir.join("pausewatch.toml");
-        std::fs::write(
-            &config,
+        let config = crate::common::write_file(
+            dir,
+            "pausewatch.toml",
             format!(
                 "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = \"{}/checkpoint\"\npoll_interval = \"50ms\"\ncheckpoint_interval = \"100ms\"\n{sources}",
                 dir.display()
             ),
-        )
-        .unwrap();
+        );
         let mut command = run_command(&config);
         if let Some(nofile) = nofile {
             // prlimit execs the agent: the child's pid is the agent's.

@@ -109,17 +109,16 @@ fn hostile_hsperfdata_files_are_refused_without_blocking_or_buffering() {
     }
 
     let port = crate::common::free_port();
-    let config = dir.path().join("pausewatch.toml");
-    std::fs::write(
-        &config,
+    let config = crate::common::write_file(
+        dir.path(),
+        "pausewatch.toml",
         format!(
             "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
              [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n[runtime_stats]\ninterval = \"100ms\"\n",
             toml_string(&dir.path().join("state")),
-            toml_string(Path::new(&regex::escape(&dir.path().display().to_string()))),
+            crate::common::discovery_include(&dir.path().display().to_string()),
         ),
-    )
-    .unwrap();
+    );
     let mut children = Children::new(dir.path());
     children.spawn_service(
         "agent",

@@ -40,16 +40,15 @@ fn pause_line(end: DateTime<Utc>, gc: u32, ms: f64) -> String {
 /// lines, and waits until it has counted `pauses` pauses.
 fn start_agent(dir: &Path, children: &mut Children, log: &Path, extra: &str, pauses: u64) -> u16 {
     let port = crate::common::free_port();
-    let config = dir.join("pausewatch.toml");
-    std::fs::write(
-        &config,
+    let config = crate::common::write_file(
+        dir,
+        "pausewatch.toml",
         format!(
             "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n{extra}\n[[gc_log]]\npath = {}\nstart_at = \"beginning\"\n[discovery]\nenabled = false\n",
             toml_string(&dir.join("state")),
             toml_string(log)
         ),
-    )
-    .unwrap();
+    );
     children.spawn_service(
         "agent",
         &mut bounded_pausewatch(&["run", "--config", config.to_str().unwrap()]),
@@ -87,6 +86,11 @@ fn pause_counts(response: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// The start of the minute `t` falls in.
+fn minute_start(t: DateTime<Utc>) -> DateTime<Utc> {
+    t - TimeDelta::seconds(t.timestamp().rem_euclid(60))
+}
+
 #[test]
 fn a_line_dated_far_in_the_future_is_a_clock_outlier_not_a_range_of_minutes() {
     let dir = tempfile::tempdir().unwrap();
@@ -95,10 +99,7 @@ fn a_line_dated_far_in_the_future_is_a_clock_outlier_not_a_range_of_minutes() {
     // dated year 9999 and one dated 2126, whose minutes the agent once tried
     // to list one by one (about 900 GB and 3 GB).
     let now = Utc::now();
-    let minute = |ago: i64| {
-        let start = now - TimeDelta::minutes(ago);
-        start - TimeDelta::seconds(start.timestamp().rem_euclid(60)) + TimeDelta::seconds(10)
-    };
+    let minute = |ago: i64| minute_start(now - TimeDelta::minutes(ago)) + TimeDelta::seconds(10);
     let far = |text: &str| DateTime::parse_from_rfc3339(text).unwrap().to_utc();
     let log_text = [
         pause_line(minute(3), 0, 5.0),
@@ -108,8 +109,7 @@ fn a_line_dated_far_in_the_future_is_a_clock_outlier_not_a_range_of_minutes() {
         pause_line(minute(2) + TimeDelta::seconds(20), 4, 4.0),
     ]
     .concat();
-    let log = dir.path().join("gc.log");
-    std::fs::write(&log, log_text).unwrap();
+    let log = crate::common::write_file(dir.path(), "gc.log", log_text);
     let port = start_agent(dir.path(), &mut children, &log, "", 5);
 
     let (response, size) = minutes(port, "");
@@ -154,9 +154,9 @@ fn analyze_lists_quiet_minutes_only_between_credible_events() {
     let at = |text: &str| DateTime::parse_from_rfc3339(text).unwrap().to_utc();
     // A 1970 line first (nothing before it to compare with), then one in the
     // middle: once 29 million quiet minutes (6.6 GB).
-    let log = dir.path().join("gc.log");
-    std::fs::write(
-        &log,
+    let log = crate::common::write_file(
+        dir.path(),
+        "gc.log",
         [
             pause_line(at("1970-01-01T00:00:01Z"), 0, 1.0),
             pause_line(at("2026-11-30T01:45:10Z"), 1, 5.0),
@@ -165,8 +165,7 @@ fn analyze_lists_quiet_minutes_only_between_credible_events() {
             pause_line(at("2026-11-30T01:47:05Z"), 4, 4.0),
         ]
         .concat(),
-    )
-    .unwrap();
+    );
     let report = analyze_json(&log);
     let starts: Vec<(String, u64)> = pause_counts(&serde_json::json!({ "jvms": [report] }));
     assert_eq!(
@@ -196,14 +195,10 @@ fn analyze_caps_the_quiet_minutes_it_lists_and_says_so() {
             )
         })
         .collect();
-    let log = dir.path().join("gc.log");
-    std::fs::write(&log, lines.concat()).unwrap();
+    let log = crate::common::write_file(dir.path(), "gc.log", lines.concat());
     let report = analyze_json(&log);
     let minutes = report["minutes"].as_array().unwrap();
-    let pauses: u64 = minutes
-        .iter()
-        .map(|m| m["pause_count"].as_u64().unwrap())
-        .sum();
+    let pauses = crate::common::minutes_pause_count(&report["minutes"]);
     assert_eq!(pauses, 41);
     // 41 minutes with a pause, at most 7 days of quiet ones.
     assert!(minutes.len() <= 41 + 7 * 1440, "{}", minutes.len());
@@ -213,12 +208,11 @@ fn analyze_caps_the_quiet_minutes_it_lists_and_says_so() {
 #[test]
 fn analyze_of_a_log_without_pauses_prints_a_total_of_zero() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("gc.log");
-    std::fs::write(
-        &log,
+    let log = crate::common::write_file(
+        dir.path(),
+        "gc.log",
         "[2026-11-30T01:45:10.000+0000][1.000s][info][gc] Using G1\n",
-    )
-    .unwrap();
+    );
     let output = bounded_pausewatch(&["analyze", log.to_str().unwrap()])
         .output()
         .unwrap();
@@ -234,10 +228,7 @@ fn minutes_requests_are_bounded_by_until_log_and_limit() {
     // Two JVMs: `busy` paused once a minute for the last 300 minutes (its
     // minute N minutes ago paused N ms, N = 300 down to 1), `other` once.
     let now = Utc::now();
-    let start_of = |ago: i64| {
-        let t = now - TimeDelta::minutes(ago);
-        t - TimeDelta::seconds(t.timestamp().rem_euclid(60))
-    };
+    let start_of = |ago: i64| minute_start(now - TimeDelta::minutes(ago));
     let busy: String = (1..=300)
         .rev()
         .map(|ago| {
@@ -250,8 +241,7 @@ fn minutes_requests_are_bounded_by_until_log_and_limit() {
         .collect();
     std::fs::create_dir(dir.path().join("busy")).unwrap();
     std::fs::create_dir(dir.path().join("other")).unwrap();
-    let busy_log = dir.path().join("busy/gc.log");
-    std::fs::write(&busy_log, busy).unwrap();
+    let busy_log = crate::common::write_file(dir.path(), "busy/gc.log", busy);
     std::fs::write(
         dir.path().join("other/gc.log"),
         pause_line(start_of(5) + TimeDelta::seconds(30), 0, 2.0),
@@ -340,8 +330,7 @@ fn label_values_past_the_cap_are_counted_under_other() {
             )
         })
         .collect();
-    let log = dir.path().join("gc.log");
-    std::fs::write(&log, log_text).unwrap();
+    let log = crate::common::write_file(dir.path(), "gc.log", log_text);
     let port = start_agent(dir.path(), &mut children, &log, "max_label_values = 10", 30);
     let metrics = http_get_ok(port, "/metrics").unwrap();
     let values = |name: &str, label: &str| -> Vec<String> {
@@ -404,8 +393,7 @@ fn silent_connections_cannot_keep_healthz_from_answering() {
 
     let dir = tempfile::tempdir().unwrap();
     let mut children = Children::new(dir.path());
-    let log = dir.path().join("gc.log");
-    std::fs::write(&log, pause_line(Utc::now(), 0, 1.0)).unwrap();
+    let log = crate::common::write_file(dir.path(), "gc.log", pause_line(Utc::now(), 0, 1.0));
     let port = start_agent(
         dir.path(),
         &mut children,
@@ -472,8 +460,7 @@ fn interleaved_log() -> String {
 #[test]
 fn two_jvms_interleaved_in_one_file_are_one_restart_not_one_per_line() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("gc.log");
-    std::fs::write(&log, interleaved_log()).unwrap();
+    let log = crate::common::write_file(dir.path(), "gc.log", interleaved_log());
     let report = analyze_json(&log);
     // Hand-counted: A's first pause, then 20 of A's and 20 of B's.
     assert_eq!(report["pauses"]["count"], 41);

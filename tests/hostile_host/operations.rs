@@ -10,9 +10,7 @@ use crate::common::{self, free_port, http_get_ok, jvm_fixture, sum, toml_string}
 
 /// `config` written to `dir/pausewatch.toml`.
 fn config_file(dir: &Path, config: &str) -> std::path::PathBuf {
-    let path = dir.join("pausewatch.toml");
-    std::fs::write(&path, config).unwrap();
-    path
+    common::write_file(dir, "pausewatch.toml", config)
 }
 
 /// The agent with its stderr captured, on a config written into `dir`.
@@ -197,14 +195,8 @@ fn a_second_agent_on_the_same_checkpoint_dir_exits_2_naming_the_first() {
 /// mount namespace): the lock file takes its one page, so no state fits.
 #[test]
 fn a_full_disk_is_reported_once_a_minute_and_leaves_no_temporary_file() {
-    let permitted = Command::new("unshare")
-        .args(["--mount", "true"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !permitted {
-        return common::skip(
-            "unshare --mount is not permitted here, so no small file system can be mounted",
-        );
+    if !common::mount_namespace_or_skip("no small file system can be mounted") {
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
     let checkpoint_dir = dir.path().join("checkpoint");
@@ -481,8 +473,7 @@ fn checkpointed_then_killed() -> Killed {
     let expected = common::MxBeans::read(&fixture.join("mxbeans.json")).total_count() as f64;
     let text = std::fs::read_to_string(fixture.join("gc.log")).unwrap();
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let log = dir.path().join("gc.log");
-    std::fs::write(&log, "").unwrap();
+    let log = common::write_file(dir.path(), "gc.log", "");
     let port = free_port();
     let sources = format!(
         "checkpoint_interval = \"100ms\"\npoll_interval = \"100ms\"\n[[gc_log]]\npath = {}\n",
@@ -713,8 +704,7 @@ fn a_clock_set_a_day_ahead_keeps_the_minute_history() {
         })
         .collect();
     std::fs::write(&log, lines).unwrap();
-    let offset = dir.path().join("faketime");
-    std::fs::write(&offset, "+0\n").unwrap();
+    let offset = common::write_file(dir.path(), "faketime", "+0\n");
     let port = free_port();
     let path = config_file(
         dir.path(),

@@ -5,7 +5,7 @@
 //! JVM dashboards keep working; everything else is `pausewatch_*`.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::Collector;
@@ -22,10 +22,6 @@ pub const OVERHEAD_WINDOWS: [(&str, u32); 2] = [("1m", 1), ("5m", 5)];
 /// `gctrace` output), so that the shared families tell Go services from
 /// JVMs; JVM streams go without it, as they always have.
 const RUNTIME_LABEL: &str = "runtime";
-
-/// Labels Prometheus itself attaches to every scraped series; a source label
-/// of the same name would be renamed `exported_*` on scrape.
-const TARGET_LABELS: [&str; 2] = ["instance", "job"];
 
 /// What a family measures; each exporter maps it to its own instrument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,7 +112,8 @@ impl Scope {
 /// The catalog exists so that every exporter (the Prometheus exposition
 /// today, OpenTelemetry next) reads the same definition instead of
 /// restating names and label sets, and so that the configuration can refuse
-/// source labels that would clash with them ([`reserved_label_names`]).
+/// source labels that would clash with them ([`crate::labels`], which its
+/// tests hold to the families' labels).
 #[derive(Clone, Copy)]
 pub struct Family {
     /// The name as Prometheus scrapes it: counters end in `_total`, and the
@@ -299,26 +296,6 @@ fn log_labels<'a>(log: &'a str, configured: &'a BTreeMap<String, String>) -> Lab
     std::iter::once(("log", log.into()))
         .chain(configured)
         .collect()
-}
-
-/// Label names a source's configured labels must not take, because the agent
-/// sets them on the same series (Prometheus rejects a scrape with a label
-/// twice) or Prometheus attaches them to every target.
-///
-/// Labels of agent-only families (`version`, `sink`, `result`) are not
-/// reserved: their series never carry configured labels, so they cannot clash.
-pub fn reserved_label_names() -> BTreeSet<&'static str> {
-    let mut names = BTreeSet::from(TARGET_LABELS);
-    for family in CATALOG {
-        for scope_labels in family.scopes.iter().filter_map(Scope::scope_labels) {
-            names.extend(scope_labels);
-            names.extend(family.labels);
-            if family.kind == Kind::Histogram {
-                names.insert("le");
-            }
-        }
-    }
-    names
 }
 
 mod families;
