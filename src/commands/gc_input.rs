@@ -10,26 +10,59 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-/// Bytes handed on at a time.
-const CHUNK: usize = 1024 * 1024;
+/// Bytes read at a time.
+pub const CHUNK: usize = 1024 * 1024;
 
 const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
 const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 
-/// Feeds the contents of `path` to `each`, a chunk at a time: a gzip file
+/// Where [`read_gc_log_into`] puts what it reads: straight into the
+/// caller's buffer, so that bytes are not copied again on their way to it.
+pub trait Sink {
+    /// Room for the next read: at least two bytes.
+    fn room(&mut self) -> &mut [u8];
+    /// The first `len` bytes of the last [`room`](Self::room) were filled.
+    fn filled(&mut self, len: usize);
+}
+
+/// Feeds the contents of `path` to `each`, a chunk at a time.
+pub fn read_gc_log(path: &Path, each: &mut dyn FnMut(&[u8])) -> Result<()> {
+    /// A chunk buffer handed on whole each time it is filled.
+    struct Chunks<'e> {
+        buffer: Vec<u8>,
+        each: &'e mut dyn FnMut(&[u8]),
+    }
+    impl Sink for Chunks<'_> {
+        fn room(&mut self) -> &mut [u8] {
+            &mut self.buffer
+        }
+        fn filled(&mut self, len: usize) {
+            (self.each)(&self.buffer[..len]);
+        }
+    }
+    read_gc_log_into(
+        path,
+        &mut Chunks {
+            buffer: vec![0; CHUNK],
+            each,
+        },
+    )
+}
+
+/// Reads the contents of `path` into `sink`, a chunk at a time: a gzip file
 /// decompressed (all its members), a zip archive's files one after the
 /// other in the archive's order.
-pub fn read_gc_log(path: &Path, each: &mut dyn FnMut(&[u8])) -> Result<()> {
+pub fn read_gc_log_into(path: &Path, sink: &mut dyn Sink) -> Result<()> {
     let open = || File::open(path).with_context(|| format!("cannot open {}", path.display()));
     let mut magic = [0u8; 4];
     let mut head = open()?;
     let known = read_up_to(&mut head, &mut magic)
         .with_context(|| format!("cannot read {}", path.display()))?;
     let mut lines = LineEnds::default();
-    let mut emit = |bytes: &[u8]| lines.convert(bytes, each);
     if magic[..known].starts_with(GZIP_MAGIC) {
         let decoder = flate2::read::MultiGzDecoder::new(BufReader::new(open()?));
-        copy_chunks(decoder, &mut emit)
+        lines
+            .copy(decoder, sink)
             .with_context(|| format!("cannot decompress {} (gzip)", path.display()))?;
     } else if magic[..known].starts_with(ZIP_MAGIC) {
         let mut archive = zip::ZipArchive::new(BufReader::new(open()?))
@@ -42,14 +75,16 @@ pub fn read_gc_log(path: &Path, each: &mut dyn FnMut(&[u8])) -> Result<()> {
                 continue;
             }
             let name = entry.name().to_string();
-            copy_chunks(entry, &mut emit)
+            lines
+                .copy(entry, sink)
                 .with_context(|| format!("cannot decompress {name} in {}", path.display()))?;
         }
     } else {
-        copy_chunks(open()?, &mut emit)
+        lines
+            .copy(open()?, sink)
             .with_context(|| format!("cannot read {}", path.display()))?;
     }
-    lines.finish(each);
+    lines.finish(sink);
     Ok(())
 }
 
@@ -65,61 +100,57 @@ fn read_up_to(reader: &mut impl Read, buffer: &mut [u8]) -> std::io::Result<usiz
     Ok(filled)
 }
 
-fn copy_chunks(mut reader: impl Read, each: &mut dyn FnMut(&[u8])) -> std::io::Result<()> {
-    let mut buffer = vec![0u8; CHUNK];
-    loop {
-        match reader.read(&mut buffer) {
-            Ok(0) => return Ok(()),
-            Ok(read) => each(&buffer[..read]),
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-}
-
 /// Turns a CR that ends a line on its own (old Mac line ends, which some
-/// Windows tools write) into LF; CRLF passes unchanged, the parsers take it.
-/// A chunk that ends in CR leaves the decision to the next chunk's first byte.
+/// Windows tools write) into LF, in the sink's buffer; CRLF passes
+/// unchanged, the parsers take it. A read that ends in CR holds it back
+/// until the next byte decides, across the files of an archive.
 #[derive(Default)]
 struct LineEnds {
-    /// The previous chunk ended in a CR not yet handed on.
+    /// A CR held back: the last byte read so far.
     carried_cr: bool,
-    converted: Vec<u8>,
 }
 
 impl LineEnds {
-    fn convert(&mut self, mut bytes: &[u8], each: &mut dyn FnMut(&[u8])) {
-        if self.carried_cr {
-            self.carried_cr = false;
-            each(if bytes.first() == Some(&b'\n') {
-                b"\r"
-            } else {
-                b"\n"
-            });
-        }
-        if bytes.last() == Some(&b'\r') {
-            self.carried_cr = true;
-            bytes = &bytes[..bytes.len() - 1];
-        }
-        let lone_cr = memchr::memchr_iter(b'\r', bytes).any(|at| bytes.get(at + 1) != Some(&b'\n'));
-        if !lone_cr {
-            each(bytes);
-            return;
-        }
-        self.converted.clear();
-        self.converted.extend_from_slice(bytes);
-        for at in 0..self.converted.len() {
-            if self.converted[at] == b'\r' && self.converted.get(at + 1) != Some(&b'\n') {
-                self.converted[at] = b'\n';
+    /// Reads all of `reader` into `sink`.
+    fn copy(&mut self, mut reader: impl Read, sink: &mut dyn Sink) -> std::io::Result<()> {
+        loop {
+            let room = sink.room();
+            // The CR held back goes first, as what the next byte makes of it.
+            let from = usize::from(self.carried_cr);
+            let read = match reader.read(&mut room[from..]) {
+                Ok(0) => return Ok(()),
+                Ok(read) => read,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error),
+            };
+            let mut end = from + read;
+            if self.carried_cr {
+                room[0] = if room[1] == b'\n' { b'\r' } else { b'\n' };
+            }
+            self.carried_cr = room[end - 1] == b'\r';
+            if self.carried_cr {
+                end -= 1;
+            }
+            // A CR is lone unless LF follows; the one held back is not LF.
+            let mut next = 0;
+            while let Some(found) = memchr::memchr(b'\r', &room[next..end]) {
+                let at = next + found;
+                if at + 1 == end || room[at + 1] != b'\n' {
+                    room[at] = b'\n';
+                }
+                next = at + 1;
+            }
+            if end > 0 {
+                sink.filled(end);
             }
         }
-        each(&self.converted);
     }
 
-    /// The input ended: a CR carried over ends the last line.
-    fn finish(&mut self, each: &mut dyn FnMut(&[u8])) {
+    /// The input ended: a CR held back ends the last line.
+    fn finish(&mut self, sink: &mut dyn Sink) {
         if std::mem::take(&mut self.carried_cr) {
-            each(b"\n");
+            sink.room()[0] = b'\n';
+            sink.filled(1);
         }
     }
 }
@@ -128,15 +159,24 @@ impl LineEnds {
 mod tests {
     use super::*;
 
-    /// The bytes `LineEnds` hands on for `chunks`.
+    /// The bytes `LineEnds` hands on for `chunks`, read in that many reads.
     fn converted(chunks: &[&[u8]]) -> Vec<u8> {
-        let mut lines = LineEnds::default();
-        let mut out = Vec::new();
-        for chunk in chunks {
-            lines.convert(chunk, &mut |bytes| out.extend_from_slice(bytes));
+        struct Collect(Vec<u8>, [u8; 64]);
+        impl Sink for Collect {
+            fn room(&mut self) -> &mut [u8] {
+                &mut self.1
+            }
+            fn filled(&mut self, len: usize) {
+                self.0.extend_from_slice(&self.1[..len]);
+            }
         }
-        lines.finish(&mut |bytes| out.extend_from_slice(bytes));
-        out
+        let mut lines = LineEnds::default();
+        let mut out = Collect(Vec::new(), [0; 64]);
+        for chunk in chunks {
+            lines.copy(*chunk, &mut out).unwrap();
+        }
+        lines.finish(&mut out);
+        out.0
     }
 
     #[test]

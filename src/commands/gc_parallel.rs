@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::Result;
 use pausewatch_parsers::{GcEvent, GcLogParser};
 
-use crate::commands::gc_input::read_gc_log;
+use crate::commands::gc_input::{read_gc_log_into, Sink, CHUNK};
 
 /// Bytes read before they are parsed in two halves: long enough for the
 /// guess of a half's starting state to converge early in it, short enough
@@ -38,22 +38,53 @@ pub fn parse_gc_log(
     parser: &mut GcLogParser,
     deliver: &mut dyn FnMut(&mut Vec<GcEvent>),
 ) -> Result<()> {
-    // Room for a read on top of a stretch, so that the buffer never grows.
-    let mut stretch = Vec::with_capacity(2 * STRETCH);
-    // Reused: a fresh vector per stretch grew into new pages every time.
-    let mut fresh = Vec::new();
-    read_gc_log(path, &mut |bytes| {
-        stretch.extend_from_slice(bytes);
-        if stretch.len() < STRETCH {
+    let mut stretch = Stretch {
+        // Room for a read on top of a stretch, so that the buffer never grows.
+        bytes: vec![0; STRETCH + CHUNK],
+        filled: 0,
+        parser,
+        // Reused: a fresh vector per stretch grew into new pages every time.
+        fresh: Vec::new(),
+        deliver,
+    };
+    read_gc_log_into(path, &mut stretch)?;
+    let Stretch {
+        bytes,
+        filled,
+        parser,
+        mut fresh,
+        deliver,
+    } = stretch;
+    parse_stretch(parser, &bytes[..filled], &mut fresh, deliver);
+    Ok(())
+}
+
+/// The log read straight into one buffer, parsed a stretch at a time.
+struct Stretch<'a> {
+    bytes: Vec<u8>,
+    filled: usize,
+    parser: &'a mut GcLogParser,
+    fresh: Vec<GcEvent>,
+    deliver: &'a mut dyn FnMut(&mut Vec<GcEvent>),
+}
+
+impl Sink for Stretch<'_> {
+    fn room(&mut self) -> &mut [u8] {
+        &mut self.bytes[self.filled..]
+    }
+
+    fn filled(&mut self, len: usize) {
+        self.filled += len;
+        if self.filled < STRETCH {
             return;
         }
         // The last line may be unfinished: it waits for the next stretch.
-        let end = memchr::memrchr(b'\n', &stretch).map_or(stretch.len(), |at| at + 1);
-        parse_stretch(parser, &stretch[..end], &mut fresh, deliver);
-        stretch.drain(..end);
-    })?;
-    parse_stretch(parser, &stretch, &mut fresh, deliver);
-    Ok(())
+        let bytes = &self.bytes[..self.filled];
+        let end = memchr::memrchr(b'\n', bytes).map_or(bytes.len(), |at| at + 1);
+        parse_stretch(self.parser, &bytes[..end], &mut self.fresh, self.deliver);
+        self.bytes.copy_within(end..self.filled, 0);
+        self.filled -= end;
+    }
 }
 
 /// Parses `bytes`, which end at a line end or the end of the input.

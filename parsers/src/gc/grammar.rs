@@ -7,7 +7,7 @@ use nom::branch::alt;
 use nom::bytes::complete::{tag, take_till, take_while1};
 use nom::character::complete::{char, digit1, one_of};
 use nom::combinator::{all_consuming, opt, recognize};
-use nom::multi::many0;
+use nom::multi::many0_count;
 use nom::sequence::{delimited, pair, preceded, terminated};
 use nom::{IResult, Parser};
 
@@ -203,7 +203,8 @@ fn word(i: &str) -> IResult<&str, &str> {
 /// Words separated by single spaces, each starting with a letter:
 /// `Pause Young`, `Concurrent Process Non-Strong References`.
 pub(crate) fn name(i: &str) -> IResult<&str, &str> {
-    recognize(pair(word, many0(preceded(char(' '), word)))).parse(i)
+    // Counted, not collected: `many0` allocates a vector even for no match.
+    recognize(pair(word, many0_count(preceded(char(' '), word)))).parse(i)
 }
 
 /// The shape shared by pause, concurrent-phase and cycle lines:
@@ -211,7 +212,7 @@ pub(crate) fn name(i: &str) -> IResult<&str, &str> {
 #[derive(Debug, PartialEq)]
 pub(crate) struct PhaseLine<'a> {
     pub name: &'a str,
-    pub groups: Vec<&'a str>,
+    pub groups: Groups<'a>,
     pub heap: Option<HeapTransition>,
     pub duration_s: Option<f64>,
 }
@@ -221,7 +222,7 @@ pub(crate) fn phase_line(i: &str) -> IResult<&str, PhaseLine<'_>> {
     all_consuming(
         (
             name,
-            many0(preceded(char(' '), paren_group)),
+            recognize(many0_count(preceded(char(' '), paren_group))).map(Groups),
             opt(preceded(char(' '), heap_transition)),
             opt(preceded(char(' '), duration)),
         )
@@ -233,6 +234,24 @@ pub(crate) fn phase_line(i: &str) -> IResult<&str, PhaseLine<'_>> {
             }),
     )
     .parse(i)
+}
+
+/// The parenthesised groups of a phase line (` (Normal) (G1 Evacuation
+/// Pause)`), kept as text and read again when asked for: a line costs no
+/// allocation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Groups<'a>(&'a str);
+
+impl<'a> Groups<'a> {
+    /// Each group's contents, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a str> {
+        let mut rest = self.0;
+        std::iter::from_fn(move || {
+            let (after, group) = preceded(char(' '), paren_group).parse(rest).ok()?;
+            rest = after;
+            Some(group)
+        })
+    }
 }
 
 /// `User=0.01s Sys=0.00s Real=0.01s`.
@@ -342,7 +361,10 @@ mod tests {
         let (_, line) =
             phase_line("Pause Young (Normal) (G1 Evacuation Pause) 14M->14M(46M) 9.772ms").unwrap();
         assert_eq!(line.name, "Pause Young");
-        assert_eq!(line.groups, vec!["Normal", "G1 Evacuation Pause"]);
+        assert_eq!(
+            line.groups.iter().collect::<Vec<_>>(),
+            ["Normal", "G1 Evacuation Pause"]
+        );
         assert_eq!(
             line.heap,
             Some(HeapTransition {
@@ -357,7 +379,7 @@ mod tests {
     #[test]
     fn nested_parens_and_comma_decimal() {
         let (_, line) = phase_line("Pause Full (System.gc()) 10M->1M(128M) 6,572ms").unwrap();
-        assert_eq!(line.groups, vec!["System.gc()"]);
+        assert_eq!(line.groups.iter().collect::<Vec<_>>(), ["System.gc()"]);
         assert!((line.duration_s.unwrap() - 0.006572).abs() < 1e-12);
     }
 

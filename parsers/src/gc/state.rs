@@ -2,7 +2,6 @@
 //! format reads a line into it. A leaf below the front door: every grammar
 //! and the run's clock import it, and it imports none of them.
 
-use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -25,25 +24,24 @@ pub(super) trait Grammar {
     fn read(&self, p: &mut GcLogParser, line: &Line, out: &mut Vec<GcEvent>) -> Option<Outcome>;
 }
 
-/// A decoded line, its unified-logging decorations parsed on first use (a Go
-/// line never needs them).
+/// A decoded line and its unified-logging decorations, parsed at once: a
+/// line that does not start with `[` (a Go or JDK 8 line) costs nothing to
+/// split, and a lazy cell cost more than it saved.
 pub(super) struct Line<'a> {
     pub(super) text: &'a str,
-    envelope: OnceCell<Option<Envelope<'a>>>,
+    envelope: Option<Envelope<'a>>,
 }
 
 impl<'a> Line<'a> {
     pub(super) fn new(text: &'a str) -> Self {
         Line {
             text,
-            envelope: OnceCell::new(),
+            envelope: envelope::parse(text),
         }
     }
 
     pub(super) fn envelope(&self) -> Option<&Envelope<'a>> {
-        self.envelope
-            .get_or_init(|| envelope::parse(self.text))
-            .as_ref()
+        self.envelope.as_ref()
     }
 }
 

@@ -4,7 +4,7 @@
 //! run's clock; this module holds what only unified lines mean.
 
 use super::envelope::{split_message, Envelope, Message};
-use super::grammar::{self, collector_from_pool, collector_from_using, plausible};
+use super::grammar::{self, collector_from_pool, collector_from_using, plausible, Groups};
 use super::legacy::is_legacy_line;
 use super::state::{
     GcLogParser, Grammar, Line, OpenCollection, Outcome, SafepointBegin, Understood, UnparsedKind,
@@ -54,7 +54,7 @@ pub(super) fn preamble_size(body: &str, prefixes: &[&str]) -> Option<u64> {
 /// Collector implied by a pause's name and groups, for logs without a preamble.
 pub(super) fn collector_from_pause(
     name: &str,
-    groups: &[&str],
+    groups: Groups,
     zgc_generation: Option<char>,
 ) -> Option<Collector> {
     if zgc_generation.is_some() {
@@ -72,10 +72,7 @@ pub(super) fn collector_from_pause(
         "Pause Mixed" | "Pause Cleanup" => Some(Collector::G1),
         _ if groups.iter().any(|g| {
             g.starts_with("G1 ")
-                || matches!(
-                    *g,
-                    "Normal" | "Concurrent Start" | "Prepare Mixed" | "Mixed"
-                )
+                || matches!(g, "Normal" | "Concurrent Start" | "Prepare Mixed" | "Mixed")
         }) =>
         {
             Some(Collector::G1)
@@ -343,7 +340,7 @@ impl GcLogParser {
                         self.add_pool(
                             id,
                             PoolTransition {
-                                name: format!("{region} regions"),
+                                name: [region, " regions"].concat(),
                                 before_bytes: before.saturating_mul(region_bytes),
                                 after_bytes: after.saturating_mul(region_bytes),
                                 capacity_bytes: capacity.map(|c| c.saturating_mul(region_bytes)),
@@ -369,17 +366,17 @@ impl GcLogParser {
         }
         self.infer_collector(collector_from_pause(
             line.name,
-            &line.groups,
+            line.groups,
             message.zgc_generation,
         ));
         let mut qualifiers: Vec<String> = Vec::new();
         let mut cause: Option<String> = None;
         let mut evacuation_failure = false;
-        for group in &line.groups {
+        for group in line.groups.iter() {
             if group.starts_with("Evacuation Failure") {
                 evacuation_failure = true;
                 qualifiers.push(group.to_string());
-            } else if QUALIFIERS.contains(group) {
+            } else if QUALIFIERS.contains(&group) {
                 qualifiers.push(group.to_string());
             } else if cause.is_none() {
                 cause = Some(group.to_string());
@@ -472,7 +469,7 @@ impl GcLogParser {
         if line
             .groups
             .iter()
-            .any(|g| *g == "Young" || *g == "Old" || *g == "Global")
+            .any(|g| g == "Young" || g == "Old" || g == "Global")
         {
             self.infer_collector(Some(Collector::Shenandoah));
         }
@@ -500,10 +497,7 @@ impl GcLogParser {
         let generation = match message.zgc_generation {
             Some('y') | Some('Y') => Some(Generation::Young),
             Some(_) => Some(Generation::Old),
-            None => line
-                .groups
-                .iter()
-                .find_map(|g| generation_from_qualifier(g)),
+            None => line.groups.iter().find_map(generation_from_qualifier),
         };
         let phase = ConcurrentPhase {
             gc_id: Some(id),
@@ -538,7 +532,7 @@ impl GcLogParser {
             Collector::ZGenerational
         }));
         let time = self.time_of(env);
-        let cause = line.groups.first().map(|g| g.to_string());
+        let cause = line.groups.iter().next().map(str::to_string);
         let minor = line.name == "Minor Collection";
         if line.heap.is_none() {
             if minor {

@@ -342,9 +342,9 @@ pub(super) fn groups_after(text: &str) -> (Vec<&str>, &str) {
 /// What a top-level group is. Spliced concurrent phases and a nested young
 /// collection (CMS scavenge before remark) go to `out` at once; the pause
 /// the group itself stands for is returned, to wait for its `[Times: ...]`.
-pub(super) fn interpret(root: &Group, out: &mut Vec<GcEvent>) -> Option<Pause> {
-    let text = root.text.trim();
-    let mut pause = blank_pause(root.stamp);
+pub(super) fn interpret(root: Group, out: &mut Vec<GcEvent>) -> Option<Pause> {
+    let text = root.text().trim();
+    let mut pause = blank_pause(root.stamp());
     let rest = if let Some(rest) = text.strip_prefix("GC pause") {
         pause.collector = Collector::G1;
         let (groups, rest) = groups_after(rest);
@@ -452,8 +452,8 @@ pub(super) fn g1_groups(pause: &mut Pause, groups: &[&str]) {
 
 /// `CMS-concurrent-mark: 0.005/0.013 secs`, `GC concurrent-mark-end, 0.0027 secs`,
 /// Shenandoah's `Concurrent marking, 38.059 ms`; `-start` markers carry no duration.
-pub(super) fn concurrent_phase(group: &Group) -> Option<ConcurrentPhase> {
-    let text = group.text.trim();
+pub(super) fn concurrent_phase(group: Group) -> Option<ConcurrentPhase> {
+    let text = group.text().trim();
     // `AS`: JDK 6's -XX:+UseAdaptiveSizePolicy CMS (`ASParNew`, `ASCMS`).
     let text = text.strip_prefix("AS").unwrap_or(text);
     let collector = if text.starts_with("CMS-concurrent-") {
@@ -471,11 +471,11 @@ pub(super) fn concurrent_phase(group: &Group) -> Option<ConcurrentPhase> {
     let tail = &text[name_end..];
     let duration_s = trailing_duration(tail).or_else(|| trailing_seconds(tail))?;
     Some(ConcurrentPhase {
-        gc_id: group.stamp.gc_id,
+        gc_id: group.stamp().gc_id,
         collector,
         name: name.to_string(),
         generation: Some(Generation::Old),
-        end: group.stamp.time(),
+        end: group.stamp().time(),
         duration_s,
     })
 }
@@ -484,15 +484,15 @@ pub(super) fn concurrent_phase(group: &Group) -> Option<ConcurrentPhase> {
 /// outcome of failures. Concurrent phases spliced in, and a whole young
 /// collection nested in a CMS remark, go to `out`; returns the time of the
 /// nested collections, which the outer figure includes.
-pub(super) fn children(root: &Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -> f64 {
+pub(super) fn children(root: Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -> f64 {
     let mut nested_s = 0.0;
     let mut last_nested: Option<usize> = None;
-    for child in &root.children {
-        let text = child.text.trim();
+    for child in root.children() {
+        let text = child.text().trim();
         // A phase spliced into the pause's group, or into a pool's group:
         // `[CMS2016-...: [CMS-concurrent-mark: ...] (concurrent mode failure): ...]`.
         let spliced = std::iter::once(child)
-            .chain(&child.children)
+            .chain(child.children())
             .filter_map(concurrent_phase)
             .filter(|phase| plausible(phase.duration_s));
         out.extend(spliced.map(GcEvent::ConcurrentPhase));

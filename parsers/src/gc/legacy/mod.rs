@@ -68,6 +68,8 @@ pub(crate) struct LegacyParser {
     active: bool,
     /// Joined lines longer than this are dropped, as over-long lines are.
     max_bytes: usize,
+    #[serde(skip)]
+    tree: Tree,
 }
 
 impl Default for LegacyParser {
@@ -85,6 +87,7 @@ impl LegacyParser {
             in_heap_block: false,
             active: false,
             max_bytes,
+            tree: Tree::default(),
         }
     }
 
@@ -234,11 +237,19 @@ impl LegacyParser {
     /// after another on a line; keeps the last open when its brackets do not
     /// balance yet. What becomes of the line is what became of its first.
     fn event_text(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Claim<'static> {
+        let mut tree = std::mem::take(&mut self.tree);
+        let claim = self.events_in(text, &mut tree, out);
+        self.tree = tree;
+        claim
+    }
+
+    /// [`event_text`](Self::event_text) with the tree to parse into.
+    fn events_in(&mut self, text: &str, tree: &mut Tree, out: &mut Vec<GcEvent>) -> Claim<'static> {
         let mut text = text;
         let mut first = None;
         loop {
             let (stamp, rest) = leading_stamp(text);
-            let (claim, next) = match group(rest, stamp, 0) {
+            let (claim, next) = match tree.parse(rest, stamp) {
                 Err(Unbalanced::Open) if text.len() <= self.max_bytes => {
                     self.open = Some(text.to_string());
                     (Claim::Used, None)
@@ -269,17 +280,17 @@ impl LegacyParser {
     ) -> (Claim<'static>, Option<&'t str>) {
         let after = after.trim_start();
         let next = leading_stamp(after).1.starts_with('[').then_some(after);
-        if let Some(phase) = concurrent_phase(&root) {
+        if let Some(phase) = concurrent_phase(root) {
             if !plausible(phase.duration_s) {
                 return (Claim::Malformed, next);
             }
             out.push(GcEvent::ConcurrentPhase(phase));
             return (Claim::Used, next);
         }
-        let Some(mut pause) = interpret(&root, out) else {
-            let claim = if is_concurrent(&root.text) || ignored_group(&root.text) {
+        let Some(mut pause) = interpret(root, out) else {
+            let claim = if is_concurrent(root.text()) || ignored_group(root.text()) {
                 Claim::Used
-            } else if names_collection(&root.text) {
+            } else if names_collection(root.text()) {
                 Claim::Malformed
             } else {
                 // Detail groups with no pause to belong to: a stray `[Times:`,
