@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The files both packages ship from the build: the release binary, and in
-# TARGET/release/generated/ the man pages and shell completions it prints.
-# Used by build-deb.sh and build-rpm.sh.
+# The files both packages ship from the build: the release binary with the
+# eBPF safepoint source (`--features ebpf`: clang, libelf-dev, zlib1g-dev and
+# pkg-config to build; libelf and zlib linked dynamically, so the packages
+# depend on them), and in TARGET/release/generated/ the man pages and shell
+# completions it prints. Used by build-deb.sh and build-rpm.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 target=${CARGO_TARGET_DIR:-target}
-cargo build --release --locked >&2
+cargo build --release --locked --features ebpf >&2
 generated="$target/release/generated"
 mkdir -p "$generated"
 bin="$target/release/pausewatch"

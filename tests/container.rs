@@ -4,8 +4,10 @@
 //! the image's root filesystem is exported (`podman create` + `podman
 //! export`, file capabilities kept) and its entrypoint run chrooted in a
 //! mount namespace of its own, as the image's user: `/healthz` must answer,
-//! the state directory must take the checkpoint lock, and the kernel must
-//! show exactly CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE effective.
+//! the state directory must take the checkpoint lock, the kernel must show
+//! exactly CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_BPF and CAP_PERFMON
+//! effective, and the static binary, built with `--features ebpf`, must
+//! hold its eBPF probes' programs (one per `SEC("usdt")` of the source).
 //!
 //! The static build recompiles every dependency (2 min 47 s on 2 cores),
 //! so this test runs only with `PAUSEWATCH_CONTAINER_TEST=1`, which
@@ -20,8 +22,8 @@ use std::time::{Duration, Instant};
 mod common;
 
 const MARKER: &str = "PAUSEWATCH_CONTAINER_TEST";
-/// CAP_DAC_READ_SEARCH (2) and CAP_SYS_PTRACE (19).
-const TWO_CAPABILITIES: u64 = (1 << 2) | (1 << 19);
+/// CAP_DAC_READ_SEARCH (2), CAP_SYS_PTRACE (19), CAP_PERFMON (38), CAP_BPF (39).
+const FOUR_CAPABILITIES: u64 = (1 << 2) | (1 << 19) | (1 << 38) | (1 << 39);
 const VFS_STORAGE: [&str; 2] = ["--storage-driver", "vfs"];
 
 fn output(command: &mut Command) -> String {
@@ -52,7 +54,7 @@ fn agent_pid(pid: u32) -> Option<u32> {
 }
 
 #[test]
-fn the_image_builds_and_its_entrypoint_serves_healthz_with_two_capabilities() {
+fn the_image_builds_and_its_entrypoint_serves_healthz_with_four_capabilities_and_its_probes() {
     if std::env::var_os(MARKER).is_none_or(|v| v != "1") {
         return common::skip(format_args!(
             "set {MARKER}=1 to build the static binary and the image (about 3 minutes)"
@@ -133,6 +135,7 @@ fn the_image_builds_and_its_entrypoint_serves_healthz_with_two_capabilities() {
     };
     let pid = agent_pid(agent.id());
     let capabilities = pid.and_then(effective_capabilities);
+    let programs = pid.map(common::packaged::bpf_programs_held);
     // Killed by pid: a binary with file capabilities loses the parent-death
     // signal unshare's --kill-child sets, so it would outlive unshare.
     if let Some(pid) = pid {
@@ -144,7 +147,12 @@ fn the_image_builds_and_its_entrypoint_serves_healthz_with_two_capabilities() {
     let body =
         healthy.unwrap_or_else(|| panic!("no /healthz from the image's entrypoint:\n{stderr}"));
     assert!(body.contains("\"status\":\"ok\""), "{body}");
-    assert_eq!(capabilities, Some(TWO_CAPABILITIES), "{stderr}");
+    assert_eq!(capabilities, Some(FOUR_CAPABILITIES), "{stderr}");
+    assert_eq!(
+        programs,
+        Some(common::packaged::usdt_programs()),
+        "BPF programs held: {stderr}"
+    );
     assert!(
         root.join("var/lib/pausewatch/lock").exists(),
         "no checkpoint lock: {stderr}"

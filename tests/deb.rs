@@ -1,24 +1,30 @@
 //! The Debian package, installed as an operator installs it: built by
-//! `packaging/build-deb.sh` (cargo-deb), installed with dpkg, its shipped
-//! configuration checked, its binary run as the `pausewatch` user with
-//! exactly `CAP_DAC_READ_SEARCH` and `CAP_SYS_PTRACE` (`setpriv`, as the
-//! systemd unit grants them) against a real JVM's GC log that another user
-//! owns with mode 0600, then removed and purged, leaving nothing behind.
+//! `packaging/build-deb.sh` (cargo-deb, `--features ebpf`), installed with
+//! dpkg, its shipped configuration checked, its binary run as the
+//! `pausewatch` user (`setpriv`) against a real JVM's GC log that another
+//! user owns with mode 0600 and a running JVM without a GC log, then removed
+//! and purged, leaving nothing behind.
 //!
-//! The truth for the pauses is the JVM's own `GarbageCollectorMXBean` count
-//! recorded with the log. The same binary without the capabilities must not
-//! read the log, so the capabilities are what makes it work.
+//! The truth for the pauses is the JVMs' own `GarbageCollectorMXBean`
+//! counts: the one recorded with the log, and the one a JVM started after
+//! the agent writes at its exit. Without capabilities the binary must not
+//! read the log; with `CAP_DAC_READ_SEARCH` and `CAP_SYS_PTRACE` alone it
+//! reads it, but the eBPF probes are refused (`ebpf_reason=
+//! "permission_denied"`, no BPF program held); with the unit's four,
+//! `CAP_BPF` and `CAP_PERFMON` added, it holds the programs and measures
+//! the JVM without a log through them, every pause its MXBeans count.
 //!
-//! Needs root, dpkg, adduser, setpriv and cargo-deb (`.ci/run` installs it);
-//! without them, or when a `pausewatch` package is already installed on this
-//! machine (never clobbered), the test is skipped (`common::skip`). It builds the release
-//! binary, the longest part.
+//! Needs root, dpkg, adduser, setpriv, a JDK and cargo-deb (`.ci/run`
+//! installs it); without them, or when a `pausewatch` package is already
+//! installed on this machine (never clobbered), the test is skipped
+//! (`common::skip`). It builds the release binary, the longest part.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
+use common::packaged::{agent_as, bpf_programs_held, usdt_programs};
 use common::{jvm_fixture, run_stdout, succeeds, toml_string, MxBeans};
 
 mod common;
@@ -37,6 +43,8 @@ fn missing_prerequisite() -> Option<String> {
             ("dpkg", &["--version"]),
             ("adduser", &["--version"]),
             ("setpriv", &["--version"]),
+            ("java", &["-version"]),
+            ("javac", &["-version"]),
             ("cargo", &["deb", "--version"]),
         ],
     );
@@ -49,61 +57,57 @@ fn missing_prerequisite() -> Option<String> {
     None
 }
 
-/// The agent as the package's user, with `capabilities` only (none: none).
-fn agent_as_pausewatch(config: &Path, capabilities: &[&str], log: &Path) -> Agent {
-    let caps: Vec<String> = capabilities.iter().map(|c| format!("+{c}")).collect();
-    let caps = caps.join(",");
-    let mut command = Command::new("setpriv");
-    command.args([
-        "--reuid=pausewatch",
-        "--regid=pausewatch",
-        "--init-groups",
-        "--no-new-privs",
-    ]);
-    if caps.is_empty() {
-        command.args(["--inh-caps=-all", "--bounding-set=-all"]);
-    } else {
-        command
-            .arg(format!("--inh-caps=-all,{caps}"))
-            .arg(format!("--ambient-caps=-all,{caps}"))
-            .arg(format!("--bounding-set=-all,{caps}"));
+/// A JVM of the GC workload without a GC log, `marker` on its command line
+/// for discovery; killed when dropped.
+struct Jvm(Child);
+
+impl Jvm {
+    fn start(classes: &Path, marker: &str, flags: &[&str], args: &[&str]) -> Jvm {
+        let child = Command::new("java")
+            .args(["-Xmx128m", marker])
+            .args(flags)
+            .arg("-cp")
+            .arg(classes)
+            .arg("GcWorkload")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Jvm(child)
     }
-    command
-        .args(["/usr/bin/pausewatch", "run", "--config"])
-        .arg(config)
-        .stderr(std::fs::File::create(log).unwrap());
-    Agent(command.spawn().unwrap())
 }
 
-/// A running agent, killed when dropped.
-struct Agent(std::process::Child);
-
-impl Drop for Agent {
+impl Drop for Jvm {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
 }
 
-fn metrics_when(port: u16, what: &str, ready: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let metrics = common::http_get_ok(port, "/metrics").unwrap_or_default();
-        if ready(&metrics) {
-            return metrics;
-        }
-        assert!(Instant::now() < deadline, "never got {what}:\n{metrics}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+/// The `pausewatch_jvm_discovered` line of `pid`, if there is one.
+fn discovered(metrics: &str, pid: u32) -> Option<&str> {
+    let pid = format!("pid=\"{pid}\"");
+    metrics
+        .lines()
+        .find(|l| l.starts_with("pausewatch_jvm_discovered{") && l.contains(&pid))
 }
 
 #[test]
-fn the_deb_installs_runs_with_two_capabilities_and_purges_clean() {
+fn the_deb_installs_runs_with_four_capabilities_measures_through_ebpf_and_purges_clean() {
     if let Some(reason) = missing_prerequisite() {
         return common::skip(reason);
     }
     let deb = common::build_package("build-deb.sh");
 
+    // Linked against the system's libelf and zlib, which it depends on.
+    let depends = run_stdout("dpkg-deb", &["-f", deb.to_str().unwrap(), "Depends"]);
+    for library in ["libelf1", "zlib1g"] {
+        assert!(
+            depends.contains(library),
+            "no {library} in Depends: {depends}"
+        );
+    }
     run_stdout("dpkg", &["-i", deb.to_str().unwrap()]);
     let installed = Installed;
     let files = run_stdout("dpkg", &["-L", "pausewatch"]);
@@ -166,9 +170,27 @@ fn the_deb_installs_runs_with_two_capabilities_and_purges_clean() {
         .bean(BEAN)
         .count as f64;
 
+    // A JVM without a GC log, running before the agents start: discovery
+    // finds it by the marker on its command line.
+    let classes = dir.join("classes");
+    common::compile_workloads(&classes);
+    let marker = format!("-Dpausewatch.deb={}", dir.display());
+    let idle = Jvm::start(
+        &classes,
+        &marker,
+        &["-XX:+UseSerialGC", "-Dwl.rate=2"],
+        &["steady", "600", dir.join("idle.json").to_str().unwrap()],
+    );
+    let idle_pid = idle.0.id();
+    let programs = usdt_programs();
+
     for (name, capabilities) in [
         ("without", &[][..]),
-        ("with", &["dac_read_search", "sys_ptrace"][..]),
+        ("two", &["dac_read_search", "sys_ptrace"][..]),
+        (
+            "four",
+            &["dac_read_search", "sys_ptrace", "bpf", "perfmon"][..],
+        ),
     ] {
         let state = dir.join(format!("state-{name}"));
         std::fs::create_dir(&state).unwrap();
@@ -178,15 +200,26 @@ fn the_deb_installs_runs_with_two_capabilities_and_purges_clean() {
         std::fs::write(
             &config,
             format!(
-                "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n[[gc_log]]\npath = {}\nstart_at = \"beginning\"\n",
+                "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n[[gc_log]]\npath = {}\nstart_at = \"beginning\"\n\
+                 [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n",
                 toml_string(&state),
-                toml_string(&log)
+                toml_string(&log),
+                toml_string(Path::new(&regex::escape(&marker))),
             ),
         )
         .unwrap();
         std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
         let stderr = dir.join(format!("{name}.stderr"));
-        let _agent = agent_as_pausewatch(&config, capabilities, &stderr);
+        let binary = Path::new("/usr/bin/pausewatch");
+        let agent = agent_as(
+            binary,
+            ("pausewatch", "pausewatch"),
+            capabilities,
+            &config,
+            port,
+            &stderr,
+        );
+        let wait = Duration::from_secs(30);
         let pauses = |m: &str| {
             common::sum(
                 m,
@@ -195,18 +228,68 @@ fn the_deb_installs_runs_with_two_capabilities_and_purges_clean() {
             )
         };
         if capabilities.is_empty() {
-            let metrics = metrics_when(port, "an unreadable log", |m| {
+            let metrics = agent.metrics_when(wait, |m| {
                 common::sample(m, "pausewatch_log_readable") == Some(0.0)
             });
             assert_eq!(pauses(&metrics), 0.0, "read without capabilities");
-        } else {
-            let metrics = metrics_when(port, "the MXBean's pause count", |m| pauses(m) == expected);
-            assert_eq!(
-                common::sample(&metrics, "pausewatch_log_readable"),
-                Some(1.0)
-            );
+            assert_eq!(bpf_programs_held(agent.pid()), 0, "{name}");
+            continue;
         }
+        let metrics = agent.metrics_when(wait, |m| {
+            pauses(m) == expected && discovered(m, idle_pid).is_some()
+        });
+        assert_eq!(
+            common::sample(&metrics, "pausewatch_log_readable"),
+            Some(1.0)
+        );
+        let line = discovered(&metrics, idle_pid).unwrap();
+        let held = bpf_programs_held(agent.pid());
+        if name == "two" {
+            // The unit's capabilities before the eBPF source: refused,
+            // hsperfdata measures the JVM and /metrics says why.
+            assert!(
+                line.contains("pause_source=\"hsperfdata\"")
+                    && line.contains("ebpf_reason=\"permission_denied\""),
+                "{line}"
+            );
+            assert_eq!(held, 0, "BPF programs held without CAP_BPF");
+            continue;
+        }
+        assert!(line.contains("pause_source=\"ebpf\""), "{line}");
+        assert_eq!(held, programs, "BPF programs held by the agent");
+
+        // A JVM started now is measured by the probes from its first
+        // pause: every pause its MXBeans count, and no other.
+        let json = dir.join("measured.json");
+        let mut measured = Jvm::start(
+            &classes,
+            &marker,
+            &["-XX:+UseG1GC", "-Dwl.rate=150"],
+            &["steady", "3", json.to_str().unwrap()],
+        );
+        let pid = measured.0.id();
+        assert!(measured.0.wait().unwrap().success(), "the JVM failed");
+        let beans = MxBeans::read(&json).by_name();
+        let total: u64 = beans.values().map(|(count, _)| count).sum();
+        assert!(total >= 3, "only {total} collections: {beans:?}");
+        // Per bean the MXBeans have (JDK 17's G1 has no bean for the
+        // concurrent cycle's Remark and Cleanup pauses, which the agent
+        // reports as `G1 Concurrent GC`, as JDK 20 and later do).
+        let pid_label = format!("pid=\"{pid}\"");
+        let counted = |m: &str, bean: &str| {
+            let series = format!("gc=\"{bean}\"");
+            common::sum(m, "jvm_gc_pause_seconds_count", &[&pid_label, &series])
+        };
+        let metrics = agent.metrics_when(wait, |m| {
+            beans
+                .iter()
+                .all(|(bean, (count, _))| counted(m, bean) == *count as f64)
+        });
+        let line = discovered(&metrics, pid).unwrap_or_default();
+        assert!(line.contains("pause_source=\"ebpf\""), "{line}");
+        eprintln!("through eBPF: {beans:?} as the MXBeans; {held} BPF programs held");
     }
+    drop(idle);
 
     installed.remove_and_purge();
     assert!(

@@ -69,7 +69,7 @@ fn manifests_pass_yamllint_and_kubernetes_validate_and_a_broken_copy_does_not() 
 }
 
 #[test]
-fn the_daemonset_grants_two_capabilities_and_mounts_the_host_read_only() {
+fn the_daemonset_grants_four_capabilities_and_mounts_the_host_read_only() {
     let text = std::fs::read_to_string(manifests().join("daemonset.yaml")).unwrap();
     let daemonset = serde_yaml_ng::Deserializer::from_str(&text)
         .map(|document| Value::deserialize(document).unwrap())
@@ -89,7 +89,7 @@ fn the_daemonset_grants_two_capabilities_and_mounts_the_host_read_only() {
     };
     assert_eq!(
         names(&capabilities["add"]),
-        ["DAC_READ_SEARCH", "SYS_PTRACE"]
+        ["DAC_READ_SEARCH", "SYS_PTRACE", "BPF", "PERFMON"]
     );
     assert_eq!(names(&capabilities["drop"]), ["ALL"]);
     assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");

@@ -5,6 +5,10 @@
 //! configuration, and systemd's own `systemd-sysusers` and `systemd-tmpfiles`
 //! apply the package's sysusers.d and tmpfiles.d files, as its post-install
 //! script does on a host: the `pausewatch` user and its 0750 state directory.
+//! The binary, built with `--features ebpf`, requires the system's libelf and
+//! zlib, and run from that root as `nobody` with `CAP_BPF` and `CAP_PERFMON`
+//! it holds the eBPF probes' programs open; without them it says
+//! `permission_denied` and holds none.
 //!
 //! The expected contents are the .deb's (tests/deb.rs), in RPM's places.
 //!
@@ -12,17 +16,23 @@
 //! (`.ci/run` installs them); without one the test is skipped (`common::skip`). It builds
 //! the release binary, which tests/deb.rs builds too.
 
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
-use common::run_stdout;
+use common::packaged::{agent_as, bpf_programs_held, usdt_programs};
+use common::{run_stdout, toml_string};
 
 mod common;
 
 const CONFFILE: &str = "/etc/pausewatch/pausewatch.toml";
 const SYSUSERS: &str = "/usr/lib/sysusers.d/pausewatch.conf";
 const TMPFILES: &str = "/usr/lib/tmpfiles.d/pausewatch.conf";
+/// The user and group the installed binary runs as here (the root's own
+/// `pausewatch` user is not the host's): nobody, nogroup on Debian.
+const NOBODY: u32 = 65534;
+const NOBODY_ID: &str = "65534";
 /// Every file of the package, as `rpm -qlp` lists them (sorted).
 const FILES: [&str; 20] = [
     CONFFILE,
@@ -56,6 +66,7 @@ fn missing_prerequisite() -> Option<String> {
             ("cargo", &["generate-rpm", "--version"]),
             ("systemd-sysusers", &["--version"]),
             ("systemd-tmpfiles", &["--version"]),
+            ("setpriv", &["--version"]),
         ],
     )
 }
@@ -97,10 +108,13 @@ fn the_rpm_holds_the_debs_files_and_its_scripts_make_the_user_and_state_director
         "{flags}"
     );
     let requires = run_stdout("rpm", &["-qpR", path]);
-    assert!(
-        requires.lines().any(|l| l.trim() == "systemd"),
-        "{requires}"
-    );
+    // rpm's own find-requires, from the binary's dynamic section.
+    for expected in ["systemd", "libelf.so.1()(64bit)", "libz.so.1()(64bit)"] {
+        assert!(
+            requires.lines().any(|l| l.trim() == expected),
+            "no {expected} in:\n{requires}"
+        );
+    }
 
     // The scripts: the user and state directory after install, the
     // service stopped on erase and restarted on upgrade; valid sh.
@@ -127,6 +141,8 @@ fn the_rpm_holds_the_debs_files_and_its_scripts_make_the_user_and_state_director
 
     // Installed into an empty root.
     let tmp = tempfile::tempdir().unwrap();
+    // Open to `nobody`, who runs the installed binary below.
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let root = tmp.path();
     let root_arg = format!("--root={}", root.display());
     run_stdout("rpm", &[&root_arg, "--initdb"]);
@@ -173,4 +189,42 @@ fn the_rpm_holds_the_debs_files_and_its_scripts_make_the_user_and_state_director
     let state = std::fs::metadata(installed("/var/lib/pausewatch")).unwrap();
     assert_eq!((state.uid(), state.gid()), (uid, user[3].parse().unwrap()));
     assert_eq!(state.mode() & 0o7777, 0o750);
+
+    // The eBPF probes, loaded at start with discovery on (which finds no
+    // JVM here: its filter matches none).
+    for (name, capabilities) in [("with", &["bpf", "perfmon"][..]), ("without", &[][..])] {
+        let state = tmp.path().join(format!("state-{name}"));
+        std::fs::create_dir(&state).unwrap();
+        std::os::unix::fs::chown(&state, Some(NOBODY), Some(NOBODY)).unwrap();
+        let port = common::free_port();
+        let config = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+                 [discovery]\ninclude = \"-Dno.such.jvm=rpm-test\"\n",
+                toml_string(&state)
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let log = tmp.path().join(format!("{name}.stderr"));
+        let agent = agent_as(
+            &binary,
+            (NOBODY_ID, NOBODY_ID),
+            capabilities,
+            &config,
+            port,
+            &log,
+        );
+        agent.metrics_when(Duration::from_secs(20), |m| m.ends_with("# EOF\n"));
+        let held = bpf_programs_held(agent.pid());
+        let stderr = std::fs::read_to_string(&log).unwrap();
+        if capabilities.is_empty() {
+            assert_eq!(held, 0, "{stderr}");
+            assert!(stderr.contains("permission_denied"), "{stderr}");
+        } else {
+            assert_eq!(held, usdt_programs(), "{stderr}");
+        }
+    }
 }

@@ -3,15 +3,21 @@
 //! cannot run on the host), the package installed there with dpkg, whose
 //! post-install script enables and starts the service. The kernel's view of
 //! the service's process must show what the unit grants: the `pausewatch`
-//! user, exactly CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE (effective, bounding,
-//! ambient), no new privileges and a seccomp filter. Under that sandbox the
-//! agent reads a JVM's GC log that another user owns with mode 0600 (its
-//! pause count equals the JVM's `GarbageCollectorMXBean`), stops cleanly on
-//! `systemctl stop`, and a purge removes its user and state.
+//! user, exactly CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_BPF and
+//! CAP_PERFMON (effective, bounding, ambient), no new privileges and a
+//! seccomp filter. Under that sandbox the agent loads its eBPF probes (it
+//! holds one BPF program per `SEC("usdt")` of the source: the filter lets
+//! `bpf()` through), reads a JVM's GC log that another user owns with mode
+//! 0600 (its pause count equals the JVM's `GarbageCollectorMXBean`), stops
+//! cleanly on `systemctl stop`, and a purge removes its user and state.
 //!
 //! The root filesystem comes from `debootstrap` (Debian's mirror, about
-//! 4 minutes the first time) and is kept in the target directory; each boot
-//! runs on an ephemeral copy with a private network. It runs only with
+//! 4 minutes the first time), with the libraries the `.deb` depends on, and
+//! is kept in the target directory; each boot runs on an ephemeral copy
+//! with a private network. nspawn keeps CAP_BPF and CAP_PERFMON out of a
+//! container's bounding set and its seccomp filter refuses `bpf()` and
+//! `perf_event_open()` unless told otherwise, so the container gets both
+//! (`--capability`, `--system-call-filter`), as a host's services have them. It runs only with
 //! `PAUSEWATCH_SYSTEMD_TEST=1`, as root, with debootstrap, systemd-nspawn
 //! (`systemd-container`), nsenter and cargo-deb; otherwise it is skipped (`common::skip`).
 
@@ -24,8 +30,8 @@ use common::{jvm_fixture, run_stdout, MxBeans};
 mod common;
 
 const MARKER: &str = "PAUSEWATCH_SYSTEMD_TEST";
-/// CAP_DAC_READ_SEARCH (2) and CAP_SYS_PTRACE (19).
-const TWO_CAPABILITIES: u64 = (1 << 2) | (1 << 19);
+/// CAP_DAC_READ_SEARCH (2), CAP_SYS_PTRACE (19), CAP_PERFMON (38), CAP_BPF (39).
+const FOUR_CAPABILITIES: u64 = (1 << 2) | (1 << 19) | (1 << 38) | (1 << 39);
 const BEAN: &str = "G1 Young Generation";
 /// Where the container sees the JVM fixture and the package.
 const FIXTURE: &str = "/srv/fixture";
@@ -49,9 +55,11 @@ fn missing_prerequisite() -> Option<String> {
     )
 }
 
-/// A minimal Debian of the host's release with systemd, made once.
+/// A minimal Debian of the host's release with systemd and the `.deb`'s
+/// libraries, made once (under a name of its own: a root made before the
+/// package needed libelf is not reused).
 fn root_filesystem(cache: &Path) -> PathBuf {
-    let root = cache.join("systemd-root");
+    let root = cache.join("systemd-root-ebpf");
     if root.join("usr/lib/systemd/systemd").exists() {
         return root;
     }
@@ -60,14 +68,14 @@ fn root_filesystem(cache: &Path) -> PathBuf {
         .lines()
         .find_map(|l| l.strip_prefix("VERSION_CODENAME="))
         .expect("VERSION_CODENAME in /etc/os-release");
-    let partial = cache.join("systemd-root.partial");
+    let partial = cache.join("systemd-root-ebpf.partial");
     let _ = std::fs::remove_dir_all(&partial);
     let started = Instant::now();
     run_stdout(
         "debootstrap",
         &[
             "--variant=minbase",
-            "--include=systemd,systemd-sysv,dbus,adduser",
+            "--include=systemd,systemd-sysv,dbus,adduser,libelf1,zlib1g",
             codename,
             partial.to_str().unwrap(),
         ],
@@ -93,6 +101,8 @@ impl Container {
             "--keep-unit",
             "--register=no",
             "--console=pipe",
+            "--capability=CAP_BPF,CAP_PERFMON",
+            "--system-call-filter=bpf perf_event_open",
         ]);
         for (host, inside) in binds {
             command.arg(format!("--bind-ro={}:{inside}", host.display()));
@@ -196,7 +206,7 @@ fn status_field<'a>(status: &'a str, field: &str) -> &'a str {
 }
 
 #[test]
-fn systemd_runs_the_unit_with_two_capabilities_and_a_seccomp_filter() {
+fn systemd_runs_the_unit_with_four_capabilities_and_a_seccomp_filter_that_lets_bpf_through() {
     if let Some(reason) = missing_prerequisite() {
         return common::skip(reason);
     }
@@ -261,10 +271,18 @@ fn systemd_runs_the_unit_with_two_capabilities_and_a_seccomp_filter() {
     );
     for set in ["CapEff", "CapPrm", "CapBnd", "CapAmb"] {
         let mask = u64::from_str_radix(status_field(&status, set), 16).unwrap();
-        assert_eq!(mask, TWO_CAPABILITIES, "{set}");
+        assert_eq!(mask, FOUR_CAPABILITIES, "{set}");
     }
     assert_eq!(status_field(&status, "NoNewPrivs"), "1");
     assert_eq!(status_field(&status, "Seccomp"), "2", "no seccomp filter");
+    // The probes loaded at start, under that filter.
+    let programs = common::packaged::usdt_programs();
+    let held = container.wait_for("the BPF programs", || {
+        let fds = container.run(&["ls", "-l", &format!("/proc/{pid}/fd")]);
+        let held = fds.matches("anon_inode:bpf-prog").count();
+        (held == programs).then_some(held)
+    });
+    eprintln!("the service holds {held} BPF programs");
 
     let metrics = container.wait_for("the MXBean's pause count", || {
         let metrics = container.http_get("/metrics");

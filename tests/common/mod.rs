@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub mod headline;
+pub mod packaged;
 pub mod pki;
 pub mod skip;
 
@@ -372,6 +373,11 @@ impl Agent {
     /// An agent started otherwise (as another user), listening on `port`.
     pub fn from_child(port: u16, child: Child) -> Agent {
         Agent { port, child }
+    }
+
+    /// The agent's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// GET `path`; the body, or `None` while the agent is not up.
