@@ -63,6 +63,11 @@ pub(crate) fn parse(line: &str) -> Option<Envelope<'_>> {
             rest = &rest[close + 1..];
             continue;
         }
+        if let Some(close) = plain_word(bytes) {
+            env.decorated = true;
+            rest = &rest[close + 1..];
+            continue;
+        }
         // HotSpot's `time` decoration is always 28 characters: take it without a scan.
         let (text, close, word) =
             if bytes.len() > WALL_LEN + 1 && bytes[WALL_LEN + 1] == b']' && bytes[11] == b'T' {
@@ -223,28 +228,50 @@ fn all_digits(bytes: &[u8]) -> Option<u64> {
 /// read in one pass (the same value as [`uptime_seconds`]), with the offset
 /// of its `]`.
 fn plain_uptime(bytes: &[u8]) -> Option<(f64, usize)> {
-    let whole_digits = digits_at(bytes, 1);
+    let (whole, whole_digits) = leading_number(bytes, 1);
     let separator = 1 + whole_digits;
     if whole_digits == 0 || whole_digits > 19 || !matches!(bytes.get(separator), Some(b'.' | b','))
     {
         return None;
     }
-    let fraction_digits = digits_at(bytes, separator + 1);
+    let (fraction, fraction_digits) = leading_number(bytes, separator + 1);
     let unit = separator + 1 + fraction_digits;
     if fraction_digits == 0 || bytes.get(unit..unit + 2) != Some(b"s]") {
         return None;
     }
-    let whole = all_digits(&bytes[1..separator])?;
-    let fraction = all_digits(&bytes[separator + 1..unit])?;
+    // Nine fraction digits at most, so the fraction did not wrap.
     let scale = POWERS_OF_TEN.get(fraction_digits).copied()?;
     Some((whole as f64 + fraction as f64 / scale, unit + 1))
 }
 
-/// The length of the run of ASCII digits at `bytes[at..]`.
-fn digits_at(bytes: &[u8], at: usize) -> usize {
-    bytes.get(at..).map_or(0, |tail| {
-        tail.iter().take_while(|b| b.is_ascii_digit()).count()
-    })
+/// The run of ASCII digits at `bytes[at..]`: its value (wrapped past 20
+/// digits, which callers refuse) and its length, in one pass.
+fn leading_number(bytes: &[u8], at: usize) -> (u64, usize) {
+    let mut value = 0u64;
+    let mut count = 0;
+    for &b in bytes.get(at..).unwrap_or_default() {
+        if !b.is_ascii_digit() {
+            break;
+        }
+        value = value.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
+        count += 1;
+    }
+    (value, count)
+}
+
+/// `[info]`, `[gc,phases   ]`: the level and tags of nearly every line, a
+/// decoration that starts with a letter, of the word alphabet and padded on
+/// the right only; the offset of its `]`. Such a text is never a clock, so
+/// one pass skips it, unless it has the shape of a date (which the general
+/// path reads as one).
+fn plain_word(bytes: &[u8]) -> Option<usize> {
+    if !bytes.get(1)?.is_ascii_alphabetic() {
+        return None;
+    }
+    let end = 1 + bytes[1..].iter().position(|&b| !WORD[b as usize])?;
+    let close = end + bytes[end..].iter().position(|&b| b != b' ')?;
+    let time_shaped = close == WALL_LEN + 1 && bytes[11] == b'T';
+    (bytes[close] == b']' && !time_shaped && !is_wall_text(&bytes[1..end])).then_some(close)
 }
 
 /// `0.017` or `1,474` (the `s` already removed).
@@ -290,30 +317,33 @@ pub(super) struct Message<'a> {
 }
 
 pub(super) fn split_message(message: &str) -> Message<'_> {
-    let Some(after) = message.strip_prefix("GC(") else {
-        return Message {
-            gc_id: None,
-            zgc_generation: None,
-            body: message,
-        };
+    let plain = Message {
+        gc_id: None,
+        zgc_generation: None,
+        body: message,
     };
-    let Some(close) = after.find(')') else {
-        return Message {
-            gc_id: None,
-            zgc_generation: None,
-            body: message,
-        };
+    let bytes = message.as_bytes();
+    if !bytes.starts_with(b"GC(") {
+        return plain;
+    }
+    // By hand: every line of a collection goes through here. It accepts what
+    // `str::parse::<u64>` does: an optional `+`, digits, a value that fits.
+    let first = 3 + usize::from(bytes.get(3) == Some(&b'+'));
+    let digits = bytes[first..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let close = first + digits;
+    if digits == 0 || bytes.get(close) != Some(&b')') {
+        return plain;
+    }
+    let Some(id) = bytes[first..close].iter().try_fold(0u64, |id, &b| {
+        id.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+    }) else {
+        return plain;
     };
-    let Ok(id) = after[..close].parse::<u64>() else {
-        return Message {
-            gc_id: None,
-            zgc_generation: None,
-            body: message,
-        };
-    };
-    let body = after[close + 1..]
-        .strip_prefix(' ')
-        .unwrap_or(&after[close + 1..]);
+    let after = &message[close + 1..];
+    let body = after.strip_prefix(' ').unwrap_or(after);
     let bytes = body.as_bytes();
     if bytes.len() >= 3 && matches!(bytes[0], b'y' | b'Y' | b'O') && &bytes[1..3] == b": " {
         return Message {
@@ -375,6 +405,46 @@ mod tests {
         assert_eq!(fast.to_rfc3339(), "2022-11-10T11:37:29.443+00:00");
         let slow = parse_iso8601("2022-11-10T03:37:29.443-08:00").unwrap();
         assert_eq!(fast, slow);
+    }
+
+    #[test]
+    fn gc_ids_are_read_as_str_parse_reads_them() {
+        for (message, id) in [
+            ("GC(12) Pause Young", Some(12)),
+            ("GC(+7) Pause Young", Some(7)),
+            ("GC(007) Pause Young", Some(7)),
+            ("GC(18446744073709551615) x", Some(u64::MAX)),
+            ("GC(18446744073709551616) x", None),
+            ("GC() x", None),
+            ("GC(+) x", None),
+            ("GC(1 x", None),
+            ("GC(1a) x", None),
+        ] {
+            let expected = message[3..]
+                .split_once(')')
+                .and_then(|(digits, _)| digits.parse::<u64>().ok());
+            assert_eq!(expected, id, "{message}");
+            assert_eq!(split_message(message).gc_id, id, "{message}");
+        }
+        let young = split_message("GC(3) y: Pause Mark Start");
+        assert_eq!(
+            (young.zgc_generation, young.body),
+            (Some('y'), "Pause Mark Start")
+        );
+    }
+
+    #[test]
+    fn level_and_tags_padded_or_not() {
+        let env = parse("[1.5s][info ][gc,phases   ] GC(1)   Other: 0.1ms").unwrap();
+        assert_eq!(
+            (env.uptime_s, env.message),
+            (Some(1.5), "GC(1)   Other: 0.1ms")
+        );
+        // Padding on the left goes the general way, with the same result.
+        let env = parse("[1.5s][ info][gc] GC(1) x").unwrap();
+        assert_eq!((env.uptime_s, env.message), (Some(1.5), "GC(1) x"));
+        // Fraction digits past nine are not an uptime this parser trusts.
+        assert!(parse("[1.1234567890s][info] x").is_none_or(|env| env.uptime_s.is_none()));
     }
 
     #[test]

@@ -4,11 +4,10 @@
 //! and cycle lines.
 
 use nom::branch::alt;
-use nom::bytes::complete::{tag, take_till, take_while1};
-use nom::character::complete::{char, digit1, one_of};
-use nom::combinator::{all_consuming, opt, recognize};
-use nom::multi::many0_count;
-use nom::sequence::{delimited, pair, preceded, terminated};
+use nom::bytes::complete::{tag, take_till};
+use nom::character::complete::{char, one_of};
+use nom::combinator::{all_consuming, opt};
+use nom::sequence::{delimited, pair, terminated};
 use nom::{IResult, Parser};
 
 use crate::events::{Collector, CpuTimes, HeapTransition};
@@ -64,13 +63,17 @@ fn digits(bytes: &[u8]) -> usize {
 
 /// Parses an unsigned integer.
 pub(crate) fn integer(i: &str) -> IResult<&str, u64> {
-    let (rest, digits) = digit1(i)?;
-    match digits.parse() {
-        Ok(v) => Ok((rest, v)),
-        Err(_) => Err(nom::Err::Error(nom::error::Error::new(
-            i,
-            nom::error::ErrorKind::Digit,
-        ))),
+    let bytes = i.as_bytes();
+    let count = digits(bytes);
+    let value = bytes[..count]
+        .iter()
+        .try_fold(0u64, |value, &b| {
+            value.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+        })
+        .filter(|_| count > 0);
+    match value {
+        Some(value) => Ok((&i[count..], value)),
+        None => Err(error(i, nom::error::ErrorKind::Digit)),
     }
 }
 
@@ -127,12 +130,19 @@ pub(crate) type RegionCounts = (u64, u64, Option<u64>);
 
 /// Region counts in G1's `Eden regions: 6->0(6)` lines (no unit).
 pub(crate) fn region_transition(i: &str) -> IResult<&str, RegionCounts> {
-    (
-        integer,
-        preceded(tag("->"), integer),
-        opt(delimited(char('('), integer, char(')'))),
-    )
-        .parse(i)
+    let (rest, before) = integer(i)?;
+    let Some(rest) = rest.strip_prefix("->") else {
+        return Err(error(rest, nom::error::ErrorKind::Tag));
+    };
+    let (rest, after) = integer(rest)?;
+    let target = rest
+        .strip_prefix('(')
+        .and_then(|inside| integer(inside).ok())
+        .and_then(|(close, target)| Some((close.strip_prefix(')')?, target)));
+    Ok(match target {
+        Some((rest, target)) => (rest, (before, after, Some(target))),
+        None => (rest, (before, after, None)),
+    })
 }
 
 /// `9.772ms` or generational ZGC's `0.036s`, in seconds.
@@ -153,9 +163,11 @@ pub(crate) fn duration(i: &str) -> IResult<&str, f64> {
 
 /// `123 ns` in the safepoint lines, in seconds.
 pub(crate) fn nanos(i: &str) -> IResult<&str, f64> {
-    terminated(integer, tag(" ns"))
-        .map(|n| n as f64 / 1e9)
-        .parse(i)
+    let (rest, count) = integer(i)?;
+    match rest.strip_prefix(" ns") {
+        Some(rest) => Ok((rest, count as f64 / 1e9)),
+        None => Err(error(rest, nom::error::ErrorKind::Tag)),
+    }
 }
 
 /// Seconds written as `0.0128948 seconds`.
@@ -166,17 +178,16 @@ pub(crate) fn seconds_word(i: &str) -> IResult<&str, f64> {
 /// Contents of a parenthesised group, nested parentheses allowed
 /// (`(System.gc())`).
 pub(crate) fn paren_group(i: &str) -> IResult<&str, &str> {
-    if !i.starts_with('(') {
-        return Err(nom::Err::Error(nom::error::Error::new(
-            i,
-            nom::error::ErrorKind::Char,
-        )));
+    let bytes = i.as_bytes();
+    if bytes.first() != Some(&b'(') {
+        return Err(error(i, nom::error::ErrorKind::Char));
     }
+    // Bytes, not chars: a parenthesis is never part of a multi-byte character.
     let mut depth = 0usize;
-    for (index, c) in i.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => {
+    for (index, &b) in bytes.iter().enumerate() {
+        match b {
+            b'(' => depth += 1,
+            b')' => {
                 depth -= 1;
                 if depth == 0 {
                     return Ok((&i[index + 1..], &i[1..index]));
@@ -185,26 +196,25 @@ pub(crate) fn paren_group(i: &str) -> IResult<&str, &str> {
             _ => {}
         }
     }
-    Err(nom::Err::Error(nom::error::Error::new(
-        i,
-        nom::error::ErrorKind::Char,
-    )))
+    Err(error(i, nom::error::ErrorKind::Char))
 }
 
-fn word(i: &str) -> IResult<&str, &str> {
-    recognize(pair(
-        take_while1(|c: char| c.is_ascii_alphabetic()),
-        take_while1(|c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-            .or(tag("")),
-    ))
-    .parse(i)
+/// nom's error for `i`.
+fn error(i: &str, kind: nom::error::ErrorKind) -> nom::Err<nom::error::Error<&str>> {
+    nom::Err::Error(nom::error::Error::new(i, kind))
 }
 
-/// Words separated by single spaces, each starting with a letter:
-/// `Pause Young`, `Concurrent Process Non-Strong References`.
-pub(crate) fn name(i: &str) -> IResult<&str, &str> {
-    // Counted, not collected: `many0` allocates a vector even for no match.
-    recognize(pair(word, many0_count(preceded(char(' '), word)))).parse(i)
+/// The end of the word at `bytes[at..]`: a letter, then letters, digits
+/// and `-_.`; `None` when no word starts there.
+fn word_end(bytes: &[u8], at: usize) -> Option<usize> {
+    if !bytes.get(at)?.is_ascii_alphabetic() {
+        return None;
+    }
+    let tail = bytes[at + 1..]
+        .iter()
+        .take_while(|&&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        .count();
+    Some(at + 1 + tail)
 }
 
 /// The shape shared by pause, concurrent-phase and cycle lines:
@@ -218,22 +228,60 @@ pub(crate) struct PhaseLine<'a> {
 }
 
 /// Parses a whole message of the phase-line shape; trailing text fails it.
+///
+/// By hand, not with combinators: every pause, phase and cycle line goes
+/// through here, and nom's backtracking tried each part several times.
+/// Name: words separated by single spaces, each starting with a letter
+/// (`Pause Young`, `Concurrent Process Non-Strong References`); then the
+/// groups, a heap transition and a duration, each after one space and each
+/// optional; nothing may follow.
 pub(crate) fn phase_line(i: &str) -> IResult<&str, PhaseLine<'_>> {
-    all_consuming(
-        (
+    let bytes = i.as_bytes();
+    let Some(mut at) = word_end(bytes, 0) else {
+        return Err(error(i, nom::error::ErrorKind::Alpha));
+    };
+    while bytes.get(at) == Some(&b' ') {
+        match word_end(bytes, at + 1) {
+            Some(end) => at = end,
+            None => break,
+        }
+    }
+    let name = &i[..at];
+    let groups_start = at;
+    while bytes.get(at) == Some(&b' ') {
+        match paren_group(&i[at + 1..]) {
+            Ok((rest, _)) => at = i.len() - rest.len(),
+            Err(_) => break,
+        }
+    }
+    let groups = Groups(&i[groups_start..at]);
+    let mut rest = &i[at..];
+    let heap = match rest.strip_prefix(' ').map(heap_transition) {
+        Some(Ok((after, heap))) => {
+            rest = after;
+            Some(heap)
+        }
+        _ => None,
+    };
+    let duration_s = match rest.strip_prefix(' ').map(duration) {
+        Some(Ok((after, seconds))) => {
+            rest = after;
+            Some(seconds)
+        }
+        _ => None,
+    };
+    if !rest.is_empty() {
+        return Err(error(rest, nom::error::ErrorKind::Eof));
+    }
+    Ok((
+        rest,
+        PhaseLine {
             name,
-            recognize(many0_count(preceded(char(' '), paren_group))).map(Groups),
-            opt(preceded(char(' '), heap_transition)),
-            opt(preceded(char(' '), duration)),
-        )
-            .map(|(name, groups, heap, duration_s)| PhaseLine {
-                name,
-                groups,
-                heap,
-                duration_s,
-            }),
-    )
-    .parse(i)
+            groups,
+            heap,
+            duration_s,
+        },
+    ))
 }
 
 /// The parenthesised groups of a phase line (` (Normal) (G1 Evacuation
@@ -247,7 +295,7 @@ impl<'a> Groups<'a> {
     pub fn iter(&self) -> impl Iterator<Item = &'a str> {
         let mut rest = self.0;
         std::iter::from_fn(move || {
-            let (after, group) = preceded(char(' '), paren_group).parse(rest).ok()?;
+            let (after, group) = paren_group(rest.strip_prefix(' ')?).ok()?;
             rest = after;
             Some(group)
         })
@@ -273,11 +321,15 @@ pub(crate) fn cpu_times(i: &str) -> IResult<&str, CpuTimes> {
 
 /// One `Key: value` field of a JDK 13+ safepoint line.
 pub(crate) fn safepoint_field(i: &str) -> IResult<&str, (&str, &str)> {
-    pair(
-        terminated(take_till(|c| c == ':'), tag(": ")),
-        take_till(|c| c == ','),
-    )
-    .parse(i)
+    let colon = memchr::memchr(b':', i.as_bytes()).unwrap_or(i.len());
+    let Some(value_onward) = i[colon..].strip_prefix(": ") else {
+        return Err(error(&i[colon..], nom::error::ErrorKind::Tag));
+    };
+    let comma = memchr::memchr(b',', value_onward.as_bytes()).unwrap_or(value_onward.len());
+    Ok((
+        &value_onward[comma..],
+        (&i[..colon], &value_onward[..comma]),
+    ))
 }
 
 /// `"G1CollectForAllocation", ` at the start of a JDK 13+ safepoint line.
@@ -402,6 +454,42 @@ mod tests {
             (16371 * 1024, 16132 * 1024, Some(18944 * 1024))
         );
         assert!(rest.starts_with(" Eden"));
+    }
+
+    #[test]
+    fn integers_and_region_counts() {
+        assert_eq!(integer("42K"), Ok(("K", 42)));
+        assert!(integer("18446744073709551616").is_err());
+        assert!(integer("x").is_err());
+        assert_eq!(region_transition("6->0(6)"), Ok(("", (6, 0, Some(6)))));
+        // An unclosed target is left as it was, as nom's `opt` leaves it.
+        assert_eq!(region_transition("6->0(6"), Ok(("(6", (6, 0, None))));
+        assert!(region_transition("6-0").is_err());
+        assert_eq!(nanos("1500 ns, x"), Ok((", x", 1.5e-6)));
+        assert_eq!(
+            safepoint_field("Reaching safepoint: 2146 ns, Cleanup: 1 ns"),
+            Ok((", Cleanup: 1 ns", ("Reaching safepoint", "2146 ns")))
+        );
+        assert!(safepoint_field("no colon").is_err());
+    }
+
+    #[test]
+    fn names_groups_heap_and_duration_each_optional() {
+        let (_, line) = phase_line("Concurrent Mark Cycle 12.5ms").unwrap();
+        assert_eq!(
+            (line.name, line.duration_s),
+            ("Concurrent Mark Cycle", Some(0.0125))
+        );
+        let (_, line) = phase_line("Pause Remark 10M->9M(128M)").unwrap();
+        assert_eq!((line.groups.iter().count(), line.duration_s), (0, None));
+        assert!(line.heap.is_some());
+        // A group that does not close, or text after the duration, fails the line.
+        assert!(phase_line("Pause Young (Normal 1.0ms").is_err());
+        assert!(phase_line("Pause Young 1.0ms later").is_err());
+        assert!(phase_line("(Normal) 1.0ms").is_err());
+        // A word may hold digits and `-_.` after its first letter.
+        let (_, line) = phase_line("Concurrent Process Non-Strong References v2.1 3us").unwrap();
+        assert_eq!(line.name, "Concurrent Process Non-Strong References v2.1");
     }
 
     #[test]

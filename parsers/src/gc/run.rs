@@ -157,6 +157,10 @@ impl GcLogParser {
     /// Emits a pause still waiting for its CPU-times line. A tailing agent calls
     /// this when the log has been quiet for a moment.
     pub fn flush(&mut self, out: &mut Vec<GcEvent>) {
+        // Called for nearly every line: most have nothing held.
+        if !self.has_pending() {
+            return;
+        }
         if let Some(pause) = self.pending.take() {
             self.emit(GcEvent::Pause(pause), out);
         }

@@ -103,6 +103,14 @@ impl GcLogParser {
         env: &Envelope,
         out: &mut Vec<GcEvent>,
     ) -> Understood {
+        // Most such lines are statistics tables: one look at the first
+        // byte dismisses them, before a dozen prefix comparisons.
+        if !matches!(
+            body.as_bytes().first(),
+            Some(b'S' | b'E' | b'T' | b'A' | b'R' | b'U' | b'I' | b'V' | b'H' | b'M')
+        ) {
+            return Understood::Ignored;
+        }
         if let Some(quoted_onward) = body.strip_prefix("Safepoint ") {
             return self.safepoint_line(quoted_onward, env, out);
         }
@@ -333,14 +341,14 @@ impl GcLogParser {
                     );
                     return Understood::Yes;
                 }
-            } else if let Some(region) = label.strip_suffix(" regions") {
+            } else if label.ends_with(" regions") {
                 if let Ok(("", (before, after, capacity))) = grammar::region_transition(value) {
                     self.infer_collector(Some(Collector::G1));
                     if let Some(region_bytes) = self.run.region_bytes {
                         self.add_pool(
                             id,
                             PoolTransition {
-                                name: [region, " regions"].concat(),
+                                name: label.to_string(),
                                 before_bytes: before.saturating_mul(region_bytes),
                                 after_bytes: after.saturating_mul(region_bytes),
                                 capacity_bytes: capacity.map(|c| c.saturating_mul(region_bytes)),
