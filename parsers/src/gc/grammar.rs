@@ -5,18 +5,19 @@
 
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_till};
-use nom::character::complete::{char, one_of};
+use nom::character::complete::char;
 use nom::combinator::{all_consuming, opt};
-use nom::sequence::{delimited, pair, terminated};
+use nom::sequence::{delimited, terminated};
 use nom::{IResult, Parser};
 
 use crate::events::{Collector, CpuTimes, HeapTransition};
 
 /// Parses `123`, `1.5` or `1,5` (HotSpot honours the locale's decimal separator).
-/// By hand: every figure of every line goes through here.
+/// By hand, in one pass that reads the digits as it finds them: every figure
+/// of every line goes through here.
 pub(crate) fn decimal(i: &str) -> IResult<&str, f64> {
     let bytes = i.as_bytes();
-    let whole = digits(bytes);
+    let (whole, mut mantissa) = digits(bytes, 0);
     if whole == 0 {
         return Err(nom::Err::Error(nom::error::Error::new(
             i,
@@ -24,7 +25,11 @@ pub(crate) fn decimal(i: &str) -> IResult<&str, f64> {
         )));
     }
     let fraction = match bytes.get(whole) {
-        Some(b'.' | b',') => digits(&bytes[whole + 1..]),
+        Some(b'.' | b',') => {
+            let (fraction, with_fraction) = digits(&bytes[whole + 1..], mantissa);
+            mantissa = with_fraction;
+            fraction
+        }
         _ => 0,
     };
     let end = if fraction > 0 {
@@ -36,10 +41,6 @@ pub(crate) fn decimal(i: &str) -> IResult<&str, f64> {
     // Clinger's fast path: a mantissa below 2^53 over an exact power of ten
     // is one correctly rounded division, the same value `parse` gives.
     if whole + fraction <= 15 {
-        let mantissa = text
-            .bytes()
-            .filter(u8::is_ascii_digit)
-            .fold(0u64, |m, b| m * 10 + u64::from(b - b'0'));
         return Ok((rest, mantissa as f64 / POWERS_OF_TEN[fraction]));
     }
     match text.replacen(',', ".", 1).parse() {
@@ -56,15 +57,25 @@ const POWERS_OF_TEN: [f64; 16] = [
     1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 ];
 
-/// The length of the run of ASCII digits `bytes` starts with.
-fn digits(bytes: &[u8]) -> usize {
-    bytes.iter().take_while(|b| b.is_ascii_digit()).count()
+/// The length of the run of ASCII digits `bytes` starts with, and `mantissa`
+/// with them appended (it wraps past 19 digits, where [`decimal`] does not
+/// use it).
+fn digits(bytes: &[u8], mut mantissa: u64) -> (usize, u64) {
+    let mut count = 0;
+    while let Some(digit) = bytes.get(count).map(|b| b.wrapping_sub(b'0')) {
+        if digit > 9 {
+            break;
+        }
+        mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(digit));
+        count += 1;
+    }
+    (count, mantissa)
 }
 
 /// Parses an unsigned integer.
 pub(crate) fn integer(i: &str) -> IResult<&str, u64> {
     let bytes = i.as_bytes();
-    let count = digits(bytes);
+    let (count, _) = digits(bytes, 0);
     let value = bytes[..count]
         .iter()
         .try_fold(0u64, |value, &b| {
@@ -79,48 +90,53 @@ pub(crate) fn integer(i: &str) -> IResult<&str, u64> {
 
 /// A size such as `14M`, `33275K`, `24.0M` or `512B`, in bytes.
 pub(crate) fn size_bytes(i: &str) -> IResult<&str, u64> {
-    let (rest, (value, unit)) = pair(decimal, one_of("BKMGT")).parse(i)?;
-    let multiplier: f64 = match unit {
-        'B' => 1.0,
-        'K' => 1024.0,
-        'M' => 1024.0 * 1024.0,
-        'G' => 1024.0 * 1024.0 * 1024.0,
-        _ => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+    let (rest, value) = decimal(i)?;
+    let multiplier: f64 = match rest.as_bytes().first() {
+        Some(b'B') => 1.0,
+        Some(b'K') => 1024.0,
+        Some(b'M') => 1024.0 * 1024.0,
+        Some(b'G') => 1024.0 * 1024.0 * 1024.0,
+        Some(b'T') => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(error(rest, nom::error::ErrorKind::OneOf)),
     };
-    Ok((rest, (value * multiplier).round() as u64))
+    Ok((&rest[1..], (value * multiplier).round() as u64))
 }
 
-/// ZGC's occupancy suffix `(62%)`.
-fn percent(i: &str) -> IResult<&str, u64> {
-    delimited(char('('), integer, tag("%)")).parse(i)
-}
-
-/// `(128M)` or ZGC's `(62%)` after a size: the capacity, when it is a size.
-fn capacity(i: &str) -> IResult<&str, Option<u64>> {
-    alt((
-        delimited(char('('), size_bytes, char(')')).map(Some),
-        percent.map(|_| None),
-    ))
-    .parse(i)
+/// `(128M)` after a size: the capacity. ZGC's `(62%)` is taken off and
+/// gives none; anything else is left in place.
+fn capacity(i: &str) -> (&str, Option<u64>) {
+    let Some(inner) = i.strip_prefix('(') else {
+        return (i, None);
+    };
+    if let Ok((rest, size)) = size_bytes(inner) {
+        if let Some(rest) = rest.strip_prefix(')') {
+            return (rest, Some(size));
+        }
+    }
+    match integer(inner).map(|(rest, _)| rest.strip_prefix("%)")) {
+        Ok(Some(rest)) => (rest, None),
+        _ => (i, None),
+    }
 }
 
 /// `14M->12M(128M)`, `14M->12M`, ZGC's `60M(62%)->62M(65%)`, or the JDK 17+
 /// pool form `16371K(18944K)->16132K(18944K)` with a capacity on both sides.
+/// By hand: a CMS line holds three, and nom's combinators cost a thousand
+/// instructions for each.
 pub(crate) fn heap_transition(i: &str) -> IResult<&str, HeapTransition> {
-    let (rest, (before, capacity_before, _, after, capacity_after)) = (
-        size_bytes,
-        opt(capacity),
-        tag("->"),
-        size_bytes,
-        opt(capacity),
-    )
-        .parse(i)?;
+    let (rest, before) = size_bytes(i)?;
+    let (rest, capacity_before) = capacity(rest);
+    let Some(rest) = rest.strip_prefix("->") else {
+        return Err(error(rest, nom::error::ErrorKind::Tag));
+    };
+    let (rest, after) = size_bytes(rest)?;
+    let (rest, capacity_after) = capacity(rest);
     Ok((
         rest,
         HeapTransition {
             before_bytes: before,
             after_bytes: after,
-            capacity_bytes: capacity_after.flatten().or(capacity_before.flatten()),
+            capacity_bytes: capacity_after.or(capacity_before),
         },
     ))
 }
@@ -490,6 +506,26 @@ mod tests {
         // A word may hold digits and `-_.` after its first letter.
         let (_, line) = phase_line("Concurrent Process Non-Strong References v2.1 3us").unwrap();
         assert_eq!(line.name, "Concurrent Process Non-Strong References v2.1");
+    }
+
+    #[test]
+    fn heap_transitions_leave_what_they_do_not_read() {
+        // Each capacity is optional, as nom's `opt` made it: one that does
+        // not close is left where it is.
+        let (rest, heap) = heap_transition("14M->12M(128M").unwrap();
+        assert_eq!(rest, "(128M");
+        assert_eq!(
+            (heap.before_bytes, heap.after_bytes, heap.capacity_bytes),
+            (14 << 20, 12 << 20, None)
+        );
+        let (rest, heap) = heap_transition("60M(62%)->62M(65%) x").unwrap();
+        assert_eq!((rest, heap.capacity_bytes), (" x", None));
+        let (_, heap) = heap_transition("1K(2K)->1K").unwrap();
+        assert_eq!(heap.capacity_bytes, Some(2048));
+        assert!(heap_transition("14M-12M").is_err());
+        assert!(heap_transition("14->12M").is_err());
+        assert_eq!(size_bytes("1.5KB"), Ok(("B", 1536)));
+        assert!(size_bytes("12").is_err());
     }
 
     #[test]

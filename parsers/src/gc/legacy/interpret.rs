@@ -5,9 +5,6 @@
 use std::sync::LazyLock;
 
 use memchr::memmem::Finder;
-use nom::bytes::complete::tag;
-use nom::sequence::{delimited, preceded};
-use nom::{IResult, Parser};
 
 use super::groups::*;
 use crate::events::*;
@@ -112,36 +109,43 @@ pub(super) fn g1_summary(pause: &mut Pause, summary: &str) {
     }
 }
 
-/// `Times: user=0.08 sys=0.02, real=0.03 secs`, the opening bracket taken off.
+/// `Times: user=0.08 sys=0.02, real=0.03 secs`, the opening bracket taken
+/// off. By hand: every event ends with one, and nom's tags cost more than
+/// the figures.
 pub(super) fn times(text: &str) -> Option<CpuTimes> {
-    let parsed: IResult<&str, CpuTimes> = (
-        preceded(tag("Times: user="), grammar::decimal),
-        preceded(tag(" sys="), grammar::decimal),
-        delimited(tag(", real="), grammar::decimal, tag(" secs")),
-    )
-        .map(|(user_s, sys_s, real_s)| CpuTimes {
-            user_s,
-            sys_s,
-            real_s,
-        })
-        .parse(text);
-    parsed.ok().map(|(_, cpu)| cpu)
+    let (rest, user_s) = grammar::decimal(text.strip_prefix("Times: user=")?).ok()?;
+    let (rest, sys_s) = grammar::decimal(rest.strip_prefix(" sys=")?).ok()?;
+    let (rest, real_s) = grammar::decimal(rest.strip_prefix(", real=")?).ok()?;
+    rest.strip_prefix(" secs")?;
+    Some(CpuTimes {
+        user_s,
+        sys_s,
+        real_s,
+    })
 }
 
 /// Output that HotSpot starts in the middle of an event's line and
 /// continues on lines of its own (`PrintAdaptiveSizePolicy`,
 /// `PrintFLSStatistics`): the event's part of the line ends where it starts.
-pub(super) static SPLICED: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
-    [
-        Finder::new("AdaptiveSize"),
-        Finder::new("Before GC:"),
-        Finder::new("After GC:"),
-    ]
-});
+const SPLICED: [&str; 3] = ["AdaptiveSize", "Before GC:", "After GC:"];
 
-/// `-XX:+PrintHeapAtGC`'s block, which may start at the end of an event's line.
-pub(super) static HEAP_BEFORE: LazyLock<Finder<'static>> =
-    LazyLock::new(|| Finder::new("{Heap before GC"));
+/// Where `-XX:+PrintHeapAtGC`'s block starts, which may be at the end of an
+/// event's line.
+pub(super) fn heap_before(text: &str) -> Option<usize> {
+    first_marker(text.as_bytes(), [b'{', b'{'], &["{Heap before GC"])
+}
+
+/// Where the first of `markers`, which all begin with one of `firsts`,
+/// starts in `haystack`: a `memchr` for those bytes, which a line holds few
+/// of, then a comparison at each. A substring search per marker on every
+/// line was a twentieth of reading a CMS log.
+fn first_marker(haystack: &[u8], firsts: [u8; 2], markers: &[&str]) -> Option<usize> {
+    memchr::memchr2_iter(firsts[0], firsts[1], haystack).find(|&at| {
+        markers
+            .iter()
+            .any(|marker| haystack[at..].starts_with(marker.as_bytes()))
+    })
+}
 
 /// Collections in `-verbose:gc` output mixed with other lines.
 pub(super) static COLLECTIONS: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
@@ -156,11 +160,8 @@ pub(super) fn cut_spliced(text: &str) -> &str {
     let Some(open) = memchr::memchr(b'[', text.as_bytes()) else {
         return text;
     };
-    SPLICED
-        .iter()
-        .filter_map(|marker| marker.find(&text.as_bytes()[open..]).map(|at| open + at))
-        .min()
-        .map_or(text, |at| &text[..at])
+    first_marker(&text.as_bytes()[open..], [b'A', b'B'], &SPLICED)
+        .map_or(text, |at| &text[..open + at])
 }
 
 /// The kinds of top-level event a JDK 6 to 8 log writes.
@@ -209,7 +210,7 @@ pub(super) fn is_histogram_row(trimmed: &str) -> bool {
 
 /// A collection's group, which must carry a duration.
 pub(super) fn names_collection(text: &str) -> bool {
-    let text = text.trim_start();
+    let text = trim_start(text);
     ["GC pause", "GC remark", "GC cleanup", "Full GC", "Pause "]
         .iter()
         .any(|name| text.starts_with(name))
@@ -221,7 +222,7 @@ pub(super) fn names_collection(text: &str) -> bool {
 /// in G1's `GC Worker Start (ms): ...` detail groups.
 pub(super) fn young_collection(text: &str) -> Option<&str> {
     text.strip_prefix("GC")
-        .filter(|rest| !rest.trim_start().starts_with(char::is_alphabetic))
+        .filter(|rest| !trim_start(rest).starts_with(char::is_alphabetic))
 }
 
 pub(super) fn is_concurrent(text: &str) -> bool {
@@ -286,7 +287,7 @@ pub(super) fn preamble(text: &str) -> Option<Preamble> {
 /// (JDK 8 Shenandoah). A number without a unit is not a duration: G1's
 /// detail groups end with bare figures.
 pub(super) fn trailing_duration(text: &str) -> Option<f64> {
-    let text = text.trim_end();
+    let text = trim_end(text);
     let (number, scale) = if let Some(t) = text.strip_suffix(" secs") {
         (t, 1.0)
     } else if let Some(t) = text.strip_suffix(" sec") {
@@ -299,12 +300,10 @@ pub(super) fn trailing_duration(text: &str) -> Option<f64> {
 
 /// The bare number a text ends with, as JDK 6 G1 ends `GC concurrent-count-end, 0.0019007`.
 pub(super) fn trailing_seconds(number: &str) -> Option<f64> {
-    let number = number.trim_end();
-    let start = number
-        .trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ',' || c == '/')
-        .len();
-    let token = &number[start..];
-    let token = token.rsplit('/').next().unwrap_or(token);
+    let number = trim_end(number);
+    let token = &number
+        [number.len() - trailing_len(number, |b| matches!(b, b'0'..=b'9' | b'.' | b',' | b'/'))..];
+    let token = memchr::memrchr(b'/', token.as_bytes()).map_or(token, |at| &token[at + 1..]);
     match uptime_prefix_exact(token) {
         Some((value, "")) if value.is_finite() => Some(value),
         _ => None,
@@ -313,10 +312,11 @@ pub(super) fn trailing_seconds(number: &str) -> Option<f64> {
 
 /// The first `a->b(c)` in a group's own text.
 pub(super) fn heap_in(text: &str) -> Option<HeapTransition> {
-    let arrow = text.find("->")?;
-    let start = text[..arrow]
-        .trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '.' || c == ',')
-        .len();
+    let arrow = find_pair(text, *b"->")?;
+    let start = arrow
+        - trailing_len(&text[..arrow], |b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'.' | b',')
+        });
     grammar::heap_transition(&text[start..])
         .ok()
         .map(|(_, heap)| heap)
@@ -328,7 +328,7 @@ pub(super) fn groups_after(text: &str) -> (Vec<&str>, &str) {
     let mut rest = text;
     let mut groups = Vec::new();
     loop {
-        let trimmed = rest.trim_start();
+        let trimmed = trim_start(rest);
         match grammar::paren_group(trimmed) {
             Ok((after, group)) => {
                 groups.push(group);
@@ -343,7 +343,7 @@ pub(super) fn groups_after(text: &str) -> (Vec<&str>, &str) {
 /// collection (CMS scavenge before remark) go to `out` at once; the pause
 /// the group itself stands for is returned, to wait for its `[Times: ...]`.
 pub(super) fn interpret(root: Group, out: &mut Vec<GcEvent>) -> Option<Pause> {
-    let text = root.text().trim();
+    let text = trim(root.text());
     let mut pause = blank_pause(root.stamp());
     let rest = if let Some(rest) = text.strip_prefix("GC pause") {
         pause.collector = Collector::G1;
@@ -453,7 +453,7 @@ pub(super) fn g1_groups(pause: &mut Pause, groups: &[&str]) {
 /// `CMS-concurrent-mark: 0.005/0.013 secs`, `GC concurrent-mark-end, 0.0027 secs`,
 /// Shenandoah's `Concurrent marking, 38.059 ms`; `-start` markers carry no duration.
 pub(super) fn concurrent_phase(group: Group) -> Option<ConcurrentPhase> {
-    let text = group.text().trim();
+    let text = trim(group.text());
     // `AS`: JDK 6's -XX:+UseAdaptiveSizePolicy CMS (`ASParNew`, `ASCMS`).
     let text = text.strip_prefix("AS").unwrap_or(text);
     let collector = if text.starts_with("CMS-concurrent-") {
@@ -465,7 +465,10 @@ pub(super) fn concurrent_phase(group: Group) -> Option<ConcurrentPhase> {
     } else {
         return None;
     };
-    let name_end = text.find([':', ',', '(']).unwrap_or(text.len());
+    // Bytes, not chars: the separators are ASCII.
+    let name_end = (text.bytes())
+        .position(|b| matches!(b, b':' | b',' | b'('))
+        .unwrap_or(text.len());
     let name = text[..name_end].trim_end();
     let name = name.strip_suffix("-end").unwrap_or(name);
     let tail = &text[name_end..];
@@ -488,7 +491,7 @@ pub(super) fn children(root: Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -
     let mut nested_s = 0.0;
     let mut last_nested: Option<usize> = None;
     for child in root.children() {
-        let text = child.text().trim();
+        let text = trim(child.text());
         // A phase spliced into the pause's group, or into a pool's group:
         // `[CMS2016-...: [CMS-concurrent-mark: ...] (concurrent mode failure): ...]`.
         let spliced = std::iter::once(child)
@@ -514,10 +517,12 @@ pub(super) fn children(root: Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -
             }
             continue;
         }
-        let Some((label, value)) = text.split_once(':') else {
+        let Some((label, value)) =
+            memchr::memchr(b':', text.as_bytes()).map(|at| (&text[..at], &text[at + 1..]))
+        else {
             continue;
         };
-        let label = label.trim();
+        let label = trim(label);
         let label = label.strip_prefix("1 AS").unwrap_or(label);
         match label.strip_prefix("1 ").unwrap_or(label) {
             "CMS-initial-mark" => {
@@ -542,7 +547,7 @@ pub(super) fn children(root: Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -
         };
         // Only a pool's group holds a transition; G1 ergonomics decisions
         // (`G1Ergonomics (CSet Construction) ...: 0, ...`) do not.
-        let Ok((after, transition)) = grammar::heap_transition(value.trim_start()) else {
+        let Ok((after, transition)) = grammar::heap_transition(trim_start(value)) else {
             continue;
         };
         for failure in failures {
@@ -574,11 +579,11 @@ pub(super) fn children(root: Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -
 
 /// `CMS (concurrent mode failure)` into `CMS` and its groups; `CMS Perm ` trimmed.
 pub(super) fn groups_split(label: &str) -> (&str, Vec<&str>) {
-    match label.find(" (") {
+    match find_pair(label, *b" (") {
         Some(at) => {
             let (groups, _) = groups_after(&label[at..]);
-            (label[..at].trim(), groups)
+            (trim(&label[..at]), groups)
         }
-        None => (label.trim(), Vec::new()),
+        None => (trim(label), Vec::new()),
     }
 }

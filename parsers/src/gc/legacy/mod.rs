@@ -122,7 +122,7 @@ impl LegacyParser {
             }
         }
         // `PrintHeapAtGC`: the block may start at the end of an event's line.
-        if let Some(at) = HEAP_BEFORE.find(text.as_bytes()) {
+        if let Some(at) = heap_before(text) {
             self.in_heap_block = true;
             self.active = true;
             // `2.385: {Heap before GC ...`: nothing but stamps before it.
@@ -138,7 +138,7 @@ impl LegacyParser {
         let text = cut_spliced(text);
         if self.pending.is_some() {
             if text.starts_with([' ', '\t']) || text.starts_with("[Times: ") {
-                return self.detail_line(text.trim_start(), out);
+                return self.detail_line(trim_start(text), out);
             }
             self.flush(out);
         }
@@ -158,7 +158,7 @@ impl LegacyParser {
         text: &str,
         out: &mut Vec<GcEvent>,
     ) -> Option<Claim<'static>> {
-        let trimmed = text.trim_start();
+        let trimmed = trim_start(text);
         let (_, after_stamp) = leading_stamp(trimmed);
         // Only a CMS remark holds a whole young collection
         // (-XX:+CMSScavengeBeforeRemark); elsewhere a new collection means
@@ -189,7 +189,7 @@ impl LegacyParser {
     }
 
     fn fresh_line<'a>(&mut self, text: &'a str, out: &mut Vec<GcEvent>) -> Claim<'a> {
-        let trimmed = text.trim_start();
+        let trimmed = trim_start(text);
         let (stamp, rest) = leading_stamp(trimmed);
         // A `[Times: ...]` whose event is gone: the first line of a rotated file.
         if rest.starts_with("[Times: ") {
@@ -201,7 +201,7 @@ impl LegacyParser {
                 return Claim::NotLegacy;
             }
             self.active = true;
-            return self.event_text(trimmed, out);
+            return self.stamped_event_text(trimmed, stamp, rest, out);
         }
         if let Some(rest) = rest.strip_prefix(STOPPED_TIME) {
             if !stamp.is_empty() {
@@ -237,18 +237,37 @@ impl LegacyParser {
     /// after another on a line; keeps the last open when its brackets do not
     /// balance yet. What becomes of the line is what became of its first.
     fn event_text(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Claim<'static> {
+        let (stamp, rest) = leading_stamp(text);
+        self.stamped_event_text(text, stamp, rest, out)
+    }
+
+    /// [`event_text`](Self::event_text) with the leading stamps of `text`
+    /// already read (`rest` is what follows them).
+    fn stamped_event_text(
+        &mut self,
+        text: &str,
+        stamp: Stamp,
+        rest: &str,
+        out: &mut Vec<GcEvent>,
+    ) -> Claim<'static> {
         let mut tree = std::mem::take(&mut self.tree);
-        let claim = self.events_in(text, &mut tree, out);
+        let claim = self.events_in(text, stamp, rest, &mut tree, out);
         self.tree = tree;
         claim
     }
 
-    /// [`event_text`](Self::event_text) with the tree to parse into.
-    fn events_in(&mut self, text: &str, tree: &mut Tree, out: &mut Vec<GcEvent>) -> Claim<'static> {
-        let mut text = text;
+    /// [`stamped_event_text`](Self::stamped_event_text) with the tree to parse into.
+    fn events_in(
+        &mut self,
+        text: &str,
+        stamp: Stamp,
+        rest: &str,
+        tree: &mut Tree,
+        out: &mut Vec<GcEvent>,
+    ) -> Claim<'static> {
+        let (mut text, mut stamp, mut rest) = (text, stamp, rest);
         let mut first = None;
         loop {
-            let (stamp, rest) = leading_stamp(text);
             let (claim, next) = match tree.parse(rest, stamp) {
                 Err(Unbalanced::Open) if text.len() <= self.max_bytes => {
                     self.open = Some(text.to_string());
@@ -264,6 +283,7 @@ impl LegacyParser {
                 Some(next) => {
                     first = Some(claim);
                     text = next;
+                    (stamp, rest) = leading_stamp(next);
                 }
                 None => return claim,
             }
@@ -278,8 +298,12 @@ impl LegacyParser {
         after: &'t str,
         out: &mut Vec<GcEvent>,
     ) -> (Claim<'static>, Option<&'t str>) {
-        let after = after.trim_start();
-        let next = leading_stamp(after).1.starts_with('[').then_some(after);
+        let after = trim_start(after);
+        let next = leading_stamp(after)
+            .1
+            .starts_with('[')
+            .then_some(after)
+            .filter(|after| !lone_times(after));
         if let Some(phase) = concurrent_phase(root) {
             if !plausible(phase.duration_s) {
                 return (Claim::Malformed, next);
@@ -334,6 +358,15 @@ impl LegacyParser {
         }
         Claim::Ignored
     }
+}
+
+/// `[Times: ...]` and nothing after it, as CMS ends its concurrent phases'
+/// lines: read as a group of its own it yields nothing and changes nothing,
+/// so it is not parsed at all (a fifth of the lines of a CMS log).
+fn lone_times(text: &str) -> bool {
+    text.strip_prefix("[Times: ")
+        .and_then(|times| times.strip_suffix(']'))
+        .is_some_and(|times| memchr::memchr2(b'[', b']', times.as_bytes()).is_none())
 }
 
 /// Whether an unreadable line looks like JDK 6 to 8 output, to count it as such.

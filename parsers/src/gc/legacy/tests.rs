@@ -278,3 +278,21 @@ fn deep_or_unclosed_brackets_neither_panic_nor_grow() {
     assert!(parser.open.as_ref().map_or(0, |o| o.len()) <= 256);
     assert!(events.is_empty());
 }
+
+proptest::proptest! {
+    /// The byte-level helpers of the hot path give what `str`'s own methods
+    /// give, on any text: Unicode blanks, multi-byte chars beside the bytes
+    /// sought.
+    #[test]
+    fn byte_helpers_agree_with_str(text in "[ \t\u{b}\u{a0}\u{2028}a(0-9.,:>\\-éµ]{0,12}") {
+        proptest::prop_assert_eq!(trim(&text), text.trim());
+        proptest::prop_assert_eq!(trim_start(&text), text.trim_start());
+        proptest::prop_assert_eq!(trim_end(&text), text.trim_end());
+        proptest::prop_assert_eq!(find_pair(&text, *b"->"), text.find("->"));
+        proptest::prop_assert_eq!(find_pair(&text, *b" ("), text.find(" ("));
+        proptest::prop_assert_eq!(
+            text.len() - trailing_len(&text, |b| b.is_ascii_digit() || b == b'.'),
+            text.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.').len()
+        );
+    }
+}
