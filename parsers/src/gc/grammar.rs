@@ -1,7 +1,9 @@
-//! nom grammar for the tokens inside unified-logging messages: numbers with
-//! either decimal separator, sizes, heap transitions, durations, and the
+//! The grammar of the tokens inside GC log messages: numbers with either
+//! decimal separator, sizes, heap transitions, durations, and the
 //! `Name (qualifier) (cause) heap duration` shape shared by pause, concurrent
-//! and cycle lines.
+//! and cycle lines. What runs for most lines is written by hand over bytes
+//! (nom's combinators backtracked and cost several times as much); the rest
+//! uses nom. Every function keeps nom's `IResult` shape.
 
 use nom::branch::alt;
 use nom::bytes::complete::{tag, take_till};
