@@ -9,6 +9,8 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 
+use super::grammar;
+
 /// Epoch milliseconds above this (20 years after 1970) are `timemillis`, not
 /// `uptimemillis`: the same rule gctoolkit uses for the `[NNNms]` ambiguity.
 const EPOCH_MILLIS_THRESHOLD: u64 = 20 * 365 * 24 * 3600 * 1000;
@@ -228,13 +230,14 @@ fn all_digits(bytes: &[u8]) -> Option<u64> {
 /// read in one pass (the same value as [`uptime_seconds`]), with the offset
 /// of its `]`.
 fn plain_uptime(bytes: &[u8]) -> Option<(f64, usize)> {
-    let (whole, whole_digits) = leading_number(bytes, 1);
+    let (whole_digits, whole) = grammar::digits(bytes.get(1..).unwrap_or_default(), 0);
     let separator = 1 + whole_digits;
     if whole_digits == 0 || whole_digits > 19 || !matches!(bytes.get(separator), Some(b'.' | b','))
     {
         return None;
     }
-    let (fraction, fraction_digits) = leading_number(bytes, separator + 1);
+    let (fraction_digits, fraction) =
+        grammar::digits(bytes.get(separator + 1..).unwrap_or_default(), 0);
     let unit = separator + 1 + fraction_digits;
     if fraction_digits == 0 || bytes.get(unit..unit + 2) != Some(b"s]") {
         return None;
@@ -242,21 +245,6 @@ fn plain_uptime(bytes: &[u8]) -> Option<(f64, usize)> {
     // Nine fraction digits at most, so the fraction did not wrap.
     let scale = POWERS_OF_TEN.get(fraction_digits).copied()?;
     Some((whole as f64 + fraction as f64 / scale, unit + 1))
-}
-
-/// The run of ASCII digits at `bytes[at..]`: its value (wrapped past 20
-/// digits, which callers refuse) and its length, in one pass.
-fn leading_number(bytes: &[u8], at: usize) -> (u64, usize) {
-    let mut value = 0u64;
-    let mut count = 0;
-    for &b in bytes.get(at..).unwrap_or_default() {
-        if !b.is_ascii_digit() {
-            break;
-        }
-        value = value.wrapping_mul(10).wrapping_add(u64::from(b - b'0'));
-        count += 1;
-    }
-    (value, count)
 }
 
 /// `[info]`, `[gc,phases   ]`: the level and tags of nearly every line, a
@@ -329,20 +317,12 @@ pub(super) fn split_message(message: &str) -> Message<'_> {
     // By hand: every line of a collection goes through here. It accepts what
     // `str::parse::<u64>` does: an optional `+`, digits, a value that fits.
     let first = 3 + usize::from(bytes.get(3) == Some(&b'+'));
-    let digits = bytes[first..]
-        .iter()
-        .take_while(|b| b.is_ascii_digit())
-        .count();
-    let close = first + digits;
-    if digits == 0 || bytes.get(close) != Some(&b')') {
-        return plain;
-    }
-    let Some(id) = bytes[first..close].iter().try_fold(0u64, |id, &b| {
-        id.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-    }) else {
+    let Ok((after, id)) = grammar::integer(&message[first..]) else {
         return plain;
     };
-    let after = &message[close + 1..];
+    let Some(after) = after.strip_prefix(')') else {
+        return plain;
+    };
     let body = after.strip_prefix(' ').unwrap_or(after);
     let bytes = body.as_bytes();
     if bytes.len() >= 3 && matches!(bytes[0], b'y' | b'Y' | b'O') && &bytes[1..3] == b": " {

@@ -62,7 +62,7 @@ const POWERS_OF_TEN: [f64; 16] = [
 /// The length of the run of ASCII digits `bytes` starts with, and `mantissa`
 /// with them appended (it wraps past 19 digits, where [`decimal`] does not
 /// use it).
-fn digits(bytes: &[u8], mut mantissa: u64) -> (usize, u64) {
+pub(super) fn digits(bytes: &[u8], mut mantissa: u64) -> (usize, u64) {
     let mut count = 0;
     while let Some(digit) = bytes.get(count).map(|b| b.wrapping_sub(b'0')) {
         if digit > 9 {
@@ -77,13 +77,15 @@ fn digits(bytes: &[u8], mut mantissa: u64) -> (usize, u64) {
 /// Parses an unsigned integer.
 pub(crate) fn integer(i: &str) -> IResult<&str, u64> {
     let bytes = i.as_bytes();
-    let (count, _) = digits(bytes, 0);
-    let value = bytes[..count]
-        .iter()
-        .try_fold(0u64, |value, &b| {
+    let (count, wrapped) = digits(bytes, 0);
+    // Nineteen digits always fit; only a longer run is read again, checked.
+    let value = match count {
+        0 => None,
+        1..=19 => Some(wrapped),
+        _ => bytes[..count].iter().try_fold(0u64, |value, &b| {
             value.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-        })
-        .filter(|_| count > 0);
+        }),
+    };
     match value {
         Some(value) => Ok((&i[count..], value)),
         None => Err(error(i, nom::error::ErrorKind::Digit)),
