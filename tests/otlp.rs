@@ -1164,7 +1164,12 @@ fn a_discovered_jvms_runtime_stats_arrive_under_the_conventions_names() {
     let mut jvm = Command::new("java")
         .args(["-XX:+UseG1GC", "-Xmx64m", &marker])
         .arg(format!("-Dwl.hsperf={}", dir.join("hsperf.copy").display()))
-        .args(["-Dwl.rate=25", "-Dwl.quiesceMs=1500", "-cp"])
+        .args([
+            "-Dwl.rate=25",
+            "-Dwl.quiesceMs=1500",
+            "-Dwl.cpuSettleMs=500",
+        ])
+        .arg("-cp")
         .arg(&classes)
         .args(["GcWorkload", "steady", "3"])
         .arg(&snapshot)

@@ -48,6 +48,8 @@ fn workload(rate: u32, seconds: u32, classes: &Path, snapshot: &Path) -> Vec<Str
     vec![
         format!("-Dwl.rate={rate}"),
         "-Dwl.quiesceMs=1500".to_string(),
+        // Five of the agent's 100 ms samples between the CPU readings.
+        "-Dwl.cpuSettleMs=500".to_string(),
         "-cp".to_string(),
         classes.display().to_string(),
         "GcWorkload".to_string(),

@@ -24,6 +24,9 @@
 // copied to FILE within the same attempt, and the snapshot also has "threads"
 // (live, daemon, peak), "classes" (loaded, unloaded) and "memory_pools" (name, type,
 // used, committed, max): the truth the hsperfdata parser is checked against.
+// With -Dwl.cpuSettleMs=N the JVM idles N ms between process_cpu_ns_before and the
+// snapshot, so that an agent reading the process's CPU time every < N ms reads it
+// between process_cpu_ns_before and process_cpu_ns.
 //
 // Compiled together with the workloads: javac --release 17 -d OUT tests/workload/*.java
 
@@ -64,16 +67,24 @@ final class MxBeanSnapshot {
         int n = gcBeans.length;
         long[] counts = new long[n];
         long[] times = new long[n];
-        // The process's CPU time before the snapshot's own work, and in each
-        // attempt: an agent's reading taken in between lies between the two.
+        // Fetched first: the first use of each bean initialises it, which
+        // costs tens of milliseconds of CPU.
         com.sun.management.OperatingSystemMXBean os =
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
-        long cpuBefore = os.getProcessCpuTime();
-        String hsperfCopy = System.getProperty("wl.hsperf");
-        // Fetched before the loop: the first use of each bean initialises it.
         ThreadMXBean threadBean = ManagementFactory.getThreadMXBean();
         ClassLoadingMXBean classBean = ManagementFactory.getClassLoadingMXBean();
         List<MemoryPoolMXBean> pools = ManagementFactory.getMemoryPoolMXBeans();
+        // The process's CPU time before the snapshot's own work, and in each
+        // attempt: an agent's reading taken in between lies between the two.
+        // The idle wait gives an agent that samples more often than
+        // wl.cpuSettleMs a reading in between, however late its last one was.
+        long cpuBefore = os.getProcessCpuTime();
+        try {
+            Thread.sleep(Long.getLong("wl.cpuSettleMs", 0L));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        String hsperfCopy = System.getProperty("wl.hsperf");
         for (int attempt = 0; attempt < 10; attempt++) {
             for (int i = 0; i < n; i++) {
                 counts[i] = gcBeans[i].getCollectionCount();
