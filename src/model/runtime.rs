@@ -59,6 +59,10 @@ pub struct RuntimeStats {
     pub threads_daemon: u64,
     pub threads_peak: u64,
     pub uptime_seconds: f64,
+    /// CLOCK_MONOTONIC (ns) at which the counters held these values: where
+    /// the eBPF source places `safepoints` among its records.
+    #[serde(skip)]
+    pub sampled_monotonic_ns: u64,
     /// User plus system CPU time of the process, from /proc (hsperfdata
     /// has no such counter); `None` until read.
     #[serde(default)]

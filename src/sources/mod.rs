@@ -184,6 +184,18 @@ const PROC_ROOT: &str = "/proc";
 /// this recently (for a GC log's writer), else scans it again.
 const DISCOVERY_SCAN_REUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// CLOCK_MONOTONIC now: the clock `bpf_ktime_get_ns` stamps the eBPF
+/// probes' records with, so that a counter read can be placed among them.
+pub fn monotonic_now() -> std::time::Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a pointer to a timespec of ours.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    std::time::Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
 /// Records applied to the store under one lock at most: a catch-up read of
 /// a large file must not hold gigabytes of records, nor the lock for long.
 const APPLY_BATCH: usize = 4096;

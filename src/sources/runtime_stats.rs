@@ -442,11 +442,14 @@ impl RuntimeStatsSource {
         }
     }
 
-    /// Two reads that agree; `Ok(None)` when there is no file or the values
-    /// kept changing; `Err` when the bytes are not usable PerfData.
-    fn stable_sample(&mut self) -> Result<Option<Sample>, String> {
+    /// Two reads that agree, and a CLOCK_MONOTONIC time (ns) at which the
+    /// counters held those values: between the two reads. `Ok(None)` when
+    /// there is no file or the values kept changing; `Err` when the bytes
+    /// are not usable PerfData.
+    fn stable_sample(&mut self) -> Result<Option<(Sample, u64)>, String> {
         let mut last: Option<Sample> = None;
         for _ in 0..MAX_READS {
+            let read_at = crate::sources::monotonic_now().as_nanos() as u64;
             if !self.read()? {
                 return Ok(None);
             }
@@ -456,7 +459,7 @@ impl RuntimeStatsSource {
             };
             let sample = extract(&self.buffer, layout).ok_or("a counter lies past the data")?;
             if last.as_ref() == Some(&sample) {
-                return Ok(last);
+                return Ok(last.map(|sample| (sample, read_at)));
             }
             last = Some(sample);
         }
@@ -468,11 +471,11 @@ impl RuntimeStatsSource {
     /// created shows zeros or an inaccessible prologue for a moment).
     fn sample(&mut self, store: &Store) {
         match self.stable_sample() {
-            Ok(Some(sample)) => {
+            Ok(Some((sample, sampled_ns))) => {
                 if self.invalid_since.take().is_some() {
                     self.report(store, None);
                 }
-                self.apply(&sample, store);
+                self.apply(&sample, sampled_ns, store);
             }
             Ok(None) => {}
             Err(detail) => {
@@ -488,9 +491,10 @@ impl RuntimeStatsSource {
         }
     }
 
-    fn apply(&mut self, sample: &Sample, store: &Store) {
+    fn apply(&mut self, sample: &Sample, sampled_ns: u64, store: &Store) {
         let Some(layout) = &self.layout else { return };
         let (mut stats, counters) = sample.stats(layout);
+        stats.sampled_monotonic_ns = sampled_ns;
         // As the RuntimeMXBean counts it (JDK 25 has no ticks counter).
         let uptime = Utc::now() - layout.jvm_start;
         stats.uptime_seconds = uptime.num_milliseconds().max(0) as f64 / 1e3;

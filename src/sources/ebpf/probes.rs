@@ -157,17 +157,21 @@ impl Probes {
         std::mem::take(&mut *self.received.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Whether process `pid` is at a safepoint that has begun and not ended
-    /// (HotSpot counts a safepoint when it begins; the one a JVM exits in
-    /// never ends).
-    pub fn in_flight(&self, pid: u32) -> bool {
+    /// When each process at a safepoint that has begun and not ended began
+    /// it, by pid (HotSpot counts a safepoint when it begins; the one a JVM
+    /// exits in never ends).
+    pub fn in_flight(&self) -> HashMap<u32, u64> {
         let Some(inflight) = self.object.maps().find(|map| map.name() == "inflight") else {
-            return false;
+            return HashMap::new();
         };
-        matches!(
-            inflight.lookup(&pid.to_ne_bytes(), MapFlags::ANY),
-            Ok(Some(_))
-        )
+        inflight
+            .keys()
+            .filter_map(|key| {
+                let pid = u32::from_ne_bytes(key.as_slice().try_into().ok()?);
+                let value = inflight.lookup(&key, MapFlags::ANY).ok()??;
+                Some((pid, SafepointRecord::parse(&value)?.begin_ns))
+            })
+            .collect()
     }
 
     /// Records the ring buffer had no room for, since the program loaded.

@@ -12,7 +12,7 @@ use pausewatch_parsers::{Collector, GcEvent, JvmRun};
 use super::probes::Probes;
 use super::record::{Converter, SafepointRecord};
 use super::EbpfCheckpoint;
-use crate::sources::{Source, SourceCheckpoint, SourceKey};
+use crate::sources::{monotonic_now, Source, SourceCheckpoint, SourceKey};
 use crate::store::{AgentState, PauseSource, SafepointSource, Store, StreamId};
 
 /// Records of one JVM kept while no stream takes them, at most: a JVM that
@@ -24,23 +24,100 @@ const MAX_PENDING: usize = 20_000;
 /// late; one discovery leaves alone, `exclude`, is never claimed).
 const PENDING_SLACK: Duration = Duration::from_secs(30);
 
-/// The safepoint cross-check of one JVM: its `sun.rt.safepoints` and the
-/// safepoints recorded, at the last hsperfdata sample seen.
-#[derive(Default)]
+/// The safepoint cross-check of one JVM: its `sun.rt.safepoints` against
+/// the safepoints recorded by the moment the counter was read. HotSpot
+/// counts a safepoint when it begins, and the probes stamp its begin on
+/// the same clock the sample is stamped with, so the two agree exactly at
+/// every sample, however busy the JVM.
 struct Check {
-    /// (sample's uptime, counter, recorded) at the last sample.
-    last: Option<(f64, u64, u64)>,
+    /// `pid@start_ticks`: the JVM across agent restarts.
+    key: Option<String>,
+    /// Records taken, of every poll.
+    taken: u64,
+    /// Begin times of records taken that began after the last sample
+    /// compared: a later sample may still precede them.
+    recent_begins: Vec<u64>,
+    /// When the safepoint in flight at this poll's start began, unless its
+    /// record was taken too.
+    in_flight: Option<u64>,
+    /// CLOCK_MONOTONIC of the last sample compared.
+    compared_ns: u64,
     /// Recorded minus counted at the first comparison: the probes see a
     /// JVM from their attachment, the counter from the JVM's start.
     baseline: Option<f64>,
-    /// Recorded minus counted at the first sample, moving or not: a
-    /// restart's count needs no quiet JVM, and may be off by the few
-    /// safepoints between that sample and the poll.
-    first: Option<f64>,
-    /// `pid@start_ticks`: the JVM across agent restarts.
-    key: Option<String>,
-    /// Safepoints recorded at the last poll.
-    recorded: u64,
+}
+
+/// The oldest sample compared, behind a poll: a record's begin is kept
+/// this long for a sample that may precede it.
+const MAX_SAMPLE_AGE: Duration = Duration::from_secs(60);
+
+impl Check {
+    /// `in_flight`: when the safepoint it is at began, if it is at one.
+    fn new(pid: u32, in_flight: Option<u64>) -> Check {
+        Check {
+            key: crate::sources::proc_table::start_ticks(Path::new("/proc"), pid)
+                .map(|ticks| format!("{pid}@{ticks}")),
+            taken: 0,
+            recent_begins: Vec::new(),
+            in_flight,
+            compared_ns: 0,
+            baseline: None,
+        }
+    }
+
+    /// Counts this poll's records of the JVM.
+    fn take(&mut self, records: &[SafepointRecord], poll_ns: u64) {
+        self.taken += records.len() as u64;
+        let oldest = poll_ns.saturating_sub(MAX_SAMPLE_AGE.as_nanos() as u64);
+        self.recent_begins.retain(|begin| *begin > oldest);
+        self.recent_begins
+            .extend(records.iter().map(|r| r.begin_ns));
+        // Ended between the in-flight read and the drain: taken once.
+        if records.iter().any(|r| Some(r.begin_ns) == self.in_flight) {
+            self.in_flight = None;
+        }
+    }
+
+    /// Safepoints recorded, with the one in flight.
+    fn recorded(&self) -> u64 {
+        self.taken + u64::from(self.in_flight.is_some())
+    }
+
+    /// Recorded minus counted at a sample not compared yet, less the
+    /// baseline. A sample read after `poll_ns`, when the safepoint in
+    /// flight was read, waits for the next poll: one that began in between
+    /// would be counted and not recorded.
+    fn compare(
+        &mut self,
+        runtime: &crate::model::runtime::RuntimeStats,
+        poll_ns: u64,
+    ) -> Option<f64> {
+        let sampled = runtime.sampled_monotonic_ns;
+        let stale = sampled.saturating_add(MAX_SAMPLE_AGE.as_nanos() as u64) < poll_ns;
+        if sampled <= self.compared_ns || sampled >= poll_ns || stale {
+            return None;
+        }
+        let later = self.recent_begins.iter().filter(|b| **b > sampled).count() as u64;
+        let in_flight = self.in_flight.is_some_and(|begin| begin <= sampled);
+        let recorded = self.taken.saturating_sub(later) + u64::from(in_flight);
+        let difference = recorded as f64 - runtime.safepoints as f64;
+        self.compared_ns = sampled;
+        self.recent_begins.retain(|begin| *begin > sampled);
+        Some(difference - *self.baseline.get_or_insert(difference))
+    }
+
+    /// The JVM's `sun.rt.safepoints` value the records reached, once
+    /// compared: where a restarted agent's records must resume.
+    fn reached(&self) -> Option<u64> {
+        Some((self.recorded() as f64 - self.baseline?).max(0.0) as u64)
+    }
+
+    /// The safepoints between `reached` by the previous run and this run's
+    /// first record, once compared.
+    fn missed_since(&self, reached: u64) -> Option<u64> {
+        // Minus the baseline: the counter before this run's first record.
+        Some((-self.baseline? - reached as f64).max(0.0) as u64)
+    }
 }
 
 /// What the probes give a JVM's stream.
@@ -51,6 +128,13 @@ enum Role {
     /// A count of pauses to hold its GC log's against, and its safepoints
     /// when the log has none.
     ChecksLog { safepoints: bool },
+}
+
+impl Role {
+    /// Whether the JVM's safepoints are the probes' records.
+    fn records_safepoints(self) -> bool {
+        matches!(self, Role::Measures | Role::ChecksLog { safepoints: true })
+    }
 }
 
 /// The pause counts of a JVM's GC log and of the probes, compared once
@@ -104,57 +188,6 @@ pub struct EbpfSource {
     dropped: u64,
     /// The previous run's [`EbpfCheckpoint::reached`] of JVMs not compared yet.
     restored: BTreeMap<String, u64>,
-}
-
-/// CLOCK_MONOTONIC now, which `bpf_ktime_get_ns` reads.
-fn monotonic_now() -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid clock id and a pointer to a timespec of ours.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
-}
-
-impl Check {
-    /// Recorded minus counted, less the baseline, at a new sample where
-    /// neither moved since the previous one: a safepoint between the
-    /// sample and this poll would otherwise be recorded and not counted.
-    fn compare(
-        &mut self,
-        runtime: &crate::model::runtime::RuntimeStats,
-        recorded: u64,
-    ) -> Option<f64> {
-        let now = (runtime.uptime_seconds, runtime.safepoints, recorded);
-        let previous = self.last.replace(now);
-        let (uptime, counted, was_recorded) = previous?;
-        if uptime == now.0 {
-            // The same sample: keep its first view.
-            self.last = previous;
-            return None;
-        }
-        let difference = recorded as f64 - now.1 as f64;
-        self.first.get_or_insert(difference);
-        if counted != now.1 || was_recorded != recorded {
-            return None;
-        }
-        Some(difference - *self.baseline.get_or_insert(difference))
-    }
-
-    /// The JVM's `sun.rt.safepoints` value the records reached, once
-    /// compared: where a restarted agent's records must resume.
-    fn reached(&self) -> Option<u64> {
-        let baseline = self.baseline.or(self.first)?;
-        Some((self.recorded as f64 - baseline).max(0.0) as u64)
-    }
-
-    /// The safepoints between `reached` by the previous run and this run's
-    /// first record, once compared.
-    fn missed_since(&self, reached: u64) -> Option<u64> {
-        // Minus the baseline: the counter before this run's first record.
-        Some((-self.baseline.or(self.first)? - reached as f64).max(0.0) as u64)
-    }
 }
 
 impl EbpfSource {
@@ -215,10 +248,17 @@ impl Source for EbpfSource {
     }
 
     fn poll(&mut self, store: &Store) -> bool {
-        let (records, dropped) = {
+        // The safepoints in flight before the drain: one that ends in
+        // between is in both, and is taken once (see `Check::take`).
+        let (poll_ns, in_flight, records, dropped) = {
             let mut probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
-            (probes.drain(), probes.dropped())
+            let poll_ns = monotonic_now().as_nanos() as u64;
+            let in_flight = probes.in_flight();
+            (poll_ns, in_flight, probes.drain(), probes.dropped())
         };
+        for (pid, check) in &mut self.checks {
+            check.in_flight = in_flight.get(pid).copied();
+        }
         for record in records {
             let pending = self.pending.entry(record.tgid).or_default();
             if pending.len() < MAX_PENDING {
@@ -257,6 +297,11 @@ impl Source for EbpfSource {
                 .iter()
                 .flat_map(|record| converter.events(record, collector, zero))
                 .collect();
+            if role.records_safepoints() {
+                let check = (self.checks.entry(*pid))
+                    .or_insert_with(|| Check::new(*pid, in_flight.get(pid).copied()));
+                check.take(pending, poll_ns);
+            }
             let crate::store::StreamState { jvm, latency, .. } = stream;
             match role {
                 Role::Measures => {
@@ -308,34 +353,26 @@ impl Source for EbpfSource {
                 }
             }
         }
-        let probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
         let mut missed_while_down = 0;
         let safepoints_recorded = streams.iter().filter_map(|(pid, target)| match target {
-            Some((id, Role::Measures | Role::ChecksLog { safepoints: true })) => Some((*pid, *id)),
+            Some((id, role)) if role.records_safepoints() => Some((*pid, *id)),
             _ => None,
         });
         for (pid, id) in safepoints_recorded {
-            if let Some(stream) = state.stream_mut(id) {
-                let recorded: u64 = stream.jvm.safepoints.iter().map(|s| s.count).sum();
-                if let Some(runtime) = stream.runtime.as_mut() {
-                    let recorded = recorded + u64::from(probes.in_flight(pid));
-                    let check = self.checks.entry(pid).or_insert_with(|| Check {
-                        key: crate::sources::proc_table::start_ticks(Path::new("/proc"), pid)
-                            .map(|ticks| format!("{pid}@{ticks}")),
-                        ..Check::default()
-                    });
-                    check.recorded = recorded;
-                    runtime.safepoint_probe_mismatch = check
-                        .compare(runtime, recorded)
-                        .or(runtime.safepoint_probe_mismatch);
-                    // A JVM the agent measured before it restarted: what
-                    // ran while it was down is lost, and counted.
-                    let before = check.key.as_ref().and_then(|k| self.restored.get(k));
-                    if let Some(missed) = before.and_then(|r| check.missed_since(*r)) {
-                        self.restored.retain(|k, _| Some(k) != check.key.as_ref());
-                        missed_while_down += missed;
-                    }
-                }
+            let Some(runtime) = state.stream_mut(id).and_then(|s| s.runtime.as_mut()) else {
+                continue;
+            };
+            let check = (self.checks.entry(pid))
+                .or_insert_with(|| Check::new(pid, in_flight.get(&pid).copied()));
+            runtime.safepoint_probe_mismatch = check
+                .compare(runtime, poll_ns)
+                .or(runtime.safepoint_probe_mismatch);
+            // A JVM the agent measured before it restarted: what ran while
+            // it was down is lost, and counted.
+            let before = check.key.as_ref().and_then(|k| self.restored.get(k));
+            if let Some(missed) = before.and_then(|r| check.missed_since(*r)) {
+                self.restored.retain(|k, _| Some(k) != check.key.as_ref());
+                missed_while_down += missed;
             }
         }
         if missed_while_down > 0 {
@@ -358,5 +395,91 @@ impl Source for EbpfSource {
         let checks = self.checks.values();
         reached.extend(checks.filter_map(|c| Some((c.key.clone()?, c.reached()?))));
         Some(SourceCheckpoint::Ebpf(EbpfCheckpoint { reached }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::runtime::RuntimeStats;
+
+    /// A record of a safepoint that began at `begin_ns`.
+    fn record(begin_ns: u64) -> SafepointRecord {
+        SafepointRecord {
+            tgid: 1,
+            begin_ns,
+            operation_ns: 0,
+            end_ns: begin_ns + 5,
+            operation: String::new(),
+            gcs: Vec::new(),
+        }
+    }
+
+    /// A sample read at `sampled_ns` with the counter at `safepoints`.
+    fn sample(sampled_ns: u64, safepoints: u64) -> RuntimeStats {
+        RuntimeStats {
+            sampled_monotonic_ns: sampled_ns,
+            safepoints,
+            ..RuntimeStats::default()
+        }
+    }
+
+    fn check(in_flight: Option<u64>) -> Check {
+        Check {
+            key: None,
+            taken: 0,
+            recent_begins: Vec::new(),
+            in_flight,
+            compared_ns: 0,
+            baseline: None,
+        }
+    }
+
+    #[test]
+    fn a_busy_jvm_agrees_at_every_sample_whatever_began_after_it() {
+        // 100 safepoints before the probes were attached.
+        let mut check = check(Some(45));
+        check.take(&[10, 20, 30, 40].map(record), 50);
+        // Read at 35: three had begun; 40 and the one in flight at 45 had not.
+        assert_eq!(check.compare(&sample(35, 103), 50), Some(0.0));
+        // The same sample again says nothing new.
+        assert_eq!(check.compare(&sample(35, 103), 50), None);
+        // The one in flight ended between the in-flight read and the drain:
+        // one record, counted once.
+        check.in_flight = Some(70);
+        check.take(&[45, 55].map(record), 80);
+        assert_eq!(check.recorded(), 7);
+        assert_eq!(check.compare(&sample(75, 107), 80), Some(0.0));
+        // The record of the one at 70 lost: one short.
+        check.in_flight = None;
+        check.take(&[90].map(record), 120);
+        assert_eq!(check.compare(&sample(110, 108), 120), Some(-1.0));
+    }
+
+    #[test]
+    fn a_sample_read_after_the_in_flight_read_waits_for_the_next_poll() {
+        let mut check = check(None);
+        check.take(&[10].map(record), 50);
+        assert_eq!(check.compare(&sample(60, 2), 50), None);
+        // A safepoint began at 55, before the sample: in flight at 70.
+        check.in_flight = Some(55);
+        assert_eq!(check.compare(&sample(60, 2), 70), Some(0.0));
+        assert_eq!(check.reached(), Some(2));
+    }
+
+    #[test]
+    fn a_restart_counts_exactly_the_safepoints_between_the_two_runs() {
+        // The first run's records reached the counter's 20th safepoint.
+        let mut first = check(None);
+        first.take(&(1..=12).map(|i| record(i * 10)).collect::<Vec<_>>(), 200);
+        assert_eq!(first.compare(&sample(125, 20), 200), Some(0.0));
+        let reached = first.reached().unwrap();
+        assert_eq!(reached, 20);
+        // The second run's first record began at 500, after 7 more safepoints.
+        let mut second = check(Some(510));
+        second.take(&[500].map(record), 520);
+        assert_eq!(second.missed_since(reached), None);
+        assert_eq!(second.compare(&sample(515, 29), 520), Some(0.0));
+        assert_eq!(second.missed_since(reached), Some(7));
     }
 }
