@@ -25,8 +25,9 @@ const POWERS_OF_TEN: [f64; 10] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1
 pub(crate) struct Envelope<'a> {
     /// `time`/`utctime` text, e.g. `2022-01-29T16:34:51.654+0000`.
     pub wall_text: Option<&'a str>,
-    /// `timemillis`.
-    pub wall_millis: Option<i64>,
+    /// `timemillis`, or a time read before (a JDK 8 stamp, the prefix of a
+    /// Go line, whose nanoseconds are kept).
+    pub wall_time: Option<DateTime<Utc>>,
     /// `uptime`, `uptimemillis` or `uptimenanos`, in seconds.
     pub uptime_s: Option<f64>,
     /// At least one decoration was present.
@@ -39,11 +40,15 @@ pub(crate) struct Envelope<'a> {
 impl Envelope<'_> {
     /// The line's wall-clock time, if it carries one that parses.
     pub fn wall(&self) -> Option<DateTime<Utc>> {
-        if let Some(ms) = self.wall_millis {
-            return Utc.timestamp_millis_opt(ms).single();
-        }
-        self.wall_text.and_then(parse_iso8601)
+        self.wall_time
+            .or_else(|| self.wall_text.and_then(parse_iso8601))
     }
+}
+
+/// The time `timemillis` says.
+fn wall_of_millis(millis: u64) -> Option<DateTime<Utc>> {
+    Utc.timestamp_millis_opt(i64::try_from(millis).ok()?)
+        .single()
 }
 
 /// Splits a line into decorations and message; `None` when a leading bracket
@@ -123,10 +128,10 @@ pub(crate) fn parse(line: &str) -> Option<Envelope<'_>> {
     }
     match millis_count {
         2 => {
-            env.wall_millis = Some(millis[0] as i64);
+            env.wall_time = wall_of_millis(millis[0]);
             env.uptime_s.get_or_insert(millis[1] as f64 / 1000.0);
         }
-        1 if millis[0] > EPOCH_MILLIS_THRESHOLD => env.wall_millis = Some(millis[0] as i64),
+        1 if millis[0] > EPOCH_MILLIS_THRESHOLD => env.wall_time = wall_of_millis(millis[0]),
         1 => {
             env.uptime_s.get_or_insert(millis[0] as f64 / 1000.0);
         }
@@ -359,7 +364,7 @@ mod tests {
         let env =
             parse("[2021-04-26T14:16:47.634+0000][1619446607634ms][info][gc,heap,exit ] Heap")
                 .unwrap();
-        assert_eq!(env.wall_millis, Some(1619446607634));
+        assert_eq!(env.wall_time, wall_of_millis(1619446607634));
         assert_eq!(env.uptime_s, None);
         let env = parse("[2023-12-06T07:32:54.113+0000][25ms] Using G1").unwrap();
         assert_eq!(env.uptime_s, Some(0.025));

@@ -318,7 +318,7 @@ impl GcLogParser {
             GoLine::Malformed => return Outcome::Unparsed(UnparsedKind::MalformedEvent),
         };
         let env = Envelope {
-            wall_millis: traced.wall.map(|wall| wall.timestamp_millis()),
+            wall_time: traced.wall,
             uptime_s: Some(cycle.end_s()),
             decorated: true,
             ..Envelope::default()

@@ -2,7 +2,7 @@
 //! (a restart, or another JVM writing the same file), and the wall-clock time
 //! of an uptime-only instant once the run is anchored.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeZone, Utc};
 
 use super::envelope::{split_message, Envelope, Message};
 use super::grammar::collector_from_using;
@@ -204,10 +204,12 @@ impl GcLogParser {
 }
 
 /// The envelope a JDK 8 stamp stands for, so that its events share the
-/// unified lines' clock handling. Date stamps have millisecond precision.
+/// unified lines' clock handling. Date stamps have millisecond precision:
+/// an instant a duration after one is taken to its millisecond.
 pub(super) fn legacy_envelope(time: LogTime) -> Envelope<'static> {
+    let to_millisecond = |wall: DateTime<Utc>| Utc.timestamp_millis_opt(wall.timestamp_millis());
     Envelope {
-        wall_millis: time.wall.map(|wall| wall.timestamp_millis()),
+        wall_time: time.wall.and_then(|wall| to_millisecond(wall).single()),
         uptime_s: time.uptime_s,
         decorated: true,
         ..Envelope::default()

@@ -152,3 +152,20 @@ fn absurd_cpu_times_are_dropped_but_the_pause_kept() {
     assert_eq!(pause.cpu, None);
     assert_eq!(malformed(&stats), 1);
 }
+
+/// A shipper's prefix dates a Go cycle to the nanosecond: its pause ends
+/// then, not at the millisecond before (a request a quarter covered by the
+/// pause would otherwise fall short of it).
+#[test]
+fn a_go_lines_prefix_dates_its_pause_to_the_nanosecond() {
+    let (events, _) = parse(
+        b"2026-12-02T22:04:03.426861327Z stderr F gc 1 @0.050s 13%: 7.9+0.26+0.002 ms clock, 15+0.13/0.19/0+0.005 ms cpu, 3->4->3 MB, 4 MB goal, 0 MB stacks, 0 MB globals, 2 P\n",
+    );
+    let pause = events.iter().find_map(GcEvent::as_pause).expect("a pause");
+    let end: chrono::DateTime<chrono::Utc> = "2026-12-02T22:04:03.426861327Z".parse().unwrap();
+    assert_eq!(pause.end.wall, Some(end));
+    assert_eq!(
+        pause.start.wall,
+        Some(end - chrono::Duration::nanoseconds(7_902_000))
+    );
+}
