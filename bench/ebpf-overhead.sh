@@ -25,8 +25,21 @@ discovery_config 200ms "${marker//./\\.}"
 agent=$!
 PIDS+=("$agent")
 sleep 2
+# The cross-check against the JVM's own counter, scraped twice a second
+# while it runs: every value it took.
+scrape_mismatch() {
+    while sleep 0.5; do
+        curl -s "http://127.0.0.1:$PORT/metrics" |
+            awk '/^pausewatch_jvm_safepoint_probe_mismatch[{ ]/ {print $NF}'
+    done
+}
+scrape_mismatch > "$WORK/mismatch" &
+scraper=$!
+PIDS+=("$scraper")
 set -- $(load)
 with_ops=$1 with_rate=$2
+kill "$scraper"
+mismatch=$(sort -n "$WORK/mismatch" | uniq -c | awk '{printf "%s%s x%s", sep, $2, $1; sep = ", "}')
 metrics=$(curl -s "http://127.0.0.1:$PORT/metrics")
 ticks=$(getconf CLK_TCK)
 cpu=$(awk -v n="$(cpu_ticks "$agent")" -v t="$ticks" 'BEGIN {print n / t}')
@@ -46,3 +59,4 @@ awk -v bo="$base_ops" -v wo="$with_ops" -v br="$base_rate" -v wr="$with_rate" \
     printf "agent CPU: %.2f s for ~%d safepoints, %.1f us per safepoint (all agent work included)\n", cpu, ev, cpu / ev * 1e6
     printf "agent peak RSS: %.1f MiB\n", rss / 1024
 }'
+echo "pausewatch_jvm_safepoint_probe_mismatch while it ran (value x scrapes): ${mismatch:-none}"
