@@ -157,19 +157,18 @@ impl Probes {
         std::mem::take(&mut *self.received.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// When each process at a safepoint that has begun and not ended began
-    /// it, by pid (HotSpot counts a safepoint when it begins; the one a JVM
-    /// exits in never ends).
-    pub fn in_flight(&self) -> HashMap<u32, u64> {
+    /// When each of `pids` at a safepoint that has begun and not ended
+    /// began it (HotSpot counts a safepoint when it begins; the one a JVM
+    /// exits in never ends, so the map keeps an entry of every JVM that
+    /// exited: only the JVMs asked for are looked up).
+    pub fn in_flight(&self, pids: &[u32]) -> HashMap<u32, u64> {
         let Some(inflight) = self.object.maps().find(|map| map.name() == "inflight") else {
             return HashMap::new();
         };
-        inflight
-            .keys()
-            .filter_map(|key| {
-                let pid = u32::from_ne_bytes(key.as_slice().try_into().ok()?);
-                let value = inflight.lookup(&key, MapFlags::ANY).ok()??;
-                Some((pid, SafepointRecord::parse(&value)?.begin_ns))
+        pids.iter()
+            .filter_map(|pid| {
+                let value = inflight.lookup(&pid.to_ne_bytes(), MapFlags::ANY).ok()??;
+                Some((*pid, SafepointRecord::parse(&value)?.begin_ns))
             })
             .collect()
     }

@@ -248,12 +248,22 @@ impl Source for EbpfSource {
     }
 
     fn poll(&mut self, store: &Store) -> bool {
-        // The safepoints in flight before the drain: one that ends in
+        // The JVMs whose safepoints are compared with their counter.
+        let compared: Vec<u32> = {
+            let state = store.write();
+            let streams = Self::streams(&state);
+            let compared = streams.iter().filter_map(|(pid, target)| match target {
+                Some((_, role)) if role.records_safepoints() => Some(*pid),
+                _ => None,
+            });
+            compared.collect()
+        };
+        // Their safepoints in flight before the drain: one that ends in
         // between is in both, and is taken once (see `Check::take`).
         let (poll_ns, in_flight, records, dropped) = {
             let mut probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
             let poll_ns = monotonic_now().as_nanos() as u64;
-            let in_flight = probes.in_flight();
+            let in_flight = probes.in_flight(&compared);
             (poll_ns, in_flight, probes.drain(), probes.dropped())
         };
         for (pid, check) in &mut self.checks {
@@ -358,6 +368,9 @@ impl Source for EbpfSource {
             Some((id, role)) if role.records_safepoints() => Some((*pid, *id)),
             _ => None,
         });
+        // A JVM found since `compared` was taken waits for the next poll,
+        // which reads its safepoint in flight.
+        let safepoints_recorded = safepoints_recorded.filter(|(pid, _)| compared.contains(pid));
         for (pid, id) in safepoints_recorded {
             let Some(runtime) = state.stream_mut(id).and_then(|s| s.runtime.as_mut()) else {
                 continue;
