@@ -248,16 +248,16 @@ impl Source for EbpfSource {
     }
 
     fn poll(&mut self, store: &Store) -> bool {
+        // The streams as the poll starts: a JVM found after this waits for
+        // the next poll, which reads its safepoint in flight.
+        let streams = Self::streams(&store.write());
         // The JVMs whose safepoints are compared with their counter.
-        let compared: Vec<u32> = {
-            let state = store.write();
-            let streams = Self::streams(&state);
-            let compared = streams.iter().filter_map(|(pid, target)| match target {
+        let compared: Vec<u32> = (streams.iter())
+            .filter_map(|(pid, target)| match target {
                 Some((_, role)) if role.records_safepoints() => Some(*pid),
                 _ => None,
-            });
-            compared.collect()
-        };
+            })
+            .collect();
         // Their safepoints in flight before the drain: one that ends in
         // between is in both, and is taken once (see `Check::take`).
         let (poll_ns, in_flight, records, dropped) = {
@@ -288,7 +288,6 @@ impl Source for EbpfSource {
                 .or_default() += dropped - self.dropped;
             self.dropped = dropped;
         }
-        let streams = Self::streams(&state);
         self.pending.retain(|pid, pending| {
             let (id, role) = match streams.get(pid) {
                 Some(Some(target)) => *target,
@@ -368,9 +367,6 @@ impl Source for EbpfSource {
             Some((id, role)) if role.records_safepoints() => Some((*pid, *id)),
             _ => None,
         });
-        // A JVM found since `compared` was taken waits for the next poll,
-        // which reads its safepoint in flight.
-        let safepoints_recorded = safepoints_recorded.filter(|(pid, _)| compared.contains(pid));
         for (pid, id) in safepoints_recorded {
             let Some(runtime) = state.stream_mut(id).and_then(|s| s.runtime.as_mut()) else {
                 continue;
