@@ -169,3 +169,31 @@ fn a_go_lines_prefix_dates_its_pause_to_the_nanosecond() {
         Some(end - chrono::Duration::nanoseconds(7_902_000))
     );
 }
+
+/// The same for Shenandoah, whose collections stay open after a pause for
+/// the later pauses of their cycle: once nothing is left to pass on they
+/// go, or a guess of the parser's state ([`GcLogParser::speculate`]) never
+/// matches it and `analyze`'s read-ahead is wasted.
+#[test]
+fn finished_shenandoah_collections_leave_no_state_behind() {
+    // Generational Shenandoah passes each collection's generation on: those stay.
+    for (fixture, may_stay_open) in [
+        ("jdk17-shenandoah-steady", false),
+        ("jdk25-shenandoah-generational", true),
+    ] {
+        let path = format!(
+            "{}/../tests/fixtures/jvm/{fixture}/gc.log",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut parser = GcLogParser::default();
+        let mut events = Vec::new();
+        parser.feed(&std::fs::read(&path).unwrap(), &mut events);
+        assert!(events.iter().any(|e| e.as_pause().is_some()), "{fixture}");
+        let kept_for_nothing = parser
+            .open
+            .values()
+            .filter(|open| **open == super::state::OpenCollection::default() || !may_stay_open)
+            .count();
+        assert_eq!(kept_for_nothing, 0, "{fixture}: {:?}", parser.open);
+    }
+}

@@ -431,10 +431,14 @@ impl GcLogParser {
         let pools = std::mem::take(&mut open.pools);
         let evacuation_failure = evacuation_failure || std::mem::take(&mut open.evacuation_failure);
         // A collection is over with its pause unless a cycle spans it (ZGC)
-        // or later pauses of the cycle inherit its generation (Shenandoah's
-        // `Pause Final Update Refs` after `Pause Init Mark (Young)`). Kept, it
-        // would only fill the parser's checkpointed state.
-        if open.cycle_start.is_none() && collector != Collector::Shenandoah {
+        // or later pauses of the cycle inherit its generation or cause
+        // (Shenandoah's `Pause Final Update Refs` after `Pause Init Mark
+        // (Young)`). Kept with nothing to pass on, it would only fill the
+        // parser's checkpointed state, and keep a guess of that state
+        // ([`GcLogParser::speculate`]) from ever matching it.
+        let keep = open.cycle_start.is_some()
+            || (collector == Collector::Shenandoah && *open != OpenCollection::default());
+        if !keep {
             self.open.remove(&id);
         }
         let pause = Pause {
