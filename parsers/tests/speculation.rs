@@ -28,6 +28,8 @@ fn sequential(bytes: &[u8]) -> Outcome {
 fn read_ahead(bytes: &[u8], ends: &[usize]) -> Outcome {
     let mut parser = GcLogParser::default();
     let mut events = Vec::new();
+    // The guesses' event vector goes round, as `analyze` passes it on.
+    let mut spare = Vec::new();
     let mut start = 0;
     for pair in ends.chunks(2) {
         let first = &bytes[start..pair[0]];
@@ -36,10 +38,10 @@ fn read_ahead(bytes: &[u8], ends: &[usize]) -> Outcome {
             break;
         };
         let second = &bytes[pair[0]..end];
-        let mut speculation = parser.speculate();
+        let mut speculation = parser.speculate(std::mem::take(&mut spare));
         speculation.read(second);
         parser.feed(first, &mut events);
-        parser.catch_up(second, speculation, &mut events);
+        spare = parser.catch_up(second, speculation, &mut events);
         start = end;
     }
     parser.finish(&mut events);

@@ -61,7 +61,12 @@ impl GcLogParser {
     /// A guess of the state this parser will be in at a later line
     /// boundary: what it knows of the stream and its runs, no event in
     /// progress, no counts. [`Speculation::read`] it on another thread.
-    pub fn speculate(&self) -> Speculation {
+    /// `spare` holds its events: the vector [`catch_up`](Self::catch_up)
+    /// returned last time, so that each stretch does not grow a new one
+    /// into fresh pages (a few MB each, which page faults made cost more
+    /// than the copy).
+    pub fn speculate(&self, mut spare: Vec<GcEvent>) -> Speculation {
+        spare.clear();
         let mut guess = self.clone();
         // The latest uptime is left out: the gap to the stretch would read as a restart.
         guess.run.max_uptime_s = None;
@@ -73,7 +78,7 @@ impl GcLogParser {
         guess.stats = ParseStats::default();
         Speculation {
             parser: guess,
-            events: Vec::new(),
+            events: spare,
             marks: Vec::new(),
         }
     }
@@ -81,8 +86,14 @@ impl GcLogParser {
     /// Reads `bytes`, the stretch `speculation` was read from, now that
     /// this parser has reached it: on its own until its state equals the
     /// guess's, then the guess's events and state. `out` gets the events a
-    /// sequential [`feed`](Self::feed) of `bytes` gives.
-    pub fn catch_up(&mut self, bytes: &[u8], speculation: Speculation, out: &mut Vec<GcEvent>) {
+    /// sequential [`feed`](Self::feed) of `bytes` gives; the guess's event
+    /// vector is handed back, empty, for the next [`speculate`](Self::speculate).
+    pub fn catch_up(
+        &mut self,
+        bytes: &[u8],
+        speculation: Speculation,
+        out: &mut Vec<GcEvent>,
+    ) -> Vec<GcEvent> {
         let Speculation {
             parser: later,
             mut events,
@@ -98,10 +109,13 @@ impl GcLogParser {
                 stats.add_between(&mark.state.stats, &later.stats);
                 *self = later;
                 self.stats = stats;
-                return;
+                events.clear();
+                return events;
             }
         }
         self.feed(&bytes[fed..], out);
+        events.clear();
+        events
     }
 
     /// Whether this parser holds the same state as `guess`, the counts apart.
