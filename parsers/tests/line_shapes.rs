@@ -111,7 +111,7 @@ fn concurrent_cycle_interleaves_with_young_pause_and_remark_cleanup_count() {
     let (events, _) = parse(log);
     let names: Vec<_> = pauses(&events)
         .iter()
-        .map(|p| (p.gc_id, p.name.clone()))
+        .map(|p| (p.gc_id, p.name.to_string()))
         .collect();
     assert_eq!(
         names,
@@ -272,23 +272,23 @@ fn generational_zgc_pauses_are_phase_lines_and_summaries_are_cycles() {
     assert!(p.iter().all(|p| p.collector == Collector::ZGenerational));
     let minor: Vec<_> = p
         .iter()
-        .filter(|p| p.qualifiers.contains(&"Minor".to_string()))
+        .filter(|p| p.qualifiers.contains(&Name::from("Minor")))
         .collect();
     let major: Vec<_> = p
         .iter()
-        .filter(|p| p.qualifiers.contains(&"Major".to_string()))
+        .filter(|p| p.qualifiers.contains(&Name::from("Major")))
         .collect();
     // The old-generation pause inside the minor collection is accounted to it,
     // as HotSpot's ZGC Minor Pauses bean does.
     assert_eq!((minor.len(), major.len()), (2, 4));
     assert_eq!(p[5].generation, Some(Generation::Old));
-    assert!(p[5].qualifiers.contains(&"Minor".to_string()));
+    assert!(p[5].qualifiers.contains(&Name::from("Minor")));
     assert_eq!(p[0].cause.as_deref(), Some("Warmup"));
     assert_eq!(p[3].generation, Some(Generation::Old));
     let cycles: Vec<_> = events
         .iter()
         .filter_map(|e| match e {
-            GcEvent::Cycle(c) => Some((c.name.clone(), c.duration_s)),
+            GcEvent::Cycle(c) => Some((c.name.to_string(), c.duration_s)),
             _ => None,
         })
         .collect();

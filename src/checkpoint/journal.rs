@@ -506,7 +506,7 @@ impl Replay {
                     kept.push(Stop {
                         start: time(start).context("stop out of range")?,
                         end: time(start + length).context("stop out of range")?,
-                        name: names.get(name).context("damaged stops")?.to_string(),
+                        name: names.get(name).context("damaged stops")?.as_ref().into(),
                     });
                 }
             }

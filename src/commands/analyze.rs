@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::{
-    AccessFormat, AccessLogParser, GcEvent, GcLogParser, ParserOptions, Pause,
+    AccessFormat, AccessLogParser, GcEvent, GcLogParser, Name, ParserOptions, Pause,
 };
 use serde::Serialize;
 
@@ -547,7 +547,7 @@ struct Fold {
     /// Parsed events not folded in yet: the clock of their run is undecided.
     held: Vec<GcEvent>,
     durations: Durations,
-    by_name: BTreeMap<String, NameSummary>,
+    by_name: BTreeMap<Name, NameSummary>,
     safepoints: SafepointSummary,
     /// The collector of the first pause, for a log that never names it.
     first_collector: Option<pausewatch_parsers::Collector>,
@@ -624,7 +624,7 @@ impl Fold {
                 // Looked up before inserting: a handful of names, every pause.
                 if !self.by_name.contains_key(&pause.name) {
                     let summary = NameSummary {
-                        name: pause.name.clone(),
+                        name: pause.name.to_string(),
                         count: 0,
                         total_seconds: 0.0,
                         max_seconds: 0.0,

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use chrono::{DateTime, Utc};
 use hdrhistogram::Histogram;
-use pausewatch_parsers::{GcEvent, LogTime};
+use pausewatch_parsers::{GcEvent, LogTime, Name};
 use serde::{Deserialize, Serialize};
 
 use crate::model::minutes::{minute_of, minute_start, Minute};
@@ -50,7 +50,7 @@ pub struct Stop {
     pub start: DateTime<Utc>,
     pub end: DateTime<Utc>,
     /// `Pause Young`, `Safepoint G1CollectForAllocation`, ...
-    pub name: String,
+    pub name: Name,
 }
 
 /// The stops an event describes, when it has wall-clock time.
@@ -65,7 +65,11 @@ pub fn stop_of(event: &GcEvent) -> Option<Stop> {
         GcEvent::Safepoint(s) => Some(Stop {
             start: wall(&s.start)?,
             end: wall(&s.end)?,
-            name: format!("Safepoint {}", s.operation.as_deref().unwrap_or("unknown")),
+            name: {
+                let mut name = Name::from("Safepoint ");
+                name.push_str(s.operation.as_deref().unwrap_or("unknown"));
+                name
+            },
         }),
         _ => None,
     }
@@ -538,7 +542,7 @@ mod tests {
         Stop {
             start: at(from_ms),
             end: at(to_ms),
-            name: "Pause Young".to_string(),
+            name: "Pause Young".into(),
         }
     }
 

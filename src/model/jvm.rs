@@ -93,7 +93,7 @@ impl RecentPauses {
             name,
             gc: gc.to_string(),
             action: action.to_string(),
-            cause: pause.cause.clone(),
+            cause: pause.cause.as_deref().map(str::to_string),
             collector: pause.collector,
         });
         self.next_seq += 1;
@@ -512,8 +512,9 @@ impl JvmState {
     fn apply_safepoint(&mut self, safepoint: &Safepoint) {
         let operation = safepoint
             .operation
-            .clone()
-            .unwrap_or_else(|| "unknown".to_string());
+            .as_deref()
+            .unwrap_or("unknown")
+            .to_string();
         let operation = capped(
             operation,
             self.safepoints.iter().map(|s| s.operation.as_str()),

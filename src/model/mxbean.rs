@@ -48,7 +48,7 @@ pub fn bean_name(pause: &Pause, jdk_major: Option<u32>) -> Option<&'static str> 
 /// Micrometer's `jvm.gc.pause` labels `(gc, action, cause)` for a pause, as the
 /// JVM's GC notification would carry them.
 pub fn micrometer_labels(pause: &Pause, jdk_major: Option<u32>) -> (String, String, String) {
-    let cause = pause.cause.clone().unwrap_or_else(|| "unknown".to_string());
+    let cause = pause.cause.as_deref().unwrap_or("unknown").to_string();
     let (gc, action) = match bean_name(pause, jdk_major) {
         Some(bean @ ("G1 Young Generation" | "PS Scavenge" | "Copy" | "ParNew")) => {
             (bean, "end of minor GC".to_string())

@@ -11,7 +11,7 @@
 //! reported as unavailable rather than wrong.
 
 use chrono::{DateTime, Utc};
-use pausewatch_parsers::{seconds_to_duration, Collector, Generation, LogTime, Pause};
+use pausewatch_parsers::{seconds_to_duration, Collector, Generation, LogTime, Name, Pause};
 use serde::{Deserialize, Serialize};
 
 use crate::model::gc_cpu::GcCpu;
@@ -211,9 +211,9 @@ fn counter_pause(
 ) -> Pause {
     Pause {
         collector: counter.collector,
-        name: counter.name.to_string(),
-        qualifiers: counter.qualifier.map(str::to_string).into_iter().collect(),
-        cause: (!cause.is_empty() && cause != "No GC").then(|| cause.to_string()),
+        name: counter.name.into(),
+        qualifiers: counter.qualifier.map(Name::from).into_iter().collect(),
+        cause: (!cause.is_empty() && cause != "No GC").then(|| cause.into()),
         generation: Some(counter.generation),
         start: at(start),
         end: at(end),

@@ -95,11 +95,11 @@ impl GoCycle {
     /// of the cycle: mark termination, usually the longer phase, ends there.
     pub fn events(&self, end: LogTime) -> [GcEvent; 3] {
         let pause_s = (self.sweep_termination_ms + self.mark_termination_ms) / 1000.0;
-        let cause = self.forced.then(|| "forced".to_string());
+        let cause = self.forced.then(|| Name::from("forced"));
         let phase = ConcurrentPhase {
             gc_id: Some(self.number),
             collector: Collector::Go,
-            name: "Concurrent Mark".to_string(),
+            name: "Concurrent Mark".into(),
             generation: None,
             end: end.earlier_by(self.mark_termination_ms / 1000.0),
             duration_s: self.concurrent_mark_ms / 1000.0,
@@ -107,7 +107,7 @@ impl GoCycle {
         let pause = Pause {
             gc_id: Some(self.number),
             collector: Collector::Go,
-            name: "Pause GC".to_string(),
+            name: "Pause GC".into(),
             cause: cause.clone(),
             generation: None,
             start: end.earlier_by(pause_s),
@@ -121,7 +121,7 @@ impl GoCycle {
         let cycle = Cycle {
             gc_id: Some(self.number),
             collector: Collector::Go,
-            name: "GC Cycle".to_string(),
+            name: "GC Cycle".into(),
             cause,
             end,
             duration_s: Some(self.total_clock_ms() / 1000.0),

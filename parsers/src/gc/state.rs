@@ -151,7 +151,7 @@ pub(super) struct OpenCollection {
     pub(super) pause_start: Option<LogTime>,
     /// From the start line of a ZGC cycle.
     pub(super) cycle_start: Option<LogTime>,
-    pub(super) cause: Option<String>,
+    pub(super) cause: Option<Name>,
     pub(super) generation: Option<Generation>,
     pub(super) evacuation_failure: bool,
     pub(super) pools: Vec<PoolTransition>,
@@ -160,7 +160,7 @@ pub(super) struct OpenCollection {
 /// JDK 9-12 safepoints span three lines; this is the `Entering` one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(super) struct SafepointBegin {
-    pub(super) operation: String,
+    pub(super) operation: Name,
     pub(super) time: LogTime,
 }
 

@@ -116,7 +116,7 @@ impl GcLogParser {
         }
         if let Some(operation) = body.strip_prefix("Entering safepoint region: ") {
             self.safepoint_begin = Some(SafepointBegin {
-                operation: operation.to_string(),
+                operation: operation.into(),
                 time: self.time_of(env),
             });
             return Understood::Yes;
@@ -172,7 +172,7 @@ impl GcLogParser {
             return Understood::Malformed;
         };
         let mut safepoint = Safepoint {
-            operation: Some(operation.to_string()),
+            operation: Some(operation.into()),
             start: LogTime::default(),
             end: LogTime::default(),
             reaching_s: None,
@@ -276,7 +276,7 @@ impl GcLogParser {
         self.emit(
             GcEvent::Stall(Stall {
                 kind,
-                thread: thread.to_string(),
+                thread: thread.into(),
                 end,
                 duration_s,
             }),
@@ -333,7 +333,7 @@ impl GcLogParser {
                     self.add_pool(
                         id,
                         PoolTransition {
-                            name: label.to_string(),
+                            name: label.into(),
                             before_bytes: transition.before_bytes,
                             after_bytes: transition.after_bytes,
                             capacity_bytes: transition.capacity_bytes,
@@ -348,7 +348,7 @@ impl GcLogParser {
                         self.add_pool(
                             id,
                             PoolTransition {
-                                name: label.to_string(),
+                                name: label.into(),
                                 before_bytes: before.saturating_mul(region_bytes),
                                 after_bytes: after.saturating_mul(region_bytes),
                                 capacity_bytes: capacity.map(|c| c.saturating_mul(region_bytes)),
@@ -377,17 +377,17 @@ impl GcLogParser {
             line.groups,
             message.zgc_generation,
         ));
-        let mut qualifiers: Vec<String> = Vec::new();
-        let mut cause: Option<String> = None;
+        let mut qualifiers: Vec<Name> = Vec::new();
+        let mut cause: Option<Name> = None;
         let mut evacuation_failure = false;
         for group in line.groups.iter() {
             if group.starts_with("Evacuation Failure") {
                 evacuation_failure = true;
-                qualifiers.push(group.to_string());
+                qualifiers.push(Name::from(group));
             } else if QUALIFIERS.contains(&group) {
-                qualifiers.push(group.to_string());
+                qualifiers.push(Name::from(group));
             } else if cause.is_none() {
-                cause = Some(group.to_string());
+                cause = Some(Name::from(group));
             }
         }
         let generation = pause_generation(
@@ -413,11 +413,9 @@ impl GcLogParser {
         // whenever one is running (ZServiceabilityPauseTracer::minor_is_active),
         // so an old-generation pause during a minor collection is a minor pause.
         match message.zgc_generation {
-            Some('y') => qualifiers.push("Minor".to_string()),
-            Some(_) if self.run.zgc_minor_active.is_some() => qualifiers.push("Minor".to_string()),
-            Some(_) if !qualifiers.iter().any(|q| q == "Major") => {
-                qualifiers.push("Major".to_string())
-            }
+            Some('y') => qualifiers.push("Minor".into()),
+            Some(_) if self.run.zgc_minor_active.is_some() => qualifiers.push("Minor".into()),
+            Some(_) if !qualifiers.iter().any(|q| q == "Major") => qualifiers.push("Major".into()),
             _ => {}
         }
         let collector = self.run.collector;
@@ -448,7 +446,7 @@ impl GcLogParser {
             degenerated: line.name.starts_with("Pause Degenerated"),
             humongous: cause.as_deref().is_some_and(|c| c.contains("Humongous")),
             explicit: cause.as_deref() == Some("System.gc()"),
-            name: line.name.to_string(),
+            name: line.name.into(),
             qualifiers,
             cause,
             generation,
@@ -496,7 +494,7 @@ impl GcLogParser {
             let cycle = Cycle {
                 gc_id: Some(id),
                 collector: self.run.collector,
-                name: line.name.to_string(),
+                name: line.name.into(),
                 cause,
                 end,
                 duration_s: Some(duration_s),
@@ -514,7 +512,7 @@ impl GcLogParser {
         let phase = ConcurrentPhase {
             gc_id: Some(id),
             collector,
-            name: line.name.to_string(),
+            name: line.name.into(),
             generation,
             end,
             duration_s,
@@ -544,7 +542,7 @@ impl GcLogParser {
             Collector::ZGenerational
         }));
         let time = self.time_of(env);
-        let cause = line.groups.iter().next().map(str::to_string);
+        let cause = line.groups.iter().next().map(Name::from);
         let minor = line.name == "Minor Collection";
         if line.heap.is_none() {
             if minor {
@@ -574,7 +572,7 @@ impl GcLogParser {
         let cycle = Cycle {
             gc_id: Some(id),
             collector: self.run.collector,
-            name: line.name.to_string(),
+            name: line.name.into(),
             cause,
             end: time,
             duration_s,
@@ -600,7 +598,7 @@ pub(super) fn generation_from_qualifier(qualifier: &str) -> Option<Generation> {
 pub(super) fn pause_generation(
     collector: Collector,
     name: &str,
-    qualifiers: &[String],
+    qualifiers: &[Name],
     zgc_generation: Option<char>,
 ) -> Option<Generation> {
     if name == "Pause Full" {

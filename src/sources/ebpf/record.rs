@@ -4,7 +4,9 @@
 //! MXBeans count them, then one `Safepoint` with the whole stop.
 
 use chrono::{DateTime, Utc};
-use pausewatch_parsers::{seconds_to_duration, Collector, GcEvent, Generation, LogTime, Pause};
+use pausewatch_parsers::{
+    seconds_to_duration, Collector, GcEvent, Generation, LogTime, Name, Pause,
+};
 
 /// `MAX_GCS`, `OPERATION_LEN` and `MANAGER_LEN` of `safepoints.h`.
 const MAX_GCS: usize = 4;
@@ -156,14 +158,14 @@ impl Converter {
         }
         let major = operation.ends_with("Old") || self.zgc_young_in_major;
         let qualifiers = match collector {
-            Collector::ZGenerational if major => vec!["Major".to_string()],
-            Collector::ZGenerational => vec!["Minor".to_string()],
+            Collector::ZGenerational if major => vec![Name::from("Major")],
+            Collector::ZGenerational => vec![Name::from("Minor")],
             _ => Vec::new(),
         };
         let pause = |name: &str, full: bool, begin: u64, end: u64| {
             GcEvent::Pause(Pause {
                 collector,
-                name: name.to_string(),
+                name: name.into(),
                 qualifiers: qualifiers.clone(),
                 generation: match name {
                     "Pause Full" => Some(Generation::Full),
@@ -199,7 +201,7 @@ impl Converter {
         let reaching = (record.operation_ns >= record.begin_ns && record.operation_ns != 0)
             .then(|| seconds(record.begin_ns, record.operation_ns));
         events.push(GcEvent::Safepoint(pausewatch_parsers::Safepoint {
-            operation: (!operation.is_empty()).then(|| operation.to_string()),
+            operation: (!operation.is_empty()).then(|| operation.into()),
             start: at(record.begin_ns, zero),
             end: at(record.end_ns, zero),
             reaching_s: reaching,

@@ -100,7 +100,7 @@ pub(super) fn g1_summary(pause: &mut Pause, summary: &str) {
             pause.heap = Some(transition);
         } else if pause.pools.len() < MAX_POOLS {
             pause.pools.push(PoolTransition {
-                name: label.to_string(),
+                name: label.into(),
                 before_bytes: transition.before_bytes,
                 after_bytes: transition.after_bytes,
                 capacity_bytes: transition.capacity_bytes,
@@ -356,42 +356,42 @@ pub(super) fn interpret(root: Group, out: &mut Vec<GcEvent>) -> Option<Pause> {
         rest
     } else if let Some(rest) = text.strip_prefix("GC remark") {
         pause.collector = Collector::G1;
-        pause.name = "Pause Remark".to_string();
+        pause.name = "Pause Remark".into();
         pause.generation = Some(Generation::Old);
         rest
     } else if let Some(rest) = text.strip_prefix("GC cleanup") {
         pause.collector = Collector::G1;
-        pause.name = "Pause Cleanup".to_string();
+        pause.name = "Pause Cleanup".into();
         pause.generation = Some(Generation::Old);
         rest
     } else if let Some(rest) = text.strip_prefix("Full GC") {
-        pause.name = "Pause Full".to_string();
+        pause.name = "Pause Full".into();
         pause.generation = Some(Generation::Full);
         pause.full = true;
         let (groups, rest) = groups_after(rest);
-        pause.cause = groups.first().map(|g| g.to_string());
+        pause.cause = groups.first().map(|g| Name::from(*g));
         rest
     } else if let Some(rest) = text.strip_prefix("Pause ") {
         // JDK 8 Shenandoah backport: `Pause Init Mark (process weakrefs), 1.983 ms`.
         pause.collector = Collector::Shenandoah;
         let name_end = rest.find(['(', ',']).unwrap_or(rest.len());
-        pause.name = format!("Pause {}", rest[..name_end].trim_end());
+        pause.name = compact_str::format_compact!("Pause {}", rest[..name_end].trim_end());
         pause.degenerated = pause.name.starts_with("Pause Degenerated");
         pause.full = pause.name == "Pause Full";
         pause.generation = pause.full.then_some(Generation::Full);
         let (groups, rest) = groups_after(&rest[name_end..]);
-        pause.qualifiers = groups.iter().map(|g| g.to_string()).collect();
+        pause.qualifiers = groups.iter().map(|g| Name::from(*g)).collect();
         rest
     } else if let Some(rest) = young_collection(text) {
         let rest = match rest.strip_prefix("--") {
             Some(rest) => {
-                pause.qualifiers.push("promotion failed".to_string());
+                pause.qualifiers.push("promotion failed".into());
                 rest
             }
             None => rest,
         };
         let (groups, rest) = groups_after(rest);
-        pause.cause = groups.first().map(|g| g.to_string());
+        pause.cause = groups.first().map(|g| Name::from(*g));
         rest
     } else {
         return None;
@@ -421,7 +421,7 @@ pub(super) fn blank_pause(stamp: Stamp) -> Pause {
     Pause {
         gc_id: stamp.gc_id,
         collector: Collector::Unknown,
-        name: "Pause Young".to_string(),
+        name: "Pause Young".into(),
         generation: Some(Generation::Young),
         start,
         end: start,
@@ -436,15 +436,15 @@ pub(super) fn g1_groups(pause: &mut Pause, groups: &[&str]) {
         match *group {
             "young" => {}
             "mixed" | "partial" => {
-                pause.qualifiers.push("Mixed".to_string());
+                pause.qualifiers.push("Mixed".into());
                 pause.generation = Some(Generation::Mixed);
             }
-            "initial-mark" => pause.qualifiers.push("Concurrent Start".to_string()),
+            "initial-mark" => pause.qualifiers.push("Concurrent Start".into()),
             "to-space exhausted" | "to-space overflow" => {
                 pause.evacuation_failure = true;
-                pause.qualifiers.push(group.to_string());
+                pause.qualifiers.push((*group).into());
             }
-            cause if pause.cause.is_none() => pause.cause = Some(cause.to_string()),
+            cause if pause.cause.is_none() => pause.cause = Some(cause.into()),
             _ => {}
         }
     }
@@ -476,7 +476,7 @@ pub(super) fn concurrent_phase(group: Group) -> Option<ConcurrentPhase> {
     Some(ConcurrentPhase {
         gc_id: group.stamp().gc_id,
         collector,
-        name: name.to_string(),
+        name: name.into(),
         generation: Some(Generation::Old),
         end: group.stamp().time(),
         duration_s,
@@ -527,13 +527,13 @@ pub(super) fn children(root: Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -
         match label.strip_prefix("1 ").unwrap_or(label) {
             "CMS-initial-mark" => {
                 pause.collector = Collector::Cms;
-                pause.name = "Pause Initial Mark".to_string();
+                pause.name = "Pause Initial Mark".into();
                 pause.generation = Some(Generation::Old);
                 continue;
             }
             "CMS-remark" => {
                 pause.collector = Collector::Cms;
-                pause.name = "Pause Remark".to_string();
+                pause.name = "Pause Remark".into();
                 pause.generation = Some(Generation::Old);
                 continue;
             }
@@ -551,7 +551,7 @@ pub(super) fn children(root: Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -
             continue;
         };
         for failure in failures {
-            pause.qualifiers.push(failure.to_string());
+            pause.qualifiers.push(failure.into());
         }
         if let Some(collector) = collector_from_pool(pool) {
             if pause.collector == Collector::Unknown {
@@ -562,12 +562,12 @@ pub(super) fn children(root: Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -
             // Promotion failed or concurrent mode failure: the young
             // collection became a full one, and GCViewer counts it as such.
             pause.full = true;
-            pause.name = "Pause Full".to_string();
+            pause.name = "Pause Full".into();
             pause.generation = Some(Generation::Full);
         }
         if pause.pools.len() < MAX_POOLS {
             pause.pools.push(PoolTransition {
-                name: pool.to_string(),
+                name: pool.into(),
                 before_bytes: transition.before_bytes,
                 after_bytes: transition.after_bytes,
                 capacity_bytes: transition.capacity_bytes,
