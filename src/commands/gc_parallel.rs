@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use pausewatch_parsers::{GcEvent, GcLogParser};
 
 use crate::commands::gc_input::{read_gc_log_into, Sink, CHUNK};
@@ -39,7 +39,8 @@ pub fn parse_gc_log(
     deliver: &mut dyn FnMut(&mut Vec<GcEvent>),
 ) -> Result<()> {
     let mut stretch = Stretch {
-        bytes: stretch_buffer(std::fs::metadata(path).map_or(0, |m| m.len()))?,
+        bytes: stretch_buffer(std::fs::metadata(path).map_or(0, |m| m.len()))
+            .with_context(|| format!("cannot map a read buffer for {}", path.display()))?,
         filled: 0,
         parser,
         // Reused: a fresh vector per stretch grew into new pages every time.
