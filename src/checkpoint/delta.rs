@@ -98,12 +98,7 @@ fn difference(old: &Value, new: &Value) -> Option<Value> {
             if let (Some(a), Some(b)) = (integer(a), integer(b)) {
                 return i64::try_from(b - a).ok().map(Value::from);
             }
-            let (a, b) = (a.as_f64()?, b.as_f64()?);
-            let d = b - a;
-            // Only when the replay's sum is exactly the new value.
-            (d.is_finite() && (a + d).to_bits() == b.to_bits())
-                .then(|| Number::from_f64(d).map(Value::Number))
-                .flatten()
+            shortest_float_difference(a.as_f64()?, b.as_f64()?).map(Value::Number)
         }
         (Value::String(a), Value::String(b)) => {
             let mut kept = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
@@ -117,6 +112,22 @@ fn difference(old: &Value, new: &Value) -> Option<Value> {
         }
         _ => None,
     }
+}
+
+/// The difference with the fewest significant digits that turns `a` into
+/// exactly `b` when added to it, as the replay adds. A float sum grown by a
+/// pause (`0.12198000000000006` after `0.11877000000000006`) is written as
+/// that pause (`0.00321`), not as the 17 digits of `b - a`: those digits
+/// were most of what deflate could not shrink in a live stream's checkpoint.
+fn shortest_float_difference(a: f64, b: f64) -> Option<Number> {
+    let d = b - a;
+    if !d.is_finite() {
+        return None;
+    }
+    (1..=17)
+        .filter_map(|digits| format!("{d:.*e}", digits - 1).parse::<f64>().ok())
+        .find(|&candidate| (a + candidate).to_bits() == b.to_bits())
+        .and_then(Number::from_f64)
 }
 
 /// An integer, as neither float nor out of range.
@@ -218,6 +229,27 @@ mod tests {
             "{text}"
         );
         assert!(diff(&old, &old).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_float_sum_grown_by_a_pause_is_written_as_the_pause() {
+        // Sums as the model builds them, one pause at a time.
+        let mut sum = 0.11877000000000006f64;
+        for pause in [0.00321, 0.0154, 0.00321, 0.1706065, 0.0001215, 0.00321] {
+            let grown = sum + pause;
+            let ops = diff(&json!({"sum": sum}), &json!({"sum": grown})).unwrap();
+            assert_eq!(ops, [json!(1), json!(pause)], "{sum} + {pause}");
+            let mut replayed = json!({"sum": sum});
+            apply(&mut replayed, &ops).unwrap();
+            assert_eq!(replayed["sum"].as_f64().unwrap().to_bits(), grown.to_bits());
+            sum = grown;
+        }
+        // Two pauses in one checkpoint: still exact, whatever is written.
+        let grown = sum + 0.00321 + 0.0154;
+        let ops = diff(&json!({"sum": sum}), &json!({"sum": grown})).unwrap();
+        let mut replayed = json!({"sum": sum});
+        apply(&mut replayed, &ops).unwrap();
+        assert_eq!(replayed["sum"].as_f64().unwrap().to_bits(), grown.to_bits());
     }
 
     #[test]
