@@ -6,6 +6,7 @@
 //! (`parsers/tests/speculation.rs` checks it).
 
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use pausewatch_parsers::{GcEvent, GcLogParser};
@@ -23,9 +24,16 @@ const PIECE: usize = 1 << 20;
 /// A stretch shorter than this is parsed on this thread alone.
 const MIN_SPLIT: usize = 256 << 10;
 
-/// The share of a stretch this thread reads itself: less than half, since
-/// it also catches up with the other half and folds the events of both.
-const OWN_SHARE: f64 = 0.4;
+/// The share of the first stretch this thread reads itself: less than
+/// half, since it also folds the events of both halves. Later stretches
+/// take the share that would have finished both halves together in the
+/// stretch before: on a trace-level log (few events, folding is cheap) the
+/// read-ahead was still busy for a third of this thread's time.
+const FIRST_OWN_SHARE: f64 = 0.4;
+
+/// The bounds of the share: a stretch that went oddly (a preamble, a
+/// restart) does not hand nearly all of the next to one thread.
+const OWN_SHARE_RANGE: std::ops::RangeInclusive<f64> = 0.25..=0.65;
 
 /// The head of a stream is read on this thread alone: before its preamble
 /// (collector, region size) a guess knows nothing and would not converge.
@@ -43,9 +51,11 @@ pub fn parse_gc_log(
             .with_context(|| format!("cannot map a read buffer for {}", path.display()))?,
         filled: 0,
         parser,
-        // Reused: a fresh vector per stretch grew into new pages every time.
-        fresh: Vec::new(),
-        ahead: Vec::new(),
+        halves: Halves {
+            fresh: Vec::new(),
+            ahead: Vec::new(),
+            own_share: FIRST_OWN_SHARE,
+        },
         deliver,
     };
     read_gc_log_into(path, &mut stretch)?;
@@ -53,11 +63,10 @@ pub fn parse_gc_log(
         bytes,
         filled,
         parser,
-        mut fresh,
-        mut ahead,
+        mut halves,
         deliver,
     } = stretch;
-    parse_stretch(parser, &bytes[..filled], &mut fresh, &mut ahead, deliver);
+    parse_stretch(parser, &bytes[..filled], &mut halves, deliver);
     Ok(())
 }
 
@@ -84,10 +93,18 @@ struct Stretch<'a> {
     bytes: memmap2::MmapMut,
     filled: usize,
     parser: &'a mut GcLogParser,
+    halves: Halves,
+    deliver: &'a mut dyn FnMut(&mut Vec<GcEvent>),
+}
+
+/// What passes from one stretch to the next.
+struct Halves {
+    /// Reused: a fresh vector per stretch grew into new pages every time.
     fresh: Vec<GcEvent>,
     /// The read-ahead's events, its vector kept from stretch to stretch.
     ahead: Vec<GcEvent>,
-    deliver: &'a mut dyn FnMut(&mut Vec<GcEvent>),
+    /// The share of the next stretch this thread reads itself.
+    own_share: f64,
 }
 
 impl Sink for Stretch<'_> {
@@ -103,13 +120,7 @@ impl Sink for Stretch<'_> {
         // The last line may be unfinished: it waits for the next stretch.
         let bytes = &self.bytes[..self.filled];
         let end = memchr::memrchr(b'\n', bytes).map_or(bytes.len(), |at| at + 1);
-        parse_stretch(
-            self.parser,
-            &bytes[..end],
-            &mut self.fresh,
-            &mut self.ahead,
-            self.deliver,
-        );
+        parse_stretch(self.parser, &bytes[..end], &mut self.halves, self.deliver);
         self.bytes.copy_within(end..self.filled, 0);
         self.filled -= end;
     }
@@ -119,10 +130,14 @@ impl Sink for Stretch<'_> {
 fn parse_stretch(
     parser: &mut GcLogParser,
     bytes: &[u8],
-    fresh: &mut Vec<GcEvent>,
-    ahead: &mut Vec<GcEvent>,
+    halves: &mut Halves,
     deliver: &mut dyn FnMut(&mut Vec<GcEvent>),
 ) {
+    let Halves {
+        fresh,
+        ahead,
+        own_share,
+    } = halves;
     let mut bytes = bytes;
     if parser.stats().bytes == 0 {
         let head = line_end_after(bytes, HEAD.min(bytes.len()));
@@ -130,7 +145,7 @@ fn parse_stretch(
         deliver(fresh);
         bytes = &bytes[head..];
     }
-    let split = line_end_after(bytes, (bytes.len() as f64 * OWN_SHARE) as usize);
+    let split = line_end_after(bytes, (bytes.len() as f64 * *own_share) as usize);
     if bytes.len() < MIN_SPLIT || split == bytes.len() {
         parser.feed(bytes, fresh);
         deliver(fresh);
@@ -138,15 +153,25 @@ fn parse_stretch(
     }
     let (first, second) = bytes.split_at(split);
     let mut speculation = parser.speculate(std::mem::take(ahead));
-    std::thread::scope(|scope| {
-        let ahead = scope.spawn(|| speculation.read(second));
+    let started = Instant::now();
+    let (own, other) = std::thread::scope(|scope| {
+        let ahead = scope.spawn(|| {
+            speculation.read(second);
+            started.elapsed()
+        });
         // In pieces, so that the events in hand stay few.
         for piece in first.chunks(PIECE) {
             parser.feed(piece, fresh);
             deliver(fresh);
         }
-        ahead.join().expect("the GC log read ahead panicked");
+        let own = started.elapsed();
+        (own, ahead.join().expect("the GC log read ahead panicked"))
     });
+    // Bytes a second on each side, and the share that evens them out.
+    let own_rate = first.len() as f64 / own.as_secs_f64().max(1e-6);
+    let other_rate = second.len() as f64 / other.as_secs_f64().max(1e-6);
+    let even = own_rate / (own_rate + other_rate);
+    *own_share = even.clamp(*OWN_SHARE_RANGE.start(), *OWN_SHARE_RANGE.end());
     *ahead = parser.catch_up(second, speculation, fresh);
     deliver(fresh);
 }
