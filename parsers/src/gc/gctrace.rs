@@ -151,7 +151,10 @@ pub(crate) fn recognise(text: &str) -> Option<Traced> {
     if let Some(line) = runtime_line(text) {
         return Some(Traced { wall: None, line });
     }
-    if !first.is_ascii_digit() {
+    // A prefix time is RFC 3339 (`2024-05-01T...`): checked before the
+    // line is split, since JDK 8 lines (`12.345: [GC ...`) also start with
+    // a digit and were a twentieth of their own parse here.
+    if !first.is_ascii_digit() || text.as_bytes().get(10) != Some(&b'T') {
         return None;
     }
     let (stamp, rest) = text.split_once(' ')?;

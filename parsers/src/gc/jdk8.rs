@@ -24,9 +24,10 @@ impl GcLogParser {
     /// Hands an undecorated line to the JDK 6 to 8 parser; `None` when it
     /// is not JDK 8 output.
     fn legacy_line(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Option<Outcome> {
-        let mut found = Vec::new();
+        let mut found = self.legacy.take_found();
         let claim = self.legacy.line(text, &mut found);
-        self.place_legacy(found, out);
+        self.place_legacy(&mut found, out);
+        self.legacy.give_back_found(found);
         Some(match claim {
             Claim::NotLegacy => return None,
             Claim::Used => Outcome::Used,

@@ -164,17 +164,18 @@ impl GcLogParser {
         if let Some(pause) = self.pending.take() {
             self.emit(GcEvent::Pause(pause), out);
         }
-        let mut held = Vec::new();
+        let mut held = self.legacy.take_found();
         self.legacy.flush(&mut held);
-        self.place_legacy(held, out);
+        self.place_legacy(&mut held, out);
+        self.legacy.give_back_found(held);
     }
 
     /// Puts JDK 6 to 8 events on the run's clock and emits them: the same
     /// restart detection and anchoring as unified lines, keyed by the
     /// instant each event ends (a concurrent phase spliced into a pause's
     /// line is stamped after the pause began).
-    pub(super) fn place_legacy(&mut self, events: Vec<GcEvent>, out: &mut Vec<GcEvent>) {
-        for mut event in events {
+    pub(super) fn place_legacy(&mut self, events: &mut Vec<GcEvent>, out: &mut Vec<GcEvent>) {
+        for mut event in events.drain(..) {
             let (end, hint) = match &event {
                 GcEvent::Pause(pause) => (pause.end, pause.collector),
                 GcEvent::ConcurrentPhase(phase) => (phase.end, phase.collector),

@@ -70,6 +70,11 @@ pub(crate) struct LegacyParser {
     max_bytes: usize,
     #[serde(skip)]
     tree: Tree,
+    /// The events of the line being read, before they are put on the run's
+    /// clock: kept empty between lines, reused so that a line with an event
+    /// does not allocate a vector for it.
+    #[serde(skip)]
+    found: Vec<GcEvent>,
 }
 
 impl Default for LegacyParser {
@@ -88,7 +93,19 @@ impl LegacyParser {
             active: false,
             max_bytes,
             tree: Tree::default(),
+            found: Vec::new(),
         }
+    }
+
+    /// The empty vector a line's events are gathered in; hand it back with
+    /// [`give_back_found`](Self::give_back_found) once emptied.
+    pub fn take_found(&mut self) -> Vec<GcEvent> {
+        std::mem::take(&mut self.found)
+    }
+
+    pub fn give_back_found(&mut self, found: Vec<GcEvent>) {
+        debug_assert!(found.is_empty(), "events left behind");
+        self.found = found;
     }
 
     pub fn has_pending(&self) -> bool {
