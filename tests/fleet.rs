@@ -383,11 +383,8 @@ type Stored = BTreeMap<String, BTreeMap<i64, Vec<f64>>>;
 /// a timestamp, the first it scraped.
 fn stored_in_prometheus(prom: &common::Prometheus, selector: &str, window: &str) -> Stored {
     let query = format!("{selector}[{window}]");
-    let data = (prom.api(&format!(
-        "/api/v1/query?query={}",
-        common::url_encode(&query)
-    )))
-    .unwrap_or_else(|e| panic!("{e}"));
+    let target = format!("/api/v1/query?query={}", common::url_encode(&query));
+    let data = prom.api(&target).unwrap_or_else(|e| panic!("{e}"));
     let mut stored = Stored::new();
     for series in data["result"].as_array().into_iter().flatten() {
         let instance = series["metric"]["instance"].as_str().unwrap_or_default();
@@ -425,15 +422,19 @@ fn stored_in_victoria(vm_port: u16, selector: &str) -> Stored {
 }
 
 /// The instances and timestamps in `[from, to]` whose stored values differ
-/// between the engines: a minute's figure the agent revised between two
-/// scrapes (a line read after its minute ended, on a loaded machine), of
-/// which Prometheus keeps the first value and VictoriaMetrics every one it
-/// scraped, the two scraping at different moments.
+/// between the engines, which scrape at different moments: a minute's
+/// figure the agent revised between two scrapes (a line read after its
+/// minute ended, on a loaded machine), of which Prometheus keeps the first
+/// value and VictoriaMetrics every one it scraped; or a minute published so
+/// briefly (the next one right after it) that one engine never scraped it.
 fn stored_differently(
     prometheus: &Stored,
     victoria: &Stored,
     (from, to): (i64, i64),
 ) -> Vec<(String, i64, Vec<f64>, Vec<f64>)> {
+    // VictoriaMetrics keeps about 12 significant digits.
+    let close = |a: &f64, b: &f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
+    let covers = |x: &[f64], y: &[f64]| x.iter().all(|a| y.iter().any(|b| close(a, b)));
     let mut differing = Vec::new();
     let instances: std::collections::BTreeSet<&String> =
         prometheus.keys().chain(victoria.keys()).collect();
@@ -455,9 +456,6 @@ fn stored_differently(
                 in_prometheus.get(&t).cloned().unwrap_or_default(),
                 in_victoria.get(&t).cloned().unwrap_or_default(),
             );
-            // VictoriaMetrics keeps about 12 significant digits.
-            let close = |a: &f64, b: &f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs());
-            let covers = |x: &[f64], y: &[f64]| x.iter().all(|a| y.iter().any(|b| close(a, b)));
             if !(covers(&p, &v) && covers(&v, &p)) {
                 differing.push((instance.clone(), t, p, v));
             }

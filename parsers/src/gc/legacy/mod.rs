@@ -103,6 +103,7 @@ impl LegacyParser {
         std::mem::take(&mut self.found)
     }
 
+    /// Keeps `found`, emptied, for the next line.
     pub fn give_back_found(&mut self, found: Vec<GcEvent>) {
         debug_assert!(found.is_empty(), "events left behind");
         self.found = found;
