@@ -47,7 +47,7 @@ pub fn parse_gc_log(
     deliver: &mut dyn FnMut(&mut Vec<GcEvent>),
 ) -> Result<()> {
     let mut stretch = Stretch {
-        bytes: stretch_buffer(std::fs::metadata(path).map_or(0, |m| m.len()))
+        buffer: StretchBuffer::new(std::fs::metadata(path).map_or(0, |m| m.len()))
             .with_context(|| format!("cannot map a read buffer for {}", path.display()))?,
         filled: 0,
         parser,
@@ -60,37 +60,60 @@ pub fn parse_gc_log(
     };
     read_gc_log_into(path, &mut stretch)?;
     let Stretch {
-        bytes,
+        buffer,
         filled,
         parser,
         mut halves,
         deliver,
     } = stretch;
-    parse_stretch(parser, &bytes[..filled], &mut halves, deliver);
+    parse_stretch(parser, &buffer.bytes()[..filled], &mut halves, deliver);
     Ok(())
 }
 
 /// A file at least this large has its buffer in huge pages: a smaller one
 /// would touch less than one.
-const HUGE_PAGE: u64 = 2 << 20;
+const HUGE_PAGE: usize = 2 << 20;
 
 /// The buffer a stretch is read into, with room for a read on top, so that
 /// it never grows. Mapped on its own, and for a file of `file_bytes` that
 /// fills a huge page, in huge pages where the kernel gives them
 /// (`madvise`): faulting in 2,300 small pages cost `analyze` more than
-/// reading the bytes into them did.
-fn stretch_buffer(file_bytes: u64) -> Result<memmap2::MmapMut> {
-    let buffer = memmap2::MmapMut::map_anon(STRETCH + CHUNK)?;
-    if file_bytes >= HUGE_PAGE {
+/// reading the bytes into them did. The kernel backs only the huge-page
+/// aligned part of a mapping with huge pages, so the buffer starts at such
+/// a boundary inside a mapping one huge page larger, and its length is a
+/// whole number of them.
+struct StretchBuffer {
+    map: memmap2::MmapMut,
+    start: usize,
+}
+
+impl StretchBuffer {
+    const LEN: usize = (STRETCH + CHUNK).next_multiple_of(HUGE_PAGE);
+
+    fn new(file_bytes: u64) -> Result<StretchBuffer> {
+        if file_bytes < HUGE_PAGE as u64 {
+            let map = memmap2::MmapMut::map_anon(Self::LEN)?;
+            return Ok(StretchBuffer { map, start: 0 });
+        }
+        let map = memmap2::MmapMut::map_anon(Self::LEN + HUGE_PAGE)?;
         // Only a hint: without transparent huge pages the buffer works the same.
-        let _ = buffer.advise(memmap2::Advice::HugePage);
+        let _ = map.advise(memmap2::Advice::HugePage);
+        let start = (HUGE_PAGE - map.as_ptr() as usize % HUGE_PAGE) % HUGE_PAGE;
+        Ok(StretchBuffer { map, start })
     }
-    Ok(buffer)
+
+    fn bytes(&self) -> &[u8] {
+        &self.map[self.start..self.start + Self::LEN]
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.map[self.start..self.start + Self::LEN]
+    }
 }
 
 /// The log read straight into one buffer, parsed a stretch at a time.
 struct Stretch<'a> {
-    bytes: memmap2::MmapMut,
+    buffer: StretchBuffer,
     filled: usize,
     parser: &'a mut GcLogParser,
     halves: Halves,
@@ -109,7 +132,7 @@ struct Halves {
 
 impl Sink for Stretch<'_> {
     fn room(&mut self) -> &mut [u8] {
-        &mut self.bytes[self.filled..]
+        &mut self.buffer.bytes_mut()[self.filled..]
     }
 
     fn filled(&mut self, len: usize) {
@@ -118,10 +141,10 @@ impl Sink for Stretch<'_> {
             return;
         }
         // The last line may be unfinished: it waits for the next stretch.
-        let bytes = &self.bytes[..self.filled];
+        let bytes = &self.buffer.bytes()[..self.filled];
         let end = memchr::memrchr(b'\n', bytes).map_or(bytes.len(), |at| at + 1);
         parse_stretch(self.parser, &bytes[..end], &mut self.halves, self.deliver);
-        self.bytes.copy_within(end..self.filled, 0);
+        self.buffer.bytes_mut().copy_within(end..self.filled, 0);
         self.filled -= end;
     }
 }

@@ -104,7 +104,12 @@ impl GcLogParser {
             self.feed(&bytes[fed..mark.end], out);
             fed = mark.end;
             if self.converged(&mark.state) {
-                out.extend(events.drain(mark.events..));
+                // The guess's events after the mark follow `out`'s: `out`'s
+                // take the place of those before it, and the vectors swap.
+                // Copied into `out`, a stretch's events faulted in as many
+                // fresh pages as they filled, every stretch.
+                events.splice(..mark.events, out.drain(..));
+                std::mem::swap(out, &mut events);
                 let mut stats = std::mem::take(&mut self.stats);
                 stats.add_between(&mark.state.stats, &later.stats);
                 *self = later;
