@@ -136,6 +136,8 @@ impl GcLogParser {
             undecorated_logging,
             legacy,
             stats: _,
+            // A cache: what it holds changes no result.
+            repeated_words: _,
         } = self;
         *lines == guess.lines
             && *run == guess.run

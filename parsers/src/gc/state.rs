@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::envelope::{self, Envelope};
+use super::envelope::{self, Envelope, RepeatedWords};
 use super::legacy::LegacyParser;
 use crate::events::*;
 use crate::lines::LineSplitter;
@@ -33,10 +33,11 @@ pub(super) struct Line<'a> {
 }
 
 impl<'a> Line<'a> {
-    pub(super) fn new(text: &'a str) -> Self {
+    /// `known`: the decorations of the line before, see [`RepeatedWords`].
+    pub(super) fn new(text: &'a str, known: &mut RepeatedWords) -> Self {
         Line {
             text,
-            envelope: envelope::parse(text),
+            envelope: envelope::parse(text, known),
         }
     }
 
@@ -185,6 +186,8 @@ pub struct GcLogParser {
     #[serde(default)]
     pub(super) legacy: LegacyParser,
     pub(super) stats: ParseStats,
+    #[serde(skip)]
+    pub(super) repeated_words: RepeatedWords,
 }
 
 impl GcLogParser {
