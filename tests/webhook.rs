@@ -213,17 +213,28 @@ impl Write for LogLines {
 
 #[test]
 fn a_failed_delivery_logs_no_secret_of_the_webhook_url() {
-    // A port nothing listens on: every delivery is refused.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A listener that hangs up on every connection: every delivery fails.
+    // Held for the whole test, so that no process started beside it (the
+    // fleet tests bind ports of their own) can take the port and answer.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for connection in listener.incoming() {
+            drop(connection);
+        }
+    });
     let url = format!("http://127.0.0.1:{port}/services/T0/B0/PathSecret?token=QuerySecret");
     let lines = LogLines::default();
     let writer = lines.clone();
     let (notify, notifications) = mpsc::channel();
     let counters = Arc::new(Mutex::new(DeliveryCounters::default()));
+    // tracing caches each callsite's interest for the whole process, worked
+    // out on the thread that reaches it first: the test beside this one
+    // reaches the failed-delivery warning with no subscriber, which cached
+    // it as never wanted, and this test's log stayed empty (2 runs in 3).
+    // A global subscriber that wants everything keeps the cache from
+    // turning a callsite off; the scoped one below is the one that writes.
+    let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
     std::thread::spawn(move || {
         let subscriber = tracing_subscriber::fmt()
             .with_writer(move || writer.clone())
@@ -238,7 +249,8 @@ fn a_failed_delivery_logs_no_secret_of_the_webhook_url() {
             repeat: false,
         })
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    // Generous for a loaded host; the test ends as soon as the line is there.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let log = loop {
         let log = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
         if log.contains("alert delivery failed") || std::time::Instant::now() > deadline {
