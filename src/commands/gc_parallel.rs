@@ -91,13 +91,12 @@ impl StretchBuffer {
     const LEN: usize = (STRETCH + CHUNK).next_multiple_of(HUGE_PAGE);
 
     fn new(file_bytes: u64) -> Result<StretchBuffer> {
-        if file_bytes < HUGE_PAGE as u64 {
-            let map = memmap2::MmapMut::map_anon(Self::LEN)?;
-            return Ok(StretchBuffer { map, start: 0 });
-        }
+        // Pages never touched cost nothing, the extra huge page included.
         let map = memmap2::MmapMut::map_anon(Self::LEN + HUGE_PAGE)?;
-        // Only a hint: without transparent huge pages the buffer works the same.
-        let _ = map.advise(memmap2::Advice::HugePage);
+        if file_bytes >= HUGE_PAGE as u64 {
+            // Only a hint: without transparent huge pages the buffer works the same.
+            let _ = map.advise(memmap2::Advice::HugePage);
+        }
         let start = (HUGE_PAGE - map.as_ptr() as usize % HUGE_PAGE) % HUGE_PAGE;
         Ok(StretchBuffer { map, start })
     }
