@@ -99,6 +99,27 @@ impl RepeatedWords {
 pub(crate) fn parse<'a>(line: &'a str, known: &mut RepeatedWords) -> Option<Envelope<'a>> {
     let mut env = Envelope::default();
     let mut rest = line;
+    // HotSpot's default decorations, `[0.017s][info][gc,phases   ] `, with
+    // the level and tags of the line before: nearly every line of a log,
+    // read here without the bookkeeping below for decorations it may meet
+    // (a third of the cost of a trace-level ZGC line). The loop goes on
+    // from whatever this did not finish.
+    if let Some((seconds, close)) = rest
+        .starts_with('[')
+        .then(|| plain_uptime(rest.as_bytes()))
+        .flatten()
+    {
+        env.uptime_s = Some(seconds);
+        env.decorated = true;
+        rest = &rest[close + 1..];
+        if let Some(len) = known.repeated_in(rest.as_bytes()) {
+            let message = &rest[len..];
+            if !message.starts_with('[') {
+                env.message = message.strip_prefix(' ').unwrap_or(message);
+                return Some(env);
+            }
+        }
+    }
     // The first run of plain words, as offsets of `line`, unless `known` had it.
     let mut words = 0..0;
     let mut repeated = false;
@@ -431,6 +452,9 @@ mod tests {
             "[1.5s][trace][gc,ref               ]] bracket",
             "[1.5s][trace][gc,ref               ] ",
             "[1.5s][trace][gc,ref               ]",
+            "[1.6s][trace][gc,ref               ][5ms] millis after the tags",
+            "[1.6s][trace][gc,ref               ][host] a word after the tags",
+            "x1.6s][trace][gc,ref               ] no bracket before the clock",
             "[GC (Allocation Failure) [PSYoungGen: 65536K->10746K(76288K)] 0.02 secs]",
         ];
         let mut known = RepeatedWords::default();

@@ -40,13 +40,27 @@ impl GcLogParser {
         message: &Message,
         out: &mut Vec<GcEvent>,
     ) {
+        let body = message.body;
         let preamble = message.gc_id.is_none()
-            && (message.body.starts_with("Using ")
-                && collector_from_using(&message.body[6..]).is_some()
-                || message
-                    .body
-                    .starts_with("Initializing The Z Garbage Collector")
-                || message.body.starts_with("Version: "));
+            && match body.as_bytes().first() {
+                Some(b'U') => body
+                    .strip_prefix("Using ")
+                    .is_some_and(|name| collector_from_using(name).is_some()),
+                Some(b'I') => body.starts_with("Initializing The Z Garbage Collector"),
+                Some(b'V') => body.starts_with("Version: "),
+                _ => false,
+            };
+        // Nearly every line: uptime near the run's, and nothing to anchor
+        // the run by or an anchor already. What follows would only raise
+        // the run's uptime.
+        if let (false, Some(now), Some(max)) = (preamble, env.uptime_s, self.run.max_uptime_s) {
+            let anchored_or_nothing_to_anchor_by =
+                self.run.anchor.is_some() || (env.wall_time.is_none() && env.wall_text.is_none());
+            if (now - max).abs() <= RESTART_UPTIME_DROP_S && anchored_or_nothing_to_anchor_by {
+                self.run.max_uptime_s = Some(max.max(now));
+                return;
+            }
+        }
         let uptime_jumped = match (env.uptime_s, self.run.max_uptime_s) {
             (Some(now), Some(max)) => (now - max).abs() > RESTART_UPTIME_DROP_S,
             _ => false,

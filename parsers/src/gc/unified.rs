@@ -104,59 +104,76 @@ impl GcLogParser {
         out: &mut Vec<GcEvent>,
     ) -> Understood {
         // Most such lines are statistics tables: one look at the first
-        // byte dismisses them, before a dozen prefix comparisons.
-        if !matches!(
-            body.as_bytes().first(),
-            Some(b'S' | b'E' | b'T' | b'A' | b'R' | b'U' | b'I' | b'V' | b'H' | b'M')
-        ) {
-            return Understood::Ignored;
-        }
-        if let Some(quoted_onward) = body.strip_prefix("Safepoint ") {
-            return self.safepoint_line(quoted_onward, env, out);
-        }
-        if let Some(operation) = body.strip_prefix("Entering safepoint region: ") {
-            self.safepoint_begin = Some(SafepointBegin {
-                operation: operation.into(),
-                time: self.time_of(env),
-            });
-            return Understood::Yes;
-        }
-        if let Some(rest) =
-            body.strip_prefix("Total time for which application threads were stopped: ")
-        {
-            return self.stopped_time_line(rest, env, out);
-        }
-        if let Some(rest) = body.strip_prefix("Allocation Stall (") {
-            return self.stall_line(StallKind::Allocation, rest, env, out);
-        }
-        if let Some(rest) = body.strip_prefix("Relocation Stall (") {
-            return self.stall_line(StallKind::Relocation, rest, env, out);
-        }
-        if let Some(name) = body.strip_prefix("Using ") {
-            if let Some(collector) = collector_from_using(name) {
-                if self.run.collector != Collector::ZGenerational {
-                    self.run.collector = collector;
+        // byte dismisses them, and picks the one or two prefixes a line
+        // that starts with it can have (ZGC's `TLAB: fill thread` and
+        // `Rule Minor:` lines went through a dozen comparisons).
+        match body.as_bytes().first() {
+            Some(b'S') => {
+                if let Some(quoted_onward) = body.strip_prefix("Safepoint ") {
+                    return self.safepoint_line(quoted_onward, env, out);
                 }
+            }
+            Some(b'E') => {
+                if let Some(operation) = body.strip_prefix("Entering safepoint region: ") {
+                    self.safepoint_begin = Some(SafepointBegin {
+                        operation: operation.into(),
+                        time: self.time_of(env),
+                    });
+                    return Understood::Yes;
+                }
+            }
+            Some(b'T') => {
+                if let Some(rest) =
+                    body.strip_prefix("Total time for which application threads were stopped: ")
+                {
+                    return self.stopped_time_line(rest, env, out);
+                }
+            }
+            Some(b'A') => {
+                if let Some(rest) = body.strip_prefix("Allocation Stall (") {
+                    return self.stall_line(StallKind::Allocation, rest, env, out);
+                }
+            }
+            Some(b'R') => {
+                if let Some(rest) = body.strip_prefix("Relocation Stall (") {
+                    return self.stall_line(StallKind::Relocation, rest, env, out);
+                }
+            }
+            Some(b'U') => {
+                if let Some(collector) = body.strip_prefix("Using ").and_then(collector_from_using)
+                {
+                    if self.run.collector != Collector::ZGenerational {
+                        self.run.collector = collector;
+                    }
+                    return Understood::Yes;
+                }
+            }
+            Some(b'I') if body.starts_with("Initializing The Z Garbage Collector") => {
+                self.infer_collector(Some(Collector::Z));
                 return Understood::Yes;
             }
-        }
-        if body.starts_with("Initializing The Z Garbage Collector") {
-            self.infer_collector(Some(Collector::Z));
-            return Understood::Yes;
-        }
-        if let Some(version) = body.strip_prefix("Version: ") {
-            // `17.0.15+6-Debian-1deb12u1 (release)`: the build type is not part of the version.
-            let version = version.split(" (").next().unwrap_or(version);
-            self.run.version = Some(version.to_string());
-            return Understood::Yes;
-        }
-        if let Some(bytes) = preamble_size(body, &["Heap Max Capacity: ", "Max Capacity: "]) {
-            self.run.max_heap_bytes = Some(bytes);
-            return Understood::Yes;
-        }
-        if let Some(bytes) = preamble_size(body, &["Heap Region Size: ", "Heap region size: "]) {
-            self.run.region_bytes = Some(bytes);
-            return Understood::Yes;
+            Some(b'V') => {
+                if let Some(version) = body.strip_prefix("Version: ") {
+                    // `17.0.15+6-Debian-1deb12u1 (release)`: the build type is not part of the version.
+                    let version = version.split(" (").next().unwrap_or(version);
+                    self.run.version = Some(version.to_string());
+                    return Understood::Yes;
+                }
+            }
+            Some(b'H' | b'M') => {
+                if let Some(bytes) = preamble_size(body, &["Heap Max Capacity: ", "Max Capacity: "])
+                {
+                    self.run.max_heap_bytes = Some(bytes);
+                    return Understood::Yes;
+                }
+                if let Some(bytes) =
+                    preamble_size(body, &["Heap Region Size: ", "Heap region size: "])
+                {
+                    self.run.region_bytes = Some(bytes);
+                    return Understood::Yes;
+                }
+            }
+            _ => {}
         }
         Understood::Ignored
     }
@@ -293,27 +310,28 @@ impl GcLogParser {
         out: &mut Vec<GcEvent>,
     ) -> Understood {
         let body = message.body;
+        // The first byte picks the prefix to compare: most lines of a
+        // collection are detail that none of them starts.
         match body.as_bytes().first() {
             // Indented phase breakdowns, heap tables: the bulk of a gc* log.
             None | Some(b' ') => return Understood::Ignored,
+            Some(b'P') if body.starts_with("Pause ") => return self.pause_line(id, message, env),
+            Some(b'C') if body.starts_with("Concurrent ") => {
+                return self.concurrent_line(id, message, env, out)
+            }
+            Some(b'G' | b'M')
+                if body.starts_with("Garbage Collection (")
+                    || body.starts_with("Minor Collection (")
+                    || body.starts_with("Major Collection (") =>
+            {
+                return self.zgc_collection_line(id, body, env, out)
+            }
+            Some(b'T') if body == "To-space exhausted" => {
+                self.infer_collector(Some(Collector::G1));
+                self.open_collection(id).evacuation_failure = true;
+                return Understood::Yes;
+            }
             _ => {}
-        }
-        if body.starts_with("Pause ") {
-            return self.pause_line(id, message, env);
-        }
-        if body.starts_with("Concurrent ") {
-            return self.concurrent_line(id, message, env, out);
-        }
-        if body.starts_with("Garbage Collection (")
-            || body.starts_with("Minor Collection (")
-            || body.starts_with("Major Collection (")
-        {
-            return self.zgc_collection_line(id, body, env, out);
-        }
-        if body == "To-space exhausted" {
-            self.infer_collector(Some(Collector::G1));
-            self.open_collection(id).evacuation_failure = true;
-            return Understood::Yes;
         }
         // `PSYoungGen: 33275K->5090K(38400K)`, `Eden regions: 6->0(6)`: checked by
         // label first, since most `Label: value` lines are detail we ignore.
