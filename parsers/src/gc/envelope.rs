@@ -51,52 +51,92 @@ fn wall_of_millis(millis: u64) -> Option<DateTime<Utc>> {
         .single()
 }
 
-/// The level and tags decorations of the line before, byte for byte
-/// (`[trace][gc,ref               ]`). Most lines repeat them, and one
-/// comparison of the whole run costs less than reading each again a byte at
-/// a time (about 190 of a trace-level Shenandoah line's 1,290 instructions). Only a run
-/// [`plain_word`] reads is kept, and it reads nothing past a decoration's
-/// `]`, so skipping a repeat gives what reading it would: a cache, which two
-/// parsers in the same state may hold differently.
+/// The decorations of the line before that most lines repeat, byte for
+/// byte: the uptime (`[0.769s]`, shared by the many lines of one
+/// millisecond) and the run of level and tags (`[trace][gc,ref    ]`). One
+/// comparison of each costs less than reading it again a byte at a time
+/// (the tags were about 190 of a trace-level Shenandoah line's 1,290
+/// instructions, the uptime 120 of its 900). Only what [`plain_uptime`] and
+/// [`plain_word`] read is kept, and they read nothing past a decoration's
+/// `]`, so skipping a repeat gives what reading it would: a cache, which
+/// two parsers in the same state may hold differently.
 #[derive(Debug, Clone)]
-pub(crate) struct RepeatedWords {
-    bytes: [u8; RepeatedWords::CAPACITY],
-    len: u8,
+pub(crate) struct Repeated {
+    words: [u8; Repeated::WORDS_CAPACITY],
+    words_len: u8,
+    /// The uptime decoration's bytes, `]` included, as a little-endian
+    /// number: compared with a line's first 16 bytes in one load.
+    uptime: u128,
+    /// Its length (0 when none is kept), and its value.
+    uptime_len: u8,
+    uptime_s: f64,
 }
 
-impl Default for RepeatedWords {
+impl Default for Repeated {
     fn default() -> Self {
-        RepeatedWords {
-            bytes: [0; RepeatedWords::CAPACITY],
-            len: 0,
+        Repeated {
+            words: [0; Repeated::WORDS_CAPACITY],
+            words_len: 0,
+            uptime: 0,
+            uptime_len: 0,
+            uptime_s: 0.0,
         }
     }
 }
 
-impl RepeatedWords {
+impl Repeated {
     /// Level and tags together are about 30 bytes; longer runs are read each time.
-    const CAPACITY: usize = 64;
+    const WORDS_CAPACITY: usize = 64;
+    /// `[123456.789s]` is 13 bytes; a longer uptime is read each time.
+    const UPTIME_CAPACITY: usize = 16;
 
-    /// The length of the run kept, if `bytes` starts with it.
-    fn repeated_in(&self, bytes: &[u8]) -> Option<usize> {
-        let len = usize::from(self.len);
-        (len > 0 && bytes.starts_with(&self.bytes[..len])).then_some(len)
+    /// The length of the run of words kept, if `bytes` starts with it.
+    fn words_in(&self, bytes: &[u8]) -> Option<usize> {
+        let len = usize::from(self.words_len);
+        (len > 0 && bytes.starts_with(&self.words[..len])).then_some(len)
     }
 
-    fn keep(&mut self, run: &[u8]) {
-        // CAPACITY fits a u8.
-        if run.len() <= Self::CAPACITY {
-            self.bytes[..run.len()].copy_from_slice(run);
-            self.len = run.len() as u8;
+    fn keep_words(&mut self, run: &[u8]) {
+        // WORDS_CAPACITY fits a u8.
+        if run.len() <= Self::WORDS_CAPACITY {
+            self.words[..run.len()].copy_from_slice(run);
+            self.words_len = run.len() as u8;
         }
+    }
+
+    /// What [`plain_uptime`] gives for `bytes`: the value kept if they start
+    /// with the same decoration, else read and kept.
+    fn uptime(&mut self, bytes: &[u8]) -> Option<(f64, usize)> {
+        let head = bytes
+            .first_chunk::<{ Repeated::UPTIME_CAPACITY }>()
+            .map(|head| u128::from_le_bytes(*head));
+        let len = usize::from(self.uptime_len);
+        if let Some(head) = head {
+            if len > 0 && head & Self::mask(len) == self.uptime {
+                return Some((self.uptime_s, len - 1));
+            }
+        }
+        let (seconds, close) = plain_uptime(bytes)?;
+        if let (Some(head), true) = (head, close < Self::UPTIME_CAPACITY) {
+            self.uptime = head & Self::mask(close + 1);
+            // Below UPTIME_CAPACITY, so it fits a u8.
+            self.uptime_len = (close + 1) as u8;
+            self.uptime_s = seconds;
+        }
+        Some((seconds, close))
+    }
+
+    /// The low `len` bytes (1 to 16) of a little-endian number.
+    fn mask(len: usize) -> u128 {
+        u128::MAX >> (8 * (Self::UPTIME_CAPACITY - len))
     }
 }
 
 /// Splits a line into decorations and message; `None` when a leading bracket
 /// group is not a decoration (a JDK 8 `[GC (...` line, say). Hand-rolled over
 /// bytes: this runs for every line, most of which are then ignored. `known`
-/// holds the previous line's level and tags, and gets this line's.
-pub(crate) fn parse<'a>(line: &'a str, known: &mut RepeatedWords) -> Option<Envelope<'a>> {
+/// holds the previous line's uptime, level and tags, and gets this line's.
+pub(crate) fn parse<'a>(line: &'a str, known: &mut Repeated) -> Option<Envelope<'a>> {
     let mut env = Envelope::default();
     let mut rest = line;
     // HotSpot's default decorations, `[0.017s][info][gc,phases   ] `, with
@@ -106,13 +146,13 @@ pub(crate) fn parse<'a>(line: &'a str, known: &mut RepeatedWords) -> Option<Enve
     // from whatever this did not finish.
     if let Some((seconds, close)) = rest
         .starts_with('[')
-        .then(|| plain_uptime(rest.as_bytes()))
+        .then(|| known.uptime(rest.as_bytes()))
         .flatten()
     {
         env.uptime_s = Some(seconds);
         env.decorated = true;
         rest = &rest[close + 1..];
-        if let Some(len) = known.repeated_in(rest.as_bytes()) {
+        if let Some(len) = known.words_in(rest.as_bytes()) {
             let message = &rest[len..];
             if !message.starts_with('[') {
                 env.message = message.strip_prefix(' ').unwrap_or(message);
@@ -136,7 +176,7 @@ pub(crate) fn parse<'a>(line: &'a str, known: &mut RepeatedWords) -> Option<Enve
             rest = &rest[close + 1..];
             continue;
         }
-        if let Some(len) = known.repeated_in(bytes) {
+        if let Some(len) = known.words_in(bytes) {
             env.decorated = true;
             rest = &rest[len..];
             repeated = true;
@@ -205,7 +245,7 @@ pub(crate) fn parse<'a>(line: &'a str, known: &mut RepeatedWords) -> Option<Enve
         }
     }
     if !repeated && !words.is_empty() {
-        known.keep(&line.as_bytes()[words]);
+        known.keep_words(&line.as_bytes()[words]);
     }
     match millis_count {
         2 => {
@@ -431,11 +471,11 @@ mod tests {
 
     /// A line read on its own, with nothing known from a line before.
     fn parse(line: &str) -> Option<Envelope<'_>> {
-        super::parse(line, &mut RepeatedWords::default())
+        super::parse(line, &mut Repeated::default())
     }
 
     #[test]
-    fn a_repeated_level_and_tags_read_as_if_read_anew() {
+    fn repeated_uptime_level_and_tags_read_as_if_read_anew() {
         let lines = [
             "[0.010s][trace][gc,ref               ] GC(1) Encountered Reference: 0x1",
             "[0.011s][trace][gc,ref               ] GC(1) Dropped Reference: 0x2",
@@ -455,9 +495,19 @@ mod tests {
             "[1.6s][trace][gc,ref               ][5ms] millis after the tags",
             "[1.6s][trace][gc,ref               ][host] a word after the tags",
             "x1.6s][trace][gc,ref               ] no bracket before the clock",
+            "[1.6s] short",
+            "[1.6s]",
+            "[1.65s][trace][gc,ref               ] a longer clock",
+            "[1.65sX[trace][gc,ref               ] the clock's bracket differs",
+            "[1.65s][trace][gc,ref               ] a longer clock",
+            "[1.65s ][trace][gc,ref               ] a padded clock",
+            "[123456789.123s][trace][gc,ref               ] too long to keep",
+            "[123456789.123s][trace][gc,ref               ] too long to keep",
+            "[12345678.123s][trace][gc,ref               ] just kept",
+            "[12345678.123s][trace][gc,ref               ] just kept",
             "[GC (Allocation Failure) [PSYoungGen: 65536K->10746K(76288K)] 0.02 secs]",
         ];
-        let mut known = RepeatedWords::default();
+        let mut known = Repeated::default();
         for line in lines.iter().chain(lines.iter().rev()).chain(&lines) {
             assert_eq!(super::parse(line, &mut known), parse(line), "{line}");
         }

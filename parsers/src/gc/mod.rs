@@ -55,7 +55,7 @@ pub fn line_time(line: &str) -> Option<LogTime> {
             wall: traced.wall,
         });
     }
-    let time = match envelope::parse(line, &mut envelope::RepeatedWords::default()) {
+    let time = match envelope::parse(line, &mut envelope::Repeated::default()) {
         Some(env) if env.decorated => LogTime {
             uptime_s: env.uptime_s,
             wall: env.wall(),
@@ -82,7 +82,7 @@ impl GcLogParser {
             undecorated_logging: false,
             legacy: LegacyParser::new(options.max_line_bytes),
             stats: ParseStats::default(),
-            repeated_words: Default::default(),
+            repeated_decorations: Default::default(),
         }
     }
 
@@ -138,7 +138,7 @@ impl GcLogParser {
     /// Handles one decoded line and says what became of it: the first format
     /// to claim it reads it.
     fn text_line(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Outcome {
-        let line = Line::new(text, &mut self.repeated_words);
+        let line = Line::new(text, &mut self.repeated_decorations);
         for grammar in GRAMMARS {
             if let Some(outcome) = grammar.read(self, &line, out) {
                 return outcome;

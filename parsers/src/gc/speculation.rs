@@ -137,7 +137,7 @@ impl GcLogParser {
             legacy,
             stats: _,
             // A cache: what it holds changes no result.
-            repeated_words: _,
+            repeated_decorations: _,
         } = self;
         *lines == guess.lines
             && *run == guess.run

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::envelope::{self, Envelope, RepeatedWords};
+use super::envelope::{self, Envelope, Repeated};
 use super::legacy::LegacyParser;
 use crate::events::*;
 use crate::lines::LineSplitter;
@@ -33,8 +33,8 @@ pub(super) struct Line<'a> {
 }
 
 impl<'a> Line<'a> {
-    /// `known`: the decorations of the line before, see [`RepeatedWords`].
-    pub(super) fn new(text: &'a str, known: &mut RepeatedWords) -> Self {
+    /// `known`: the decorations of the line before, see [`Repeated`].
+    pub(super) fn new(text: &'a str, known: &mut Repeated) -> Self {
         Line {
             text,
             envelope: envelope::parse(text, known),
@@ -187,7 +187,7 @@ pub struct GcLogParser {
     pub(super) legacy: LegacyParser,
     pub(super) stats: ParseStats,
     #[serde(skip)]
-    pub(super) repeated_words: RepeatedWords,
+    pub(super) repeated_decorations: Repeated,
 }
 
 impl GcLogParser {
