@@ -139,6 +139,11 @@ impl GcLogParser {
     /// to claim it reads it.
     fn text_line(&mut self, text: &str, out: &mut Vec<GcEvent>) -> Outcome {
         let line = Line::new(text, &mut self.repeated_decorations);
+        // Where the grammars in turn would take a decorated line, nearly every
+        // line of a log: Go's turns away a leading `[`, JDK 8's a decorated one.
+        if line.envelope().is_some_and(|env| env.decorated) {
+            return self.unified_line(&line, out);
+        }
         for grammar in GRAMMARS {
             if let Some(outcome) = grammar.read(self, &line, out) {
                 return outcome;

@@ -652,7 +652,7 @@ impl Grammar for Unified {
 
 impl GcLogParser {
     /// Handles a line no other format claimed and says what became of it.
-    fn unified_line(&mut self, line: &Line<'_>, out: &mut Vec<GcEvent>) -> Outcome {
+    pub(super) fn unified_line(&mut self, line: &Line<'_>, out: &mut Vec<GcEvent>) -> Outcome {
         let text = line.text;
         let Some(env) = line.envelope() else {
             self.flush(out);
