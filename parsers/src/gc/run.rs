@@ -61,6 +61,14 @@ impl GcLogParser {
                 return;
             }
         }
+        self.check_restart_in_full(env, preamble, out);
+    }
+
+    /// [`check_restart`](Self::check_restart) for a line that may start,
+    /// anchor or switch a run. Kept out of line: inlined, its frame was set
+    /// up for every line.
+    #[inline(never)]
+    fn check_restart_in_full(&mut self, env: &Envelope, preamble: bool, out: &mut Vec<GcEvent>) {
         let uptime_jumped = match (env.uptime_s, self.run.max_uptime_s) {
             (Some(now), Some(max)) => (now - max).abs() > RESTART_UPTIME_DROP_S,
             _ => false,
