@@ -139,11 +139,17 @@ impl Repeated {
 pub(crate) fn parse<'a>(line: &'a str, known: &mut Repeated) -> Option<Envelope<'a>> {
     let mut env = Envelope::default();
     let mut rest = line;
-    // HotSpot's default decorations, `[0.017s][info][gc,phases   ] `, with
-    // the level and tags of the line before: nearly every line of a log,
-    // read here without the bookkeeping below for decorations it may meet
-    // (a third of the cost of a trace-level ZGC line). The loop goes on
-    // from whatever this did not finish.
+    // HotSpot's default decorations, `[0.017s][info][gc,phases   ] `, or
+    // those with `time` before them, with the level and tags of the line
+    // before: nearly every line of a log, read here without the
+    // bookkeeping below for decorations it may meet (a third of the cost
+    // of a trace-level ZGC line). The loop goes on from whatever this did
+    // not finish.
+    if let Some(text) = plain_wall_text(line) {
+        env.wall_text = Some(text);
+        env.decorated = true;
+        rest = &line[WALL_LEN + 2..];
+    }
     if let Some((seconds, close)) = rest
         .starts_with('[')
         .then(|| known.uptime(rest.as_bytes()))
@@ -270,6 +276,24 @@ pub(crate) fn parse<'a>(line: &'a str, known: &mut Repeated) -> Option<Envelope<
         rest
     };
     Some(env)
+}
+
+/// `[2022-01-29T16:34:51.654+0000]`, HotSpot's `time` decoration, at the
+/// start of `line`: its text, as the loop in [`parse`] would take it (by
+/// its length, without a scan); `None` for anything that loop would read
+/// differently.
+fn plain_wall_text(line: &str) -> Option<&str> {
+    let bytes = line.as_bytes();
+    if !(bytes.len() > WALL_LEN + 1
+        && bytes[0] == b'['
+        && bytes[WALL_LEN + 1] == b']'
+        && bytes[11] == b'T')
+    {
+        return None;
+    }
+    let text = trim_spaces(&line[1..WALL_LEN + 1]);
+    let shaped = is_wall_text(text.as_bytes()) && !text.ends_with('s');
+    shaped.then_some(text)
 }
 
 /// `2022-01-29T16:34:51.654+0000` and its kin, by shape.
@@ -484,6 +508,14 @@ mod tests {
             "[trace][gc,ref               ] no clock",
             "[trace][gc,ref               ][0.013s] clock after",
             "[2022-01-29T16:34:51.654+0000][trace][gc,ref               ] wall",
+            "[2022-01-29T16:34:51.654+0000][1.5s][trace][gc,ref               ] time, uptime",
+            "[2022-01-29T16:34:51.655+0000][1.5s][trace][gc,ref               ] time, uptime",
+            "[2022-01-29T16:34:51.655+0000][1.5s][info][gc] other tags",
+            "[ 2022-01-29T16:34:51.65+0000][1.5s][trace][gc,ref               ] padded",
+            "[2022-01-29T16:34:51.654+000s][1.5s][trace][gc,ref               ] an s",
+            "[2022-01-29X16:34:51.654+0000][1.5s][trace][gc,ref               ] no T",
+            "[abcdefghijTklmnopqrstuvwxy12][1.5s][trace][gc,ref               ] not a time",
+            "[2022-01-29T16:34:51.654+0000]",
             "[2022-01-29T16:34:51.654+0000][1.5s][host][42][trace][gc,ref               ] all",
             "[1.5s][host][42][host] pid between",
             "[1.5s][host][host][5ms] millis after",
@@ -511,6 +543,16 @@ mod tests {
         for line in lines.iter().chain(lines.iter().rev()).chain(&lines) {
             assert_eq!(super::parse(line, &mut known), parse(line), "{line}");
         }
+    }
+
+    #[test]
+    fn only_a_date_in_the_time_decorations_place_is_read_as_time() {
+        let env = parse("[2022-01-29T16:34:51.654+0000][1.5s][info][gc] GC(0) x").unwrap();
+        assert_eq!(env.wall_text, Some("2022-01-29T16:34:51.654+0000"));
+        assert_eq!(env.uptime_s, Some(1.5));
+        assert_eq!(env.message, "GC(0) x");
+        // As long as a time, with its `T` in place: not a decoration at all.
+        assert_eq!(parse("[abcdefghijTklmnopqrstuvwxy12][1.5s] x"), None);
     }
 
     #[test]
