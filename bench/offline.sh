@@ -110,20 +110,44 @@ with open(out, "wb") as f:
         copy += 1
 PY
 }
-# measure CMD...: the best and the median wall time of 5 runs (ms), and the
-# largest peak RSS (MiB). This VM's wall times vary by a third from run to run.
+# measure RUNS CMD...: the best and the median wall time of RUNS runs (ms),
+# and the largest peak RSS (MiB).
 measure() {
     python3 - "$@" <<'PY'
 import os, statistics, subprocess, sys, time
 walls, rss = [], 0
-for _ in range(5):
+for _ in range(int(sys.argv[1])):
     started = time.perf_counter()
-    child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+    child = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     walls.append(time.perf_counter() - started)
-    assert status == 0, f"{sys.argv[1:]} failed"
+    assert status == 0, f"{sys.argv[2:]} failed"
     rss = max(rss, usage.ru_maxrss / 1024)
 print(f"{min(walls) * 1000:.1f} {statistics.median(walls) * 1000:.1f} {rss:.1f}")
+PY
+}
+# versus LOG: wc -l and analyze on LOG, alternated RUNS times (this VM's wall
+# times drift by a third within a minute, and both see the same drift): the
+# best and median of each (ms), and analyze's largest peak RSS (MiB).
+RUNS="${PAUSEWATCH_BENCH_RUNS:-11}"
+versus() {
+    python3 - "$RUNS" "$BIN" "$1" <<'PY'
+import os, statistics, subprocess, sys, time
+runs, binary, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def run(command):
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    assert status == 0, f"{command} failed"
+    return time.perf_counter() - started, usage.ru_maxrss / 1024
+wc, analyze, rss = [], [], 0
+for _ in range(runs):
+    wc.append(run(["wc", "-l", log])[0])
+    wall, peak = run([binary, "analyze", "--format", "json", log])
+    analyze.append(wall)
+    rss = max(rss, peak)
+ms = lambda walls: f"{min(walls) * 1000:.1f} {statistics.median(walls) * 1000:.1f}"
+print(f"{ms(wc)} {ms(analyze)} {rss:.1f}")
 PY
 }
 declare -A SOURCES=(
@@ -152,9 +176,8 @@ row() {
     local name="$1" big="$2" quarter="$WORK/$1-quarter.log" wc_ms wc_median whole_ms whole_median rss quarter_ms pauses
     head -c $(($(stat -c %s "$big") / 4)) "$big" > "$quarter"
     cat "$big" > /dev/null
-    read -r wc_ms wc_median _ <<< "$(measure wc -l "$big")"
-    read -r whole_ms whole_median rss <<< "$(measure "$BIN" analyze --format json "$big")"
-    read -r quarter_ms _ <<< "$(measure "$BIN" analyze --format json "$quarter")"
+    read -r wc_ms wc_median whole_ms whole_median rss <<< "$(versus "$big")"
+    read -r quarter_ms _ <<< "$(measure 5 "$BIN" analyze --format json "$quarter")"
     pauses=$("$BIN" analyze --format json "$big" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pauses"]["count"])')
     python3 - "$name" "$(stat -c %s "$big")" "$wc_ms" "$wc_median" "$whole_ms" "$whole_median" "$quarter_ms" "$rss" "$pauses" <<'PY'
 import sys
@@ -185,4 +208,5 @@ else
 fi
 row "shenandoah (trace)" "$(trace_log shenandoah java -XX:+UseShenandoahGC)"
 echo "(ratio: wc -l's best time / analyze's, median: the same of their medians, targets >= 0.25;"
-echo " whole/q: whole log / its first quarter, <= 5; peak RSS <= 64 MiB; times: best of 5, ms)"
+echo " whole/q: whole log / its first quarter, <= 5; peak RSS <= 64 MiB; times: best of $RUNS"
+echo " runs of wc -l and analyze alternated, ms; quarter: best of 5)"
