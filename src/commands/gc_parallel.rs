@@ -17,7 +17,7 @@ use crate::commands::gc_input::{read_gc_log_into, Sink, CHUNK};
 /// guess of a half's starting state to converge early in it, short enough
 /// that the bytes are still in the cache when they are parsed. 8 MB, read
 /// at once, were parsed from memory: a memory map that skipped the copy
-/// made trace-level logs 20-30 % faster; 2 MB stretches got most of that
+/// made trace-level logs 20-30 % faster; 2 MB stretches won part of it back
 /// (bench/README.md).
 const STRETCH: usize = 2 << 20;
 
