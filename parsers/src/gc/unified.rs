@@ -19,6 +19,9 @@ pub(super) const MAX_OPEN_COLLECTIONS: usize = 128;
 /// to five); more means a garbled log, and memory must stay bounded.
 pub(super) const MAX_POOLS_PER_COLLECTION: usize = 16;
 
+/// Room made for a collection's pools at its first.
+const POOLS_RESERVED: usize = 8;
+
 /// Parenthesised groups that qualify a pause rather than name its cause.
 pub(super) const QUALIFIERS: &[&str] = &[
     "Normal",
@@ -85,12 +88,17 @@ impl GcLogParser {
     pub(super) fn add_pool(&mut self, id: u64, pool: PoolTransition) {
         let pools = &mut self.open_collection(id).pools;
         if pools.len() < MAX_POOLS_PER_COLLECTION {
+            // A collection names up to eight pools: one allocation, not a
+            // vector that grows twice.
+            if pools.is_empty() {
+                pools.reserve_exact(POOLS_RESERVED);
+            }
             pools.push(pool);
         }
     }
 
     pub(super) fn open_collection(&mut self, id: u64) -> &mut OpenCollection {
-        if !self.open.contains_key(&id) && self.open.len() >= MAX_OPEN_COLLECTIONS {
+        if self.open.len() >= MAX_OPEN_COLLECTIONS && !self.open.contains_key(&id) {
             self.open.pop_first();
         }
         self.open.entry(id).or_default()
@@ -462,7 +470,7 @@ impl GcLogParser {
             collector,
             full: line.name == "Pause Full",
             degenerated: line.name.starts_with("Pause Degenerated"),
-            humongous: cause.as_deref().is_some_and(|c| c.contains("Humongous")),
+            humongous: cause.as_deref().is_some_and(grammar::humongous_cause),
             explicit: cause.as_deref() == Some("System.gc()"),
             name: line.name.into(),
             qualifiers,

@@ -407,10 +407,7 @@ pub(super) fn interpret(root: Group, out: &mut Vec<GcEvent>) -> Option<Pause> {
     } else {
         pause.end = pause.start.later_by(pause.duration_s);
     }
-    pause.humongous = pause
-        .cause
-        .as_deref()
-        .is_some_and(|c| c.contains("Humongous"));
+    pause.humongous = pause.cause.as_deref().is_some_and(grammar::humongous_cause);
     pause.explicit = pause.cause.as_deref() == Some("System.gc()");
     Some(pause)
 }
@@ -494,11 +491,13 @@ pub(super) fn children(root: Group, pause: &mut Pause, out: &mut Vec<GcEvent>) -
         let text = trim(child.text());
         // A phase spliced into the pause's group, or into a pool's group:
         // `[CMS2016-...: [CMS-concurrent-mark: ...] (concurrent mode failure): ...]`.
-        let spliced = std::iter::once(child)
-            .chain(child.children())
-            .filter_map(concurrent_phase)
-            .filter(|phase| plausible(phase.duration_s));
-        out.extend(spliced.map(GcEvent::ConcurrentPhase));
+        // A loop, not `extend` by a filtered chain, whose bookkeeping cost
+        // more than the search for the few children that are phases.
+        for group in std::iter::once(child).chain(child.children()) {
+            if let Some(phase) = concurrent_phase(group).filter(|p| plausible(p.duration_s)) {
+                out.push(GcEvent::ConcurrentPhase(phase));
+            }
+        }
         if is_concurrent(text) {
             continue;
         }
