@@ -218,3 +218,28 @@ fn a_jdk8_log_with_cr_line_ends_reads_as_with_lf() {
     );
     assert_eq!(figures(&gzipped, &[]), expected);
 }
+
+/// A plain log is parsed from a memory map until a part of a stretch holds
+/// a CR; from there it is read, and its lone CRs turned into LF. A 9 MB log
+/// with one lone CR in the first part of the first 8 MB stretch, in its
+/// second part (read ahead on the other thread), or in the next stretch
+/// reads as its LF twin.
+#[test]
+fn a_lone_cr_anywhere_in_a_mapped_log_reads_as_lf() {
+    let directory = three_runs();
+    let runs = std::fs::read(directory.path().join("gc.log")).unwrap();
+    let mut log = Vec::new();
+    while log.len() < 9 << 20 {
+        log.extend(&runs);
+    }
+    let plain = common::write_file(directory.path(), "big.log", &log);
+    let args = ["--jvm-start", "2026-01-01T00:00:00Z"];
+    let expected = figures(&plain, &args);
+    for at in [2 << 20, 6 << 20, (8 << 20) + (600 << 10)] {
+        let end = at + log[at..].iter().position(|&b| b == b'\n').unwrap();
+        let mut with_cr = log.clone();
+        with_cr[end] = b'\r';
+        let path = common::write_file(directory.path(), "cr.log", with_cr);
+        assert_eq!(figures(&path, &args), expected, "a lone CR at byte {end}");
+    }
+}

@@ -58,13 +58,16 @@ pub fn read_gc_log_into(path: &Path, sink: &mut dyn Sink) -> Result<()> {
     let mut head = open()?;
     let known = read_up_to(&mut head, &mut magic)
         .with_context(|| format!("cannot read {}", path.display()))?;
+    if !is_compressed(&magic[..known]) {
+        return read_plain_into(open()?, path, sink);
+    }
     let mut lines = LineEnds::default();
     if magic[..known].starts_with(GZIP_MAGIC) {
         let decoder = flate2::read::MultiGzDecoder::new(BufReader::new(open()?));
         lines
             .copy(decoder, sink)
             .with_context(|| format!("cannot decompress {} (gzip)", path.display()))?;
-    } else if magic[..known].starts_with(ZIP_MAGIC) {
+    } else {
         let mut archive = zip::ZipArchive::new(BufReader::new(open()?))
             .with_context(|| format!("cannot read {} (zip)", path.display()))?;
         for index in 0..archive.len() {
@@ -79,11 +82,24 @@ pub fn read_gc_log_into(path: &Path, sink: &mut dyn Sink) -> Result<()> {
                 .copy(entry, sink)
                 .with_context(|| format!("cannot decompress {name} in {}", path.display()))?;
         }
-    } else {
-        lines
-            .copy(open()?, sink)
-            .with_context(|| format!("cannot read {}", path.display()))?;
     }
+    lines.finish(sink);
+    Ok(())
+}
+
+/// Whether a file's first bytes are those of a gzip file or a zip archive.
+pub fn is_compressed(head: &[u8]) -> bool {
+    head.starts_with(GZIP_MAGIC) || head.starts_with(ZIP_MAGIC)
+}
+
+/// Reads `file`, a plain log, into `sink` from where it stands, as
+/// [`read_gc_log_into`] does from its start: the rest of a log whose start
+/// was read otherwise, at a line start.
+pub fn read_plain_into(file: File, path: &Path, sink: &mut dyn Sink) -> Result<()> {
+    let mut lines = LineEnds::default();
+    lines
+        .copy(file, sink)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     lines.finish(sink);
     Ok(())
 }

@@ -5,21 +5,29 @@
 //! events, counts and state are those of a sequential parse by construction
 //! (`parsers/tests/speculation.rs` checks it).
 
+use std::io::{Seek, SeekFrom};
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use pausewatch_parsers::{GcEvent, GcLogParser};
 
-use crate::commands::gc_input::{read_gc_log_into, Sink, CHUNK};
+use crate::commands::gc_input::{is_compressed, read_gc_log_into, read_plain_into, Sink, CHUNK};
+use crate::commands::mapped_log::MappedLog;
 
 /// Bytes read before they are parsed in two halves: long enough for the
 /// guess of a half's starting state to converge early in it, short enough
 /// that the bytes are still in the cache when they are parsed. 8 MB, read
-/// at once, were parsed from memory: a memory map that skipped the copy
-/// made trace-level logs 20-30 % faster; 2 MB stretches won part of it back
-/// (bench/README.md).
+/// at once, were parsed from memory (bench/README.md). A plain file is
+/// mapped instead ([`MAPPED_STRETCH`]); what is read is compressed, or the
+/// rest of a file after a CR, or what was written since it was mapped.
 const STRETCH: usize = 2 << 20;
+
+/// A mapped log's stretches: nothing is copied, so they need not fit the
+/// cache, and longer ones cost fewer rounds of the split. Trace-level logs
+/// parsed 20-26 % faster from a map than from 2 MB stretches read into a
+/// buffer (bench/README.md).
+const MAPPED_STRETCH: usize = 8 << 20;
 
 /// This thread's half is fed and its events folded this many bytes at a time.
 const PIECE: usize = 1 << 20;
@@ -49,19 +57,44 @@ pub fn parse_gc_log(
     parser: &mut GcLogParser,
     deliver: &mut dyn FnMut(&mut Vec<GcEvent>),
 ) -> Result<()> {
+    let mut halves = Halves {
+        fresh: Vec::new(),
+        ahead: Vec::new(),
+        own_share: FIRST_OWN_SHARE,
+    };
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    // A plain file is parsed from a map as far as it can be; what is left
+    // (its last line if unfinished, what was written since, the rest from a
+    // stretch with a CR in it) is read as any other.
+    let mut rest = None;
+    if let Some(mapped) = MappedLog::open(&file).filter(|m| !is_compressed(m.bytes())) {
+        let parsed = parse_mapped(&mapped, parser, &mut halves, deliver);
+        if mapped.truncated() {
+            bail!(
+                "{} was cut short while it was read (a JVM restarted into it?): analyze it again",
+                path.display()
+            );
+        }
+        rest = Some(parsed);
+    }
     let mut stretch = Stretch {
-        buffer: StretchBuffer::new(std::fs::metadata(path).map_or(0, |m| m.len()))
+        buffer: StretchBuffer::new(file.metadata().map_or(0, |m| m.len()))
             .with_context(|| format!("cannot map a read buffer for {}", path.display()))?,
         filled: 0,
         parser,
-        halves: Halves {
-            fresh: Vec::new(),
-            ahead: Vec::new(),
-            own_share: FIRST_OWN_SHARE,
-        },
+        halves,
         deliver,
     };
-    read_gc_log_into(path, &mut stretch)?;
+    match rest {
+        Some(parsed) => {
+            let mut file = file;
+            file.seek(SeekFrom::Start(parsed as u64))
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            read_plain_into(file, path, &mut stretch)?;
+        }
+        None => read_gc_log_into(path, &mut stretch)?,
+    }
     let Stretch {
         buffer,
         filled,
@@ -69,8 +102,42 @@ pub fn parse_gc_log(
         mut halves,
         deliver,
     } = stretch;
-    parse_stretch(parser, &buffer.bytes()[..filled], &mut halves, deliver);
+    parse_stretch(
+        parser,
+        &buffer.bytes()[..filled],
+        &mut halves,
+        deliver,
+        false,
+    );
     Ok(())
+}
+
+/// Parses the whole lines of a mapped log a stretch at a time, up to a part
+/// with a CR in it (see [`parse_stretch`]); returns how far it parsed.
+fn parse_mapped(
+    mapped: &MappedLog,
+    parser: &mut GcLogParser,
+    halves: &mut Halves,
+    deliver: &mut dyn FnMut(&mut Vec<GcEvent>),
+) -> usize {
+    let bytes = mapped.bytes();
+    let whole = &bytes[..memchr::memrchr(b'\n', bytes).map_or(0, |at| at + 1)];
+    let mut parsed = 0;
+    while parsed < whole.len() {
+        let end = if whole.len() - parsed > MAPPED_STRETCH {
+            line_end_after(whole, parsed + MAPPED_STRETCH)
+        } else {
+            whole.len()
+        };
+        let stretch = &whole[parsed..end];
+        let done = parse_stretch(parser, stretch, halves, deliver, true);
+        mapped.release(parsed..parsed + done);
+        parsed += done;
+        if done < stretch.len() {
+            break;
+        }
+    }
+    parsed
 }
 
 /// A file at least this large has its buffer in huge pages: a smaller one
@@ -145,53 +212,84 @@ impl Sink for Stretch<'_> {
         // The last line may be unfinished: it waits for the next stretch.
         let bytes = &self.buffer.bytes()[..self.filled];
         let end = memchr::memrchr(b'\n', bytes).map_or(bytes.len(), |at| at + 1);
-        parse_stretch(self.parser, &bytes[..end], &mut self.halves, self.deliver);
+        parse_stretch(
+            self.parser,
+            &bytes[..end],
+            &mut self.halves,
+            self.deliver,
+            false,
+        );
         self.buffer.bytes_mut().copy_within(end..self.filled, 0);
         self.filled -= end;
     }
 }
 
-/// Parses `bytes`, which end at a line end or the end of the input.
+/// Parses `bytes`, which end at a line end or the end of the input; returns
+/// how many it parsed. With `stop_at_cr`, bytes straight from a file, it
+/// stops before a part with a CR in it (the reader turns a lone one into LF
+/// in its buffer): each thread looks through its own part before it parses
+/// it, which costs next to nothing there, where one look through the whole
+/// stretch first cost a sixth of the time a map saved.
 fn parse_stretch(
     parser: &mut GcLogParser,
     bytes: &[u8],
     halves: &mut Halves,
     deliver: &mut dyn FnMut(&mut Vec<GcEvent>),
-) {
+    stop_at_cr: bool,
+) -> usize {
     let Halves {
         fresh,
         ahead,
         own_share,
     } = halves;
-    let mut bytes = bytes;
+    let has_cr = |part: &[u8]| stop_at_cr && memchr::memchr(b'\r', part).is_some();
+    let mut parsed = 0;
     if parser.stats().bytes == 0 {
         let head = line_end_after(bytes, HEAD.min(bytes.len()));
+        if has_cr(&bytes[..head]) {
+            return 0;
+        }
         parser.feed(&bytes[..head], fresh);
         deliver(fresh);
-        bytes = &bytes[head..];
+        parsed = head;
     }
+    let bytes = &bytes[parsed..];
     let split = line_end_after(bytes, (bytes.len() as f64 * *own_share) as usize);
     if bytes.len() < MIN_SPLIT || split == bytes.len() {
+        if has_cr(bytes) {
+            return parsed;
+        }
         parser.feed(bytes, fresh);
         deliver(fresh);
-        return;
+        return parsed + bytes.len();
     }
     let (first, second) = bytes.split_at(split);
     let mut speculation = parser.speculate(std::mem::take(ahead));
     let started = Instant::now();
     let (own, other) = std::thread::scope(|scope| {
         let ahead = scope.spawn(|| {
+            if has_cr(second) {
+                return None;
+            }
             speculation.read(second);
+            Some(started.elapsed())
+        });
+        let own = (!has_cr(first)).then(|| {
+            // In pieces, so that the events in hand stay few.
+            for piece in first.chunks(PIECE) {
+                parser.feed(piece, fresh);
+                deliver(fresh);
+            }
             started.elapsed()
         });
-        // In pieces, so that the events in hand stay few.
-        for piece in first.chunks(PIECE) {
-            parser.feed(piece, fresh);
-            deliver(fresh);
-        }
-        let own = started.elapsed();
         (own, ahead.join().expect("the GC log read ahead panicked"))
     });
+    let Some(own) = own else {
+        return parsed;
+    };
+    let Some(other) = other else {
+        return parsed + first.len();
+    };
     // Bytes a second on each side, and the share that evens them out.
     let own_rate = first.len() as f64 / own.as_secs_f64().max(1e-6);
     let other_rate = second.len() as f64 / other.as_secs_f64().max(1e-6);
@@ -199,6 +297,7 @@ fn parse_stretch(
     *own_share = even.clamp(*OWN_SHARE_RANGE.start(), *OWN_SHARE_RANGE.end());
     *ahead = parser.catch_up(second, speculation, fresh);
     deliver(fresh);
+    parsed + bytes.len()
 }
 
 /// The offset just past the first line end at or after `at`, or the end.

@@ -8,6 +8,7 @@ pub mod demo;
 mod gc_input;
 mod gc_parallel;
 pub mod man;
+mod mapped_log;
 pub mod replay;
 pub mod report;
 pub mod rules;
