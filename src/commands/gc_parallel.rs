@@ -78,8 +78,11 @@ pub fn parse_gc_log(
         }
         rest = Some(parsed);
     }
+    // The buffer is made of huge pages only for a rest that fills one.
+    let file_len = file.metadata().map_or(0, |m| m.len());
+    let to_read = file_len.saturating_sub(rest.unwrap_or(0) as u64);
     let mut stretch = Stretch {
-        buffer: StretchBuffer::new(file.metadata().map_or(0, |m| m.len()))
+        buffer: StretchBuffer::new(to_read)
             .with_context(|| format!("cannot map a read buffer for {}", path.display()))?,
         filled: 0,
         parser,
