@@ -295,3 +295,51 @@ fn logs_have_no_colour_codes_off_a_terminal_and_can_be_json_lines() {
         .unwrap()
         .starts_with("127.0.0.1:"));
 }
+
+/// A log another process truncates while `analyze` parses it from its
+/// memory map (a JVM restarted into the same log name does that) makes it
+/// fail with a clear message instead of dying of SIGBUS. The truncation
+/// comes at three delays into a 40 MB log; at least one lands mid-parse.
+#[test]
+fn a_log_cut_short_while_analyze_reads_it_is_a_clear_error() {
+    use std::os::unix::process::ExitStatusExt;
+    let directory = tempfile::tempdir().unwrap();
+    let steady = std::fs::read(fixture("jdk17-g1-steady").join("gc.log")).unwrap();
+    let mut log = Vec::new();
+    while log.len() < 40 << 20 {
+        log.extend(&steady);
+    }
+    let path = directory.path().join("gc.log");
+    let mut cut_short = 0;
+    for delay_ms in [200, 400, 800] {
+        std::fs::write(&path, &log).unwrap();
+        let child = Command::new(common::PAUSEWATCH)
+            .args(["analyze", "--format", "json"])
+            .arg(&path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(1 << 20)
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.signal(), None, "killed by a signal: {stderr}");
+        if !output.status.success() {
+            assert!(
+                stderr.contains("was cut short while it was read"),
+                "{stderr}"
+            );
+            cut_short += 1;
+        }
+    }
+    assert!(
+        cut_short > 0,
+        "no truncation landed while analyze read the log"
+    );
+}
