@@ -25,7 +25,7 @@ const STRETCH: usize = 2 << 20;
 
 /// A mapped log's stretches: nothing is copied, so they need not fit the
 /// cache, and longer ones cost fewer rounds of the split. Trace-level logs
-/// parsed 20-26 % faster from a map than from 2 MB stretches read into a
+/// parsed 10-26 % faster from a map than from 2 MB stretches read into a
 /// buffer (bench/README.md).
 const MAPPED_STRETCH: usize = 8 << 20;
 
@@ -67,7 +67,7 @@ pub fn parse_gc_log(
     // A plain file is parsed from a map as far as it can be; what is left
     // (its last line if unfinished, what was written since, the rest from a
     // stretch with a CR in it) is read as any other.
-    let mut rest = None;
+    let mut mapped_to = None;
     if let Some(mapped) = MappedLog::open(&file).filter(|m| !is_compressed(m.bytes())) {
         let parsed = parse_mapped(&mapped, parser, &mut halves, deliver);
         if mapped.truncated() {
@@ -76,11 +76,11 @@ pub fn parse_gc_log(
                 path.display()
             );
         }
-        rest = Some(parsed);
+        mapped_to = Some(parsed);
     }
     // The buffer is made of huge pages only for a rest that fills one.
     let file_len = file.metadata().map_or(0, |m| m.len());
-    let to_read = file_len.saturating_sub(rest.unwrap_or(0) as u64);
+    let to_read = file_len.saturating_sub(mapped_to.unwrap_or(0) as u64);
     let mut stretch = Stretch {
         buffer: StretchBuffer::new(to_read)
             .with_context(|| format!("cannot map a read buffer for {}", path.display()))?,
@@ -89,7 +89,7 @@ pub fn parse_gc_log(
         halves,
         deliver,
     };
-    match rest {
+    match mapped_to {
         Some(parsed) => {
             let mut file = file;
             file.seek(SeekFrom::Start(parsed as u64))
