@@ -156,6 +156,80 @@ fn gzipped_and_zipped_logs_read_as_the_log_itself() {
     assert_eq!(figures(&zipped, &args), expected);
 }
 
+/// `analyze` of a FIFO that a thread fills with `bytes`: its exit status,
+/// and its figures when it succeeded.
+fn analyze_fifo(
+    directory: &Path,
+    bytes: Vec<u8>,
+    args: &[&str],
+) -> (std::process::ExitStatus, String, Option<serde_json::Value>) {
+    let fifo = directory.join("gc.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let writer = {
+        let fifo = fifo.clone();
+        // The reader may stop early (a zip archive): a broken pipe is its to report.
+        std::thread::spawn(move || {
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .open(fifo)
+                .and_then(|mut pipe| pipe.write_all(&bytes));
+        })
+    };
+    let output = Command::new(PAUSEWATCH)
+        .args(["analyze", "--format", "json"])
+        .args(args)
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    writer.join().unwrap();
+    let report = output.status.success().then(|| {
+        let mut report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        report.as_object_mut().unwrap().remove("files");
+        report
+    });
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status, stderr, report)
+}
+
+/// A log read from a FIFO (`analyze <(zcat gc.log.gz)`, a shell's process
+/// substitution) loses nothing: the bytes read to tell a plain log from a
+/// gzipped one are the log's first, and a FIFO cannot give them twice. A
+/// zip archive, which is read from its end, is a clear error there.
+#[test]
+fn a_log_read_from_a_fifo_gives_the_figures_of_the_file() {
+    let directory = three_runs();
+    let plain = directory.path().join("gc.log");
+    let log = std::fs::read(&plain).unwrap();
+    let args = ["--jvm-start", "2026-01-01T00:00:00Z"];
+    let expected = figures(&plain, &args);
+    assert_eq!(expected["unparsed_lines"], 0, "{expected}");
+    let (status, stderr, piped) = analyze_fifo(directory.path(), log.clone(), &args);
+    assert!(status.success(), "{stderr}");
+    assert_eq!(piped.unwrap(), expected);
+    let gzipped = std::fs::read(gzip(&log, directory.path(), "gc.log.gz")).unwrap();
+    let (status, stderr, piped) = analyze_fifo(directory.path(), gzipped, &args);
+    assert!(status.success(), "{stderr}");
+    assert_eq!(piped.unwrap(), expected);
+    let mut zipped = std::io::Cursor::new(Vec::new());
+    let mut archive = zip::ZipWriter::new(&mut zipped);
+    archive
+        .start_file("gc.log", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    archive.write_all(&log).unwrap();
+    archive.finish().unwrap();
+    let (status, stderr, _) = analyze_fifo(directory.path(), zipped.into_inner(), &args);
+    assert!(!status.success());
+    assert!(
+        stderr.contains("(zip)") && stderr.contains("gc.fifo"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_corrupt_gzip_file_is_a_clear_error() {
     let directory = tempfile::tempdir().unwrap();

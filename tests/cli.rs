@@ -299,7 +299,9 @@ fn logs_have_no_colour_codes_off_a_terminal_and_can_be_json_lines() {
 /// A log another process truncates while `analyze` parses it from its
 /// memory map (a JVM restarted into the same log name does that) makes it
 /// fail with a clear message instead of dying of SIGBUS. The truncation
-/// comes at three delays into a 40 MB log; at least one lands mid-parse.
+/// comes a fifth, two fifths and three fifths of the way through a timed
+/// whole run on a 40 MB log (a debug build takes seconds, a release build a
+/// tenth of one); at least one lands mid-parse.
 #[test]
 fn a_log_cut_short_while_analyze_reads_it_is_a_clear_error() {
     use std::os::unix::process::ExitStatusExt;
@@ -310,8 +312,15 @@ fn a_log_cut_short_while_analyze_reads_it_is_a_clear_error() {
         log.extend(&steady);
     }
     let path = directory.path().join("gc.log");
+    std::fs::write(&path, &log).unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(
+        analyze(&["--format", "json"], std::slice::from_ref(&path)).0,
+        0
+    );
+    let whole_run = started.elapsed();
     let mut cut_short = 0;
-    for delay_ms in [200, 400, 800] {
+    for fifths in [1, 2, 3] {
         std::fs::write(&path, &log).unwrap();
         let child = Command::new(common::PAUSEWATCH)
             .args(["analyze", "--format", "json"])
@@ -320,7 +329,7 @@ fn a_log_cut_short_while_analyze_reads_it_is_a_clear_error() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        std::thread::sleep(whole_run * fifths / 5);
         std::fs::OpenOptions::new()
             .write(true)
             .open(&path)

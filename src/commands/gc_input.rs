@@ -5,7 +5,7 @@
 //! does not follow the size of its input.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -40,7 +40,9 @@ pub fn read_gc_log(path: &Path, each: &mut dyn FnMut(&[u8])) -> Result<()> {
             (self.each)(&self.buffer[..len]);
         }
     }
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     read_gc_log_into(
+        file,
         path,
         &mut Chunks {
             buffer: vec![0; CHUNK],
@@ -49,26 +51,32 @@ pub fn read_gc_log(path: &Path, each: &mut dyn FnMut(&[u8])) -> Result<()> {
     )
 }
 
-/// Reads the contents of `path` into `sink`, a chunk at a time: a gzip file
-/// decompressed (all its members), a zip archive's files one after the
-/// other in the archive's order.
-pub fn read_gc_log_into(path: &Path, sink: &mut dyn Sink) -> Result<()> {
-    let open = || File::open(path).with_context(|| format!("cannot open {}", path.display()));
+/// Reads the contents of `file`, opened from `path`, into `sink`, a chunk at
+/// a time: a gzip file decompressed (all its members), a zip archive's files
+/// one after the other in the archive's order.
+pub fn read_gc_log_into(mut file: File, path: &Path, sink: &mut dyn Sink) -> Result<()> {
     let mut magic = [0u8; 4];
-    let mut head = open()?;
-    let known = read_up_to(&mut head, &mut magic)
+    let known = read_up_to(&mut file, &mut magic)
         .with_context(|| format!("cannot read {}", path.display()))?;
-    if !is_compressed(&magic[..known]) {
-        return read_plain_into(open()?, path, sink);
-    }
+    // The bytes read to tell the format go on ahead of the rest: the file
+    // is opened once, so a FIFO or a file replaced meanwhile loses nothing.
+    let whole = (&magic[..known]).chain(file);
     let mut lines = LineEnds::default();
-    if magic[..known].starts_with(GZIP_MAGIC) {
-        let decoder = flate2::read::MultiGzDecoder::new(BufReader::new(open()?));
+    if !is_compressed(&magic[..known]) {
+        lines
+            .copy(whole, sink)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+    } else if magic[..known].starts_with(GZIP_MAGIC) {
+        let decoder = flate2::read::MultiGzDecoder::new(BufReader::new(whole));
         lines
             .copy(decoder, sink)
             .with_context(|| format!("cannot decompress {} (gzip)", path.display()))?;
     } else {
-        let mut archive = zip::ZipArchive::new(BufReader::new(open()?))
+        // A zip archive is read from its end: only a file that seeks back can be one.
+        let mut file = whole.into_inner().1;
+        file.rewind()
+            .with_context(|| format!("cannot read {} (zip) from its start", path.display()))?;
+        let mut archive = zip::ZipArchive::new(BufReader::new(file))
             .with_context(|| format!("cannot read {} (zip)", path.display()))?;
         for index in 0..archive.len() {
             let entry = archive

@@ -96,7 +96,7 @@ pub fn parse_gc_log(
                 .with_context(|| format!("cannot read {}", path.display()))?;
             read_plain_into(file, path, &mut stretch)?;
         }
-        None => read_gc_log_into(path, &mut stretch)?,
+        None => read_gc_log_into(file, path, &mut stretch)?,
     }
     let Stretch {
         buffer,
