@@ -171,25 +171,25 @@ impl Default for LabelCap {
 
 /// `value` when it may have a series of its own (it has one already, or
 /// fewer than `cap` distinct values besides [`OTHER_LABEL_VALUE`] do), else
-/// [`OTHER_LABEL_VALUE`], counted in `overflow`.
-fn capped<'a>(
-    value: String,
-    known: impl Iterator<Item = &'a str>,
+/// [`OTHER_LABEL_VALUE`], counted in `overflow` under `label`. Asked for
+/// every event: nothing is allocated unless a value is new.
+fn capped<'v, 'k>(
+    value: &'v str,
+    known: impl Iterator<Item = &'k str> + Clone,
     cap: LabelCap,
-    overflow: &mut u64,
-) -> String {
-    let mut distinct = std::collections::BTreeSet::new();
-    for known in known.filter(|known| *known != OTHER_LABEL_VALUE) {
-        if known == value {
-            return value;
-        }
-        distinct.insert(known);
+    overflow: &mut BTreeMap<String, u64>,
+    label: &str,
+) -> &'v str {
+    let known = known.filter(|known| *known != OTHER_LABEL_VALUE);
+    if known.clone().any(|known| known == value) {
+        return value;
     }
+    let distinct: std::collections::BTreeSet<&str> = known.collect();
     if distinct.len() < cap.0 {
         return value;
     }
-    *overflow += 1;
-    OTHER_LABEL_VALUE.to_string()
+    *overflow.entry(label.to_string()).or_default() += 1;
+    OTHER_LABEL_VALUE
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -385,12 +385,13 @@ impl JvmState {
     fn apply_pause(&mut self, pause: &Pause, placed: Option<i64>) {
         let major = self.jdk_version.as_deref().and_then(jdk_major);
         let (gc, action, cause) = micrometer_labels(pause, major);
-        self.recent_pauses.push(pause, &gc, &action);
+        self.recent_pauses.push(pause, gc, action);
         let cause = capped(
             cause,
             self.pauses.iter().map(|s| s.cause.as_str()),
             self.max_label_values,
-            self.label_overflow.entry("cause".to_string()).or_default(),
+            &mut self.label_overflow,
+            "cause",
         );
         let series = match self
             .pauses
@@ -400,9 +401,9 @@ impl JvmState {
             Some(index) => &mut self.pauses[index],
             None => {
                 self.pauses.push(PauseSeries {
-                    gc,
-                    action,
-                    cause,
+                    gc: gc.to_string(),
+                    action: action.to_string(),
+                    cause: cause.to_string(),
                     histogram: Histogram::default(),
                 });
                 self.pauses.last_mut().expect("just pushed")
@@ -510,18 +511,12 @@ impl JvmState {
     }
 
     fn apply_safepoint(&mut self, safepoint: &Safepoint) {
-        let operation = safepoint
-            .operation
-            .as_deref()
-            .unwrap_or("unknown")
-            .to_string();
         let operation = capped(
-            operation,
+            safepoint.operation.as_deref().unwrap_or("unknown"),
             self.safepoints.iter().map(|s| s.operation.as_str()),
             self.max_label_values,
-            self.label_overflow
-                .entry("operation".to_string())
-                .or_default(),
+            &mut self.label_overflow,
+            "operation",
         );
         let series = match self
             .safepoints
@@ -531,7 +526,7 @@ impl JvmState {
             Some(index) => &mut self.safepoints[index],
             None => {
                 self.safepoints.push(SafepointSeries {
-                    operation,
+                    operation: operation.to_string(),
                     ..SafepointSeries::default()
                 });
                 self.safepoints.last_mut().expect("just pushed")

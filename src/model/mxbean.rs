@@ -6,9 +6,13 @@
 use pausewatch_parsers::{Collector, Pause};
 
 /// The JDK feature release from a `Version:` line such as `17.0.15+6-Debian-1deb12u1 (release)`.
+/// Asked for every pause the agent counts: read in place, not collected first.
 pub fn jdk_major(version: &str) -> Option<u32> {
-    let digits: String = version.chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().ok()
+    let mut digits = version.bytes().take_while(u8::is_ascii_digit);
+    digits.clone().next()?;
+    digits.try_fold(0u32, |major, digit| {
+        major.checked_mul(10)?.checked_add(u32::from(digit - b'0'))
+    })
 }
 
 /// The bean that counts this pause, or `None` where no bean does (G1 Remark
@@ -46,41 +50,34 @@ pub fn bean_name(pause: &Pause, jdk_major: Option<u32>) -> Option<&'static str> 
 }
 
 /// Micrometer's `jvm.gc.pause` labels `(gc, action, cause)` for a pause, as the
-/// JVM's GC notification would carry them.
-pub fn micrometer_labels(pause: &Pause, jdk_major: Option<u32>) -> (String, String, String) {
-    let cause = pause.cause.as_deref().unwrap_or("unknown").to_string();
+/// JVM's GC notification would carry them. Borrowed from the pause: the
+/// agent asks for every pause, and copies them only for a new series.
+pub fn micrometer_labels(pause: &Pause, jdk_major: Option<u32>) -> (&'static str, &str, &str) {
+    let cause = pause.cause.as_deref().unwrap_or("unknown");
     let (gc, action) = match bean_name(pause, jdk_major) {
         Some(bean @ ("G1 Young Generation" | "PS Scavenge" | "Copy" | "ParNew")) => {
-            (bean, "end of minor GC".to_string())
+            (bean, "end of minor GC")
         }
         Some(
             bean @ ("G1 Old Generation"
             | "PS MarkSweep"
             | "MarkSweepCompact"
             | "ConcurrentMarkSweep"),
-        ) => (bean, "end of major GC".to_string()),
+        ) => (bean, "end of major GC"),
         // Shenandoah names the action after the pause phase.
         Some(bean @ "Shenandoah Pauses") => (
             bean,
-            pause
-                .name
-                .strip_prefix("Pause ")
-                .unwrap_or(&pause.name)
-                .to_string(),
+            pause.name.strip_prefix("Pause ").unwrap_or(&pause.name),
         ),
         Some(bean @ ("ZGC Pauses" | "ZGC Minor Pauses" | "ZGC Major Pauses")) => {
-            (bean, "end of GC pause".to_string())
+            (bean, "end of GC pause")
         }
         // G1 Remark and Cleanup: the JDK 20+ bean's names, also before JDK 20.
         Some("G1 Concurrent GC") | None if pause.collector == Collector::G1 => {
-            return (
-                "G1 Concurrent GC".to_string(),
-                "end of concurrent GC pause".to_string(),
-                "No GC".to_string(),
-            )
+            return ("G1 Concurrent GC", "end of concurrent GC pause", "No GC")
         }
-        Some(bean) => (bean, "end of GC pause".to_string()),
-        None => ("unknown", "end of GC pause".to_string()),
+        Some(bean) => (bean, "end of GC pause"),
+        None => ("unknown", "end of GC pause"),
     };
-    (gc.to_string(), action, cause)
+    (gc, action, cause)
 }

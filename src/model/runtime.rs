@@ -166,7 +166,7 @@ fn pause_counter(name: &str) -> Option<PauseCounter> {
 pub fn gc_label_of_counter(name: &str, jdk_major: Option<u32>) -> Option<String> {
     let counter = pause_counter(name)?;
     let pause = counter_pause(&counter, "", 0.0, 0.0, 0.0, |_| LogTime::default());
-    Some(micrometer_labels(&pause, jdk_major).0)
+    Some(micrometer_labels(&pause, jdk_major).0.to_string())
 }
 
 /// The collector a JVM runs, from `sun.gc.policy.name` and its collectors' names.

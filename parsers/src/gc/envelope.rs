@@ -158,9 +158,20 @@ pub(crate) fn parse<'a>(line: &'a str, known: &mut Repeated) -> Option<Envelope<
         env.uptime_s = Some(seconds);
         env.decorated = true;
         rest = &rest[close + 1..];
-        if let Some(len) = known.words_in(rest.as_bytes()) {
+        // The level and tags of the line before, or else read here as the
+        // loop below would: a log whose tags change every line (every line
+        // an event) paid there for two failed comparisons with the words
+        // kept and two failed reads of a clock per line.
+        let words = known
+            .words_in(rest.as_bytes())
+            .map(|len| (len, false))
+            .or_else(|| plain_words(rest.as_bytes()).map(|len| (len, true)));
+        if let Some((len, new)) = words {
             let message = &rest[len..];
             if !message.starts_with('[') {
+                if new {
+                    known.keep_words(&rest.as_bytes()[..len]);
+                }
                 env.message = message.strip_prefix(' ').unwrap_or(message);
                 return Some(env);
             }
@@ -412,6 +423,16 @@ fn plain_word(bytes: &[u8]) -> Option<usize> {
     (bytes[close] == b']' && !time_shaped && !is_wall_text(&bytes[1..end])).then_some(close)
 }
 
+/// A run of [`plain_word`]s (`[info][gc,phases   ]`) at the start of
+/// `bytes` with no decoration after it: the run's length.
+fn plain_words(bytes: &[u8]) -> Option<usize> {
+    let mut len = 0;
+    while bytes.get(len) == Some(&b'[') {
+        len += plain_word(&bytes[len..])? + 1;
+    }
+    (len > 0).then_some(len)
+}
+
 /// `0.017` or `1,474` (the `s` already removed).
 fn uptime_seconds(number: &[u8]) -> Option<f64> {
     let separator = number.iter().position(|&b| b == b'.' || b == b',')?;
@@ -537,6 +558,18 @@ mod tests {
             "[123456789.123s][trace][gc,ref               ] too long to keep",
             "[12345678.123s][trace][gc,ref               ] just kept",
             "[12345678.123s][trace][gc,ref               ] just kept",
+            "[1.7s][info][gc,phases   ] tags that change every line",
+            "[1.7s][info][gc,heap] and change again",
+            "[1.7s][debug][gc,heap] a level that changes",
+            "[1.7s][info][2022-01-29T16:34:51.654+0000] a date after the level",
+            "[1.7s][info][42] a number after the level",
+            "[1.7s][info][gc][1.8s] a clock after the tags",
+            "[1.7s][info][gc][ 5ms] a padded clock after the tags",
+            "[1.7s][info] a level alone",
+            "[1.7s][info]",
+            "[1.7s][info][gc unclosed",
+            "[1.7s][info][g c] a space inside",
+            "[1.7s][info ][gc   ] padded",
             "[GC (Allocation Failure) [PSYoungGen: 65536K->10746K(76288K)] 0.02 secs]",
         ];
         let mut known = Repeated::default();
