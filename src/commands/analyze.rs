@@ -626,17 +626,19 @@ impl Fold {
         match event {
             GcEvent::Pause(pause) => {
                 self.durations.add(pause.duration_s);
-                // Looked up before inserting: a handful of names, every pause.
-                if !self.by_name.contains_key(&pause.name) {
-                    let summary = NameSummary {
-                        name: pause.name.to_string(),
-                        count: 0,
-                        total_seconds: 0.0,
-                        max_seconds: 0.0,
-                    };
-                    self.by_name.insert(pause.name.clone(), summary);
-                }
-                let entry = self.by_name.get_mut(&pause.name).expect("inserted above");
+                // Looked up before inserting, once: a handful of names, every pause.
+                let entry = match self.by_name.get_mut(&pause.name) {
+                    Some(entry) => entry,
+                    None => self
+                        .by_name
+                        .entry(pause.name.clone())
+                        .or_insert_with(|| NameSummary {
+                            name: pause.name.to_string(),
+                            count: 0,
+                            total_seconds: 0.0,
+                            max_seconds: 0.0,
+                        }),
+                };
                 entry.count += 1;
                 entry.total_seconds += pause.duration_s;
                 entry.max_seconds = entry.max_seconds.max(pause.duration_s);

@@ -341,13 +341,16 @@ pub(crate) fn cpu_times(i: &str) -> IResult<&str, CpuTimes> {
     .parse(i)
 }
 
-/// One `Key: value` field of a JDK 13+ safepoint line.
+/// One `Key: value` field of a JDK 13+ safepoint line. Its key and value
+/// are a few bytes each: a plain scan finds their ends sooner than a
+/// `memchr` call is set up.
 pub(crate) fn safepoint_field(i: &str) -> IResult<&str, (&str, &str)> {
-    let colon = memchr::memchr(b':', i.as_bytes()).unwrap_or(i.len());
+    let end_of = |text: &str, byte: u8| text.bytes().position(|b| b == byte).unwrap_or(text.len());
+    let colon = end_of(i, b':');
     let Some(value_onward) = i[colon..].strip_prefix(": ") else {
         return Err(error(&i[colon..], nom::error::ErrorKind::Tag));
     };
-    let comma = memchr::memchr(b',', value_onward.as_bytes()).unwrap_or(value_onward.len());
+    let comma = end_of(value_onward, b',');
     Ok((
         &value_onward[comma..],
         (&i[..colon], &value_onward[..comma]),
