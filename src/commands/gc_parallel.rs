@@ -301,8 +301,8 @@ fn parse_stretch(
     *own_share = even.clamp(*OWN_SHARE_RANGE.start(), *OWN_SHARE_RANGE.end());
     // The read-ahead's events wait in `fresh` for the next stretch, where
     // this thread folds them while the other reads on: folded here, they
-    // kept the other thread idle (a fifth of the wall time on a log where
-    // every line is an event). Whatever comes next delivers `fresh` first.
+    // kept the other thread idle meanwhile. Whatever comes next delivers
+    // `fresh` first, and `parse_gc_log` delivers what the last one left.
     *ahead = parser.catch_up(second, speculation, fresh);
     parsed + bytes.len()
 }

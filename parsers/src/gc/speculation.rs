@@ -4,8 +4,9 @@
 //!
 //! The parser is a state machine, so a later stretch cannot simply be parsed
 //! on its own. [`GcLogParser::speculate`] guesses the state it starts in and
-//! [`Speculation::read`] reads it from that guess (what is known of the stream and
-//! its runs, no event in progress), noting its state at the first line end after 8, 16, 32, ... KiB.
+//! [`Speculation::read`] reads it from that guess (what is known of the
+//! stream and its runs, no event in progress), noting its state at the first
+//! line end past 8, 16, 32, ... KiB.
 //! [`GcLogParser::catch_up`], once the parser has read up to the stretch,
 //! reads on into it until its state equals the guess's at one of those
 //! lines; the parser is deterministic, so from there on the guess read what
