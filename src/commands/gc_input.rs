@@ -61,12 +61,11 @@ pub fn read_gc_log_into(mut file: File, path: &Path, sink: &mut dyn Sink) -> Res
     // The bytes read to tell the format go on ahead of the rest: the file
     // is opened once, so a FIFO or a file replaced meanwhile loses nothing.
     let whole = (&magic[..known]).chain(file);
-    let mut lines = LineEnds::default();
     if !is_compressed(&magic[..known]) {
-        lines
-            .copy(whole, sink)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-    } else if magic[..known].starts_with(GZIP_MAGIC) {
+        return read_plain_into(whole, path, sink);
+    }
+    let mut lines = LineEnds::default();
+    if magic[..known].starts_with(GZIP_MAGIC) {
         let decoder = flate2::read::MultiGzDecoder::new(BufReader::new(whole));
         lines
             .copy(decoder, sink)
@@ -100,13 +99,13 @@ pub fn is_compressed(head: &[u8]) -> bool {
     head.starts_with(GZIP_MAGIC) || head.starts_with(ZIP_MAGIC)
 }
 
-/// Reads `file`, a plain log, into `sink` from where it stands, as
-/// [`read_gc_log_into`] does from its start: the rest of a log whose start
-/// was read otherwise, at a line start.
-pub fn read_plain_into(file: File, path: &Path, sink: &mut dyn Sink) -> Result<()> {
+/// Reads `plain`, a plain log from `path`, into `sink` from where it
+/// stands: a whole log, or the rest of one whose start was read otherwise,
+/// at a line start.
+pub fn read_plain_into(plain: impl Read, path: &Path, sink: &mut dyn Sink) -> Result<()> {
     let mut lines = LineEnds::default();
     lines
-        .copy(file, sink)
+        .copy(plain, sink)
         .with_context(|| format!("cannot read {}", path.display()))?;
     lines.finish(sink);
     Ok(())
