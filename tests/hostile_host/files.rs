@@ -115,6 +115,30 @@ impl Running {
         assert!(status.success(), "kill -{name}");
     }
 
+    /// Stops the agent and returns once every one of its threads is stopped:
+    /// `kill -STOP` returns before a thread of the process has been scheduled
+    /// to stop the others, and a busy thread can run for milliseconds more.
+    fn freeze(&self) {
+        self.signal("STOP");
+        let tasks = format!("/proc/{}/task", self.child.id());
+        let stopped = |stat: String| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('T'))
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !std::fs::read_dir(&tasks)
+            .unwrap()
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("stat")).ok())
+            .all(stopped)
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the agent not stopped 10 s after SIGSTOP"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Resident memory, from /proc.
     fn rss_bytes(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
@@ -283,7 +307,7 @@ fn copytruncate_behind_a_writer_without_o_append_loses_nothing() {
     let expected = truth_so_far(&pieces[0]);
     agent.settle(expected, |m| pauses(m, &[]));
     for round in 0..3 {
-        agent.signal("STOP");
+        agent.freeze();
         emit(&mut written, &pieces[1 + 2 * round]);
         // logrotate: older copies shift, the file is copied, then truncated.
         for n in (1..=3).rev() {

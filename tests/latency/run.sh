@@ -23,8 +23,8 @@
 #   access.nginx.log  the same requests in nginx form
 #   gc-events.jsonl   the JVM's GC notifications (GarbageCollectionNotificationInfo)
 #   freezes.json      [{"start_ms":N,"end_ms":N,"start_us":N,"end_us":N}, ...] epoch
-#                     time read just after `kill -STOP` and just before `kill -CONT`
-#                     (ms rounded inwards), see below
+#                     time read once every JVM thread is stopped and just before
+#                     `kill -CONT` (ms rounded inwards), see below
 #   mxbeans.json      MXBean snapshot taken by the workload right before exiting
 #   command.txt       the java command line (run with OUT_DIR as the working directory)
 # and the script prints tests/latency/summary.py's statistics and checks.
@@ -92,6 +92,26 @@ gc_quiet() {
     (( $(now_us) / 1000 - 10#$mtime >= 100 ))
 }
 
+# returns once every thread of process $1 is in the stopped state (T in
+# /proc/PID/task/*/stat); fails after 5 s. Reads with builtins only: no fork.
+wait_stopped() {
+    local deadline stat rest running
+    deadline=$(( $(now_us) + 5000000 ))
+    while :; do
+        running=0
+        for stat in /proc/"$1"/task/*/stat; do
+            read -r rest 2>/dev/null < "$stat" || continue # the thread has exited
+            rest="${rest##*) }"
+            [[ "${rest:0:1}" == T ]] || { running=1; break; }
+        done
+        (( running )) || return 0
+        if (( $(now_us) > deadline )); then
+            echo "process $1 not stopped 5 s after SIGSTOP" >&2
+            return 1
+        fi
+    done
+}
+
 record() {
     rm -f "$OUT"/gc.log* "$OUT"/access.jsonl "$OUT"/access.nginx.log "$OUT"/gc-events.jsonl \
           "$OUT"/freezes.json "$OUT"/mxbeans.json "$OUT"/command.txt
@@ -139,14 +159,17 @@ record() {
                 break
             fi
         done
-        # The freeze is recorded as [a2, c]: a2 read right after `kill -STOP`, c right
-        # before `kill -CONT`. While the JVM is stopped this shell has the CPUs to
-        # itself, so both reads are within microseconds of the stop / resume, and the
-        # interval lies inside the real freeze. (a read before the STOP and b after
-        # the CONT can be late by ms: the JVM competes for the CPUs then.)
+        # The freeze is recorded as [a2, c]: a2 read once every thread of the JVM is
+        # seen stopped, c right before `kill -CONT`, so the interval lies inside the
+        # real freeze. `kill -STOP` returns before the stop takes effect: one thread
+        # of the JVM must be scheduled to stop the others, and busy threads were seen
+        # running 0.3-36 ms after kill returned (a read then would put requests that
+        # complete before the stop inside the freeze). A read before the STOP and b
+        # after the CONT can be late by ms: the JVM competes for the CPUs then.
         # EPOCHREALTIME is read directly, without forking.
         a="$EPOCHREALTIME"
         kill -STOP "$PID"
+        wait_stopped "$PID"
         a2="$EPOCHREALTIME"
         sleep "$freeze_s"
         c="$EPOCHREALTIME"
@@ -160,7 +183,7 @@ record() {
         fe=$((c / 1000))
         json+="${sep}"$'\n'"  {\"start_ms\":$fs,\"end_ms\":$fe,\"start_us\":$a2,\"end_us\":$c}"
         sep=","
-        echo "freeze at t0+${at}s: [$fs, $fe] ms ($((fe - fs)) ms); around the kill calls: STOP $((a2 - a)) us, CONT $((b - c)) us"
+        echo "freeze at t0+${at}s: [$fs, $fe] ms ($((fe - fs)) ms); STOP until every thread stopped $((a2 - a)) us, CONT $((b - c)) us"
     done
     json+=$'\n]\n'
     printf '%s' "$json" > "$OUT/freezes.json"
