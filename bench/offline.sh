@@ -126,28 +126,35 @@ for _ in range(int(sys.argv[1])):
 print(f"{min(walls) * 1000:.1f} {statistics.median(walls) * 1000:.1f} {rss:.1f}")
 PY
 }
-# versus LOG: wc -l and analyze on LOG, alternated RUNS times (this VM's wall
-# times drift by a third within a minute, and both see the same drift): the
-# best and median of each (ms), and analyze's largest peak RSS (MiB).
+# The floor under any parse (parsers/examples/line_floor.rs): one core that
+# only finds each line's end and reads its uptime and, on a unified line, the
+# brackets of its level and tags; no event, no check, no fold.
+(cd "$ROOT" && cargo build --release --quiet -p pausewatch-parsers --example line_floor)
+FLOOR="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/line_floor"
+# versus LOG: wc -l, analyze and the floor on LOG, alternated RUNS times (this
+# VM's wall times drift by a third within a minute, and all see the same
+# drift): the best and median of wc -l and analyze (ms), analyze's largest
+# peak RSS (MiB), and the floor's best (ms).
 RUNS="${PAUSEWATCH_BENCH_RUNS:-11}"
 versus() {
-    python3 - "$RUNS" "$BIN" "$1" <<'PY'
+    python3 - "$RUNS" "$BIN" "$1" "$FLOOR" <<'PY'
 import os, statistics, subprocess, sys, time
-runs, binary, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+runs, binary, log, floor_binary = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 def run(command):
     started = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     assert status == 0, f"{command} failed"
     return time.perf_counter() - started, usage.ru_maxrss / 1024
-wc, analyze, rss = [], [], 0
+wc, analyze, floor, rss = [], [], [], 0
 for _ in range(runs):
     wc.append(run(["wc", "-l", log])[0])
     wall, peak = run([binary, "analyze", "--format", "json", log])
     analyze.append(wall)
     rss = max(rss, peak)
+    floor.append(run([floor_binary, "stamps", log])[0])
 ms = lambda walls: f"{min(walls) * 1000:.1f} {statistics.median(walls) * 1000:.1f}"
-print(f"{ms(wc)} {ms(analyze)} {rss:.1f}")
+print(f"{ms(wc)} {ms(analyze)} {rss:.1f} {min(floor) * 1000:.1f}")
 PY
 }
 declare -A SOURCES=(
@@ -173,19 +180,20 @@ trace_log() {
 }
 # row NAME LOG: one line of the table below.
 row() {
-    local name="$1" big="$2" quarter="$WORK/$1-quarter.log" wc_ms wc_median whole_ms whole_median rss quarter_ms pauses
+    local name="$1" big="$2" quarter="$WORK/$1-quarter.log" wc_ms wc_median whole_ms whole_median rss floor_ms
+    local quarter_ms pauses
     head -c $(($(stat -c %s "$big") / 4)) "$big" > "$quarter"
     cat "$big" > /dev/null
-    read -r wc_ms wc_median whole_ms whole_median rss <<< "$(versus "$big")"
+    read -r wc_ms wc_median whole_ms whole_median rss floor_ms <<< "$(versus "$big")"
     read -r quarter_ms _ <<< "$(measure 5 "$BIN" analyze --format json "$quarter")"
     pauses=$("$BIN" analyze --format json "$big" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pauses"]["count"])')
-    python3 - "$name" "$(stat -c %s "$big")" "$wc_ms" "$wc_median" "$whole_ms" "$whole_median" "$quarter_ms" "$rss" "$pauses" <<'PY'
+    python3 - "$name" "$(stat -c %s "$big")" "$wc_ms" "$wc_median" "$whole_ms" "$whole_median" "$quarter_ms" "$rss" "$pauses" "$floor_ms" <<'PY'
 import sys
-name, size, wc, wc_median, whole, whole_median, quarter, rss, pauses = sys.argv[1], *map(float, sys.argv[2:])
-print(f"{name:<25} {size / 1e6:4.0f} {wc:6.1f} {whole:8.1f} {wc / whole:6.2f} {wc_median / whole_median:7.2f} {quarter:8.1f} {whole / quarter:8.2f} {rss:6.1f} MiB {pauses:7.0f}")
+name, size, wc, wc_median, whole, whole_median, quarter, rss, pauses, floor = sys.argv[1], *map(float, sys.argv[2:])
+print(f"{name:<25} {size / 1e6:4.0f} {wc:6.1f} {whole:8.1f} {wc / whole:6.2f} {wc_median / whole_median:7.2f} {quarter:8.1f} {whole / quarter:8.2f} {rss:6.1f} MiB {pauses:7.0f} {floor:6.1f} {wc / floor:6.2f}")
 PY
 }
-printf '\n%-25s %4s %6s %8s %6s %7s %8s %8s %10s %7s\n' "log" "MB" "wc ms" "analyze" "ratio" "median" "quarter" "whole/q" "peak RSS" "pauses"
+printf '\n%-25s %4s %6s %8s %6s %7s %8s %8s %10s %7s %6s %6s\n' "log" "MB" "wc ms" "analyze" "ratio" "median" "quarter" "whole/q" "peak RSS" "pauses" "floor" "f.ratio"
 for name in g1 zgc-generational shenandoah jdk8-cms; do
     source_log="${SOURCES[$name]}"
     if [[ ! -s "$source_log" ]]; then
@@ -209,4 +217,6 @@ fi
 row "shenandoah (trace)" "$(trace_log shenandoah java -XX:+UseShenandoahGC)"
 echo "(ratio: wc -l's best time / analyze's, median: the same of their medians, targets >= 0.25;"
 echo " whole/q: whole log / its first quarter, <= 5; peak RSS <= 64 MiB; times: best of $RUNS"
-echo " runs of wc -l and analyze alternated, ms; quarter: best of 5)"
+echo " runs of wc -l and analyze alternated, ms; quarter: best of 5; floor: best time of line_floor"
+echo " stamps, one core finding each line and reading its uptime and tags, and nothing else;"
+echo " f.ratio: wc -l's best time / the floor's)"
