@@ -37,28 +37,25 @@ fn main() {
     // The unfinished line at a block's end is carried over, as a parser must.
     let mut carried = 0;
     let (mut lines, mut uptime_sum, mut tags_bytes) = (0u64, 0f64, 0usize);
+    let mut visit = |line: &[u8]| {
+        lines += 1;
+        if read_stamps {
+            let (uptime, tags) = stamp(line);
+            uptime_sum += uptime;
+            tags_bytes += tags;
+        }
+    };
     loop {
         let read = file.read(&mut block[carried..]).expect("read");
         let filled = carried + read;
         let mut at = 0;
         while let Some(end) = memchr::memchr(b'\n', &block[at..filled]) {
-            let line = &block[at..at + end];
-            lines += 1;
-            if read_stamps {
-                let (uptime, tags) = stamp(line);
-                uptime_sum += uptime;
-                tags_bytes += tags;
-            }
+            visit(&block[at..at + end]);
             at += end + 1;
         }
         if read == 0 {
             if filled > at {
-                lines += 1;
-                if read_stamps {
-                    let (uptime, tags) = stamp(&block[at..filled]);
-                    uptime_sum += uptime;
-                    tags_bytes += tags;
-                }
+                visit(&block[at..filled]); // the last line, unfinished
             }
             break;
         }

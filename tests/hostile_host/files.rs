@@ -127,7 +127,7 @@ impl Running {
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         while !std::fs::read_dir(&tasks)
-            .unwrap()
+            .expect("the agent has exited")
             .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("stat")).ok())
             .all(stopped)
         {
