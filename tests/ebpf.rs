@@ -191,7 +191,7 @@ fn host_pid(child: &Child, namespaced: bool) -> u32 {
 fn measured(agent: &Agent, pid: u32) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let found = discovered(&agent.get("/metrics").unwrap_or_default(), pid);
+        let found = common::discovered(&agent.get("/metrics").unwrap_or_default(), pid);
         match found {
             Some(line) if line.contains("pause_source=\"ebpf\"") => return Ok(()),
             Some(line)
@@ -207,36 +207,11 @@ fn measured(agent: &Agent, pid: u32) -> Result<(), String> {
     }
 }
 
-/// The `pausewatch_jvm_discovered` line of `pid`.
-fn discovered(metrics: &str, pid: u32) -> Option<String> {
-    let pid = format!("pid=\"{pid}\"");
-    metrics
-        .lines()
-        .find(|l| l.starts_with("pausewatch_jvm_discovered{") && l.contains(&pid))
-        .map(str::to_string)
-}
-
-/// Whether bpf() may be used here; skips loudly when it may not.
-fn bpf_or_skip() -> bool {
-    if !cfg!(feature = "ebpf") {
-        common::skip("built without --features ebpf (clang, libelf-dev, zlib1g-dev, pkg-config; .ci/run installs them)");
-        return false;
-    }
-    if let Some(reason) = common::missing_root_or_tool(
-        "loading BPF programs needs CAP_BPF and CAP_PERFMON",
-        &[("setpriv", &["--version"])],
-    ) {
-        common::skip(reason);
-        return false;
-    }
-    common::java_or_skip()
-}
-
 /// A directory holding the compiled workload, and the marker of the
 /// test's JVMs; `None` (skipped loudly) where bpf() may not be used. Outside
 /// /tmp: a namespaced JVM's private /tmp would hide it.
 fn prepared() -> Option<(tempfile::TempDir, String)> {
-    if !bpf_or_skip() {
+    if !common::bpf_or_skip() {
         return None;
     }
     let target_tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
@@ -295,9 +270,9 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
     // Without the capabilities: hsperfdata, and the reason.
     let first_pid = firsts[0].id();
     let refused_line = refused.metrics_when(Duration::from_secs(30), |m| {
-        discovered(m, first_pid).is_some()
+        common::discovered(m, first_pid).is_some()
     });
-    let refused_line = discovered(&refused_line, first_pid).unwrap();
+    let refused_line = common::discovered(&refused_line, first_pid).unwrap();
     assert!(
         refused_line.contains("pause_source=\"hsperfdata\"")
             && refused_line.contains("ebpf_reason=\"permission_denied\""),
@@ -395,7 +370,7 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
             }
         }
         assert_eq!(totals.0, totals.1, "{name}: pauses of every bean");
-        let line = discovered(&metrics, pid).unwrap_or_default();
+        let line = common::discovered(&metrics, pid).unwrap_or_default();
         assert!(line.contains("pause_source=\"ebpf\""), "{name}: {line}");
         // Every safepoint the JVM counted (sun.rt.safepoints) was recorded.
         if !name.contains("no-perfdata") {
@@ -621,7 +596,7 @@ fn a_gc_log_keeps_its_pauses_and_the_probes_add_the_safepoints_it_lacks() {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        let line = discovered(&metrics, pid).unwrap_or_default();
+        let line = common::discovered(&metrics, pid).unwrap_or_default();
         let from = if name == "with-safepoints" {
             "gc_log"
         } else {
@@ -660,7 +635,7 @@ fn probe_mismatch(metrics: &str, pid: u32) -> Option<f64> {
 fn measured_beside_log(agent: &Agent, pid: u32) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let found = discovered(&agent.get("/metrics").unwrap_or_default(), pid);
+        let found = common::discovered(&agent.get("/metrics").unwrap_or_default(), pid);
         match found {
             Some(line) if line.contains("pause_source=\"gc_log\"") => {
                 // An empty label may be written or left out.

@@ -20,3 +20,6 @@ mod limits;
 /// Running as a service: signals, checkpoints, the checkpoint directory.
 #[path = "hostile_host/operations.rs"]
 mod operations;
+/// Round 3: discovery and the eBPF probes as another local user attacks them.
+#[path = "hostile_host/probes.rs"]
+mod probes;

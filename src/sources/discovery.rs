@@ -23,6 +23,9 @@ pub struct JavaProcess {
     /// its hsperfdata file, and `%p` in its options.
     pub nspid: u32,
     pub user: String,
+    /// Its effective uid, which HotSpot names and owns its hsperfdata by:
+    /// a file or GC log of another user's is not believed to be its own.
+    pub uid: Option<u32>,
     pub started: DateTime<Utc>,
     /// The 64-hex-digit id of its container, from its cgroup, when it has one.
     pub container: Option<String>,
@@ -195,6 +198,7 @@ impl Scanner {
             }
             let status = entry.status();
             let uid = status.as_ref().map(|s| s.ruid);
+            let euid = status.as_ref().map(|s| s.euid);
             let nspid = status
                 .and_then(|s| s.nspid?.last().copied())
                 .map_or(entry.pid, |pid| pid as u32);
@@ -205,6 +209,7 @@ impl Scanner {
                     .and_then(|uid| self.users.get(&uid).cloned())
                     .or_else(|| uid.map(|u: u32| u.to_string()))
                     .unwrap_or_default(),
+                uid: euid,
                 started: table.started(entry.start_ticks).unwrap_or_default(),
                 container: entry.container(),
                 service,
@@ -416,6 +421,52 @@ pub(super) fn gc_log_files(
         files.push(names);
     }
     files
+}
+
+/// Why `log`, a GC log a JVM's options name, is not believed to be the
+/// JVM's own, if it is not. HotSpot writes it as the JVM's user, so a file
+/// another user owns (their forgery, or `/etc/shadow` named in a forged
+/// hsperfdata file) is not the JVM's; nor is one any user may write, or
+/// replace through a directory any user may write without the sticky bit.
+/// A log not created yet has nothing to judge: `None` until it exists.
+pub fn untrusted_log(log: &Path, uid: Option<u32>) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(uid) = uid else {
+        return Some("the JVM's user is not known".to_string());
+    };
+    let file = std::fs::metadata(log).ok()?;
+    if file.uid() != uid {
+        return Some(format!(
+            "{} is owned by uid {}, not by the JVM's uid {uid}",
+            log.display(),
+            file.uid()
+        ));
+    }
+    if file.mode() & 0o002 != 0 {
+        return Some(format!(
+            "{} may be written by any user (mode {:o})",
+            log.display(),
+            file.mode() & 0o7777
+        ));
+    }
+    let real = std::fs::canonicalize(log).ok()?;
+    let dir = real.parent()?;
+    let directory = std::fs::metadata(dir).ok()?;
+    if directory.uid() != uid && directory.uid() != 0 {
+        return Some(format!(
+            "its directory {} is owned by uid {}, neither the JVM's uid {uid} nor root",
+            dir.display(),
+            directory.uid()
+        ));
+    }
+    if directory.mode() & 0o002 != 0 && directory.mode() & 0o1000 == 0 {
+        return Some(format!(
+            "its directory {} may be written by any user (mode {:o})",
+            dir.display(),
+            directory.mode() & 0o7777
+        ));
+    }
+    None
 }
 
 /// Whether an `-Xlog` selection (`gc*,safepoint=info`) includes the `gc` tag.
@@ -638,6 +689,34 @@ mod tests {
             .recv_timeout(std::time::Duration::from_secs(10))
             .expect("reading the options waited on the FIFO");
         assert_eq!(logs.files, [cwd.path().join("gc.log")]);
+    }
+
+    /// A log is the JVM's when its user owns it and no other user may
+    /// write it or replace it.
+    #[test]
+    fn a_gc_log_is_trusted_only_when_no_other_user_can_write_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path, mode: u32| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+        };
+        let own = Some(rustix::process::geteuid().as_raw());
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("gc.log");
+        assert_eq!(untrusted_log(&log, own), None, "not created yet");
+        std::fs::write(&log, "").unwrap();
+        mode(&log, 0o644);
+        assert_eq!(untrusted_log(&log, own), None);
+        let other = untrusted_log(&log, own.map(|uid| uid + 1)).unwrap();
+        assert!(other.contains("is owned by uid"), "{other}");
+        assert!(untrusted_log(&log, None).is_some());
+        mode(&log, 0o666);
+        assert!(untrusted_log(&log, own).unwrap().contains("mode 666"));
+        mode(&log, 0o644);
+        mode(dir.path(), 0o777);
+        assert!(untrusted_log(&log, own).unwrap().contains("its directory"));
+        // A sticky directory (/tmp): others cannot replace the file.
+        mode(dir.path(), 0o1777);
+        assert_eq!(untrusted_log(&log, own), None);
     }
 
     #[test]

@@ -8,11 +8,21 @@
 //! refused unless `fstat` says it is a regular file; and no more than the
 //! bytes the PerfData prologue says are in use are read, capped at
 //! [`MAX_PERFDATA_BYTES`].
+//!
+//! And like HotSpot (`is_statbuf_secure`), a directory and a file are the
+//! JVM's only when its user owns them and neither group nor others may
+//! write them: any local user can make `/tmp/hsperfdata_VICTIM` before the
+//! victim's first JVM starts (HotSpot then writes no file of its own) and
+//! put there a file naming a GC log of theirs, which the root agent would
+//! otherwise follow as the victim's. The file is opened inside the
+//! directory that was checked (`openat`), so neither can be swapped between.
 
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
 
 use pausewatch_parsers::hsperf::{self, PerfDataError, PROLOGUE_LEN};
 
@@ -32,6 +42,9 @@ pub const INVALID: &str = "invalid_hsperfdata";
 pub const MISSING: &str = "no_hsperfdata";
 /// `reason` when the file, or the way to it, may not be read.
 pub const DENIED: &str = "permission_denied";
+/// `reason` of a file, or directory, that another user owns or may write:
+/// not the JVM's own, whatever it says.
+pub const UNTRUSTED: &str = "untrusted_hsperfdata";
 
 /// Why a JVM's hsperfdata cannot be read: the `reason` label value, and what
 /// was found, for the log line.
@@ -54,27 +67,12 @@ pub fn open(path: &Path) -> Result<File, Unreadable> {
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_NOCTTY)
         .open(path);
-    let file = match opened {
-        Ok(file) => file,
-        // O_NOFOLLOW on a symlink.
-        Err(error) if error.raw_os_error() == Some(libc::ELOOP) => {
-            return Err(Unreadable::new(
-                NOT_REGULAR,
-                format!("{} is a symlink", path.display()),
-            ))
-        }
-        Err(error) => {
-            let reason = match error.kind() {
-                ErrorKind::PermissionDenied => DENIED,
-                ErrorKind::NotFound => MISSING,
-                _ => NOT_REGULAR,
-            };
-            return Err(Unreadable::new(
-                reason,
-                format!("{}: {error}", path.display()),
-            ));
-        }
-    };
+    regular(path, opened.map_err(|error| refusal(path, error)))
+}
+
+/// The file opened, kept only when `fstat` says it is a regular file.
+fn regular(path: &Path, opened: Result<File, Unreadable>) -> Result<File, Unreadable> {
+    let file = opened?;
     let kind = file.metadata().map(|m| m.file_type());
     match kind {
         Ok(kind) if kind.is_file() => Ok(file),
@@ -87,6 +85,64 @@ pub fn open(path: &Path) -> Result<File, Unreadable> {
             format!("{}: {error}", path.display()),
         )),
     }
+}
+
+/// Why `path` could not be opened, as a reason.
+fn refusal(path: &Path, error: std::io::Error) -> Unreadable {
+    // O_NOFOLLOW on a symlink.
+    if error.raw_os_error() == Some(libc::ELOOP) {
+        return Unreadable::new(NOT_REGULAR, format!("{} is a symlink", path.display()));
+    }
+    let reason = match error.kind() {
+        ErrorKind::PermissionDenied => DENIED,
+        ErrorKind::NotFound => MISSING,
+        _ => NOT_REGULAR,
+    };
+    Unreadable::new(reason, format!("{}: {error}", path.display()))
+}
+
+/// Whether what `file` is open on is the JVM's user's alone, as HotSpot
+/// checks its own directory and file: owned by `uid`, and writable by
+/// neither group nor others.
+fn owned_alone(file: &File, path: &Path, uid: u32) -> Result<(), Unreadable> {
+    let metadata = file
+        .metadata()
+        .map_err(|error| Unreadable::new(UNTRUSTED, format!("{}: {error}", path.display())))?;
+    let untrusted = |why: String| Unreadable::new(UNTRUSTED, format!("{} {why}", path.display()));
+    if metadata.uid() != uid {
+        return Err(untrusted(format!(
+            "is owned by uid {}, not by the JVM's uid {uid}",
+            metadata.uid()
+        )));
+    }
+    if metadata.mode() & 0o022 != 0 {
+        return Err(untrusted(format!(
+            "may be written by other users (mode {:o})",
+            metadata.mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+/// The file `name` in the hsperfdata directory `dir`, opened inside the
+/// directory (never a symlink, a FIFO or a device), when both are the
+/// user `uid`'s alone. A directory without the file is [`MISSING`], whoever
+/// owns it: every user's JVMs have one.
+fn open_owned(dir: &Path, name: &str, uid: u32) -> Result<File, Unreadable> {
+    let directory = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(dir)
+        .map_err(|error| refusal(dir, error))?;
+    let path = dir.join(name);
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::NOCTTY;
+    let opened = rustix::fs::openat(&directory, name, flags | OFlags::CLOEXEC, Mode::empty())
+        .map(File::from)
+        .map_err(|errno| refusal(&path, errno.into()));
+    let file = regular(&path, opened)?;
+    owned_alone(&directory, dir, uid)?;
+    owned_alone(&file, &path, uid)?;
+    Ok(file)
 }
 
 fn describe(kind: std::fs::FileType) -> &'static str {
@@ -116,6 +172,12 @@ pub fn find(proc_root: &Path, process: &JavaProcess) -> Result<(PathBuf, File), 
         Unreadable::new(reason, format!("cannot list {}: {error}", tmp.display()))
     })?;
     let name = process.nspid.to_string();
+    let uid = process.uid.ok_or_else(|| {
+        Unreadable::new(
+            UNTRUSTED,
+            format!("the owner of process {} is not known", process.pid),
+        )
+    })?;
     let mut directories = 0;
     let mut refused: Option<Unreadable> = None;
     for entry in entries.flatten() {
@@ -127,9 +189,9 @@ pub fn find(proc_root: &Path, process: &JavaProcess) -> Result<(PathBuf, File), 
             continue;
         }
         directories += 1;
-        let path = entry.path().join(&name);
-        match open(&path) {
-            Ok(file) => return Ok((path, file)),
+        let dir = entry.path();
+        match open_owned(&dir, &name, uid) {
+            Ok(file) => return Ok((dir.join(&name), file)),
             // A refusal says more than a directory without the file.
             Err(unreadable) if unreadable.reason != MISSING => refused = Some(unreadable),
             Err(_) => {}
@@ -230,6 +292,53 @@ mod tests {
         assert_eq!(device.reason, NOT_REGULAR);
         assert!(device.detail.ends_with("is a device"), "{}", device.detail);
         assert_eq!(open(&dir.path().join("8")).unwrap_err().reason, MISSING);
+    }
+
+    /// Another user's directory, or one any user may write, is not the
+    /// JVM's: the forged file in it is refused, said why; a directory
+    /// without the file is only missing, whoever owns it.
+    #[test]
+    fn a_file_is_the_jvms_only_when_its_user_alone_owns_it_and_its_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let own = rustix::process::geteuid().as_raw();
+        let dir = tempfile::tempdir().unwrap();
+        let hsperf = dir.path().join("hsperfdata_victim");
+        std::fs::create_dir(&hsperf).unwrap();
+        std::fs::set_permissions(&hsperf, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(hsperf.join("42"), fixture()).unwrap();
+        std::fs::set_permissions(hsperf.join("42"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        assert!(open_owned(&hsperf, "42", own).is_ok());
+        let other = open_owned(&hsperf, "42", own + 1).unwrap_err();
+        assert_eq!(other.reason, UNTRUSTED);
+        assert!(
+            other.detail.contains("hsperfdata_victim is owned by uid"),
+            "{}",
+            other.detail
+        );
+        assert_eq!(
+            open_owned(&hsperf, "43", own + 1).unwrap_err().reason,
+            MISSING
+        );
+        std::fs::set_permissions(&hsperf, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let open_to_all = open_owned(&hsperf, "42", own).unwrap_err();
+        assert_eq!(open_to_all.reason, UNTRUSTED);
+        assert!(
+            open_to_all.detail.ends_with("(mode 777)"),
+            "{}",
+            open_to_all.detail
+        );
+        std::fs::set_permissions(&hsperf, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(hsperf.join("42"), std::fs::Permissions::from_mode(0o666))
+            .unwrap();
+        assert_eq!(
+            open_owned(&hsperf, "42", own).unwrap_err().reason,
+            UNTRUSTED
+        );
+        // A symlinked directory is not followed.
+        std::os::unix::fs::symlink(&hsperf, dir.path().join("hsperfdata_link")).unwrap();
+        let link = open_owned(&dir.path().join("hsperfdata_link"), "42", own).unwrap_err();
+        assert_eq!(link.reason, NOT_REGULAR);
     }
 
     fn fixture() -> Vec<u8> {

@@ -544,7 +544,15 @@ impl Registry {
                 continue;
             }
             let proc_root = PathBuf::from(PROC_ROOT);
-            let gc_logs = discovery::gc_logs(&proc_root, &process);
+            let mut gc_logs = discovery::gc_logs(&proc_root, &process);
+            gc_logs.files.retain(|log| {
+                let Some(why) = discovery::untrusted_log(log, process.uid) else {
+                    return true;
+                };
+                tracing::warn!(pid = process.pid, jvm = %process.main(), log = %log.display(), why, "not followed as the JVM's GC log: it is not the JVM's user's alone");
+                store.write().count_error("untrusted_gc_log");
+                false
+            });
             let logs: Vec<PathBuf> = gc_logs
                 .files
                 .iter()

@@ -533,6 +533,15 @@ impl Children {
         });
     }
 
+    /// The process id of `name`; panics if it is not known.
+    pub fn pid(&self, name: &str) -> u32 {
+        let running = self.running.iter().find(|r| r.name == name);
+        running
+            .unwrap_or_else(|| panic!("no child {name}"))
+            .child
+            .id()
+    }
+
     /// The exit status of `name` if it has exited; panics if it is not known.
     pub fn exited(&mut self, name: &str) -> Option<ExitStatus> {
         let running = self
@@ -925,6 +934,32 @@ pub fn mount_namespace_or_skip(cannot: &str) -> bool {
         ));
     }
     permitted
+}
+
+/// Whether bpf() may be used here (the eBPF build, root, setpriv and a
+/// JDK); skips loudly when it may not.
+pub fn bpf_or_skip() -> bool {
+    if !cfg!(feature = "ebpf") {
+        skip("built without --features ebpf (clang, libelf-dev, zlib1g-dev, pkg-config; .ci/run installs them)");
+        return false;
+    }
+    if let Some(reason) = missing_root_or_tool(
+        "loading BPF programs needs CAP_BPF and CAP_PERFMON",
+        &[("setpriv", &["--version"])],
+    ) {
+        skip(reason);
+        return false;
+    }
+    java_or_skip()
+}
+
+/// The `pausewatch_jvm_discovered` line of `pid`.
+pub fn discovered(metrics: &str, pid: u32) -> Option<String> {
+    let pid = format!("pid=\"{pid}\"");
+    metrics
+        .lines()
+        .find(|l| l.starts_with("pausewatch_jvm_discovered{") && l.contains(&pid))
+        .map(str::to_string)
 }
 
 /// Whether `java` and `javac` run; [`skip`]s when they do not.

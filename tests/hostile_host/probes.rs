@@ -1,0 +1,274 @@
+//! See the parent module: round 3, the root agent's discovery and eBPF
+//! paths as another local user attacks them, with real JVMs run as other
+//! users through `setpriv` and the agent's probes loaded.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{self, Agent, Children};
+
+/// The victim's and the attacker's users (Debian's `daemon` and `lp`):
+/// HotSpot names its hsperfdata directory by the user's name, so both must
+/// be in /etc/passwd.
+const VICTIM: (u32, &str) = (1, "daemon");
+const ATTACKER: (u32, &str) = (7, "lp");
+
+/// A command run as `user` (uid and gid alike), without supplementary groups.
+fn as_user(user: (u32, &str), program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new("setpriv");
+    command
+        .arg(format!("--reuid={}", user.0))
+        .arg(format!("--regid={}", user.0))
+        .args(["--clear-groups", "--no-new-privs"])
+        .arg(program);
+    command
+}
+
+/// A directory any user may read, with the Java workloads compiled in
+/// `classes`, and the marker of the test's JVMs.
+fn readable_workloads() -> Option<(tempfile::TempDir, PathBuf, String)> {
+    let (dir, classes, marker) = common::workloads_or_skip()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    Some((dir, classes, marker))
+}
+
+/// A directory of `dir` that `user` owns.
+fn owned_dir(dir: &Path, name: &str, user: (u32, &str)) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::create_dir_all(&path).unwrap();
+    std::os::unix::fs::chown(&path, Some(user.0), Some(user.0)).unwrap();
+    path
+}
+
+/// An agent with the probes loaded (root), discovering the JVMs with `marker`.
+fn start_agent(children: &mut Children, dir: &Path, marker: &str) -> Agent {
+    let port = common::free_port();
+    let config = common::write_file(
+        dir,
+        "pausewatch.toml",
+        format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
+             [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n\
+             [runtime_stats]\ninterval = \"100ms\"\n",
+            common::toml_string(&dir.join("state")),
+            common::discovery_include(marker),
+        ),
+    );
+    let log = std::fs::File::create(dir.join("agent.log")).unwrap();
+    let child = common::run_command(&config)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let agent = Agent::from_child(port, child);
+    agent.metrics_when(Duration::from_secs(20), |m| m.ends_with("# EOF\n"));
+    children.dump_on_failure(&[port], &["pausewatch_jvm_discovered", "pausewatch_errors"]);
+    agent
+}
+
+/// The agent's pause count and largest pause of the JVM `pid`, over every
+/// minute `/api/v1/minutes` keeps.
+fn agent_pauses(agent: &Agent, pid: u32) -> (u64, f64) {
+    let body = agent.get("/api/v1/minutes").unwrap_or_default();
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    let pid = pid.to_string();
+    let jvms = json["jvms"].as_array().cloned().unwrap_or_default();
+    let Some(jvm) = jvms.iter().find(|j| j["labels"]["pid"] == pid.as_str()) else {
+        return (0, 0.0);
+    };
+    let minutes = jvm["minutes"].as_array().cloned().unwrap_or_default();
+    minutes.iter().fold((0, 0.0), |(count, max), minute| {
+        let minute_max = minute["pause_max_seconds"].as_f64().unwrap_or(0.0);
+        (
+            count + minute["pause_count"].as_u64().unwrap_or(0),
+            f64::max(max, minute_max),
+        )
+    })
+}
+
+/// The `Pause` lines of a JVM's own `-Xlog:gc` output: count and largest (s).
+fn logged_pauses(log: &Path) -> (u64, f64) {
+    let pause = regex::Regex::new(r"GC\(\d+\) Pause .* (\d+\.\d+)ms$").unwrap();
+    let text = std::fs::read_to_string(log).unwrap();
+    text.lines()
+        .filter_map(|line| pause.captures(line))
+        .fold((0, 0.0), |(count, max), c| {
+            (count + 1, f64::max(max, c[1].parse::<f64>().unwrap() / 1e3))
+        })
+}
+
+/// `bytes` with the first `from` replaced by `to`, NUL-padded to its length
+/// (a PerfData string is NUL-terminated in a field of fixed size).
+fn patched(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
+    assert!(to.len() <= from.len());
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from.as_bytes())
+        .unwrap_or_else(|| panic!("{from} is not in the file"));
+    let mut out = bytes.to_vec();
+    out[at..at + from.len()].fill(0);
+    out[at..at + to.len()].copy_from_slice(to.as_bytes());
+    out
+}
+
+/// Waits for the hsperfdata file of the JVM `pid` run by `user` to name
+/// `option` in its `java.rt.vmArgs`: its bytes.
+fn hsperfdata_naming(user: &str, pid: u32, option: &str) -> Vec<u8> {
+    let path = PathBuf::from(format!("/tmp/hsperfdata_{user}/{pid}"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let bytes = std::fs::read(&path).unwrap_or_default();
+        if bytes.windows(option.len()).any(|w| w == option.as_bytes()) {
+            return bytes;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never named {option}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Removes a directory when dropped, whatever the test's outcome.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Case 1: a local user makes `/tmp/hsperfdata_daemon` (mode 777) before
+/// daemon's JVMs start, which then write no hsperfdata of their own, and
+/// puts there, under each victim's pid, a real hsperfdata file of their
+/// own JVM whose `java.rt.vmArgs` names a GC log they write (five 30 s
+/// pauses), or `/etc/shadow`. The agent trusts neither: it says why, never
+/// opens either log, and measures both victims by eBPF, their pauses those
+/// of the victims' own `-Xlog:gc` output.
+#[test]
+fn another_users_hsperfdata_cannot_forge_or_hide_a_jvms_pauses() {
+    if !common::bpf_or_skip() {
+        return;
+    }
+    let Some((dir, classes, marker)) = readable_workloads() else {
+        return;
+    };
+    let dir = dir.path();
+    let mut children = Children::new(dir);
+    let agent = start_agent(&mut children, dir, &marker);
+
+    let trap = Path::new("/tmp").join(format!("hsperfdata_{}", VICTIM.1));
+    assert!(
+        !trap.exists(),
+        "{} exists already: this test needs to make it",
+        trap.display()
+    );
+    let _trap_removed = RemoveOnDrop(trap.clone());
+    let attacker_dir = owned_dir(dir, "attacker", ATTACKER);
+    std::fs::create_dir(&trap).unwrap();
+    std::fs::set_permissions(&trap, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::os::unix::fs::chown(&trap, Some(ATTACKER.0), Some(ATTACKER.0)).unwrap();
+
+    // The attacker's own JVM: its hsperfdata names the log they write.
+    let forged_log = attacker_dir.join("gc-forged.log");
+    let xlog = format!("-Xlog:gc:file={}", forged_log.display());
+    let mut attacker_jvm = as_user(ATTACKER, "java");
+    attacker_jvm
+        .args(["-Xmx32m", "-XX:+UseSerialGC", "-cp"])
+        .arg(&classes)
+        .args(["-Dwl.rate=1", &xlog, "GcWorkload", "steady", "60"])
+        .arg(attacker_dir.join("attacker.json"))
+        .current_dir(&attacker_dir);
+    children.spawn_service("attacker-jvm", &mut attacker_jvm);
+    // setpriv execs what it runs: the child's pid is the JVM's.
+    let attacker_pid = children.pid("attacker-jvm");
+    let real = hsperfdata_naming(ATTACKER.1, attacker_pid, &xlog);
+    let naming_shadow = patched(&real, &forged_log.display().to_string(), "/etc/shadow");
+
+    // Two victims, each held in a shell until its forged file is in place,
+    // then exec'd into the JVM under the same pid.
+    let victim_dir = owned_dir(dir, "victim", VICTIM);
+    let mut victims = Vec::new();
+    for (name, forged) in [("forged", &real), ("shadow", &naming_shadow)] {
+        let go = victim_dir.join(format!("{name}.go"));
+        let mut command = as_user(VICTIM, "sh");
+        command
+            .arg("-c")
+            .arg("while [ ! -e \"$0\" ]; do sleep 0.05; done; exec \"$@\"")
+            .arg(&go)
+            .args([
+                "java",
+                "-Xmx64m",
+                "-XX:+UseSerialGC",
+                "-Xlog:gc:stderr",
+                &marker,
+            ])
+            .args(["-Dwl.rate=20", "-Dwl.quiesceMs=1500", "-cp"])
+            .arg(&classes)
+            .args(["GcWorkload", "steady", "6"])
+            .arg(victim_dir.join(format!("{name}.json")))
+            .current_dir(&victim_dir);
+        children.spawn_job(name, &mut command);
+        let pid = children.pid(name);
+        let file = trap.join(pid.to_string());
+        std::fs::write(&file, forged).unwrap();
+        std::os::unix::fs::chown(&file, Some(ATTACKER.0), Some(ATTACKER.0)).unwrap();
+        std::fs::write(&go, "").unwrap();
+        victims.push((name, pid));
+    }
+    // The attacker appends five 30 s pauses while the victims run.
+    let mut forged_lines = String::from("[0.010s][info][gc] Using Serial\n");
+    for i in 0..5 {
+        forged_lines += &format!(
+            "[{}.000s][info][gc] GC({i}) Pause Young (Allocation Failure) 20M->2M(64M) 30000.000ms\n",
+            i + 1
+        );
+    }
+    std::fs::write(&forged_log, forged_lines).unwrap();
+    std::os::unix::fs::chown(&forged_log, Some(ATTACKER.0), Some(ATTACKER.0)).unwrap();
+
+    for (name, pid) in &victims {
+        children.wait_until(
+            Instant::now() + Duration::from_secs(60),
+            &format!("the {name} victim to exit"),
+            |c| c.exited(name).is_some(),
+        );
+        let truth = logged_pauses(&dir.join(format!("{name}.stderr")));
+        assert!(truth.0 >= 3, "{name}: only {truth:?} pauses in its own log");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut counted = agent_pauses(&agent, *pid);
+        while counted.0 != truth.0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            counted = agent_pauses(&agent, *pid);
+        }
+        assert_eq!(
+            counted.0, truth.0,
+            "{name}: the agent's pauses against its own log"
+        );
+        assert!(counted.1 < 1.0, "{name}: a forged pause of {} s", counted.1);
+        let metrics = agent.get("/metrics").unwrap_or_default();
+        let line = common::discovered(&metrics, *pid).unwrap_or_default();
+        assert!(
+            line.contains("pause_source=\"ebpf\"")
+                && line.contains("reason=\"untrusted_hsperfdata\""),
+            "{name}: {line}"
+        );
+    }
+    let metrics = agent.get("/metrics").unwrap_or_default();
+    let log = std::fs::read_to_string(dir.join("agent.log")).unwrap();
+    for named in ["gc-forged.log", "/etc/shadow"] {
+        assert!(!metrics.contains(named), "{named} in /metrics");
+        assert!(
+            !log.lines()
+                .any(|l| l.contains(named) && l.contains("following the GC log")),
+            "{named} followed:\n{log}"
+        );
+    }
+    let refused = log
+        .lines()
+        .find(|l| l.contains("untrusted_hsperfdata") && l.contains("is owned by uid 7"));
+    assert!(refused.is_some(), "no line says why:\n{log}");
+}
