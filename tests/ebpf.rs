@@ -278,6 +278,13 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
             && refused_line.contains("ebpf_reason=\"permission_denied\""),
         "{refused_line}"
     );
+    // libbpf's lines go through the agent's log, and the refusal names
+    // the capabilities, not RLIMIT_MEMLOCK or the kernel's configuration.
+    let log = std::fs::read_to_string(dir.join("refused/agent.log")).unwrap();
+    assert!(!log.contains("libbpf: "), "{log}");
+    assert!(!log.contains("Make sure your kernel supports BPF"), "{log}");
+    let why = log.lines().find(|l| l.contains("cannot be loaded"));
+    assert!(why.is_some_and(|l| l.contains("CAP_BPF")), "{log}");
 
     // Started after the attachment: covered from the first safepoint.
     // ZGC's proactive cycles would run between the MXBean snapshot and the exit.

@@ -65,6 +65,9 @@ fn can_hold(dir: &Path) -> bool {
 
 /// Serves the endpoints and runs the agent until SIGTERM or SIGINT.
 pub fn run(config: Config) -> Result<()> {
+    // Before the agent: the eBPF probes it loads take their descriptors
+    // out of the share planned for held files.
+    let limits = share_descriptors(config.http);
     let store = Arc::new(Store::default());
     let agent = Agent::new(config.clone(), store.clone()).map_err(|error| {
         if error.is::<crate::agent::CheckpointDirInUse>() || error.is::<NewerVersion>() {
@@ -101,7 +104,6 @@ pub fn run(config: Config) -> Result<()> {
         "pausewatch agent started"
     );
     let guard = web_guard(&config)?;
-    let limits = share_descriptors(config.http);
     runtime.spawn(async move {
         if let Err(error) = server::serve(listener, router, limits, guard).await {
             tracing::error!(%error, "HTTP server stopped");

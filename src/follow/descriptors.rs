@@ -11,6 +11,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Files followers may hold open between polls, across the process.
 static BUDGET: AtomicUsize = AtomicUsize::new(usize::MAX);
 static HELD: AtomicUsize = AtomicUsize::new(0);
+/// Descriptors the eBPF probes hold (maps, programs, links: 19, and 7 more
+/// per libjvm.so attached, on Linux 6.x), out of the same share as held
+/// files: with `prlimit --nofile=64` they took the descriptors the HTTP
+/// server and the checkpoint were planned to have.
+static PROBES: AtomicUsize = AtomicUsize::new(0);
 
 /// Sets how many files followers may keep open between polls.
 pub fn set_budget(files: usize) {
@@ -24,7 +29,9 @@ pub struct Slot(());
 impl Slot {
     /// A slot, if the budget has one left.
     pub fn take() -> Option<Slot> {
-        let budget = BUDGET.load(Ordering::Relaxed);
+        let budget = BUDGET
+            .load(Ordering::Relaxed)
+            .saturating_sub(PROBES.load(Ordering::Acquire));
         HELD.fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
             (held < budget).then_some(held + 1)
         })
@@ -37,6 +44,19 @@ impl Drop for Slot {
     fn drop(&mut self) {
         HELD.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// Whether the share of held files has `more` descriptors free for the
+/// probes beside the `probes` they hold now.
+pub fn room_for_probes(probes: usize, more: usize) -> bool {
+    let used = HELD.load(Ordering::Acquire).saturating_add(probes);
+    used.saturating_add(more) <= BUDGET.load(Ordering::Relaxed)
+}
+
+/// Sets how many descriptors the probes hold: what followers may hold
+/// open between polls is that many fewer.
+pub fn set_held_by_probes(descriptors: usize) {
+    PROBES.store(descriptors, Ordering::Release);
 }
 
 /// Whether `error` says the process or the system is out of descriptors:

@@ -25,7 +25,9 @@ mod discover;
 mod siblings;
 
 use descriptors::Slot;
-pub use descriptors::{plan, raise_open_files_limit, set_budget, Plan};
+pub use descriptors::{
+    plan, raise_open_files_limit, room_for_probes, set_budget, set_held_by_probes, Plan,
+};
 
 pub use confine::{open_regular, Confine, OpenError};
 pub use discover::{

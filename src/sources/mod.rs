@@ -544,6 +544,18 @@ impl Registry {
                 continue;
             }
             let proc_root = PathBuf::from(PROC_ROOT);
+            // One truth per JVM: eBPF, where it reaches, is asked even for a
+            // JVM with a log (the reason says why it is not used elsewhere).
+            // A library being attached is waited for: the JVM is found
+            // again at the next scan, its records kept meanwhile.
+            let ebpf = match self.ebpf.cover(&proc_root, process.pid) {
+                ebpf::Coverage::Attaching => {
+                    retry.push(process.pid);
+                    continue;
+                }
+                ebpf::Coverage::Measured => Ok(()),
+                ebpf::Coverage::NotMeasured(reason, _) => Err(reason.to_string()),
+            };
             let mut gc_logs = discovery::gc_logs(&proc_root, &process);
             gc_logs.files.retain(|log| {
                 let Some(why) = discovery::untrusted_log(log, process.uid) else {
@@ -576,9 +588,6 @@ impl Registry {
             let mut labels = process.labels();
             labels.extend(self.config.discovery.labels_for(&command_line));
             let started_after_agent = process.start_ticks >= self.started_ticks;
-            // One truth per JVM: eBPF, where it reaches, is asked even for a
-            // JVM with a log (the reason says why it is not used elsewhere).
-            let ebpf = self.ebpf.cover(&proc_root, process.pid);
             let (id, owns_stream, retires) = match followed {
                 Some(id) => (id, false, false),
                 // Its log is configured but not followed yet (the JVM has

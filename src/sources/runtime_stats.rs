@@ -492,6 +492,14 @@ impl RuntimeStatsSource {
     }
 
     fn apply(&mut self, sample: &Sample, sampled_ns: u64, store: &Store) {
+        // The eBPF source hands a JVM its probes see nothing of back to
+        // these counters.
+        let pause_source = (store.write().streams.get(&self.id))
+            .and_then(|s| s.discovered.as_ref())
+            .map(|d| d.pause_source);
+        if let Some(pause_source) = pause_source {
+            self.recovers_pauses = pause_source == PauseSource::Hsperfdata;
+        }
         let Some(layout) = &self.layout else { return };
         let (mut stats, counters) = sample.stats(layout);
         stats.sampled_monotonic_ns = sampled_ns;

@@ -27,8 +27,12 @@ fn as_user(user: (u32, &str), program: impl AsRef<std::ffi::OsStr>) -> Command {
 }
 
 /// A directory any user may read, with the Java workloads compiled in
-/// `classes`, and the marker of the test's JVMs.
-fn readable_workloads() -> Option<(tempfile::TempDir, PathBuf, String)> {
+/// `classes`, and the marker of the test's JVMs; `None` (skipped loudly)
+/// where the probes cannot be loaded.
+fn prepared() -> Option<(tempfile::TempDir, PathBuf, String)> {
+    if !common::bpf_or_skip() {
+        return None;
+    }
     let (dir, classes, marker) = common::workloads_or_skip()?;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     Some((dir, classes, marker))
@@ -42,8 +46,9 @@ fn owned_dir(dir: &Path, name: &str, user: (u32, &str)) -> PathBuf {
     path
 }
 
-/// An agent with the probes loaded (root), discovering the JVMs with `marker`.
-fn start_agent(children: &mut Children, dir: &Path, marker: &str) -> Agent {
+/// An agent with the probes loaded (root), discovering the JVMs with
+/// `marker`, its log in `dir/agent.log`: its port and process.
+fn spawn_agent(dir: &Path, marker: &str) -> (u16, std::process::Child) {
     let port = common::free_port();
     let config = common::write_file(
         dir,
@@ -62,6 +67,12 @@ fn start_agent(children: &mut Children, dir: &Path, marker: &str) -> Agent {
         .stderr(log)
         .spawn()
         .unwrap();
+    (port, child)
+}
+
+/// [`spawn_agent`]'s agent once it serves `/metrics`.
+fn start_agent(children: &mut Children, dir: &Path, marker: &str) -> Agent {
+    let (port, child) = spawn_agent(dir, marker);
     let agent = Agent::from_child(port, child);
     agent.metrics_when(Duration::from_secs(20), |m| m.ends_with("# EOF\n"));
     children.dump_on_failure(&[port], &["pausewatch_jvm_discovered", "pausewatch_errors"]);
@@ -150,10 +161,7 @@ impl Drop for RemoveOnDrop {
 /// of the victims' own `-Xlog:gc` output.
 #[test]
 fn another_users_hsperfdata_cannot_forge_or_hide_a_jvms_pauses() {
-    if !common::bpf_or_skip() {
-        return;
-    }
-    let Some((dir, classes, marker)) = readable_workloads() else {
+    let Some((dir, classes, marker)) = prepared() else {
         return;
     };
     let dir = dir.path();
@@ -271,4 +279,238 @@ fn another_users_hsperfdata_cannot_forge_or_hide_a_jvms_pauses() {
         .lines()
         .find(|l| l.contains("untrusted_hsperfdata") && l.contains("is owned by uid 7"));
     assert!(refused.is_some(), "no line says why:\n{log}");
+}
+
+/// The JDK 17 Debian installs, whose libjvm.so the tests copy.
+const JDK17: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
+
+/// A copy of the JDK at `JDK17` in `dir`: its tree of directories, its
+/// files links to the originals but for `bin/java` and
+/// `lib/server/libjvm.so`, real files (the launcher finds its JDK, and
+/// HotSpot its home, through their own paths).
+fn private_jdk(dir: &Path) -> PathBuf {
+    let jdk = dir.join("jdk");
+    common::succeed(Command::new("cp").args(["-rs", JDK17]).arg(&jdk));
+    for file in ["bin/java", "lib/server/libjvm.so"] {
+        std::fs::remove_file(jdk.join(file)).unwrap();
+        std::fs::copy(Path::new(JDK17).join(file), jdk.join(file)).unwrap();
+    }
+    jdk
+}
+
+/// Sends `signal` to `pid` and waits up to `within` for it to exit: the
+/// time it took, `None` if it did not.
+fn exits_on(agent: &mut std::process::Child, signal: &str, within: Duration) -> Option<Duration> {
+    let sent = Instant::now();
+    common::succeed(Command::new("kill").args([signal, &agent.id().to_string()]));
+    while sent.elapsed() < within {
+        if agent.try_wait().unwrap().is_some() {
+            return Some(sent.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Case 2: a local user's process named `java` maps a libjvm.so, unlinks
+/// it and leaves a FIFO at its name; and a FIFO waits at a JDK path the
+/// agent attaches at start (`/opt/X/lib/server/libjvm.so`). Neither may
+/// freeze the agent: it starts, serves `/healthz`, lists the process with a
+/// reason, and exits at once on SIGTERM.
+#[test]
+fn a_fifo_for_a_libjvm_freezes_nothing() {
+    let Some((dir, _classes, marker)) = prepared() else {
+        return;
+    };
+    let dir = dir.path();
+    let opt = PathBuf::from(format!("/opt/pausewatch-test-{}", std::process::id()));
+    let _opt_removed = RemoveOnDrop(opt.clone());
+    std::fs::create_dir_all(opt.join("lib/server")).unwrap();
+    common::succeed(Command::new("mkfifo").arg(opt.join("lib/server/libjvm.so")));
+    let mut children = Children::new(dir);
+
+    // The attacker's library, mapped, unlinked and replaced by a FIFO.
+    let attacker_dir = owned_dir(dir, "attacker", ATTACKER);
+    let library = attacker_dir.join("lib/server/libjvm.so");
+    std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+    std::fs::copy(Path::new(JDK17).join("lib/server/libjvm.so"), &library).unwrap();
+    common::succeed(Command::new("chown").args(["-R", "7:7"]).arg(&attacker_dir));
+    let ready = attacker_dir.join("ready");
+    let script = "import mmap, os, sys, time\n\
+                  f = open(sys.argv[1], 'rb')\n\
+                  m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)\n\
+                  os.unlink(sys.argv[1]); os.mkfifo(sys.argv[1])\n\
+                  open(sys.argv[2], 'w').close()\n\
+                  time.sleep(600)\n";
+    let mut fake = as_user(ATTACKER, "bash");
+    fake.args(["-c", "exec -a java python3 -c \"$0\" \"$@\"", script])
+        .arg(&library)
+        .arg(&ready)
+        .arg(&marker);
+    children.spawn_service("fake-java", &mut fake);
+    children.wait_until(
+        Instant::now() + Duration::from_secs(10),
+        "the FIFO in place",
+        |_| ready.exists(),
+    );
+    let fake_pid = children.pid("fake-java");
+
+    let (port, mut agent) = spawn_agent(dir, &marker);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut line = None;
+    while line.is_none() && Instant::now() < deadline {
+        let metrics = common::http_get(port, "/metrics")
+            .map(|(_, b)| b)
+            .unwrap_or_default();
+        line = common::discovered(&metrics, fake_pid);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log_text = || std::fs::read_to_string(dir.join("agent.log")).unwrap_or_default();
+    let line = line.unwrap_or_else(|| panic!("the fake java was never listed:\n{}", log_text()));
+    // Its loop still beats once the process was taken in.
+    std::thread::sleep(Duration::from_secs(1));
+    let health = common::http_get(port, "/healthz");
+    assert!(matches!(health, Ok((200, _))), "{health:?}\n{}", log_text());
+    assert!(line.contains("pause_source="), "{line}");
+    let took = exits_on(&mut agent, "-TERM", Duration::from_secs(5));
+    assert!(took.is_some(), "SIGTERM ignored:\n{}", log_text());
+    let text = log_text();
+    assert!(
+        text.lines()
+            .any(|l| l.contains(&opt.display().to_string()) && l.contains("not a regular file")),
+        "the FIFO at the JDK path is not reported:\n{text}"
+    );
+}
+
+/// Case 3: a JDK upgraded in place under a running JVM (its libjvm.so
+/// replaced by `mv`, as dpkg and rpm do), then the agent started: the
+/// probes go on the file the JVM maps, not the new one, and every
+/// safepoint its counter makes from then on is recorded.
+#[test]
+fn a_jdk_upgraded_in_place_leaves_its_running_jvm_measured() {
+    let Some((dir, classes, marker)) = prepared() else {
+        return;
+    };
+    let dir = dir.path();
+    let jdk = private_jdk(dir);
+    let mut children = Children::new(dir);
+    let mut jvm = Command::new(jdk.join("bin/java"));
+    jvm.args(["-Xmx64m", "-XX:+UseSerialGC", "-Xlog:gc:stderr", &marker])
+        .args(["-Dwl.rate=20", "-Dwl.quiesceMs=2000", "-cp"])
+        .arg(&classes)
+        .args(["GcWorkload", "steady", "12"])
+        .arg(dir.join("jvm.json"));
+    children.spawn_job("jvm", &mut jvm);
+    let pid = children.pid("jvm");
+    // The upgrade: a new file renamed over the one the JVM maps.
+    std::thread::sleep(Duration::from_secs(1));
+    let server = jdk.join("lib/server");
+    std::fs::copy(server.join("libjvm.so"), server.join("libjvm.so.new")).unwrap();
+    std::fs::rename(server.join("libjvm.so.new"), server.join("libjvm.so")).unwrap();
+
+    let agent = start_agent(&mut children, dir, &marker);
+    children.wait_until(
+        Instant::now() + Duration::from_secs(60),
+        "the JVM to exit",
+        |c| c.exited("jvm").is_some(),
+    );
+    let truth = logged_pauses(&dir.join("jvm.stderr"));
+    let (counted, _) = agent_pauses(&agent, pid);
+    let metrics = agent.get("/metrics").unwrap_or_default();
+    let line = common::discovered(&metrics, pid).unwrap_or_default();
+    assert!(
+        line.contains("pause_source=\"ebpf\"") && line.contains("ebpf_reason=\"\""),
+        "{line}"
+    );
+    assert!(
+        counted >= 3 && counted <= truth.0,
+        "{counted} pauses of the log's {truth:?}"
+    );
+    let pid_label = format!("pid=\"{pid}\"");
+    let mismatch = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("pausewatch_jvm_safepoint_probe_mismatch{") && l.contains(&pid_label)
+        })
+        .and_then(common::line_value);
+    assert_eq!(mismatch, Some(0.0), "safepoints the probes missed");
+}
+
+/// Case 6: the probes' descriptors (19, and 7 per JDK) come out of the
+/// share planned for held files. With `prlimit --nofile=64` and 100 logs
+/// they do not fit, and the agent says so instead of taking the HTTP
+/// server's and the checkpoint's; with 160 they are loaded. Either way
+/// every log is read, `/healthz` answers and SIGTERM writes the last
+/// checkpoint.
+#[test]
+fn the_probes_descriptors_are_counted_in_a_tight_open_files_limit() {
+    let Some((dir, _classes, marker)) = prepared() else {
+        return;
+    };
+    let dir = dir.path();
+    let line = "[0.500s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 10M->5M(64M) 1.000ms\n";
+    for i in 0..100 {
+        let log = dir.join(format!("jvms/{i:03}/gc.log"));
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        std::fs::write(&log, line.repeat(3)).unwrap();
+    }
+    for (limit, expected) in [(64, "too_few_descriptors"), (160, "probes attached")] {
+        let run = dir.join(format!("limit-{limit}"));
+        std::fs::create_dir_all(&run).unwrap();
+        let port = common::free_port();
+        let config = common::write_file(
+            &run,
+            "pausewatch.toml",
+            format!(
+                "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\ncheckpoint_interval = \"100ms\"\n\
+                 [[gc_log]]\npath = \"{}/jvms/*/gc.log\"\nstart_at = \"beginning\"\n\
+                 [discovery]\ninclude = [{}]\n",
+                common::toml_string(&run.join("state")),
+                dir.display(),
+                common::discovery_include(&marker),
+            ),
+        );
+        let mut agent = Command::new("prlimit")
+            .arg(format!("--nofile={limit}:{limit}"))
+            .args([common::PAUSEWATCH, "run", "--config"])
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(run.join("agent.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let log = || std::fs::read_to_string(run.join("agent.log")).unwrap_or_default();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let counted = |metrics: &str| common::sum(metrics, "jvm_gc_pause_seconds_count", &[]);
+        let mut metrics = String::new();
+        while counted(&metrics) < 300.0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            metrics = common::http_get_ok(port, "/metrics").unwrap_or_default();
+        }
+        assert_eq!(counted(&metrics), 300.0, "limit {limit}:\n{}", log());
+        // Every connection the plan allows is still served, beside the probes.
+        let clients: Vec<_> = (0..4)
+            .map(|_| std::thread::spawn(move || common::http_get(port, "/healthz")))
+            .collect();
+        for client in clients {
+            let answer = client.join().unwrap();
+            assert!(
+                matches!(answer, Ok((200, _))),
+                "limit {limit}: {answer:?}\n{}",
+                log()
+            );
+        }
+        assert!(log().contains(expected), "limit {limit}:\n{}", log());
+        let took = exits_on(&mut agent, "-TERM", Duration::from_secs(10));
+        assert!(took.is_some(), "limit {limit}: SIGTERM ignored:\n{}", log());
+        assert!(agent.wait().unwrap().success(), "limit {limit}:\n{}", log());
+        assert!(
+            run.join("state/state.json").exists(),
+            "limit {limit}: no checkpoint"
+        );
+        assert!(
+            !log().contains("Too many open files"),
+            "limit {limit}:\n{}",
+            log()
+        );
+    }
 }

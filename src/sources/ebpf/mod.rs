@@ -27,6 +27,17 @@ mod source;
 pub const NOT_BUILT: &str = "not_built";
 pub const DISABLED: &str = "disabled";
 
+/// Whether eBPF measures a JVM discovery found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Coverage {
+    Measured,
+    /// Its libjvm.so is being attached, off the agent's loop: ask again at
+    /// the next scan (its records wait meanwhile).
+    Attaching,
+    /// Not measured: the reason (`ebpf_reason`) and what was found.
+    NotMeasured(&'static str, String),
+}
+
 /// What a restarted agent needs to count the safepoints it missed while
 /// down: an event stream has no offset to resume from, so each JVM's
 /// `sun.rt.safepoints` value its records reached stands in for one.
@@ -70,7 +81,11 @@ impl Ebpf {
                 ebpf.probes = Some(std::sync::Arc::new(std::sync::Mutex::new(loaded)));
             }
             Err((reason, error)) => {
-                tracing::warn!(reason, error, "eBPF safepoint probes cannot be loaded (they need CAP_BPF and CAP_PERFMON): the pauses of JVMs without a GC log come from hsperfdata");
+                if reason == probes::PERMISSION_DENIED {
+                    tracing::warn!(reason, error, "eBPF safepoint probes cannot be loaded (bpf() needs CAP_BPF and CAP_PERFMON, and no seccomp filter or LSM denying it; RLIMIT_MEMLOCK is not the cause since Linux 5.11): the pauses of JVMs without a GC log come from hsperfdata");
+                } else {
+                    tracing::warn!(reason, error, "eBPF safepoint probes cannot be loaded: the pauses of JVMs without a GC log come from hsperfdata");
+                }
                 ebpf.unavailable = Some(reason);
             }
         }
@@ -82,29 +97,30 @@ impl Ebpf {
         ebpf
     }
 
-    /// Whether eBPF measures the JVM `pid` (its libjvm.so attached now if
-    /// it was not), or the reason it does not.
-    pub fn cover(&self, proc_root: &Path, pid: u32) -> Result<(), String> {
+    /// Whether eBPF measures the JVM `pid` (its libjvm.so asked to be
+    /// attached if it was not), or the reason it does not.
+    pub fn cover(&self, proc_root: &Path, pid: u32) -> Coverage {
         if let Some(reason) = self.unavailable {
-            return Err(reason.to_string());
+            return Coverage::NotMeasured(reason, String::new());
         }
         #[cfg(all(feature = "ebpf", target_os = "linux"))]
         if let Some(probes) = &self.probes {
             let mut probes = probes
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            return probes.cover(proc_root, pid).map_err(|(reason, error)| {
+            let coverage = probes.cover(proc_root, pid);
+            if let Coverage::NotMeasured(reason, error) = &coverage {
                 tracing::warn!(
                     pid,
                     reason,
                     error,
                     "eBPF does not measure this JVM: its pauses come from hsperfdata"
                 );
-                reason.to_string()
-            });
+            }
+            return coverage;
         }
         let _ = (proc_root, pid);
-        Err(NOT_BUILT.to_string())
+        Coverage::NotMeasured(NOT_BUILT, String::new())
     }
 
     /// The source that reads the probes' records, once, resuming the

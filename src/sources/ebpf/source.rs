@@ -45,7 +45,15 @@ struct Check {
     /// Recorded minus counted at the first comparison: the probes see a
     /// JVM from their attachment, the counter from the JVM's start.
     baseline: Option<f64>,
+    /// The counter at the first comparison.
+    first_counted: Option<u64>,
+    /// Records the ring buffer had dropped (of every JVM) when this began.
+    dropped_before: u64,
 }
+
+/// Safepoints a JVM's counter may move with no record before the probes
+/// are taken as blind to it.
+const BLIND_AFTER: u64 = 3;
 
 /// The oldest sample compared, behind a poll: a record's begin is kept
 /// this long for a sample that may precede it.
@@ -53,7 +61,7 @@ const MAX_SAMPLE_AGE: Duration = Duration::from_secs(60);
 
 impl Check {
     /// `in_flight`: when the safepoint it is at began, if it is at one.
-    fn new(pid: u32, in_flight: Option<u64>) -> Check {
+    fn new(pid: u32, in_flight: Option<u64>, dropped: u64) -> Check {
         Check {
             key: crate::sources::proc_table::start_ticks(Path::new("/proc"), pid)
                 .map(|ticks| format!("{pid}@{ticks}")),
@@ -62,7 +70,22 @@ impl Check {
             in_flight,
             compared_ns: 0,
             baseline: None,
+            first_counted: None,
+            dropped_before: dropped,
         }
+    }
+
+    /// Whether the probes are blind to this JVM: its counter moved by
+    /// [`BLIND_AFTER`] safepoints since the first comparison while no
+    /// record came, none is in flight and the ring buffer dropped none (an
+    /// attachment to a file the JVM does not run, a probe the build lacks).
+    fn blind(&self, counted: u64, dropped: u64) -> bool {
+        self.taken == 0
+            && self.in_flight.is_none()
+            && dropped == self.dropped_before
+            && self
+                .first_counted
+                .is_some_and(|first| counted >= first + BLIND_AFTER)
     }
 
     /// Counts this poll's records of the JVM.
@@ -101,6 +124,7 @@ impl Check {
         let in_flight = self.in_flight.is_some_and(|begin| begin <= sampled);
         let recorded = self.taken.saturating_sub(later) + u64::from(in_flight);
         let difference = recorded as f64 - runtime.safepoints as f64;
+        self.first_counted.get_or_insert(runtime.safepoints);
         self.compared_ns = sampled;
         self.recent_begins.retain(|begin| *begin > sampled);
         Some(difference - *self.baseline.get_or_insert(difference))
@@ -170,6 +194,9 @@ impl LogCheck {
 /// How long after a pause its log line may still be unread: HotSpot
 /// writes it at the pause's end, the agent reads it at its next poll.
 const LOG_FLUSH_ALLOWANCE: Duration = Duration::from_secs(1);
+
+/// `ebpf_reason` of a JVM the probes were attached for but see nothing of.
+const NO_RECORDS: &str = "no_records";
 
 /// The error kind counting the safepoints of JVMs measured before a
 /// restart that ran between the last checkpoint and the new attachment.
@@ -308,7 +335,7 @@ impl Source for EbpfSource {
                 .collect();
             if role.records_safepoints() {
                 let check = (self.checks.entry(*pid))
-                    .or_insert_with(|| Check::new(*pid, in_flight.get(pid).copied()));
+                    .or_insert_with(|| Check::new(*pid, in_flight.get(pid).copied(), dropped));
                 check.take(pending, poll_ns);
             }
             let crate::store::StreamState { jvm, latency, .. } = stream;
@@ -367,15 +394,19 @@ impl Source for EbpfSource {
             Some((id, role)) if role.records_safepoints() => Some((*pid, *id)),
             _ => None,
         });
+        let mut blind = Vec::new();
         for (pid, id) in safepoints_recorded {
             let Some(runtime) = state.stream_mut(id).and_then(|s| s.runtime.as_mut()) else {
                 continue;
             };
             let check = (self.checks.entry(pid))
-                .or_insert_with(|| Check::new(pid, in_flight.get(&pid).copied()));
+                .or_insert_with(|| Check::new(pid, in_flight.get(&pid).copied(), dropped));
             runtime.safepoint_probe_mismatch = check
                 .compare(runtime, poll_ns)
                 .or(runtime.safepoint_probe_mismatch);
+            if check.blind(runtime.safepoints, dropped) {
+                blind.push((pid, id, runtime.safepoints));
+            }
             // A JVM the agent measured before it restarted: what ran while
             // it was down is lost, and counted.
             let before = check.key.as_ref().and_then(|k| self.restored.get(k));
@@ -383,6 +414,20 @@ impl Source for EbpfSource {
                 self.restored.retain(|k, _| Some(k) != check.key.as_ref());
                 missed_while_down += missed;
             }
+        }
+        // Never reported measured by probes that see nothing of it: its
+        // counters measure it instead, and the reason says why.
+        for (pid, id, counted) in blind {
+            let Some(discovered) = state.stream_mut(id).and_then(|s| s.discovered.as_mut()) else {
+                continue;
+            };
+            tracing::warn!(pid, counted, "eBPF records nothing of this JVM while its counter moves: its pauses come from hsperfdata");
+            if discovered.pause_source == PauseSource::Ebpf {
+                discovered.pause_source = PauseSource::Hsperfdata;
+            }
+            discovered.safepoint_source = SafepointSource::None;
+            discovered.ebpf_reason = Some(NO_RECORDS.to_string());
+            changed = true;
         }
         if missed_while_down > 0 {
             *state
@@ -441,7 +486,26 @@ mod tests {
             in_flight,
             compared_ns: 0,
             baseline: None,
+            first_counted: None,
+            dropped_before: 0,
         }
+    }
+
+    #[test]
+    fn probes_that_record_nothing_while_the_counter_moves_are_blind() {
+        let mut check = check(None);
+        check.take(&[], 50);
+        assert_eq!(check.compare(&sample(40, 100), 50), Some(0.0));
+        assert!(!check.blind(102, 0));
+        assert!(check.blind(103, 0));
+        // Records were dropped meanwhile: lost, not blind.
+        assert!(!check.blind(103, 1));
+        // One in flight, or one recorded: it sees the JVM.
+        check.in_flight = Some(60);
+        assert!(!check.blind(103, 0));
+        check.in_flight = None;
+        check.take(&[70].map(record), 80);
+        assert!(!check.blind(110, 0));
     }
 
     #[test]
