@@ -42,7 +42,7 @@ fn build_bpf() {
         .source(&source)
         .obj(out.join("safepoints.bpf.o"))
         .clang_args([multiarch, format!("-I{}", dir.display())])
-        .build()
+        .build_and_generate(out.join("safepoints.skel.rs"))
         .unwrap_or_else(|e| {
             panic!("the ebpf feature compiles {} with clang (Debian: clang libelf-dev zlib1g-dev pkg-config): {e:#}", source.display())
         });

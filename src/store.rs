@@ -76,6 +76,10 @@ pub struct Discovered {
     /// Its pid on the host: the eBPF source's records name it.
     #[serde(default)]
     pub pid: u32,
+    /// Its start in clock ticks after boot: with `pid`, the process the
+    /// eBPF records name (a pid reused between two scans is another).
+    #[serde(default)]
+    pub start_ticks: u64,
     /// The one input its pause figures come from.
     #[serde(default)]
     pub pause_source: PauseSource,

@@ -345,6 +345,14 @@ impl JvmState {
         }
     }
 
+    /// Marks the minute keyed `key` as missing `lost` eBPF records: its
+    /// pauses are counted short, and its maximum is a lower bound.
+    pub fn mark_records_lost(&mut self, key: i64, lost: u64) {
+        let minute = self.minutes.minute_mut(key);
+        minute.records_lost += lost;
+        minute.pause_max_lower_bound = true;
+    }
+
     /// Records what the parser knows of the JVM run (collector, version, max heap).
     pub fn note_run(&mut self, run: &pausewatch_parsers::JvmRun) {
         if run.collector != Collector::Unknown {

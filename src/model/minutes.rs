@@ -26,6 +26,11 @@ pub struct Minute {
     /// samples of a JVM's counters (no GC log), and only their total is known.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pause_max_lower_bound: bool,
+    /// eBPF records lost in this minute (the JVM spent its budget, or the
+    /// host's ring buffer was full: then the host's drops, whose JVMs
+    /// cannot be told apart): its pauses are counted short.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub records_lost: u64,
     /// Pauses by duration (the `jvm_gc_pause_seconds` buckets), for quantiles over windows.
     #[serde(default)]
     pub pause_histogram: Histogram,
@@ -97,6 +102,10 @@ impl Minute {
 /// The minute (seconds since the epoch, floored) a wall-clock time falls in.
 pub fn minute_of(time: DateTime<Utc>) -> i64 {
     time.timestamp().div_euclid(60) * 60
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// The start of the minute keyed `key`.

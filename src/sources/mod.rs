@@ -177,6 +177,9 @@ fn young(process: &discovery::JavaProcess) -> bool {
     chrono::Utc::now() - process.started < LOG_CREATION_GRACE
 }
 
+/// How soon discovery looks again at a JVM whose libjvm.so is being attached.
+const ATTACHING_RECHECK: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// Where the kernel's process information is.
 const PROC_ROOT: &str = "/proc";
 
@@ -538,6 +541,7 @@ impl Registry {
         );
         let mut found: Vec<Box<dyn Source>> = Vec::new();
         let mut retry = Vec::new();
+        let mut attaching = false;
         for process in processes {
             let command_line = process.command_line();
             if !self.config.discovery.selects(&command_line) {
@@ -551,6 +555,7 @@ impl Registry {
             let ebpf = match self.ebpf.cover(&proc_root, process.pid) {
                 ebpf::Coverage::Attaching => {
                     retry.push(process.pid);
+                    attaching = true;
                     continue;
                 }
                 ebpf::Coverage::Measured => Ok(()),
@@ -645,6 +650,12 @@ impl Registry {
         }
         if let Some(scanner) = &mut self.scanner {
             retry.into_iter().for_each(|pid| scanner.forget(pid));
+        }
+        // A library takes milliseconds to attach: its JVMs are looked at
+        // again soon, not a whole interval later.
+        if attaching {
+            let soon = interval.saturating_sub(ATTACHING_RECHECK);
+            self.last_scan = scan_started.checked_sub(soon);
         }
         found.extend(self.discover_go_programs(go_programs, store));
         found

@@ -319,6 +319,7 @@ impl RuntimeStatsSource {
                 user: process.user.clone(),
                 unavailable,
                 pid: process.pid,
+                start_ticks: process.start_ticks,
                 pause_source,
                 ebpf_reason,
                 safepoint_source,

@@ -46,18 +46,32 @@ fn owned_dir(dir: &Path, name: &str, user: (u32, &str)) -> PathBuf {
     path
 }
 
+/// How a test's agent runs beside its defaults: top-level settings, and
+/// the discovery interval.
+struct Settings {
+    top: &'static str,
+    interval: &'static str,
+}
+
+const DEFAULTS: Settings = Settings {
+    top: "",
+    interval: "200ms",
+};
+
 /// An agent with the probes loaded (root), discovering the JVMs with
 /// `marker`, its log in `dir/agent.log`: its port and process.
-fn spawn_agent(dir: &Path, marker: &str) -> (u16, std::process::Child) {
+fn spawn_agent(dir: &Path, marker: &str, settings: Settings) -> (u16, std::process::Child) {
     let port = common::free_port();
     let config = common::write_file(
         dir,
         "pausewatch.toml",
         format!(
-            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
-             [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n\
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n{}\n\
+             [discovery]\ninterval = \"{}\"\ninclude = [{}]\n\
              [runtime_stats]\ninterval = \"100ms\"\n",
             common::toml_string(&dir.join("state")),
+            settings.top,
+            settings.interval,
             common::discovery_include(marker),
         ),
     );
@@ -71,12 +85,39 @@ fn spawn_agent(dir: &Path, marker: &str) -> (u16, std::process::Child) {
 }
 
 /// [`spawn_agent`]'s agent once it serves `/metrics`.
-fn start_agent(children: &mut Children, dir: &Path, marker: &str) -> Agent {
-    let (port, child) = spawn_agent(dir, marker);
+fn start_agent(children: &mut Children, dir: &Path, marker: &str, settings: Settings) -> Agent {
+    let (port, child) = spawn_agent(dir, marker, settings);
     let agent = Agent::from_child(port, child);
     agent.metrics_when(Duration::from_secs(20), |m| m.ends_with("# EOF\n"));
-    children.dump_on_failure(&[port], &["pausewatch_jvm_discovered", "pausewatch_errors"]);
+    let series = [
+        "pausewatch_jvm_discovered",
+        "pausewatch_errors",
+        "jvm_gc_pause_seconds_count",
+    ];
+    children.dump_on_failure(&[port], &series);
     agent
+}
+
+/// The GC workload on `java` with `flags`, logging its pauses to its
+/// stderr (the truth a test holds the agent to), for `seconds`.
+fn workload(
+    java: impl AsRef<std::ffi::OsStr>,
+    flags: &[&str],
+    classes: &Path,
+    marker: &str,
+    seconds: &str,
+    json: &Path,
+) -> Command {
+    let mut command = Command::new(java);
+    command
+        .args(["-Xmx64m", "-Xlog:gc:stderr", marker])
+        .args(["-Dwl.rate=20", "-Dwl.quiesceMs=1500"])
+        .args(flags)
+        .arg("-cp")
+        .arg(classes)
+        .args(["GcWorkload", "steady", seconds])
+        .arg(json);
+    command
 }
 
 /// The agent's pause count and largest pause of the JVM `pid`, over every
@@ -166,7 +207,7 @@ fn another_users_hsperfdata_cannot_forge_or_hide_a_jvms_pauses() {
     };
     let dir = dir.path();
     let mut children = Children::new(dir);
-    let agent = start_agent(&mut children, dir, &marker);
+    let agent = start_agent(&mut children, dir, &marker, DEFAULTS);
 
     let trap = Path::new("/tmp").join(format!("hsperfdata_{}", VICTIM.1));
     assert!(
@@ -355,7 +396,7 @@ fn a_fifo_for_a_libjvm_freezes_nothing() {
     );
     let fake_pid = children.pid("fake-java");
 
-    let (port, mut agent) = spawn_agent(dir, &marker);
+    let (port, mut agent) = spawn_agent(dir, &marker, DEFAULTS);
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut line = None;
     while line.is_none() && Instant::now() < deadline {
@@ -394,12 +435,15 @@ fn a_jdk_upgraded_in_place_leaves_its_running_jvm_measured() {
     let dir = dir.path();
     let jdk = private_jdk(dir);
     let mut children = Children::new(dir);
-    let mut jvm = Command::new(jdk.join("bin/java"));
-    jvm.args(["-Xmx64m", "-XX:+UseSerialGC", "-Xlog:gc:stderr", &marker])
-        .args(["-Dwl.rate=20", "-Dwl.quiesceMs=2000", "-cp"])
-        .arg(&classes)
-        .args(["GcWorkload", "steady", "12"])
-        .arg(dir.join("jvm.json"));
+    let json = dir.join("jvm.json");
+    let mut jvm = workload(
+        jdk.join("bin/java"),
+        &["-XX:+UseSerialGC"],
+        &classes,
+        &marker,
+        "12",
+        &json,
+    );
     children.spawn_job("jvm", &mut jvm);
     let pid = children.pid("jvm");
     // The upgrade: a new file renamed over the one the JVM maps.
@@ -408,7 +452,7 @@ fn a_jdk_upgraded_in_place_leaves_its_running_jvm_measured() {
     std::fs::copy(server.join("libjvm.so"), server.join("libjvm.so.new")).unwrap();
     std::fs::rename(server.join("libjvm.so.new"), server.join("libjvm.so")).unwrap();
 
-    let agent = start_agent(&mut children, dir, &marker);
+    let agent = start_agent(&mut children, dir, &marker, DEFAULTS);
     children.wait_until(
         Instant::now() + Duration::from_secs(60),
         "the JVM to exit",
@@ -513,4 +557,182 @@ fn the_probes_descriptors_are_counted_in_a_tight_open_files_limit() {
             log()
         );
     }
+}
+
+/// The JVM `pid`'s pause count per `gc` label, from `/metrics`.
+fn pauses_by_bean(metrics: &str, pid: u32) -> std::collections::BTreeMap<String, f64> {
+    let pid = format!("pid=\"{pid}\"");
+    let mut beans = std::collections::BTreeMap::new();
+    for line in metrics.lines() {
+        if !line.starts_with("jvm_gc_pause_seconds_count{") || !line.contains(&pid) {
+            continue;
+        }
+        let bean = line
+            .split("gc=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next());
+        if let (Some(bean), Some(value)) = (bean, common::line_value(line)) {
+            *beans.entry(bean.to_string()).or_default() += value;
+        }
+    }
+    beans
+}
+
+/// Case 7: a Parallel JVM killed and a G1 JVM started under the same pid
+/// within one discovery interval. The G1 JVM's records carry its own start:
+/// they wait for its discovery instead of going to the dead JVM's stream,
+/// and every pause of its log is counted under its G1 beans.
+#[test]
+fn a_pid_reused_within_a_discovery_interval_is_another_jvm() {
+    let Some((dir, classes, marker)) = prepared() else {
+        return;
+    };
+    let dir = dir.path();
+    let mut children = Children::new(dir);
+    let jvm = |collector: &str, seconds: &str, name: &str| {
+        let json = dir.join(format!("{name}.json"));
+        workload("java", &[collector], &classes, &marker, seconds, &json)
+    };
+    children.spawn_job("parallel", &mut jvm("-XX:+UseParallelGC", "60", "parallel"));
+    let pid = children.pid("parallel");
+    // A long interval: the pid is reused between two scans.
+    let settings = Settings {
+        top: "",
+        interval: "10s",
+    };
+    let agent = start_agent(&mut children, dir, &marker, settings);
+    agent.metrics_when(Duration::from_secs(30), |m| {
+        pauses_by_bean(m, pid).contains_key("PS Scavenge")
+    });
+    // Killed; the next process made gets its pid back.
+    common::succeed(Command::new("kill").args(["-KILL", &pid.to_string()]));
+    children.wait_until(Instant::now() + Duration::from_secs(10), "the kill", |c| {
+        c.exited("parallel").is_some()
+    });
+    let mut reused = None;
+    for attempt in 0..50 {
+        std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).unwrap();
+        let name = format!("g1-{attempt}");
+        // Running past the next scan, which finds it.
+        children.spawn_job(&name, &mut jvm("-XX:+UseG1GC", "15", &name));
+        if children.pid(&name) == pid {
+            reused = Some(name);
+            break;
+        }
+        common::succeed(Command::new("kill").args(["-KILL", &children.pid(&name).to_string()]));
+    }
+    let reused = reused.expect("the pid was never given again");
+    children.wait_until(
+        Instant::now() + Duration::from_secs(60),
+        "the G1 JVM",
+        |c| c.exited(&reused).is_some(),
+    );
+    let truth = logged_pauses(&dir.join(format!("{reused}.stderr")));
+    let parallel = logged_pauses(&dir.join("parallel.stderr"));
+    // Found at the next scan, with the records it made before.
+    let metrics = agent.metrics_when(Duration::from_secs(20), |m| {
+        let beans = pauses_by_bean(m, pid);
+        beans
+            .keys()
+            .filter(|b| b.starts_with("G1"))
+            .map(|b| beans[b])
+            .sum::<f64>()
+            >= truth.0 as f64
+    });
+    let beans = pauses_by_bean(&metrics, pid);
+    let g1: f64 = beans
+        .iter()
+        .filter(|(b, _)| b.starts_with("G1"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(g1, truth.0 as f64, "{beans:?}");
+    let ps: f64 = beans
+        .iter()
+        .filter(|(b, _)| b.starts_with("PS"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        ps <= parallel.0 as f64,
+        "{beans:?} against the Parallel JVM's {parallel:?}"
+    );
+}
+
+/// Case 5: two JVMs of a local user that stop the world as fast as they
+/// can (tens of thousands of safepoints a second between them, more than
+/// the shared ring buffer holds between two polls) beside an innocent JVM.
+/// Each process's budget in the BPF program keeps the flood from the ring
+/// buffer: the innocent JVM loses nothing, and the flooding JVMs' minutes
+/// say they lost records.
+#[test]
+fn one_users_flood_of_safepoints_blinds_no_other_jvm() {
+    let Some((dir, classes, marker)) = prepared() else {
+        return;
+    };
+    let dir = dir.path();
+    let mut children = Children::new(dir);
+    // Polled once a second: the ring buffer holds about 9,000 records.
+    let settings = Settings {
+        top: "poll_interval = \"1s\"",
+        interval: "200ms",
+    };
+    let agent = start_agent(&mut children, dir, &marker, settings);
+    for flood in ["flood-1", "flood-2"] {
+        let mut command = as_user(ATTACKER, "java");
+        command
+            .args(["-Xmx32m", "-XX:+UseSerialGC", &marker, "-cp"])
+            .arg(&classes)
+            .args(["SafepointFlood", "12"]);
+        children.spawn_job(flood, &mut command);
+    }
+    let json = dir.join("innocent.json");
+    let mut innocent = workload("java", &["-XX:+UseSerialGC"], &classes, &marker, "8", &json);
+    children.spawn_job("innocent", &mut innocent);
+    let pid = children.pid("innocent");
+    for name in ["innocent", "flood-1", "flood-2"] {
+        children.wait_until(Instant::now() + Duration::from_secs(60), name, |c| {
+            c.exited(name).is_some()
+        });
+    }
+    let truth = logged_pauses(&dir.join("innocent.stderr"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut counted = agent_pauses(&agent, pid);
+    while counted.0 != truth.0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        counted = agent_pauses(&agent, pid);
+    }
+    assert_eq!(
+        counted.0, truth.0,
+        "the innocent JVM's pauses against its own log"
+    );
+    let body = agent.get("/api/v1/minutes").unwrap_or_default();
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let lost = |pid: u32| -> u64 {
+        let jvms = json["jvms"].as_array().cloned().unwrap_or_default();
+        let jvm = jvms
+            .iter()
+            .find(|j| j["labels"]["pid"] == pid.to_string().as_str());
+        let minutes = jvm.map(|j| j["minutes"].as_array().cloned().unwrap_or_default());
+        minutes
+            .unwrap_or_default()
+            .iter()
+            .map(|m| m["records_lost"].as_u64().unwrap_or(0))
+            .sum()
+    };
+    assert_eq!(lost(pid), 0, "the innocent JVM's minutes");
+    for flood in ["flood-1", "flood-2"] {
+        let flood_pid = children.pid(flood);
+        assert!(
+            lost(flood_pid) > 0,
+            "{flood}'s minutes do not say they lost records"
+        );
+    }
+    let metrics = agent.get("/metrics").unwrap_or_default();
+    assert_eq!(
+        common::sum(
+            &metrics,
+            "pausewatch_errors_total",
+            &["ebpf_events_dropped"]
+        ),
+        0.0
+    );
 }

@@ -17,6 +17,13 @@ use crate::config::Config;
 
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
 mod probes;
+/// The skeleton libbpf-cargo generates from the BPF object (build.rs): its
+/// maps and programs by name, and the record types from its BTF, so that
+/// `safepoints.h` is the one definition of a record.
+#[cfg(all(feature = "ebpf", target_os = "linux"))]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/safepoints.skel.rs"));
+}
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
 mod record;
 #[cfg(all(feature = "ebpf", target_os = "linux"))]

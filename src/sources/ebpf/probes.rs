@@ -25,26 +25,35 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use std::mem::MaybeUninit;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{
-    ErrorKind, Link, MapCore, MapFlags, MapHandle, Object, ObjectBuilder, PrintLevel, RingBuffer,
+    ErrorKind, Link, MapCore, MapFlags, MapHandle, OpenObject, PrintLevel, ProgramMut, RingBuffer,
 };
 
-use super::record::SafepointRecord;
+use super::record::{read, start_ticks, SafepointRecord};
+use super::skel::{types, SafepointsSkel, SafepointsSkelBuilder};
 use super::Coverage;
 
-/// The BPF object build.rs compiled from `safepoints.bpf.c`.
-const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/safepoints.bpf.o"));
+/// The programs attached to each libjvm.so (see [`programs`]).
+const PROGRAMS: usize = 7;
 
 /// Each program and the probe it runs on.
-const PROBES: [(&str, &str, &str); 7] = [
-    ("safepoint_begin", "hs_private", "safepoint__begin"),
-    ("safepoint_end", "hs_private", "safepoint__end"),
-    ("vmop_begin", "hotspot", "vmops__begin"),
-    ("gc_begin", "hotspot", "gc__begin"),
-    ("gc_end", "hotspot", "gc__end"),
-    ("pool_begin", "hotspot", "mem__pool__gc__begin"),
-    ("pool_end", "hotspot", "mem__pool__gc__end"),
-];
+fn programs<'a>(
+    skel: &'a SafepointsSkel<'_>,
+) -> [(&'a ProgramMut<'a>, &'static str, &'static str); PROGRAMS] {
+    let progs = &skel.progs;
+    [
+        (&progs.safepoint_begin, "hs_private", "safepoint__begin"),
+        (&progs.safepoint_end, "hs_private", "safepoint__end"),
+        (&progs.vmop_begin, "hotspot", "vmops__begin"),
+        (&progs.gc_begin, "hotspot", "gc__begin"),
+        (&progs.gc_end, "hotspot", "gc__end"),
+        (&progs.pool_begin, "hotspot", "mem__pool__gc__begin"),
+        (&progs.pool_end, "hotspot", "mem__pool__gc__end"),
+    ]
+}
 
 /// Where JDK packages and images install libjvm.so: Debian's and Red
 /// Hat's packages, JDK 8's `jre/lib/ARCH/server`, and the images that put
@@ -108,6 +117,7 @@ pub struct Probes {
     _events: MapHandle,
     inflight: MapHandle,
     drops: MapHandle,
+    budgets: MapHandle,
     received: Arc<Mutex<Vec<SafepointRecord>>>,
     /// Libraries for the attaching thread.
     requests: mpsc::Sender<Library>,
@@ -123,6 +133,7 @@ pub struct Probes {
 /// `bpf()`: that is what the line says instead.
 fn log_libbpf(level: PrintLevel, message: String) {
     let message = message.trim_end();
+    let message = message.strip_prefix("libbpf: ").unwrap_or(message);
     let refused = message.contains("EPERM") || message.contains("Operation not permitted");
     if refused && message.contains("RLIMIT_MEMLOCK") {
         tracing::debug!(target: "libbpf", "{message}");
@@ -150,16 +161,19 @@ impl Probes {
     /// CAP_BPF and CAP_PERFMON, no BTF...).
     pub fn load() -> Result<Probes, (&'static str, String)> {
         libbpf_rs::set_print(Some((PrintLevel::Info, log_libbpf)));
-        let object = ObjectBuilder::default()
-            .open_memory(OBJECT)
+        // The skeleton borrows its object's storage for as long as it
+        // lives, the agent's lifetime: the storage is leaked, once.
+        let storage: &'static mut MaybeUninit<OpenObject> =
+            Box::leak(Box::new(MaybeUninit::uninit()));
+        let skel = SafepointsSkelBuilder::default()
+            .open(storage)
             .and_then(|open| open.load())
             .map_err(|e| refused(&e))?;
-        let map = |name: &str| {
-            let map = object.maps().find(|map| map.name() == name);
-            let map = map.ok_or((LOAD_FAILED, format!("no {name} map")))?;
-            MapHandle::try_from(&map).map_err(|e| refused(&e))
-        };
-        let (events, inflight, drops) = (map("events")?, map("inflight")?, map("drops")?);
+        let maps = &skel.maps;
+        let handle =
+            |map: &libbpf_rs::MapMut<'_>| MapHandle::try_from(map).map_err(|e| refused(&e));
+        let (events, inflight) = (handle(&maps.events)?, handle(&maps.inflight)?);
+        let (drops, budgets) = (handle(&maps.drops)?, handle(&maps.budgets)?);
         let received = Arc::new(Mutex::new(Vec::new()));
         let sink = received.clone();
         let mut builder = libbpf_rs::RingBufferBuilder::new();
@@ -187,13 +201,14 @@ impl Probes {
         let shared = attachments.clone();
         std::thread::Builder::new()
             .name("ebpf-attach".to_string())
-            .spawn(move || attach_requested(object, pending, shared))
+            .spawn(move || attach_requested(skel, pending, shared))
             .map_err(|e| (LOAD_FAILED, format!("no thread to attach with: {e}")))?;
         Ok(Probes {
             ring,
             _events: events,
             inflight,
             drops,
+            budgets,
             received,
             requests,
             attachments,
@@ -262,19 +277,21 @@ impl Probes {
     }
 
     /// When each of `pids` at a safepoint that has begun and not ended
-    /// began it (HotSpot counts a safepoint when it begins; the one a JVM
-    /// exits in never ends, so the map keeps an entry of every JVM that
-    /// exited: only the JVMs asked for are looked up).
-    pub fn in_flight(&self, pids: &[u32]) -> HashMap<u32, u64> {
-        pids.iter()
-            .filter_map(|pid| {
-                let value = self
-                    .inflight
-                    .lookup(&pid.to_ne_bytes(), MapFlags::ANY)
-                    .ok()??;
-                Some((*pid, SafepointRecord::parse(&value)?.begin_ns))
-            })
-            .collect()
+    /// began it, with the process's start (HotSpot counts a safepoint when
+    /// it begins; the one a JVM exits in never ends, so the map keeps an
+    /// entry of every JVM that exited: only the JVMs asked for are looked up).
+    pub fn in_flight(&self, pids: &[u32]) -> HashMap<u32, (u64, u64)> {
+        per_pid(&self.inflight, pids, |state: types::inflight| {
+            (state.record.begin_ns, start_ticks(state.record.start_ns))
+        })
+    }
+
+    /// The records each of `pids` lost to its budget since it started,
+    /// with the process's start in clock ticks (as [`Probes::in_flight`]).
+    pub fn throttled(&self, pids: &[u32]) -> HashMap<u32, (u64, u64)> {
+        per_pid(&self.budgets, pids, |budget: types::budget| {
+            (budget.throttled, start_ticks(budget.start_ns))
+        })
     }
 
     /// Records the ring buffer had no room for, since the program loaded.
@@ -288,10 +305,21 @@ impl Probes {
     }
 }
 
+/// What `pick` takes of the value each of `pids` has in `map`, a map
+/// keyed by tgid whose values are the generated type `T`.
+fn per_pid<T: Copy, V>(map: &MapHandle, pids: &[u32], pick: impl Fn(T) -> V) -> HashMap<u32, V> {
+    pids.iter()
+        .filter_map(|pid| {
+            let value = map.lookup(&pid.to_ne_bytes(), MapFlags::ANY).ok()??;
+            Some((*pid, pick(read::<T>(&value)?)))
+        })
+        .collect()
+}
+
 /// The attaching thread: attaches every library asked for through its
 /// descriptor, keeps the links for the agent's lifetime, and says how it went.
 fn attach_requested(
-    object: Object,
+    skel: SafepointsSkel<'static>,
     requests: mpsc::Receiver<Library>,
     attachments: Arc<Mutex<HashMap<FileId, Attachment>>>,
 ) {
@@ -300,8 +328,8 @@ fn attach_requested(
         // The kernel resolves this in the agent, to the file it opened.
         let through = PathBuf::from(format!("/proc/self/fd/{}", library.file.as_raw_fd()));
         let held = probe_descriptors();
-        let attached = if crate::follow::room_for_probes(held, PROBES.len()) {
-            attach(&object, &through).map_err(|error| (ATTACH_FAILED, error))
+        let attached = if crate::follow::room_for_probes(held, PROGRAMS) {
+            attach(&skel, &through).map_err(|error| (ATTACH_FAILED, error))
         } else {
             Err((TOO_FEW_DESCRIPTORS, format!("{held} file descriptors held by the probes already, and no room for more beyond those the open-files limit leaves (raise it: LimitNOFILE)")))
         };
@@ -325,19 +353,15 @@ fn attach_requested(
 }
 
 /// Every program attached to its probe in `library`, for every process.
-fn attach(object: &Object, library: &Path) -> Result<Vec<Link>, String> {
-    let mut links = Vec::new();
-    for (name, provider, probe) in PROBES {
-        let program = object
-            .progs_mut()
-            .find(|p| p.name() == name)
-            .ok_or_else(|| format!("no program {name}"))?;
-        let link = program
-            .attach_usdt(-1, library, provider, probe)
-            .map_err(|e| format!("{provider}:{probe}: {e:#}"))?;
-        links.push(link);
-    }
-    Ok(links)
+fn attach(skel: &SafepointsSkel<'_>, library: &Path) -> Result<Vec<Link>, String> {
+    programs(skel)
+        .into_iter()
+        .map(|(program, provider, probe)| {
+            program
+                .attach_usdt(-1, library, provider, probe)
+                .map_err(|e| format!("{provider}:{probe}: {e:#}"))
+        })
+        .collect()
 }
 
 /// The descriptors the BPF program, its maps, its links and its ring

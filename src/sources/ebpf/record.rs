@@ -1,21 +1,15 @@
-//! The BPF program's safepoint records (`safepoints.h`), read field by
-//! field, and turned into the events the GC log parser emits for the same
-//! stop: one `Pause` per collection, as the log's `Pause` lines and the
-//! MXBeans count them, then one `Safepoint` with the whole stop.
+//! The BPF program's safepoint records, read through the type libbpf-cargo
+//! generates from the object's BTF (`safepoint_record` of `safepoints.h`),
+//! and turned into the events the GC log parser emits for the same stop:
+//! one `Pause` per collection, as the log's `Pause` lines and the MXBeans
+//! count them, then one `Safepoint` with the whole stop.
 
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::{
     seconds_to_duration, Collector, GcEvent, Generation, LogTime, Name, Pause,
 };
 
-/// `MAX_GCS`, `OPERATION_LEN` and `MANAGER_LEN` of `safepoints.h`.
-const MAX_GCS: usize = 4;
-const OPERATION_LEN: usize = 48;
-const MANAGER_LEN: usize = 24;
-const GC_LEN: usize = 8 * 4 + 4 + 4 + 2 * MANAGER_LEN;
-const HEADER_LEN: usize = 4 + 4 + 8 * 3 + OPERATION_LEN;
-/// The size of `struct safepoint_record`.
-pub const RECORD_LEN: usize = HEADER_LEN + MAX_GCS * GC_LEN;
+use super::skel::types;
 
 /// One collection inside a safepoint, times in CLOCK_MONOTONIC nanoseconds.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,6 +30,9 @@ pub struct GcRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SafepointRecord {
     pub tgid: u32,
+    /// When the process started, in clock ticks after boot, as
+    /// `/proc/PID/stat` counts it: with `tgid`, which process it is.
+    pub start_ticks: u64,
     pub begin_ns: u64,
     /// When the VM operation began (0: no `vmops__begin` seen).
     pub operation_ns: u64,
@@ -44,50 +41,65 @@ pub struct SafepointRecord {
     pub gcs: Vec<GcRecord>,
 }
 
-fn u32_at(bytes: &[u8], at: usize) -> u32 {
-    u32::from_ne_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+/// A NUL-terminated C string of a fixed-size field.
+fn text(field: &[std::ffi::c_char]) -> String {
+    let bytes: Vec<u8> = field
+        .iter()
+        .map(|c| c.to_ne_bytes()[0])
+        .take_while(|b| *b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
-fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+/// A value of the generated type `T` from the bytes a map or the ring
+/// buffer gave, `None` when they are too few (a program of another build).
+pub fn read<T: Copy>(bytes: &[u8]) -> Option<T> {
+    if bytes.len() < std::mem::size_of::<T>() {
+        return None;
+    }
+    // SAFETY: only instantiated with the skeleton's BTF types, plain old
+    // data (integers and arrays of them) for which any bytes are a value;
+    // the length is checked above and the read is unaligned.
+    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
 }
 
-fn text_at(bytes: &[u8], at: usize, len: usize) -> String {
-    let field = &bytes[at..at + len];
-    let end = memchr::memchr(0, field).unwrap_or(len);
-    String::from_utf8_lossy(&field[..end]).into_owned()
+/// A process's start (`start_boottime`, ns) in the clock ticks
+/// (`sysconf(_SC_CLK_TCK)`) `/proc/PID/stat` counts it in.
+pub fn start_ticks(start_ns: u64) -> u64 {
+    start_ns / (1_000_000_000 / procfs::ticks_per_second().max(1))
 }
 
 impl SafepointRecord {
-    /// The record in `bytes`, `None` when it is not one (a program of
-    /// another build).
+    /// The record in `bytes`, `None` when it is not one.
     pub fn parse(bytes: &[u8]) -> Option<SafepointRecord> {
-        if bytes.len() < RECORD_LEN {
-            return None;
-        }
-        let count = (u32_at(bytes, 4) as usize).min(MAX_GCS);
-        let gcs = (0..count)
-            .map(|i| {
-                let at = HEADER_LEN + i * GC_LEN;
-                GcRecord {
-                    begin_ns: u64_at(bytes, at),
-                    end_ns: u64_at(bytes, at + 8),
-                    first_end_ns: u64_at(bytes, at + 16),
-                    second_begin_ns: u64_at(bytes, at + 24),
-                    full: u32_at(bytes, at + 32) != 0,
-                    first_manager: text_at(bytes, at + 40, MANAGER_LEN),
-                    second_manager: text_at(bytes, at + 40 + MANAGER_LEN, MANAGER_LEN),
-                }
+        read::<types::safepoint_record>(bytes).map(SafepointRecord::from)
+    }
+}
+
+impl From<types::safepoint_record> for SafepointRecord {
+    fn from(raw: types::safepoint_record) -> SafepointRecord {
+        let count = (raw.gc_count as usize).min(raw.gcs.len());
+        let gcs = raw.gcs[..count]
+            .iter()
+            .map(|gc| GcRecord {
+                begin_ns: gc.begin_ns,
+                end_ns: gc.end_ns,
+                first_end_ns: gc.first_end_ns,
+                second_begin_ns: gc.second_begin_ns,
+                full: gc.full != 0,
+                first_manager: text(&gc.first_manager),
+                second_manager: text(&gc.second_manager),
             })
             .collect();
-        Some(SafepointRecord {
-            tgid: u32_at(bytes, 0),
-            begin_ns: u64_at(bytes, 8),
-            operation_ns: u64_at(bytes, 16),
-            end_ns: u64_at(bytes, 24),
-            operation: text_at(bytes, 32, OPERATION_LEN),
+        SafepointRecord {
+            tgid: raw.tgid,
+            start_ticks: start_ticks(raw.start_ns),
+            begin_ns: raw.begin_ns,
+            operation_ns: raw.operation_ns,
+            end_ns: raw.end_ns,
+            operation: text(&raw.operation),
             gcs,
-        })
+        }
     }
 }
 
@@ -245,29 +257,46 @@ fn pause_name(operation: &str, collector: Collector, full: bool) -> String {
 mod tests {
     use super::*;
 
-    /// A record as the BPF program lays it out, built field by field.
+    /// A C string field of `len` characters holding `text`.
+    fn field<const N: usize>(text: &str) -> [std::ffi::c_char; N] {
+        let mut field = [0; N];
+        for (to, from) in field.iter_mut().zip(text.bytes()) {
+            *to = from as std::ffi::c_char;
+        }
+        field
+    }
+
+    /// A record as the BPF program sends it, through the generated type.
     fn bytes(operation: &str, gcs: &[(u64, u64, u64, u64, bool, &str)]) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend(4242u32.to_ne_bytes());
-        out.extend((gcs.len() as u32).to_ne_bytes());
-        for ns in [1_000_000u64, 1_100_000, 9_000_000] {
-            out.extend(ns.to_ne_bytes());
+        let mut raw = types::safepoint_record {
+            tgid: 4242,
+            gc_count: gcs.len() as u32,
+            start_ns: 7 * 1_000_000_000,
+            begin_ns: 1_000_000,
+            operation_ns: 1_100_000,
+            end_ns: 9_000_000,
+            operation: field(operation),
+            ..Default::default()
+        };
+        for (slot, &(begin, end, first_end, second_begin, full, manager)) in
+            raw.gcs.iter_mut().zip(gcs)
+        {
+            *slot = types::gc_record {
+                begin_ns: begin,
+                end_ns: end,
+                first_end_ns: first_end,
+                second_begin_ns: second_begin,
+                full: u32::from(full),
+                first_manager: field(manager),
+                ..Default::default()
+            };
         }
-        let mut name = operation.as_bytes().to_vec();
-        name.resize(OPERATION_LEN, 0);
-        out.extend(name);
-        for &(begin, end, first_end, second_begin, full, manager) in gcs {
-            for ns in [begin, end, first_end, second_begin] {
-                out.extend(ns.to_ne_bytes());
-            }
-            out.extend(u32::from(full).to_ne_bytes());
-            out.extend(0u32.to_ne_bytes());
-            let mut name = manager.as_bytes().to_vec();
-            name.resize(2 * MANAGER_LEN, 0);
-            out.extend(name);
+        let size = std::mem::size_of::<types::safepoint_record>();
+        // SAFETY: the generated type is plain old data of `size` bytes.
+        unsafe {
+            std::slice::from_raw_parts((&raw as *const types::safepoint_record).cast::<u8>(), size)
         }
-        out.resize(RECORD_LEN, 0);
-        out
+        .to_vec()
     }
 
     #[test]
@@ -285,6 +314,8 @@ mod tests {
         );
         let record = SafepointRecord::parse(&raw).unwrap();
         assert_eq!(record.tgid, 4242);
+        assert_eq!(record.start_ticks, 7 * procfs::ticks_per_second());
+        assert!(SafepointRecord::parse(&raw[..raw.len() - 1]).is_none());
         let zero = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
         let events = Converter::default().events(&record, Collector::Unknown, zero);
         let pauses: Vec<(&str, f64)> = events

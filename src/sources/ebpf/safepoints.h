@@ -1,5 +1,6 @@
-/* The record shared by the BPF program and `record.rs`, which reads it
- * field by field at these offsets (all little-endian, no padding). */
+/* The record the BPF program sends: `record.rs` reads it through the type
+ * libbpf-cargo generates from the object's BTF (`types::safepoint_record`
+ * of the skeleton), so a field added here is a field there. */
 #ifndef SAFEPOINTS_H
 #define SAFEPOINTS_H
 
@@ -23,6 +24,9 @@ struct gc_record {
 struct safepoint_record {
 	__u32 tgid;
 	__u32 gc_count;
+	/* The process's start (its leader's start_boottime): a pid reused
+	 * between two discovery scans is another process. */
+	__u64 start_ns;
 	__u64 begin_ns;
 	/* When the VM operation began: the threads were stopped by then. */
 	__u64 operation_ns;

@@ -31,7 +31,7 @@ const PENDING_SLACK: Duration = Duration::from_secs(30);
 /// every sample, however busy the JVM.
 struct Check {
     /// `pid@start_ticks`: the JVM across agent restarts.
-    key: Option<String>,
+    key: String,
     /// Records taken, of every poll.
     taken: u64,
     /// Begin times of records taken that began after the last sample
@@ -61,10 +61,9 @@ const MAX_SAMPLE_AGE: Duration = Duration::from_secs(60);
 
 impl Check {
     /// `in_flight`: when the safepoint it is at began, if it is at one.
-    fn new(pid: u32, in_flight: Option<u64>, dropped: u64) -> Check {
+    fn new((pid, ticks): Process, in_flight: Option<u64>, dropped: u64) -> Check {
         Check {
-            key: crate::sources::proc_table::start_ticks(Path::new("/proc"), pid)
-                .map(|ticks| format!("{pid}@{ticks}")),
+            key: format!("{pid}@{ticks}"),
             taken: 0,
             recent_begins: Vec::new(),
             in_flight,
@@ -144,6 +143,10 @@ impl Check {
     }
 }
 
+/// A process: its pid and its start in clock ticks after boot, as records
+/// and /proc name it (a pid reused between two scans is another process).
+type Process = (u32, u64);
+
 /// What the probes give a JVM's stream.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Role {
@@ -204,13 +207,15 @@ const MISSED_WHILE_DOWN: &str = "ebpf_safepoints_missed_while_down";
 
 pub struct EbpfSource {
     probes: Arc<Mutex<Probes>>,
-    converters: HashMap<u32, Converter>,
+    converters: HashMap<Process, Converter>,
     /// Records of processes no stream has taken yet.
-    pending: HashMap<u32, Vec<SafepointRecord>>,
+    pending: HashMap<Process, Vec<SafepointRecord>>,
     keep_pending: Duration,
-    checks: HashMap<u32, Check>,
+    checks: HashMap<Process, Check>,
     /// Log-against-probes pause counts of JVMs whose GC log supplies them.
-    log_checks: HashMap<u32, LogCheck>,
+    log_checks: HashMap<Process, LogCheck>,
+    /// Records each JVM's budget refused, as far as already flagged.
+    throttled: HashMap<Process, u64>,
     /// Drops already counted in the store.
     dropped: u64,
     /// The previous run's [`EbpfCheckpoint::reached`] of JVMs not compared yet.
@@ -242,14 +247,15 @@ impl EbpfSource {
             keep_pending: discovery_interval * 2 + PENDING_SLACK,
             checks: HashMap::new(),
             log_checks: HashMap::new(),
+            throttled: HashMap::new(),
             dropped: 0,
             restored,
         }
     }
 
-    /// The discovered JVMs by host pid, with their stream and what the
+    /// The discovered JVMs by process, with their stream and what the
     /// probes give it (`None`: nothing, its records are not kept).
-    fn streams(state: &AgentState) -> HashMap<u32, Option<(StreamId, Role)>> {
+    fn streams(state: &AgentState) -> HashMap<Process, Option<(StreamId, Role)>> {
         state
             .streams
             .iter()
@@ -263,10 +269,26 @@ impl EbpfSource {
                     }),
                     PauseSource::Hsperfdata => None,
                 };
-                Some((discovered.pid, role.filter(|_| attached).map(|r| (*id, r))))
+                let process = (discovered.pid, discovered.start_ticks);
+                Some((process, role.filter(|_| attached).map(|r| (*id, r))))
             })
             .collect()
     }
+}
+
+/// Of `read` (by pid, with the process's start), what belongs to each of
+/// `processes`: a value of a process that had the pid before is no one's.
+fn of_processes<T: Copy>(
+    processes: &[Process],
+    read: &HashMap<u32, (T, u64)>,
+) -> HashMap<Process, T> {
+    processes
+        .iter()
+        .filter_map(|process| {
+            let (value, start) = read.get(&process.0)?;
+            (*start == process.1).then_some((*process, *value))
+        })
+        .collect()
 }
 
 impl Source for EbpfSource {
@@ -279,25 +301,39 @@ impl Source for EbpfSource {
         // the next poll, which reads its safepoint in flight.
         let streams = Self::streams(&store.write());
         // The JVMs whose safepoints are compared with their counter.
-        let compared: Vec<u32> = (streams.iter())
-            .filter_map(|(pid, target)| match target {
-                Some((_, role)) if role.records_safepoints() => Some(*pid),
+        let compared: Vec<Process> = (streams.iter())
+            .filter_map(|(process, target)| match target {
+                Some((_, role)) if role.records_safepoints() => Some(*process),
                 _ => None,
             })
             .collect();
+        let measured: Vec<Process> = (streams.iter())
+            .filter_map(|(process, target)| target.map(|_| *process))
+            .collect();
+        let pids = |processes: &[Process]| processes.iter().map(|p| p.0).collect::<Vec<_>>();
         // Their safepoints in flight before the drain: one that ends in
         // between is in both, and is taken once (see `Check::take`).
-        let (poll_ns, in_flight, records, dropped) = {
+        let (poll_ns, in_flight, records, dropped, throttled) = {
             let mut probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
             let poll_ns = monotonic_now().as_nanos() as u64;
-            let in_flight = probes.in_flight(&compared);
-            (poll_ns, in_flight, probes.drain(), probes.dropped())
+            let in_flight = of_processes(&compared, &probes.in_flight(&pids(&compared)));
+            let throttled = of_processes(&measured, &probes.throttled(&pids(&measured)));
+            (
+                poll_ns,
+                in_flight,
+                probes.drain(),
+                probes.dropped(),
+                throttled,
+            )
         };
-        for (pid, check) in &mut self.checks {
-            check.in_flight = in_flight.get(pid).copied();
+        for (process, check) in &mut self.checks {
+            check.in_flight = in_flight.get(process).copied();
         }
         for record in records {
-            let pending = self.pending.entry(record.tgid).or_default();
+            let pending = self
+                .pending
+                .entry((record.tgid, record.start_ticks))
+                .or_default();
             if pending.len() < MAX_PENDING {
                 pending.push(record);
             }
@@ -308,15 +344,32 @@ impl Source for EbpfSource {
         let expired = monotonic.saturating_sub(self.keep_pending).as_nanos() as u64;
         let mut changed = false;
         let mut state = store.write();
-        if dropped > self.dropped {
+        // Records lost since the last poll, by JVM: those its budget
+        // refused, and, when the ring buffer was full, the host's drops
+        // (whose JVMs cannot be told apart). Their minutes are flagged.
+        let newly_dropped = dropped.saturating_sub(self.dropped);
+        if newly_dropped > 0 {
             *state
                 .errors
                 .entry("ebpf_events_dropped".to_string())
-                .or_default() += dropped - self.dropped;
+                .or_default() += newly_dropped;
             self.dropped = dropped;
         }
-        self.pending.retain(|pid, pending| {
-            let (id, role) = match streams.get(pid) {
+        let minute = crate::model::minutes::minute_of(Utc::now());
+        for process in &measured {
+            let refused = throttled.get(process).copied().unwrap_or(0);
+            let seen = self.throttled.insert(*process, refused).unwrap_or(0);
+            let lost = refused.saturating_sub(seen) + newly_dropped;
+            let Some((id, _)) = streams.get(process).copied().flatten() else {
+                continue;
+            };
+            if let Some(stream) = state.stream_mut(id).filter(|_| lost > 0) {
+                stream.jvm.mark_records_lost(minute, lost);
+                changed = true;
+            }
+        }
+        self.pending.retain(|process, pending| {
+            let (id, role) = match streams.get(process) {
                 Some(Some(target)) => *target,
                 Some(None) => return false,
                 None => {
@@ -327,15 +380,16 @@ impl Source for EbpfSource {
             let Some(stream) = state.stream_mut(id) else {
                 return false;
             };
-            let converter = self.converters.entry(*pid).or_default();
+            let converter = self.converters.entry(*process).or_default();
             let collector = stream.jvm.collector;
             let mut events: Vec<_> = pending
                 .iter()
                 .flat_map(|record| converter.events(record, collector, zero))
                 .collect();
             if role.records_safepoints() {
-                let check = (self.checks.entry(*pid))
-                    .or_insert_with(|| Check::new(*pid, in_flight.get(pid).copied(), dropped));
+                let check = (self.checks.entry(*process)).or_insert_with(|| {
+                    Check::new(*process, in_flight.get(process).copied(), dropped)
+                });
                 check.take(pending, poll_ns);
             }
             let crate::store::StreamState { jvm, latency, .. } = stream;
@@ -352,7 +406,7 @@ impl Source for EbpfSource {
                     jvm.ingest(&run, &events, latency.as_mut());
                 }
                 Role::ChecksLog { safepoints } => {
-                    let check = self.log_checks.entry(*pid).or_default();
+                    let check = self.log_checks.entry(*process).or_default();
                     check.recorded += events.iter().filter_map(GcEvent::as_pause).count() as u64;
                     let collected = pending.iter().filter(|r| !r.gcs.is_empty());
                     if let Some(end) = collected.map(|r| r.end_ns).max() {
@@ -367,8 +421,8 @@ impl Source for EbpfSource {
             false
         });
         let now_ns = monotonic.as_nanos() as u64;
-        for (pid, id) in streams.iter().filter_map(|(pid, target)| match target {
-            Some((id, Role::ChecksLog { .. })) => Some((*pid, *id)),
+        for (process, id) in streams.iter().filter_map(|(process, target)| match target {
+            Some((id, Role::ChecksLog { .. })) => Some((*process, *id)),
             _ => None,
         }) {
             // Read first: writing a stream copies it after a snapshot.
@@ -380,7 +434,7 @@ impl Source for EbpfSource {
                 .discovered
                 .as_ref()
                 .and_then(|d| d.log_probe_mismatch);
-            let check = self.log_checks.entry(pid).or_default();
+            let check = self.log_checks.entry(process).or_default();
             let mismatch = check.compare(logged, now_ns);
             if mismatch.is_some() && mismatch != shown {
                 if let Some(discovered) = state.stream_mut(id).and_then(|s| s.discovered.as_mut()) {
@@ -390,28 +444,28 @@ impl Source for EbpfSource {
             }
         }
         let mut missed_while_down = 0;
-        let safepoints_recorded = streams.iter().filter_map(|(pid, target)| match target {
-            Some((id, role)) if role.records_safepoints() => Some((*pid, *id)),
+        let safepoints_recorded = streams.iter().filter_map(|(process, target)| match target {
+            Some((id, role)) if role.records_safepoints() => Some((*process, *id)),
             _ => None,
         });
         let mut blind = Vec::new();
-        for (pid, id) in safepoints_recorded {
+        for (process, id) in safepoints_recorded {
             let Some(runtime) = state.stream_mut(id).and_then(|s| s.runtime.as_mut()) else {
                 continue;
             };
-            let check = (self.checks.entry(pid))
-                .or_insert_with(|| Check::new(pid, in_flight.get(&pid).copied(), dropped));
+            let check = (self.checks.entry(process))
+                .or_insert_with(|| Check::new(process, in_flight.get(&process).copied(), dropped));
             runtime.safepoint_probe_mismatch = check
                 .compare(runtime, poll_ns)
                 .or(runtime.safepoint_probe_mismatch);
             if check.blind(runtime.safepoints, dropped) {
-                blind.push((pid, id, runtime.safepoints));
+                blind.push((process.0, id, runtime.safepoints));
             }
             // A JVM the agent measured before it restarted: what ran while
             // it was down is lost, and counted.
-            let before = check.key.as_ref().and_then(|k| self.restored.get(k));
+            let before = self.restored.get(&check.key);
             if let Some(missed) = before.and_then(|r| check.missed_since(*r)) {
-                self.restored.retain(|k, _| Some(k) != check.key.as_ref());
+                self.restored.remove(&check.key);
                 missed_while_down += missed;
             }
         }
@@ -435,10 +489,11 @@ impl Source for EbpfSource {
                 .entry(MISSED_WHILE_DOWN.to_string())
                 .or_default() += missed_while_down;
         }
-        let attached = |pid: &u32| streams.get(pid).is_some_and(Option::is_some);
-        self.converters.retain(|pid, _| attached(pid));
-        self.checks.retain(|pid, _| attached(pid));
-        self.log_checks.retain(|pid, _| attached(pid));
+        let attached = |process: &Process| streams.get(process).is_some_and(Option::is_some);
+        self.converters.retain(|process, _| attached(process));
+        self.checks.retain(|process, _| attached(process));
+        self.log_checks.retain(|process, _| attached(process));
+        self.throttled.retain(|process, _| attached(process));
         changed
     }
 
@@ -447,7 +502,7 @@ impl Source for EbpfSource {
     fn checkpoint(&self, _state: &AgentState) -> Option<SourceCheckpoint> {
         let mut reached = self.restored.clone();
         let checks = self.checks.values();
-        reached.extend(checks.filter_map(|c| Some((c.key.clone()?, c.reached()?))));
+        reached.extend(checks.filter_map(|c| Some((c.key.clone(), c.reached()?))));
         Some(SourceCheckpoint::Ebpf(EbpfCheckpoint { reached }))
     }
 }
@@ -461,6 +516,7 @@ mod tests {
     fn record(begin_ns: u64) -> SafepointRecord {
         SafepointRecord {
             tgid: 1,
+            start_ticks: 0,
             begin_ns,
             operation_ns: 0,
             end_ns: begin_ns + 5,
@@ -480,7 +536,7 @@ mod tests {
 
     fn check(in_flight: Option<u64>) -> Check {
         Check {
-            key: None,
+            key: String::new(),
             taken: 0,
             recent_begins: Vec::new(),
             in_flight,
