@@ -172,6 +172,10 @@ impl SourceCheckpoint {
 /// How long after its start a JVM may still create the log its options name.
 const LOG_CREATION_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(30);
 
+/// How long after its start a JVM may still show none of a JVM's signs
+/// (HotSpot starts its `VM Thread` within its first second).
+const JVM_SIGNS_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
+
 /// Whether `process` started so recently that its log may still appear.
 fn young(process: &discovery::JavaProcess) -> bool {
     chrono::Utc::now() - process.started < LOG_CREATION_GRACE
@@ -552,10 +556,20 @@ impl Registry {
             // JVM with a log (the reason says why it is not used elsewhere).
             // A library being attached is waited for: the JVM is found
             // again at the next scan, its records kept meanwhile.
-            let ebpf = match self.ebpf.cover(&proc_root, process.pid) {
+            let asking = ebpf::Asking {
+                pid: process.pid,
+                start_ticks: process.start_ticks,
+                uid: process.uid,
+                young: chrono::Utc::now() - process.started < JVM_SIGNS_GRACE,
+            };
+            let ebpf = match self.ebpf.cover(&proc_root, &asking) {
                 ebpf::Coverage::Attaching => {
                     retry.push(process.pid);
                     attaching = true;
+                    continue;
+                }
+                ebpf::Coverage::NotYet => {
+                    retry.push(process.pid);
                     continue;
                 }
                 ebpf::Coverage::Measured => Ok(()),

@@ -98,26 +98,25 @@ fn start_agent(children: &mut Children, dir: &Path, marker: &str, settings: Sett
     agent
 }
 
-/// The GC workload on `java` with `flags`, logging its pauses to its
-/// stderr (the truth a test holds the agent to), for `seconds`.
+/// `java` (a command: a JDK's `java`, perhaps run as another user) running
+/// the GC workload with `flags`, its pauses logged to its stderr (the truth
+/// a test holds the agent to), for `seconds`.
 fn workload(
-    java: impl AsRef<std::ffi::OsStr>,
+    mut java: Command,
     flags: &[&str],
     classes: &Path,
     marker: &str,
     seconds: &str,
     json: &Path,
 ) -> Command {
-    let mut command = Command::new(java);
-    command
-        .args(["-Xmx64m", "-Xlog:gc:stderr", marker])
+    java.args(["-Xmx64m", "-Xlog:gc:stderr", marker])
         .args(["-Dwl.rate=20", "-Dwl.quiesceMs=1500"])
         .args(flags)
         .arg("-cp")
         .arg(classes)
         .args(["GcWorkload", "steady", seconds])
         .arg(json);
-    command
+    java
 }
 
 /// The agent's pause count and largest pause of the JVM `pid`, over every
@@ -243,23 +242,14 @@ fn another_users_hsperfdata_cannot_forge_or_hide_a_jvms_pauses() {
     let mut victims = Vec::new();
     for (name, forged) in [("forged", &real), ("shadow", &naming_shadow)] {
         let go = victim_dir.join(format!("{name}.go"));
-        let mut command = as_user(VICTIM, "sh");
-        command
-            .arg("-c")
+        let mut wait = as_user(VICTIM, "sh");
+        wait.arg("-c")
             .arg("while [ ! -e \"$0\" ]; do sleep 0.05; done; exec \"$@\"")
             .arg(&go)
-            .args([
-                "java",
-                "-Xmx64m",
-                "-XX:+UseSerialGC",
-                "-Xlog:gc:stderr",
-                &marker,
-            ])
-            .args(["-Dwl.rate=20", "-Dwl.quiesceMs=1500", "-cp"])
-            .arg(&classes)
-            .args(["GcWorkload", "steady", "6"])
-            .arg(victim_dir.join(format!("{name}.json")))
+            .arg("java")
             .current_dir(&victim_dir);
+        let json = victim_dir.join(format!("{name}.json"));
+        let mut command = workload(wait, &["-XX:+UseSerialGC"], &classes, &marker, "6", &json);
         children.spawn_job(name, &mut command);
         let pid = children.pid(name);
         let file = trap.join(pid.to_string());
@@ -325,12 +315,12 @@ fn another_users_hsperfdata_cannot_forge_or_hide_a_jvms_pauses() {
 /// The JDK 17 Debian installs, whose libjvm.so the tests copy.
 const JDK17: &str = "/usr/lib/jvm/java-17-openjdk-amd64";
 
-/// A copy of the JDK at `JDK17` in `dir`: its tree of directories, its
-/// files links to the originals but for `bin/java` and
+/// A copy of the JDK at `JDK17` in `dir/name`: its tree of directories,
+/// its files links to the originals but for `bin/java` and
 /// `lib/server/libjvm.so`, real files (the launcher finds its JDK, and
 /// HotSpot its home, through their own paths).
-fn private_jdk(dir: &Path) -> PathBuf {
-    let jdk = dir.join("jdk");
+fn private_jdk(dir: &Path, name: &str) -> PathBuf {
+    let jdk = dir.join(name);
     common::succeed(Command::new("cp").args(["-rs", JDK17]).arg(&jdk));
     for file in ["bin/java", "lib/server/libjvm.so"] {
         std::fs::remove_file(jdk.join(file)).unwrap();
@@ -356,8 +346,8 @@ fn exits_on(agent: &mut std::process::Child, signal: &str, within: Duration) -> 
 /// Case 2: a local user's process named `java` maps a libjvm.so, unlinks
 /// it and leaves a FIFO at its name; and a FIFO waits at a JDK path the
 /// agent attaches at start (`/opt/X/lib/server/libjvm.so`). Neither may
-/// freeze the agent: it starts, serves `/healthz`, lists the process with a
-/// reason, and exits at once on SIGTERM.
+/// freeze the agent: it starts, serves `/healthz`, lists the process as
+/// not a JVM (case 4: it has no VM Thread), and exits at once on SIGTERM.
 #[test]
 fn a_fifo_for_a_libjvm_freezes_nothing() {
     let Some((dir, _classes, marker)) = prepared() else {
@@ -397,7 +387,8 @@ fn a_fifo_for_a_libjvm_freezes_nothing() {
     let fake_pid = children.pid("fake-java");
 
     let (port, mut agent) = spawn_agent(dir, &marker, DEFAULTS);
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // Listed once it has shown no JVM's signs for 10 s.
+    let deadline = Instant::now() + Duration::from_secs(30);
     let mut line = None;
     while line.is_none() && Instant::now() < deadline {
         let metrics = common::http_get(port, "/metrics")
@@ -412,7 +403,7 @@ fn a_fifo_for_a_libjvm_freezes_nothing() {
     std::thread::sleep(Duration::from_secs(1));
     let health = common::http_get(port, "/healthz");
     assert!(matches!(health, Ok((200, _))), "{health:?}\n{}", log_text());
-    assert!(line.contains("pause_source="), "{line}");
+    assert!(line.contains("ebpf_reason=\"not_a_jvm\""), "{line}");
     let took = exits_on(&mut agent, "-TERM", Duration::from_secs(5));
     assert!(took.is_some(), "SIGTERM ignored:\n{}", log_text());
     let text = log_text();
@@ -433,11 +424,11 @@ fn a_jdk_upgraded_in_place_leaves_its_running_jvm_measured() {
         return;
     };
     let dir = dir.path();
-    let jdk = private_jdk(dir);
+    let jdk = private_jdk(dir, "jdk");
     let mut children = Children::new(dir);
     let json = dir.join("jvm.json");
     let mut jvm = workload(
-        jdk.join("bin/java"),
+        Command::new(jdk.join("bin/java")),
         &["-XX:+UseSerialGC"],
         &classes,
         &marker,
@@ -591,7 +582,14 @@ fn a_pid_reused_within_a_discovery_interval_is_another_jvm() {
     let mut children = Children::new(dir);
     let jvm = |collector: &str, seconds: &str, name: &str| {
         let json = dir.join(format!("{name}.json"));
-        workload("java", &[collector], &classes, &marker, seconds, &json)
+        workload(
+            Command::new("java"),
+            &[collector],
+            &classes,
+            &marker,
+            seconds,
+            &json,
+        )
     };
     children.spawn_job("parallel", &mut jvm("-XX:+UseParallelGC", "60", "parallel"));
     let pid = children.pid("parallel");
@@ -685,7 +683,14 @@ fn one_users_flood_of_safepoints_blinds_no_other_jvm() {
         children.spawn_job(flood, &mut command);
     }
     let json = dir.join("innocent.json");
-    let mut innocent = workload("java", &["-XX:+UseSerialGC"], &classes, &marker, "8", &json);
+    let mut innocent = workload(
+        Command::new("java"),
+        &["-XX:+UseSerialGC"],
+        &classes,
+        &marker,
+        "8",
+        &json,
+    );
     children.spawn_job("innocent", &mut innocent);
     let pid = children.pid("innocent");
     for name in ["innocent", "flood-1", "flood-2"] {
@@ -734,5 +739,85 @@ fn one_users_flood_of_safepoints_blinds_no_other_jvm() {
             &["ebpf_events_dropped"]
         ),
         0.0
+    );
+}
+
+/// The agent's descriptors of BPF links (7 per library attached).
+fn bpf_links(pid: u32) -> usize {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap();
+    fds.flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .filter(|target| target.to_string_lossy() == "anon_inode:bpf_link")
+        .count()
+}
+
+/// Case 4: a local user's JVMs, each from a copy of the JDK of its own,
+/// have at most 4 libraries attached for them (the rest are listed with
+/// `attach_limit`); a JVM whose libjvm.so another non-root user owns is
+/// not attached for (`untrusted_library`); and once the JVMs are gone,
+/// their libraries are released.
+#[test]
+fn a_users_copies_of_libjvm_are_bounded_and_released() {
+    let Some((dir, classes, marker)) = prepared() else {
+        return;
+    };
+    let dir = dir.path();
+    let mut children = Children::new(dir);
+    let (port, agent) = spawn_agent(dir, &marker, DEFAULTS);
+    let agent_pid = agent.id();
+    let agent = Agent::from_child(port, agent);
+    agent.metrics_when(Duration::from_secs(20), |m| m.ends_with("# EOF\n"));
+    let links_before = bpf_links(agent_pid);
+    let mut pids = Vec::new();
+    for i in 0..6 {
+        let jdk = private_jdk(dir, &format!("jdk-{i}"));
+        if i == 5 {
+            // Another non-root user's file: theirs to change.
+            std::os::unix::fs::chown(jdk.join("lib/server/libjvm.so"), Some(VICTIM.0), None)
+                .unwrap();
+        }
+        let json = dir.join(format!("jvm-{i}.json"));
+        let flags = ["-XX:+UseSerialGC", "-Dwl.rate=2"];
+        let java = as_user(ATTACKER, jdk.join("bin/java"));
+        let mut jvm = workload(java, &flags, &classes, &marker, "600", &json);
+        let name = format!("jvm-{i}");
+        children.spawn_service(&name, &mut jvm);
+        pids.push(children.pid(&name));
+    }
+    let reasons = |metrics: &str| -> Vec<String> {
+        pids.iter()
+            .filter_map(|pid| common::discovered(metrics, *pid))
+            .filter_map(|line| {
+                let reason = line.split("ebpf_reason=\"").nth(1)?.split('"').next()?;
+                Some(reason.to_string())
+            })
+            .collect()
+    };
+    let metrics = agent.metrics_when(Duration::from_secs(60), |m| reasons(m).len() == 6);
+    let mut found = reasons(&metrics);
+    found.sort();
+    assert_eq!(
+        found,
+        ["", "", "", "", "attach_limit", "untrusted_library"],
+        "{metrics}"
+    );
+    assert_eq!(bpf_links(agent_pid), links_before + 4 * 7);
+    drop(children);
+    let log = || std::fs::read_to_string(dir.join("agent.log")).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while bpf_links(agent_pid) > links_before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        bpf_links(agent_pid),
+        links_before,
+        "not released:\n{}",
+        log()
+    );
+    assert_eq!(
+        log().matches("eBPF safepoint probes released").count(),
+        4,
+        "{}",
+        log()
     );
 }

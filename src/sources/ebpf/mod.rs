@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::Config;
 
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
+mod library;
+#[cfg(all(feature = "ebpf", target_os = "linux"))]
 mod probes;
 /// The skeleton libbpf-cargo generates from the BPF object (build.rs): its
 /// maps and programs by name, and the record types from its BTF, so that
@@ -38,11 +40,26 @@ pub const DISABLED: &str = "disabled";
 #[derive(Debug, Clone, PartialEq)]
 pub enum Coverage {
     Measured,
-    /// Its libjvm.so is being attached, off the agent's loop: ask again at
-    /// the next scan (its records wait meanwhile).
+    /// Its libjvm.so is being attached, off the agent's loop: ask again
+    /// soon (its records wait meanwhile).
     Attaching,
+    /// It shows no JVM's signs yet (a JVM just started): ask again at the
+    /// next scan.
+    NotYet,
     /// Not measured: the reason (`ebpf_reason`) and what was found.
     NotMeasured(&'static str, String),
+}
+
+/// The process discovery asks about.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Asking {
+    pub pid: u32,
+    /// Its start in clock ticks after boot: with `pid`, which process it is.
+    pub start_ticks: u64,
+    /// Its effective uid, when known.
+    pub uid: Option<u32>,
+    /// Whether it started so recently that it may still be starting.
+    pub young: bool,
 }
 
 /// What a restarted agent needs to count the safepoints it missed while
@@ -106,7 +123,7 @@ impl Ebpf {
 
     /// Whether eBPF measures the JVM `pid` (its libjvm.so asked to be
     /// attached if it was not), or the reason it does not.
-    pub fn cover(&self, proc_root: &Path, pid: u32) -> Coverage {
+    pub fn cover(&self, proc_root: &Path, asking: &Asking) -> Coverage {
         if let Some(reason) = self.unavailable {
             return Coverage::NotMeasured(reason, String::new());
         }
@@ -115,10 +132,10 @@ impl Ebpf {
             let mut probes = probes
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let coverage = probes.cover(proc_root, pid);
+            let coverage = probes.cover(proc_root, asking);
             if let Coverage::NotMeasured(reason, error) = &coverage {
                 tracing::warn!(
-                    pid,
+                    pid = asking.pid,
                     reason,
                     error,
                     "eBPF does not measure this JVM: its pauses come from hsperfdata"
@@ -126,7 +143,7 @@ impl Ebpf {
             }
             return coverage;
         }
-        let _ = (proc_root, pid);
+        let _ = (proc_root, asking);
         Coverage::NotMeasured(NOT_BUILT, String::new())
     }
 

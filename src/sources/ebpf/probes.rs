@@ -6,35 +6,32 @@
 //! sharing an image layer: a JDK is attached when the first JVM running it
 //! is discovered, and never again.
 //!
-//! Any local user can name a process `java` and make its libjvm.so
-//! whatever they like: a FIFO (libbpf's `open()` then waits for a writer
-//! forever, SIGTERM included), a file unlinked and replaced, or a JDK
-//! upgraded in place under a running JVM (`mv new libjvm.so`, as dpkg and
-//! rpm do). So the agent opens the very file the process maps
-//! (`/proc/PID/map_files/RANGE`), without blocking, checks it (a regular
-//! ELF file of a sane size, the inode the maps name) and hands libbpf
-//! `/proc/self/fd/N` of its own descriptor, never a path another user can
-//! change; and the attaching, which parses the whole file, runs on a thread
-//! of its own, so that the loop serving the sources never waits for it.
+//! A library is opened and checked by `library.rs` before libbpf sees it;
+//! the attaching, which parses the whole file, runs on a thread of its own,
+//! so that the loop serving the sources never waits for it. Any local user
+//! can make the agent attach to copies of libjvm.so of their own, so the
+//! attachments are bounded (in all, and per user), and one no process runs
+//! any more is released.
 
-use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::collections::{HashMap, HashSet};
+use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::Duration;
-
-use std::mem::MaybeUninit;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{
     ErrorKind, Link, MapCore, MapFlags, MapHandle, OpenObject, PrintLevel, ProgramMut, RingBuffer,
 };
 
+use super::library::{
+    has_jvm_signs, mapped_libjvm, open_library, FileId, Library, NOT_A_JVM, NOT_A_LIBRARY,
+    UNTRUSTED_LIBRARY,
+};
 use super::record::{read, start_ticks, SafepointRecord};
 use super::skel::{types, SafepointsSkel, SafepointsSkelBuilder};
-use super::Coverage;
+use super::{Asking, Coverage};
 
 /// The programs attached to each libjvm.so (see [`programs`]).
 const PROGRAMS: usize = 7;
@@ -67,38 +64,22 @@ const INSTALLED_LIBJVM: [&str; 6] = [
     "/usr/local/*/lib/server/libjvm.so",
 ];
 
-/// The largest libjvm.so believed: HotSpot's are 15-25 MB (with debug
-/// symbols, under 300 MB); a larger file is not parsed.
-const MAX_LIBJVM_BYTES: u64 = 512 << 20;
-
 /// Why a JVM is not measured by eBPF, as `/metrics` says it
 /// (`pausewatch_jvm_discovered{ebpf_reason}`).
 pub const PERMISSION_DENIED: &str = "permission_denied";
 pub const LOAD_FAILED: &str = "load_failed";
-pub const NO_LIBJVM: &str = "no_libjvm";
 pub const ATTACH_FAILED: &str = "attach_failed";
-/// The file mapped as libjvm.so is no shared library (a FIFO, a device, not
-/// ELF, absurdly large).
-pub const NOT_A_LIBRARY: &str = "not_a_library";
-/// The libjvm.so the JVM maps was replaced since (a JDK upgraded in place),
-/// and the file it maps cannot be opened (`map_files` needs CAP_SYS_ADMIN).
-pub const LIBJVM_REPLACED: &str = "libjvm_replaced";
+/// Libraries attached at once, at most, and per non-root user whose
+/// processes asked for them: libbpf's table of USDT specs is full at about
+/// 36 files, and each file holds 7 links.
+const MAX_LIBRARIES: usize = 24;
+const MAX_LIBRARIES_PER_USER: usize = 4;
+/// Too many libraries are attached, in all or for the process's user.
+pub const ATTACH_LIMIT: &str = "attach_limit";
 
 /// There are too few file descriptors for the probes beside the files,
 /// connections and checkpoint the agent's descriptors are planned for.
 pub const TOO_FEW_DESCRIPTORS: &str = "too_few_descriptors";
-
-/// A file's identity: device and inode, which uprobes are attached to.
-type FileId = (u64, u64);
-
-/// A libjvm.so opened by the agent itself, checked, ready to be attached
-/// through its descriptor.
-pub struct Library {
-    file: File,
-    id: FileId,
-    /// What the logs call it: the path the process maps it at.
-    shown: PathBuf,
-}
 
 /// How far the attaching of one libjvm.so is.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,6 +88,24 @@ enum Attachment {
     Attached,
     /// The reason, and what was said.
     Failed(&'static str, String),
+}
+
+/// Who a library was attached for.
+struct Use {
+    /// Installed where packages put JDKs: kept for the JVMs to come.
+    installed: bool,
+    /// The non-root user whose process asked for it first: it counts
+    /// against their bound.
+    user: Option<u32>,
+    /// The processes it was asked for (pid, start ticks): released once
+    /// none of them runs.
+    processes: HashSet<(u32, u64)>,
+}
+
+/// What the attaching thread is asked to do.
+enum Request {
+    Attach(Library),
+    Release(FileId),
 }
 
 /// The loaded program's maps, its ring buffer and the thread that attaches
@@ -119,11 +118,13 @@ pub struct Probes {
     drops: MapHandle,
     budgets: MapHandle,
     received: Arc<Mutex<Vec<SafepointRecord>>>,
-    /// Libraries for the attaching thread.
-    requests: mpsc::Sender<Library>,
+    /// Work for the attaching thread.
+    requests: mpsc::Sender<Request>,
     /// How far each file is, by identity: a file that could not be
     /// attached keeps its reason, so it is not tried at every JVM.
     attachments: Arc<Mutex<HashMap<FileId, Attachment>>>,
+    /// Who each file asked for or attached is for.
+    uses: HashMap<FileId, Use>,
 }
 
 /// libbpf's own lines, through the agent's log instead of bare on stderr.
@@ -212,22 +213,70 @@ impl Probes {
             received,
             requests,
             attachments,
+            uses: HashMap::new(),
         })
     }
 
-    /// Whether the libjvm.so that process `pid` maps is attached; asks
-    /// for it to be when it was never seen ([`Coverage::Attaching`]).
-    pub fn cover(&mut self, proc_root: &Path, pid: u32) -> Coverage {
-        match mapped_libjvm(proc_root, pid) {
-            Ok(library) => self.request(library),
-            Err((reason, detail)) => Coverage::NotMeasured(reason, detail),
+    /// Whether the libjvm.so that the process `asking` maps is attached;
+    /// asks for it to be when it was never seen ([`Coverage::Attaching`]),
+    /// unless the process shows no JVM's signs, the file is another user's
+    /// to change, or its user (or the host) has as many attached as allowed.
+    pub fn cover(&mut self, proc_root: &Path, asking: &Asking) -> Coverage {
+        let library = match mapped_libjvm(proc_root, asking.pid) {
+            Ok(library) => library,
+            Err((reason, detail)) => return Coverage::NotMeasured(reason, detail),
+        };
+        if !has_jvm_signs(proc_root, asking.pid) {
+            if asking.young {
+                return Coverage::NotYet;
+            }
+            let detail = format!(
+                "process {} maps {} but has no VM Thread",
+                asking.pid,
+                library.shown.display()
+            );
+            return Coverage::NotMeasured(NOT_A_JVM, detail);
         }
+        // An unknown owner is trusted with nothing.
+        let uid = asking.uid.unwrap_or(u32::MAX);
+        if let Some(why) = library.untrusted_for(uid) {
+            return Coverage::NotMeasured(UNTRUSTED_LIBRARY, why);
+        }
+        let process = (asking.pid, asking.start_ticks);
+        if let Some(known) = self.uses.get_mut(&library.id) {
+            known.processes.insert(process);
+            return self.request(library);
+        }
+        let user = (uid != 0).then_some(uid);
+        let users = |user| self.uses.values().filter(|u| u.user == Some(user)).count();
+        let limit = match user {
+            _ if self.uses.len() >= MAX_LIBRARIES => Some(format!(
+                "{} libraries attached or asked for already",
+                self.uses.len()
+            )),
+            Some(user) if users(user) >= MAX_LIBRARIES_PER_USER => Some(format!(
+                "{} libraries attached for uid {user}'s processes already",
+                users(user)
+            )),
+            _ => None,
+        };
+        if let Some(limit) = limit {
+            return Coverage::NotMeasured(ATTACH_LIMIT, limit);
+        }
+        let use_ = Use {
+            installed: false,
+            user,
+            processes: HashSet::from([process]),
+        };
+        self.uses.insert(library.id, use_);
+        self.request(library)
     }
 
     /// Asks for the JDKs installed where packages and images put them, so
     /// that the first JVM of each is covered from its first safepoint, not
     /// from its discovery; a JDK elsewhere is attached when a JVM running
-    /// it is discovered.
+    /// it is discovered. Only root's files: another user's under `/opt` is
+    /// theirs to change.
     pub fn attach_installed(&mut self) {
         let libraries = INSTALLED_LIBJVM
             .iter()
@@ -235,12 +284,47 @@ impl Probes {
             .flatten()
             .flatten();
         for path in libraries {
-            match open_library(&path, None) {
-                Ok(library) => drop(self.request(library)),
+            let checked =
+                open_library(&path, None).and_then(|library| match library.untrusted_for(0) {
+                    Some(why) => Err((UNTRUSTED_LIBRARY, why)),
+                    None => Ok(library),
+                });
+            match checked {
+                Ok(library) if !self.uses.contains_key(&library.id) => {
+                    let use_ = Use {
+                        installed: true,
+                        user: None,
+                        processes: HashSet::new(),
+                    };
+                    self.uses.insert(library.id, use_);
+                    drop(self.request(library));
+                }
+                Ok(_) => {}
                 Err((reason, error)) => {
                     tracing::warn!(library = %path.display(), reason, error, "not attached")
                 }
             }
+        }
+    }
+
+    /// Releases the libraries attached for processes none of which is
+    /// `alive` any more (installed JDKs stay attached).
+    pub fn release_unused(&mut self, alive: impl Fn(u32, u64) -> bool) {
+        let mut released = Vec::new();
+        for (id, known) in &mut self.uses {
+            known.processes.retain(|(pid, ticks)| alive(*pid, *ticks));
+            if !known.installed && known.processes.is_empty() {
+                released.push(*id);
+            }
+        }
+        let mut attachments = self
+            .attachments
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for id in released {
+            self.uses.remove(&id);
+            attachments.remove(&id);
+            let _ = self.requests.send(Request::Release(id));
         }
     }
 
@@ -256,11 +340,12 @@ impl Probes {
             Some(Attachment::Failed(reason, error)) => Coverage::NotMeasured(reason, error.clone()),
             Some(Attachment::Pending) => Coverage::Attaching,
             None => {
-                attachments.insert(library.id, Attachment::Pending);
-                if let Err(mpsc::SendError(library)) = self.requests.send(library) {
+                let id = library.id;
+                attachments.insert(id, Attachment::Pending);
+                if self.requests.send(Request::Attach(library)).is_err() {
                     let error = "the attaching thread has ended".to_string();
                     let failed = Attachment::Failed(ATTACH_FAILED, error.clone());
-                    attachments.insert(library.id, failed);
+                    attachments.insert(id, failed);
                     return Coverage::NotMeasured(ATTACH_FAILED, error);
                 }
                 Coverage::Attaching
@@ -317,21 +402,41 @@ fn per_pid<T: Copy, V>(map: &MapHandle, pids: &[u32], pick: impl Fn(T) -> V) -> 
 }
 
 /// The attaching thread: attaches every library asked for through its
-/// descriptor, keeps the links for the agent's lifetime, and says how it went.
+/// descriptor (unless it has more probe sites than any JDK), keeps the
+/// links until the library is released, and says how it went. An outcome
+/// is kept only while its library is still asked for: one released while
+/// being attached has its links dropped at the release that follows.
 fn attach_requested(
     skel: SafepointsSkel<'static>,
-    requests: mpsc::Receiver<Library>,
+    requests: mpsc::Receiver<Request>,
     attachments: Arc<Mutex<HashMap<FileId, Attachment>>>,
 ) {
     let mut links: HashMap<FileId, Vec<Link>> = HashMap::new();
-    for library in requests {
+    for request in requests {
+        let library = match request {
+            Request::Attach(library) => library,
+            Request::Release(id) => {
+                if links.remove(&id).is_some() {
+                    tracing::info!(
+                        device = id.0,
+                        inode = id.1,
+                        "eBPF safepoint probes released: no JVM runs the library any more"
+                    );
+                    crate::follow::set_held_by_probes(probe_descriptors());
+                }
+                continue;
+            }
+        };
         // The kernel resolves this in the agent, to the file it opened.
         let through = PathBuf::from(format!("/proc/self/fd/{}", library.file.as_raw_fd()));
         let held = probe_descriptors();
-        let attached = if crate::follow::room_for_probes(held, PROGRAMS) {
-            attach(&skel, &through).map_err(|error| (ATTACH_FAILED, error))
-        } else {
+        let attached = if !crate::follow::room_for_probes(held, PROGRAMS) {
             Err((TOO_FEW_DESCRIPTORS, format!("{held} file descriptors held by the probes already, and no room for more beyond those the open-files limit leaves (raise it: LimitNOFILE)")))
+        } else {
+            library
+                .probe_sites()
+                .map_err(|error| (NOT_A_LIBRARY, error))
+                .and_then(|_| attach(&skel, &through).map_err(|error| (ATTACH_FAILED, error)))
         };
         let outcome = match attached {
             Ok(attached) => {
@@ -345,10 +450,10 @@ fn attach_requested(
                 Attachment::Failed(reason, error)
             }
         };
-        attachments
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(library.id, outcome);
+        let mut attachments = attachments.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(state) = attachments.get_mut(&library.id) {
+            *state = outcome;
+        }
     }
 }
 
@@ -387,161 +492,4 @@ fn probe_descriptors() -> usize {
         .count();
     // The ring buffer's epoll.
     bpf + 1
-}
-
-/// The libjvm.so that process `pid` maps, opened by its mapping
-/// (`/proc/PID/map_files/RANGE`: the very file mapped, unlinked or replaced
-/// since or not); where that is refused (it needs CAP_SYS_ADMIN), by the
-/// path it was mapped from, through `/proc/PID/root`, kept only when it is
-/// still the inode the maps name.
-pub fn mapped_libjvm(proc_root: &Path, pid: u32) -> Result<Library, (&'static str, String)> {
-    let process = proc_root.join(pid.to_string());
-    let no_libjvm = || {
-        (
-            NO_LIBJVM,
-            format!("no libjvm.so in {}/maps", process.display()),
-        )
-    };
-    let maps = std::fs::read_to_string(process.join("maps")).map_err(|_| no_libjvm())?;
-    // `START-END PERMS OFFSET DEV INODE PATH[ (deleted)]`
-    let (range, inode, path) = maps
-        .lines()
-        .find_map(|line| {
-            let mut fields = line.splitn(6, char::is_whitespace);
-            let range = fields.next()?;
-            let inode = fields.nth(3)?;
-            let path = fields.next()?.trim_start();
-            let path = path.strip_suffix(" (deleted)").unwrap_or(path);
-            path.ends_with("/libjvm.so").then(|| {
-                (
-                    range.to_string(),
-                    inode.parse::<u64>().ok(),
-                    path.to_string(),
-                )
-            })
-        })
-        .ok_or_else(no_libjvm)?;
-    let shown = PathBuf::from(&path);
-    let mapped = process.join("map_files").join(&range);
-    let through_root = process.join("root").join(path.trim_start_matches('/'));
-    let (opened, at) = match open_nonblocking(&mapped) {
-        Err(error) if matches!(error.raw_os_error(), Some(libc::EPERM | libc::EACCES)) => {
-            (open_nonblocking(&through_root), through_root)
-        }
-        opened => (opened, mapped),
-    };
-    let replaced_hint = |(reason, error): (&'static str, String)| {
-        match reason {
-        LIBJVM_REPLACED => (reason, format!("{error}; the file the JVM maps can be opened only through /proc/{pid}/map_files, which needs CAP_SYS_ADMIN")),
-        _ => (reason, error),
-    }
-    };
-    checked_library(opened, &at, inode)
-        .map(|library| Library { shown, ..library })
-        .map_err(replaced_hint)
-}
-
-/// `path` opened for reading without blocking (a FIFO opens at once).
-fn open_nonblocking(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(path)
-}
-
-/// Opens `path` without blocking and keeps it when it is a library (see
-/// [`checked_library`]).
-fn open_library(path: &Path, inode: Option<u64>) -> Result<Library, (&'static str, String)> {
-    checked_library(open_nonblocking(path), path, inode)
-}
-
-/// The file opened at `path`, kept when it is a regular ELF file of a
-/// believable size, and the inode `inode` when one is expected.
-fn checked_library(
-    opened: std::io::Result<File>,
-    path: &Path,
-    inode: Option<u64>,
-) -> Result<Library, (&'static str, String)> {
-    let shown = path.display();
-    let file = opened.map_err(|error| (NOT_A_LIBRARY, format!("{shown}: {error}")))?;
-    let metadata = file
-        .metadata()
-        .map_err(|error| (NOT_A_LIBRARY, format!("{shown}: {error}")))?;
-    if !metadata.is_file() {
-        return Err((NOT_A_LIBRARY, format!("{shown} is not a regular file")));
-    }
-    if metadata.len() > MAX_LIBJVM_BYTES {
-        let size = metadata.len();
-        return Err((
-            NOT_A_LIBRARY,
-            format!("{shown} has {size} bytes, more than a libjvm.so"),
-        ));
-    }
-    if inode.is_some_and(|inode| inode != metadata.ino()) {
-        return Err((
-            LIBJVM_REPLACED,
-            format!("{shown} was replaced since the JVM mapped it"),
-        ));
-    }
-    let mut magic = [0u8; 4];
-    if file.read_exact_at(&mut magic, 0).is_err() || &magic != b"\x7fELF" {
-        return Err((NOT_A_LIBRARY, format!("{shown} is not an ELF file")));
-    }
-    Ok(Library {
-        id: (metadata.dev(), metadata.ino()),
-        file,
-        shown: path.to_path_buf(),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A fake /proc with a process mapping `libjvm.so` from `mapped`, whose
-    /// mapping's file is `map_file` (made by `make`).
-    fn fake(make: impl FnOnce(&Path)) -> tempfile::TempDir {
-        let root = tempfile::tempdir().unwrap();
-        let process = root.path().join("42");
-        std::fs::create_dir_all(process.join("map_files")).unwrap();
-        let file = process.join("map_files/7f00-7f10");
-        make(&file);
-        let inode = std::fs::metadata(&file).map(|m| m.ino()).unwrap_or(0);
-        std::fs::write(
-            process.join("maps"),
-            format!("7f00-7f10 r-xp 00000000 fd:01 {inode}                    /opt/jdk/lib/server/libjvm.so (deleted)\n"),
-        )
-        .unwrap();
-        root
-    }
-
-    #[test]
-    fn a_fifo_mapped_as_libjvm_is_refused_without_blocking() {
-        let root = fake(|file| {
-            let path = std::ffi::CString::new(file.to_str().unwrap()).unwrap();
-            // SAFETY: a valid NUL-terminated path.
-            assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
-        });
-        let (reason, error) = mapped_libjvm(root.path(), 42).err().unwrap();
-        assert_eq!(reason, NOT_A_LIBRARY);
-        assert!(error.ends_with("is not a regular file"), "{error}");
-    }
-
-    #[test]
-    fn only_an_elf_file_of_the_mapped_inode_is_a_library() {
-        let root = fake(|file| std::fs::write(file, b"#!/bin/sh\n").unwrap());
-        let (reason, _) = mapped_libjvm(root.path(), 42).err().unwrap();
-        assert_eq!(reason, NOT_A_LIBRARY);
-        let root = fake(|file| std::fs::write(file, b"\x7fELF\x02\x01\x01").unwrap());
-        let library = mapped_libjvm(root.path(), 42).ok().unwrap();
-        assert_eq!(library.shown, Path::new("/opt/jdk/lib/server/libjvm.so"));
-        // The file at the mapping is another inode than the maps name.
-        let replaced = root.path().join("42/map_files/7f00-7f10");
-        let new = root.path().join("new");
-        std::fs::write(&new, b"\x7fELF\x02\x01\x01").unwrap();
-        std::fs::rename(&new, &replaced).unwrap();
-        let (reason, _) = mapped_libjvm(root.path(), 42).err().unwrap();
-        assert_eq!(reason, LIBJVM_REPLACED);
-        assert_eq!(mapped_libjvm(root.path(), 43).err().unwrap().0, NO_LIBJVM);
-    }
 }

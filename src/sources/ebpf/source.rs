@@ -55,6 +55,9 @@ struct Check {
 /// are taken as blind to it.
 const BLIND_AFTER: u64 = 3;
 
+/// How often libraries no running JVM was attached for are released.
+const RELEASE_EVERY: Duration = Duration::from_secs(5);
+
 /// The oldest sample compared, behind a poll: a record's begin is kept
 /// this long for a sample that may precede it.
 const MAX_SAMPLE_AGE: Duration = Duration::from_secs(60);
@@ -216,6 +219,8 @@ pub struct EbpfSource {
     log_checks: HashMap<Process, LogCheck>,
     /// Records each JVM's budget refused, as far as already flagged.
     throttled: HashMap<Process, u64>,
+    /// When the libraries no JVM runs were last released.
+    released: std::time::Instant,
     /// Drops already counted in the store.
     dropped: u64,
     /// The previous run's [`EbpfCheckpoint::reached`] of JVMs not compared yet.
@@ -248,6 +253,7 @@ impl EbpfSource {
             checks: HashMap::new(),
             log_checks: HashMap::new(),
             throttled: HashMap::new(),
+            released: std::time::Instant::now(),
             dropped: 0,
             restored,
         }
@@ -316,6 +322,13 @@ impl Source for EbpfSource {
         let (poll_ns, in_flight, records, dropped, throttled) = {
             let mut probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
             let poll_ns = monotonic_now().as_nanos() as u64;
+            if self.released.elapsed() >= RELEASE_EVERY {
+                self.released = std::time::Instant::now();
+                let proc_root = Path::new("/proc");
+                probes.release_unused(|pid, ticks| {
+                    crate::sources::proc_table::is_alive(proc_root, pid, ticks)
+                });
+            }
             let in_flight = of_processes(&compared, &probes.in_flight(&pids(&compared)));
             let throttled = of_processes(&measured, &probes.throttled(&pids(&measured)));
             (
