@@ -111,6 +111,11 @@ pub struct PauseSeries {
     pub action: String,
     pub cause: String,
     pub histogram: Histogram,
+    /// When the series' latest pause ended: the hsperfdata cross-check
+    /// compares a busy JVM's counts when the counter's last collection is
+    /// this one, so that neither side has a pause the other has not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_end: Option<pausewatch_parsers::LogTime>,
 }
 
 /// Safepoint totals for one VM operation.
@@ -413,11 +418,13 @@ impl JvmState {
                     action: action.to_string(),
                     cause: cause.to_string(),
                     histogram: Histogram::default(),
+                    last_end: None,
                 });
                 self.pauses.last_mut().expect("just pushed")
             }
         };
         series.histogram.observe(pause.duration_s);
+        series.last_end = Some(pause.end);
         let counters = &mut self.counters;
         counters.full_gcs += u64::from(pause.full);
         counters.evacuation_failures += u64::from(pause.evacuation_failure);

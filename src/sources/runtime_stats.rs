@@ -266,6 +266,8 @@ pub struct RuntimeStatsSource {
     previous: BTreeMap<String, PauseCounters>,
     /// Log-minus-counter differences taken as the start (see [`Self::log_counter_mismatch`]).
     mismatch_baseline: BTreeMap<String, f64>,
+    /// Each collector's recent counters, outside pauses.
+    counter_history: BTreeMap<String, std::collections::VecDeque<PauseCounters>>,
     /// Counters before the first sample: zeros for a JVM that started after
     /// the agent (every pause is new), else the first sample itself.
     baseline_zero: bool,
@@ -354,6 +356,7 @@ impl RuntimeStatsSource {
             layout: None,
             previous: BTreeMap::new(),
             mismatch_baseline: BTreeMap::new(),
+            counter_history: BTreeMap::new(),
             threads: GcThreads::default(),
             previous_cpu: started_after_agent.then_some((0.0, 0.0)),
             last_sample: None,
@@ -586,24 +589,51 @@ impl RuntimeStatsSource {
             if jvm.collector == Collector::Unknown {
                 jvm.collector = layout.collector;
             }
+            let major = layout.version.as_deref().and_then(jdk_major);
+            let previous = runtime
+                .as_ref()
+                .map(|r| r.log_counter_mismatch.clone())
+                .unwrap_or_default();
             let uptime = stats.uptime_seconds;
-            let settled = counters.iter().all(|(_, _, c)| {
-                !c.mid_pause() && uptime - c.last_exit >= LOG_FLUSH_ALLOWANCE_SECONDS
-            });
-            stats.log_counter_mismatch = if settled {
-                let major = layout.version.as_deref().and_then(jdk_major);
-                self.log_counter_mismatch(&counters, &jvm.pauses, major)
-            } else {
-                runtime
-                    .as_ref()
-                    .map(|r| r.log_counter_mismatch.clone())
-                    .unwrap_or_default()
-            };
+            stats.log_counter_mismatch = self.log_counter_mismatch(
+                &counters,
+                &jvm.pauses,
+                major,
+                (uptime, layout.jvm_start),
+                previous,
+            );
         }
         // Compared by the eBPF source, which sees the safepoint in flight.
         stats.safepoint_probe_mismatch = runtime.as_ref().and_then(|r| r.safepoint_probe_mismatch);
         *runtime = Some(stats);
     }
+}
+
+/// Samples of a collector's counters kept for a busy JVM's log to catch up
+/// with (at the default interval, 10 s of them).
+const COUNTER_HISTORY: usize = 10;
+
+/// How near the counter's last exit a pause's end must be to be the same
+/// collection: the log's uptime has milliseconds, and the counters' clock
+/// starts within one of `sun.rt.createVmBeginTime`.
+const SAME_PAUSE_SECONDS: f64 = 0.005;
+
+/// Whether the stream's latest pause of the bean `gc` is the collection
+/// that ended at `last_exit` (uptime seconds of the JVM started at
+/// `jvm_start`): then it has every pause the counter had counted by then.
+fn read_up_to(pauses: &[PauseSeries], gc: &str, last_exit: f64, jvm_start: DateTime<Utc>) -> bool {
+    let uptime_of = |end: pausewatch_parsers::LogTime| {
+        let from_wall = end
+            .wall
+            .map(|wall| (wall - jvm_start).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6);
+        end.uptime_s.or(from_wall)
+    };
+    let latest = pauses
+        .iter()
+        .filter(|series| series.gc == gc)
+        .filter_map(|series| series.last_end.and_then(uptime_of))
+        .reduce(f64::max);
+    latest.is_some_and(|end| (end - last_exit).abs() <= SAME_PAUSE_SECONDS)
 }
 
 fn extract(bytes: &[u8], layout: &Layout) -> Option<Sample> {
@@ -712,24 +742,55 @@ impl RuntimeStatsSource {
         counters: &[(String, String, PauseCounters)],
         pauses: &[PauseSeries],
         major: Option<u32>,
+        (uptime, jvm_start): (f64, DateTime<Utc>),
+        previous: Vec<(String, f64)>,
     ) -> Vec<(String, f64)> {
-        let mut by_gc: BTreeMap<String, f64> = BTreeMap::new();
+        // Each counter as it was at the stream's latest pause of its beans:
+        // now, when it has been idle for the time a log line may take to
+        // be read; else a recent sample whose last collection is that
+        // pause (a JVM that collects all the time, whose log is always a
+        // pause or two behind its counters).
+        let mut by_gc: BTreeMap<String, Option<f64>> = BTreeMap::new();
         for (_, name, counter) in counters {
-            if let Some(gc) = gc_label_of_counter(name, major) {
-                *by_gc.entry(gc).or_default() -= counter.invocations as f64;
+            let Some(gc) = gc_label_of_counter(name, major) else {
+                continue;
+            };
+            let history = self.counter_history.entry(name.clone()).or_default();
+            if !counter.mid_pause() {
+                if history.len() == COUNTER_HISTORY {
+                    history.pop_front();
+                }
+                history.push_back(*counter);
             }
+            let settled =
+                !counter.mid_pause() && uptime - counter.last_exit >= LOG_FLUSH_ALLOWANCE_SECONDS;
+            let at_stream = match settled {
+                true => Some(counter),
+                false => {
+                    (history.iter().rev()).find(|c| read_up_to(pauses, &gc, c.last_exit, jvm_start))
+                }
+            };
+            let entry = by_gc.entry(gc).or_insert(Some(0.0));
+            *entry = entry
+                .zip(at_stream)
+                .map(|(sum, c)| sum - c.invocations as f64);
         }
         for series in pauses {
-            if let Some(difference) = by_gc.get_mut(&series.gc) {
+            if let Some(Some(difference)) = by_gc.get_mut(&series.gc) {
                 *difference += series.histogram.count as f64;
             }
         }
+        let previous: BTreeMap<String, f64> = previous.into_iter().collect();
         by_gc
             .into_iter()
-            .map(|(gc, difference)| {
+            .filter_map(|(gc, difference)| {
+                let Some(difference) = difference else {
+                    // Not comparable at this sample: as it was.
+                    return previous.get(&gc).map(|value| (gc, *value));
+                };
                 let start = if self.baseline_zero { 0.0 } else { difference };
                 let baseline = *self.mismatch_baseline.entry(gc.clone()).or_insert(start);
-                (gc, difference - baseline)
+                Some((gc, difference - baseline))
             })
             .collect()
     }

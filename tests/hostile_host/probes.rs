@@ -821,3 +821,40 @@ fn a_users_copies_of_libjvm_are_bounded_and_released() {
         log()
     );
 }
+
+/// Case 5, the cross-check: a JVM that collects 30 times a second, its GC
+/// log always a pause or two behind its counters, still has its log held
+/// to its hsperfdata counters while it runs (it was compared only after a
+/// second without a collection, so never).
+#[test]
+fn a_busy_jvms_log_is_held_to_its_counters_while_it_collects() {
+    let Some((dir, classes, marker)) = prepared() else {
+        return;
+    };
+    let dir = dir.path();
+    let mut children = Children::new(dir);
+    let agent = start_agent(&mut children, dir, &marker, DEFAULTS);
+    let log = dir.join("gc-busy.log");
+    let xlog = format!("-Xlog:gc:file={}", log.display());
+    let json = dir.join("busy.json");
+    let flags = ["-XX:+UseParallelGC", "-Xmn4m", "-Dwl.rate=60", &xlog];
+    let mut busy = workload(Command::new("java"), &flags, &classes, &marker, "30", &json);
+    children.spawn_job("busy", &mut busy);
+    let pid = format!("pid=\"{}\"", children.pid("busy"));
+    let compared = |metrics: &str| {
+        metrics.lines().any(|l| {
+            l.starts_with("pausewatch_gc_log_counter_mismatch{")
+                && l.contains(&pid)
+                && l.contains("gc=\"PS Scavenge\"")
+        })
+    };
+    let metrics = agent.metrics_when(Duration::from_secs(20), compared);
+    assert!(
+        children.exited("busy").is_none(),
+        "compared only once it stopped"
+    );
+    let collections = common::sum(&metrics, "jvm_gc_pause_seconds_count", &[&pid]);
+    assert!(collections >= 30.0, "{collections} collections");
+    let mismatch = common::sum(&metrics, "pausewatch_gc_log_counter_mismatch", &[&pid]);
+    assert_eq!(mismatch, 0.0, "{metrics}");
+}
