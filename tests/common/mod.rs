@@ -953,6 +953,16 @@ pub fn bpf_or_skip() -> bool {
     java_or_skip()
 }
 
+/// The peak resident set of process `pid` (`VmHWM`), in KiB.
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
+}
+
 /// The `pausewatch_jvm_discovered` line of `pid`.
 pub fn discovered(metrics: &str, pid: u32) -> Option<String> {
     let pid = format!("pid=\"{pid}\"");

@@ -171,12 +171,7 @@ fn hostile_hsperfdata_files_are_refused_without_blocking_or_buffering() {
     let agent_pid = String::from_utf8_lossy(&agent_pid.stdout)
         .trim()
         .to_string();
-    let status = std::fs::read_to_string(format!("/proc/{agent_pid}/status")).unwrap();
-    let peak_kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap();
+    let peak_kib = crate::common::peak_rss_kib(agent_pid.parse().unwrap());
     assert!(peak_kib < 200 << 10, "peak RSS {peak_kib} KiB");
     // The missing file's warning says what was found, not a capability.
     let log = std::fs::read_to_string(dir.path().join("agent.stderr")).unwrap();

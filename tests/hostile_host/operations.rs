@@ -825,12 +825,7 @@ fn five_hundred_gc_logs_start_in_little_memory_and_are_checkpointed() {
         assert!(Instant::now() < deadline, "no checkpoint written");
         std::thread::sleep(Duration::from_millis(200));
     }
-    let status = std::fs::read_to_string(format!("/proc/{}/status", agent.0.id())).unwrap();
-    let rss_kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
-        .unwrap();
+    let rss_kib = crate::common::peak_rss_kib(agent.0.id());
     // 27 MiB measured (debug build); 64 KiB a stream at most.
     assert!(
         rss_kib < 64 * 1024,

@@ -858,3 +858,104 @@ fn a_busy_jvms_log_is_held_to_its_counters_while_it_collects() {
     let mismatch = common::sum(&metrics, "pausewatch_gc_log_counter_mismatch", &[&pid]);
     assert_eq!(mismatch, 0.0, "{metrics}");
 }
+
+/// Writes, as Python, an ELF64 file at `path` whose `.note.stapsdt`
+/// section has `sites` probe sites of `hs_private:safepoint__begin`.
+const CRAFTED_ELF: &str = r#"
+import struct, sys
+path, sites = sys.argv[1], int(sys.argv[2])
+desc = struct.pack("<QQQ", 0x1000, 0, 0) + b"hs_private\0safepoint__begin\0\0"
+note = struct.pack("<III", 8, len(desc), 3) + b"stapsdt\0" + desc + b"\0" * (-len(desc) % 4)
+names = b"\0.shstrtab\0.note.stapsdt\0"
+notes_at = 64
+notes = note * sites
+names_at = notes_at + len(notes)
+table = names_at + len(names)
+header = bytearray(64)
+header[0:6] = b"\x7fELF\x02\x01"
+header[0x28:0x30] = struct.pack("<Q", table)
+header[0x3A:0x40] = struct.pack("<HHH", 64, 3, 1)
+def section(name, at, size):
+    entry = bytearray(64)
+    entry[0:4] = struct.pack("<I", name)
+    entry[0x18:0x28] = struct.pack("<QQ", at, size)
+    return bytes(entry)
+with open(path, "wb") as out:
+    out.write(bytes(header) + notes + names + bytes(64) + section(1, names_at, len(names)) + section(11, notes_at, len(notes)))
+"#;
+
+/// A process named `java` that shows a JVM's sign (a thread it names `VM
+/// Thread`), maps the file `argv[1]`, says it is ready at `argv[2]`, and waits.
+const SIGNED_FAKE_JVM: &str = r#"
+import ctypes, mmap, sys, threading, time
+libc = ctypes.CDLL(None)
+def vm_thread():
+    libc.prctl(15, b"VM Thread", 0, 0, 0)
+    time.sleep(600)
+threading.Thread(target=vm_thread, daemon=True).start()
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+time.sleep(0.5)
+open(sys.argv[2], "w").close()
+time.sleep(600)
+"#;
+
+/// Case 4, the crafted file: a local user's process with a JVM's sign maps
+/// a libjvm.so of their own with 200,000 probe sites. The agent reads its
+/// notes' size before libbpf parses anything, refuses it at once, and
+/// neither grows nor stops answering.
+#[test]
+fn a_libjvm_with_absurdly_many_probe_sites_is_refused_before_it_is_parsed() {
+    let Some((dir, _classes, marker)) = prepared() else {
+        return;
+    };
+    let dir = dir.path();
+    let mut children = Children::new(dir);
+    let attacker_dir = owned_dir(dir, "attacker", ATTACKER);
+    let library = attacker_dir.join("lib/server/libjvm.so");
+    std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+    common::succeed(
+        Command::new("python3")
+            .args(["-c", CRAFTED_ELF])
+            .arg(&library)
+            .arg("200000"),
+    );
+    common::succeed(Command::new("chown").args(["-R", "7:7"]).arg(&attacker_dir));
+    let ready = attacker_dir.join("ready");
+    let mut fake = as_user(ATTACKER, "bash");
+    fake.args([
+        "-c",
+        "exec -a java python3 -c \"$0\" \"$@\"",
+        SIGNED_FAKE_JVM,
+    ])
+    .arg(&library)
+    .arg(&ready)
+    .arg(&marker);
+    children.spawn_service("crafted", &mut fake);
+    let pid = children.pid("crafted");
+    children.wait_until(
+        Instant::now() + Duration::from_secs(10),
+        "the crafted file mapped",
+        |_| ready.exists(),
+    );
+    let (port, agent) = spawn_agent(dir, &marker, DEFAULTS);
+    let agent_pid = agent.id();
+    let agent = Agent::from_child(port, agent);
+    let started = Instant::now();
+    let metrics = agent.metrics_when(Duration::from_secs(20), |m| {
+        common::discovered(m, pid).is_some()
+    });
+    let line = common::discovered(&metrics, pid).unwrap();
+    assert!(line.contains("ebpf_reason=\"not_a_library\""), "{line}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let (status, body) = common::http_get(port, "/healthz").unwrap();
+    assert_eq!(status, 200, "{body}");
+    let peak_kib = common::peak_rss_kib(agent_pid);
+    assert!(peak_kib < 64 << 10, "peak RSS {peak_kib} KiB");
+    let log = std::fs::read_to_string(dir.join("agent.log")).unwrap();
+    assert!(log.contains("probe notes, more than any JDK's"), "{log}");
+}
