@@ -22,6 +22,7 @@ use crate::alerts::AlertEngine;
 use crate::checkpoint::{self, Journal};
 use crate::config::Config;
 use crate::model::alerts::Notification;
+use crate::model::minutes::KeepFrom;
 use crate::sources::{ChangedFiles, Registry, Source, SourceCheckpoint, SourceKey};
 use crate::store::{SharedStore, StreamState};
 
@@ -408,7 +409,11 @@ impl Agent {
         let mut state = self.store.write();
         for stream in state.streams.values_mut() {
             let stream = Arc::make_mut(stream);
-            let oldest = stream.jvm.minutes.prune(history, now, !stream.exited);
+            let from = match stream.exited {
+                true => KeepFrom::Now,
+                false => KeepFrom::NewestEvent,
+            };
+            let oldest = stream.jvm.minutes.prune(history, now, from);
             if let Some(latency) = &mut stream.latency {
                 latency.prune_before(oldest);
             }

@@ -16,6 +16,7 @@
 //! assert_eq!(pause.name, "Pause Young");
 //! assert_eq!(pause.cause.as_deref(), Some("G1 Evacuation Pause"));
 //! ```
+#![forbid(unsafe_code)]
 
 mod access;
 mod events;

@@ -108,6 +108,15 @@ fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 
+/// Which clock a stream's `history` of minutes is kept by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepFrom {
+    /// The agent's: an exited JVM's minutes.
+    Now,
+    /// The stream's newest event, as well as the agent's: a live stream.
+    NewestEvent,
+}
+
 /// The start of the minute keyed `key`.
 pub fn minute_start(key: i64) -> DateTime<Utc> {
     Utc.timestamp_opt(key, 0).single().unwrap_or_default()
@@ -378,17 +387,18 @@ impl MinuteWindows {
 
     /// Keeps `history` of minutes up to [`FUTURE_TOLERANCE_SECONDS`] after
     /// `now`, nothing a clock ahead of the agent's has put in the future;
-    /// returns the start of what is kept. With `by_newest_event` (a live
-    /// stream), the `history` before the stream's newest minute is kept too:
-    /// a host clock set a day ahead must not drop every minute at once, and
-    /// the old minutes go as new events come in at the new time. An exited
-    /// JVM's minutes go by the agent's clock alone.
+    /// returns the start of what is kept. For a live stream
+    /// ([`KeepFrom::NewestEvent`]) the `history` before the stream's newest
+    /// minute is kept too: a host clock set a day ahead must not drop every
+    /// minute at once, and the old minutes go as new events come in at the
+    /// new time. An exited JVM's minutes go by the agent's clock alone.
     pub fn prune(
         &mut self,
         history: TimeDelta,
         now: DateTime<Utc>,
-        by_newest_event: bool,
+        from: KeepFrom,
     ) -> DateTime<Utc> {
+        let by_newest_event = from == KeepFrom::NewestEvent;
         let ahead = now.timestamp().saturating_add(FUTURE_TOLERANCE_SECONDS) + 1;
         self.minutes.retain_range(i64::MIN..ahead);
         let mut oldest_kept = now - history;
@@ -605,7 +615,7 @@ mod tests {
             "2026-11-30T01:45:10.000+0000",
             "2026-11-30T01:56:10.000+0000",
         ]));
-        windows.prune(TimeDelta::seconds(30), at(1, 45, 0), false);
+        windows.prune(TimeDelta::seconds(30), at(1, 45, 0), KeepFrom::Now);
         // 01:44 is before the history, 01:56 is more than ten minutes ahead.
         let starts: Vec<DateTime<Utc>> = windows.iter().map(|m| m.start).collect();
         assert_eq!(starts, [at(1, 45, 0)]);
@@ -626,10 +636,10 @@ mod tests {
         let ahead = at(2, 0, 0) + TimeDelta::days(1);
         // An exited JVM's minutes go by the agent's clock.
         let mut exited = windows.clone();
-        exited.prune(history, ahead, false);
+        exited.prune(history, ahead, KeepFrom::Now);
         assert_eq!(exited.iter().count(), 0);
         // A live stream keeps the hour before its newest event, 01:00 to 01:59.
-        let kept = windows.prune(history, ahead, true);
+        let kept = windows.prune(history, ahead, KeepFrom::NewestEvent);
         assert_eq!((kept, windows.iter().count()), (at(1, 0, 0), 60));
         // Events at the new time: the hour before them is what is kept.
         for event in pauses_at(&[
@@ -639,7 +649,11 @@ mod tests {
             windows.settle_clock(std::slice::from_ref(&event), true);
             windows.add(&event);
         }
-        windows.prune(history, ahead + TimeDelta::minutes(2), true);
+        windows.prune(
+            history,
+            ahead + TimeDelta::minutes(2),
+            KeepFrom::NewestEvent,
+        );
         let starts: Vec<DateTime<Utc>> = windows.iter().map(|m| m.start).collect();
         assert_eq!(starts, [ahead, ahead + TimeDelta::minutes(1)]);
     }

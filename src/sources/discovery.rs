@@ -54,6 +54,15 @@ impl JavaProcess {
         main_of(&self.arguments)
     }
 
+    /// Whose hsperfdata file is its own.
+    pub fn hsperf_owner(&self) -> super::hsperf_file::Owner {
+        super::hsperf_file::Owner {
+            pid: self.pid,
+            nspid: self.nspid,
+            uid: self.uid,
+        }
+    }
+
     /// Why its counters cannot exist, from its options.
     pub fn perf_data_disabled(&self) -> bool {
         self.arguments
@@ -274,7 +283,7 @@ fn jvm_options(proc_root: &Path, process: &JavaProcess, cwd: &Path) -> Vec<Strin
 /// joins them with spaces and drops quotes, so a word that does not start
 /// with `-` continues the option before it (`-Xlog:gc:file=/a b/gc.log`).
 fn vm_args(proc_root: &Path, process: &JavaProcess) -> Option<Vec<String>> {
-    let bytes = super::hsperf_file::read_once(proc_root, process)?;
+    let bytes = super::hsperf_file::read_once(proc_root, process.hsperf_owner())?;
     let data = pausewatch_parsers::hsperf::parse(&bytes).ok()?;
     let joined = data.string("java.rt.vmArgs")?;
     if joined.len() >= VM_ARGS_CUT {

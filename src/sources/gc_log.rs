@@ -117,6 +117,15 @@ pub struct GcLogSource {
     first_time_of: Option<((u64, u64), bool)>,
 }
 
+/// Whether a latency source (an access log, a histogram) names a GC
+/// stream: its requests are then lined up with the stream's stops, which
+/// it records from its first event on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requests {
+    LinedUp,
+    None,
+}
+
 impl GcLogSource {
     /// The same source, left out of checkpoints.
     pub fn without_checkpoint(self) -> GcLogSource {
@@ -131,7 +140,7 @@ impl GcLogSource {
     pub fn start(
         mut new: NewStream,
         source: &config::GcLogSource,
-        latency_target: bool,
+        requests: Requests,
         writers: Arc<Mutex<JvmLogWriters>>,
         store: &Store,
     ) -> GcLogSource {
@@ -161,9 +170,7 @@ impl GcLogSource {
         state.labels = source.labels.clone();
         state.jvm.max_label_values = LabelCap(source.max_label_values);
         state.jvm.recent_pauses.capacity = source.pause_records;
-        // A latency source will line its requests up with this JVM's stops:
-        // record stops from the first event on.
-        if latency_target && state.latency.is_none() {
+        if requests == Requests::LinedUp && state.latency.is_none() {
             state.latency = Some(LatencyState::default());
         }
         state.readable = true;
@@ -399,7 +406,13 @@ mod tests {
             restored: None,
             follow: FollowOptions::default(),
         };
-        GcLogSource::start(new, &config, false, Arc::default(), &Store::default())
+        GcLogSource::start(
+            new,
+            &config,
+            Requests::None,
+            Arc::default(),
+            &Store::default(),
+        )
     }
 
     /// A log decorated with wall-clock time was said to be "uptime-only" and

@@ -26,7 +26,15 @@ use rustix::fs::{Mode, OFlags};
 
 use pausewatch_parsers::hsperf::{self, PerfDataError, PROLOGUE_LEN};
 
-use super::discovery::JavaProcess;
+/// The JVM whose file is looked for: its pid on the host and in its own
+/// PID namespace (the file's name), and the user HotSpot writes it as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub pid: u32,
+    pub nspid: u32,
+    /// Its effective uid, when known.
+    pub uid: Option<u32>,
+}
 
 /// The most bytes read of one hsperfdata file: HotSpot's default
 /// `PerfDataMemorySize` is 64 KiB, and a file that says it uses more than
@@ -162,7 +170,7 @@ fn describe(kind: std::fs::FileType) -> &'static str {
 
 /// The JVM's hsperfdata file (`/proc/PID/root/tmp/hsperfdata_*/NSPID`),
 /// opened; or why there is none, saying what was found.
-pub fn find(proc_root: &Path, process: &JavaProcess) -> Result<(PathBuf, File), Unreadable> {
+pub fn find(proc_root: &Path, process: Owner) -> Result<(PathBuf, File), Unreadable> {
     let tmp = proc_root.join(process.pid.to_string()).join("root/tmp");
     let entries = std::fs::read_dir(&tmp).map_err(|error| {
         let reason = match error.kind() {
@@ -259,7 +267,7 @@ fn read_at_most(file: &File, buffer: &mut [u8]) -> Result<usize, String> {
 
 /// The whole PerfData of the JVM's file, for one look at it (discovery's
 /// `java.rt.vmArgs`).
-pub fn read_once(proc_root: &Path, process: &JavaProcess) -> Option<Vec<u8>> {
+pub fn read_once(proc_root: &Path, process: Owner) -> Option<Vec<u8>> {
     let (_, file) = find(proc_root, process).ok()?;
     let mut bytes = Vec::new();
     read(&file, &mut bytes).ok()?;

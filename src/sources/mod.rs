@@ -469,7 +469,10 @@ impl Registry {
                 order: gc_log::oldest_first,
                 ..self.follow_options(source.start_at, source.follow_symlinks_outside)
             };
-            let latency = self.is_latency_target(&live.display().to_string());
+            let requests = match self.is_latency_target(&live.display().to_string()) {
+                true => gc_log::Requests::LinedUp,
+                false => gc_log::Requests::None,
+            };
             let new = NewStream {
                 id: self.next_id(),
                 live,
@@ -479,7 +482,7 @@ impl Registry {
             found.push(Box::new(gc_log::GcLogSource::start(
                 new,
                 source,
-                latency,
+                requests,
                 self.writers.clone(),
                 store,
             )));
@@ -754,7 +757,8 @@ impl Registry {
             restored: None,
             follow,
         };
-        gc_log::GcLogSource::start(new, &source, false, self.writers.clone(), store)
+        let requests = gc_log::Requests::None;
+        gc_log::GcLogSource::start(new, &source, requests, self.writers.clone(), store)
             .without_checkpoint()
     }
 

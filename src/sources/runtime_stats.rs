@@ -378,7 +378,7 @@ impl RuntimeStatsSource {
             return;
         }
         self.last_lookup = Some(Instant::now());
-        match hsperf_file::find(&self.proc_root, &self.process) {
+        match hsperf_file::find(&self.proc_root, self.process.hsperf_owner()) {
             Ok((_, file)) => {
                 self.file = Some(file);
                 self.report(store, None);

@@ -110,7 +110,7 @@ impl Scope {
 /// One metric family: name, kind, unit, help, own label names and readers.
 ///
 /// The catalog exists so that every exporter (the Prometheus exposition
-/// today, OpenTelemetry next) reads the same definition instead of
+/// and the OTLP exporter) reads the same definition instead of
 /// restating names and label sets, and so that the configuration can refuse
 /// source labels that would clash with them ([`crate::labels`], which its
 /// tests hold to the families' labels).
