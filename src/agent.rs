@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::model::alerts::Notification;
 use crate::model::minutes::KeepFrom;
 use crate::sources::{ChangedFiles, Registry, Source, SourceCheckpoint, SourceKey};
-use crate::store::{SharedStore, StreamState};
+use crate::store::{ErrorKind, SharedStore, StreamState};
 
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
 /// A failing checkpoint is logged at once, then at most this often.
@@ -152,7 +152,7 @@ impl Agent {
             Err(error) => {
                 let aside = checkpoint::set_aside(&config.checkpoint_dir);
                 tracing::error!(path = %checkpoint_path.display(), aside = %aside.display(), error = %format!("{error:#}"), "checkpoint unreadable; starting fresh");
-                store.write().count_error("checkpoint_read");
+                store.write().count_error(ErrorKind::CheckpointRead);
                 (Vec::new(), Journal::new(&config.checkpoint_dir))
             }
         };
@@ -200,7 +200,7 @@ impl Agent {
             for dir in new_dirs {
                 if let Err(error) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
                     tracing::warn!(dir = %dir.display(), %error, "cannot watch; polling only");
-                    self.store.write().count_error("watch");
+                    self.store.write().count_error(ErrorKind::Watch);
                 }
             }
         }
@@ -354,7 +354,7 @@ impl Agent {
             }
             Err(error) => {
                 self.checkpoint_failures += 1;
-                self.store.write().count_error("checkpoint_write");
+                self.store.write().count_error(ErrorKind::CheckpointWrite);
                 let due = self
                     .checkpoint_failure_logged
                     .is_none_or(|at| at.elapsed() >= CHECKPOINT_ERROR_EVERY);
@@ -443,7 +443,7 @@ impl Agent {
                 Ok(watcher) => Some(watcher),
                 Err(error) => {
                     tracing::warn!(%error, "file notifications unavailable; polling only");
-                    self.store.write().count_error("watch");
+                    self.store.write().count_error(ErrorKind::Watch);
                     None
                 }
             };

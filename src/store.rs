@@ -86,7 +86,7 @@ pub struct Discovered {
     /// Why eBPF does not measure it (`not_built`, `disabled`,
     /// `permission_denied`, ...), when it does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ebpf_reason: Option<String>,
+    pub ebpf_reason: Option<EbpfReason>,
     /// The one input its safepoints come from.
     #[serde(default)]
     pub safepoint_source: SafepointSource,
@@ -117,6 +117,57 @@ impl PauseSource {
             PauseSource::GcLog => "gc_log",
             PauseSource::Ebpf => "ebpf",
             PauseSource::Hsperfdata => "hsperfdata",
+        }
+    }
+}
+
+/// Why eBPF does not measure a discovered JVM
+/// (`pausewatch_jvm_discovered{ebpf_reason}`): a closed set, each said in
+/// one log line with what was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EbpfReason {
+    /// The agent was built without the `ebpf` feature.
+    NotBuilt,
+    /// `[ebpf] enabled = false`.
+    Disabled,
+    /// `bpf()` was refused: no CAP_BPF and CAP_PERFMON, a seccomp filter, an LSM.
+    PermissionDenied,
+    LoadFailed,
+    /// The open-files limit leaves no room for the probes' descriptors.
+    TooFewDescriptors,
+    NoLibjvm,
+    /// What the process maps as libjvm.so is not a library to attach to.
+    NotALibrary,
+    /// Upgraded in place, and the mapped file cannot be opened.
+    LibjvmReplaced,
+    /// Owned or writable by another non-root user.
+    UntrustedLibrary,
+    /// No `VM Thread` some seconds after its start.
+    NotAJvm,
+    /// As many libraries attached as allowed, in all or for its user.
+    AttachLimit,
+    AttachFailed,
+    /// Attached, but its counter moves while no record comes.
+    NoRecords,
+}
+
+impl EbpfReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EbpfReason::NotBuilt => "not_built",
+            EbpfReason::Disabled => "disabled",
+            EbpfReason::PermissionDenied => "permission_denied",
+            EbpfReason::LoadFailed => "load_failed",
+            EbpfReason::TooFewDescriptors => "too_few_descriptors",
+            EbpfReason::NoLibjvm => "no_libjvm",
+            EbpfReason::NotALibrary => "not_a_library",
+            EbpfReason::LibjvmReplaced => "libjvm_replaced",
+            EbpfReason::UntrustedLibrary => "untrusted_library",
+            EbpfReason::NotAJvm => "not_a_jvm",
+            EbpfReason::AttachLimit => "attach_limit",
+            EbpfReason::AttachFailed => "attach_failed",
+            EbpfReason::NoRecords => "no_records",
         }
     }
 }
@@ -169,9 +220,66 @@ pub struct AccessStreamState {
     pub malformed_warned: bool,
 }
 
+/// What `pausewatch_errors_total{kind}` counts: a closed set, so that a
+/// typo at a call site cannot make a new class of error in every
+/// dashboard's eyes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A followed file was truncated or rewritten in place.
+    Truncated,
+    /// The checkpointed file is gone; the live one is read from its start.
+    CheckpointFileGone,
+    Unreadable,
+    Missing,
+    /// A symlink out of the configured directories, not followed.
+    SymlinkOutside,
+    DescriptorsExhausted,
+    NotRegularFile,
+    /// A glob matched more files than are followed.
+    GlobCapped,
+    /// A GC log a JVM's options name is another user's to change.
+    UntrustedGcLog,
+    CheckpointRead,
+    CheckpointWrite,
+    /// File events could not be watched.
+    Watch,
+    LatencyHistogramScrape,
+    /// eBPF records the ring buffer had no room for.
+    EbpfEventsDropped,
+    /// Safepoints of JVMs measured before a restart, run while it was down.
+    EbpfSafepointsMissedWhileDown,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Truncated => "truncated",
+            ErrorKind::CheckpointFileGone => "checkpoint_file_gone",
+            ErrorKind::Unreadable => "unreadable",
+            ErrorKind::Missing => "missing",
+            ErrorKind::SymlinkOutside => "symlink_outside",
+            ErrorKind::DescriptorsExhausted => "descriptors_exhausted",
+            ErrorKind::NotRegularFile => "not_regular_file",
+            ErrorKind::GlobCapped => "glob_capped",
+            ErrorKind::UntrustedGcLog => "untrusted_gc_log",
+            ErrorKind::CheckpointRead => "checkpoint_read",
+            ErrorKind::CheckpointWrite => "checkpoint_write",
+            ErrorKind::Watch => "watch",
+            ErrorKind::LatencyHistogramScrape => "latency_histogram_scrape",
+            ErrorKind::EbpfEventsDropped => "ebpf_events_dropped",
+            ErrorKind::EbpfSafepointsMissedWhileDown => "ebpf_safepoints_missed_while_down",
+        }
+    }
+}
+
 /// Counts an error of `kind` in an error map.
-pub fn count_error(errors: &mut BTreeMap<String, u64>, kind: &str) {
-    *errors.entry(kind.to_string()).or_insert(0) += 1;
+pub fn count_error(errors: &mut BTreeMap<String, u64>, kind: ErrorKind) {
+    add_errors(errors, kind, 1);
+}
+
+/// Counts `count` errors of `kind` in an error map.
+pub fn add_errors(errors: &mut BTreeMap<String, u64>, kind: ErrorKind, count: u64) {
+    *errors.entry(kind.as_str().to_string()).or_insert(0) += count;
 }
 
 /// Everything the agent knows, as one snapshot.
@@ -212,7 +320,7 @@ impl AgentState {
         }
     }
 
-    pub fn count_error(&mut self, kind: &str) {
+    pub fn count_error(&mut self, kind: ErrorKind) {
         count_error(&mut self.errors, kind);
     }
 

@@ -231,7 +231,7 @@ pub(crate) mod tests {
 
     pub(crate) fn fixture_state() -> SharedStore {
         let mut state = AgentState::from_streams([fixture_stream()]);
-        state.count_error("checkpoint_write");
+        state.count_error(crate::store::ErrorKind::CheckpointWrite);
         Arc::new(Store::new(state))
     }
 

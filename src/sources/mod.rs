@@ -22,7 +22,7 @@ use crate::follow::{
 };
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
-use crate::store::{AgentState, PauseSource, SafepointSource, Store, StreamId};
+use crate::store::{AgentState, ErrorKind, PauseSource, SafepointSource, Store, StreamId};
 
 pub mod access_log;
 pub mod discovery;
@@ -194,12 +194,18 @@ const DISCOVERY_SCAN_REUSE: std::time::Duration = std::time::Duration::from_secs
 /// CLOCK_MONOTONIC now: the clock `bpf_ktime_get_ns` stamps the eBPF
 /// probes' records with, so that a counter read can be placed among them.
 pub fn monotonic_now() -> std::time::Duration {
+    clock_now(libc::CLOCK_MONOTONIC)
+}
+
+/// The clock `clock`'s time now (CLOCK_BOOTTIME: what /proc counts a
+/// process's start on).
+pub fn clock_now(clock: libc::clockid_t) -> std::time::Duration {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: a valid clock id and a pointer to a timespec of ours.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    unsafe { libc::clock_gettime(clock, &mut now) };
     std::time::Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
@@ -233,37 +239,35 @@ const OUT_OF_DESCRIPTORS_LOG_EVERY: std::time::Duration = std::time::Duration::f
 /// the same for every file source.
 pub fn report_note(note: &Note, live: &Path, errors: &mut BTreeMap<String, u64>) {
     let log = live.display();
-    let count = |errors: &mut BTreeMap<String, u64>, kind: &str| {
-        crate::store::count_error(errors, kind);
-    };
+    let count = crate::store::count_error;
     match note {
         Note::Opened(path) => tracing::info!(log = %log, file = %path.display(), "reading"),
         Note::Rotated => tracing::info!(log = %log, "rotated"),
         Note::Truncated => {
             tracing::warn!(log = %log, "truncated or rewritten in place");
-            count(errors, "truncated");
+            count(errors, ErrorKind::Truncated);
         }
         Note::RecoveredFromCopy(path) => {
             tracing::info!(log = %log, copy = %path.display(), "read the unread tail from the rotated copy")
         }
         Note::CheckpointFileGone => {
             tracing::warn!(log = %log, "checkpointed file is gone; reading the live file from its start");
-            count(errors, "checkpoint_file_gone");
+            count(errors, ErrorKind::CheckpointFileGone);
         }
         Note::Unreadable(message) => {
             tracing::error!(log = %log, error = %message, "unreadable");
-            count(errors, "unreadable");
+            count(errors, ErrorKind::Unreadable);
         }
         Note::Missing => {
             tracing::warn!(log = %log, "log file missing");
-            count(errors, "missing");
+            count(errors, ErrorKind::Missing);
         }
         Note::SymlinkOutside { path, real } => {
             tracing::error!(log = %log, file = %path.display(), target = %real.display(), "not read: a symlink out of the configured directories (follow_symlinks_outside = true allows it)");
-            count(errors, "symlink_outside");
+            count(errors, ErrorKind::SymlinkOutside);
         }
         Note::OutOfDescriptors => {
-            count(errors, "descriptors_exhausted");
+            count(errors, ErrorKind::DescriptorsExhausted);
             // Every source meets it at once: one line for all of them.
             static LOGGED: Mutex<Option<std::time::Instant>> = Mutex::new(None);
             let mut logged = LOGGED
@@ -276,7 +280,7 @@ pub fn report_note(note: &Note, live: &Path, errors: &mut BTreeMap<String, u64>)
         }
         Note::NotRegular { path, kind } => {
             tracing::error!(log = %log, file = %path.display(), kind, "not read: not a regular file");
-            count(errors, "not_regular_file");
+            count(errors, ErrorKind::NotRegularFile);
         }
     }
 }
@@ -419,7 +423,7 @@ impl Registry {
             let found = discover_with(pattern, &confine, &mut self.listings);
             if found.capped && self.capped.insert(pattern.clone()) {
                 tracing::error!(path = %pattern, cap = MAX_MATCHES, "glob matches too many files; the rest are not followed");
-                store.write().count_error("glob_capped");
+                store.write().count_error(ErrorKind::GlobCapped);
             }
             candidates.extend(found.live.into_iter().map(|live| (index, live)));
         }
@@ -576,7 +580,7 @@ impl Registry {
                     continue;
                 }
                 ebpf::Coverage::Measured => Ok(()),
-                ebpf::Coverage::NotMeasured(reason, _) => Err(reason.to_string()),
+                ebpf::Coverage::NotMeasured(reason, _) => Err(reason),
             };
             let mut gc_logs = discovery::gc_logs(&proc_root, &process);
             gc_logs.files.retain(|log| {
@@ -584,7 +588,7 @@ impl Registry {
                     return true;
                 };
                 tracing::warn!(pid = process.pid, jvm = %process.main(), log = %log.display(), why, "not followed as the JVM's GC log: it is not the JVM's user's alone");
-                store.write().count_error("untrusted_gc_log");
+                store.write().count_error(ErrorKind::UntrustedGcLog);
                 false
             });
             let logs: Vec<PathBuf> = gc_logs

@@ -240,7 +240,7 @@ pub struct Placement {
     /// The one input its pauses come from.
     pub pause_source: PauseSource,
     /// Why eBPF does not measure it, when it does not.
-    pub ebpf_reason: Option<String>,
+    pub ebpf_reason: Option<crate::store::EbpfReason>,
     /// The one input its safepoints come from.
     pub safepoint_source: SafepointSource,
 }

@@ -272,20 +272,36 @@ impl Family {
         series
     }
 
-    /// Prefixes each sample's own labels with the scope's.
+    /// Prefixes each sample's own labels with the scope's. A sample whose
+    /// reader gave another number of label values than the family has names
+    /// is refused (and fails a debug build), not cut to fit.
     fn label<'a>(
         &self,
         scope_labels: Labels<'a>,
         samples: Vec<Sample<'a>>,
     ) -> impl Iterator<Item = Series<'a>> {
-        let names = self.labels;
-        samples.into_iter().map(move |sample| {
+        let (name, names) = (self.name, self.labels);
+        samples.into_iter().filter_map(move |sample| {
+            if sample.labels.len() != names.len() {
+                debug_assert!(
+                    false,
+                    "{name}: {} label values for {names:?}",
+                    sample.labels.len()
+                );
+                tracing::error!(
+                    family = name,
+                    expected = names.len(),
+                    got = sample.labels.len(),
+                    "a reader gave the wrong number of label values: its sample is left out"
+                );
+                return None;
+            }
             let own = names.iter().copied().zip(sample.labels);
-            Series {
+            Some(Series {
                 labels: scope_labels.iter().cloned().chain(own).collect(),
                 value: sample.value,
                 minute: sample.minute,
-            }
+            })
         })
     }
 }

@@ -13,7 +13,7 @@ use crate::model::correlate::LatencyMinute;
 use crate::model::jvm::{PauseSeries, SafepointSeries};
 use crate::model::minutes::{last_complete_minute, Minute, CLOCK_OUTLIER};
 use crate::model::runtime::{CollectorStats, MemoryPool, RuntimeStats};
-use crate::store::{AgentState, StreamState};
+use crate::store::{AgentState, EbpfReason, StreamState};
 
 /// Every unparsed-line kind, so that each `kind` series exists from the first
 /// scrape (at 0) and `rate()` sees the first bad line.
@@ -95,7 +95,7 @@ pub(super) fn discovered(stream: &StreamState) -> Vec<Sample<'_>> {
         state.into(),
         reason.into(),
         discovered.pause_source.as_str().into(),
-        discovered.ebpf_reason.as_deref().unwrap_or("").into(),
+        discovered.ebpf_reason.map_or("", EbpfReason::as_str).into(),
         discovered.safepoint_source.as_str().into(),
     ])
 }

@@ -304,3 +304,26 @@ fn a_lower_bound_maximum_is_flagged_in_the_same_minute_as_the_maximum() {
         .unwrap();
     assert_eq!(family.otel_name(), "pausewatch.gc_pause_max_lower_bound");
 }
+
+/// A reader that gives a family fewer label values than it has names: the
+/// sample is refused (a debug build fails on it), not cut to fit.
+#[test]
+#[should_panic(expected = "1 label values for [\"kind\", \"extra\"]")]
+fn a_sample_with_the_wrong_number_of_label_values_is_refused() {
+    let family = Family {
+        name: "pausewatch_test_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "",
+        labels: &["kind", "extra"],
+        semconv: None,
+        scopes: &[Scope::Agent(|_, _| {
+            vec![Sample {
+                labels: vec!["one".into()],
+                value: Value::Int(1),
+                minute: None,
+            }]
+        })],
+    };
+    family.read(&AgentState::default(), "", at(1, 0, 0));
+}

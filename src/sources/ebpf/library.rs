@@ -15,6 +15,8 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::store::EbpfReason;
+
 /// The largest libjvm.so believed: HotSpot's are 15-25 MB (with debug
 /// symbols, under 300 MB); a larger file is not parsed.
 const MAX_LIBJVM_BYTES: u64 = 512 << 20;
@@ -25,21 +27,6 @@ const MAX_LIBJVM_BYTES: u64 = 512 << 20;
 const MAX_NOTE_BYTES: u64 = 1 << 20;
 /// The most probe sites believed in one library.
 const MAX_PROBE_SITES: usize = 10_000;
-
-/// Why a JVM is not measured by eBPF, as `/metrics` says it
-/// (`pausewatch_jvm_discovered{ebpf_reason}`).
-pub const NO_LIBJVM: &str = "no_libjvm";
-/// The file mapped as libjvm.so is no shared library (a FIFO, a device, not
-/// ELF, absurdly large or with absurdly many probe sites).
-pub const NOT_A_LIBRARY: &str = "not_a_library";
-/// The libjvm.so the JVM maps was replaced since (a JDK upgraded in place),
-/// and the file it maps cannot be opened (`map_files` needs CAP_SYS_ADMIN).
-pub const LIBJVM_REPLACED: &str = "libjvm_replaced";
-/// The library is owned by, or writable by, a user other than root and the
-/// process's own.
-pub const UNTRUSTED_LIBRARY: &str = "untrusted_library";
-/// The process maps a libjvm.so but shows no JVM's signs (no `VM Thread`).
-pub const NOT_A_JVM: &str = "not_a_jvm";
 
 /// A file's identity: device and inode, which uprobes are attached to.
 pub type FileId = (u64, u64);
@@ -184,11 +171,11 @@ pub fn has_jvm_signs(proc_root: &Path, pid: u32) -> bool {
 /// since or not); where that is refused (it needs CAP_SYS_ADMIN), by the
 /// path it was mapped from, through `/proc/PID/root`, kept only when it is
 /// still the inode the maps name.
-pub fn mapped_libjvm(proc_root: &Path, pid: u32) -> Result<Library, (&'static str, String)> {
+pub fn mapped_libjvm(proc_root: &Path, pid: u32) -> Result<Library, (EbpfReason, String)> {
     let process = proc_root.join(pid.to_string());
     let no_libjvm = || {
         (
-            NO_LIBJVM,
+            EbpfReason::NoLibjvm,
             format!("no libjvm.so in {}/maps", process.display()),
         )
     };
@@ -220,9 +207,9 @@ pub fn mapped_libjvm(proc_root: &Path, pid: u32) -> Result<Library, (&'static st
         }
         opened => (opened, mapped),
     };
-    let replaced_hint = |(reason, error): (&'static str, String)| {
+    let replaced_hint = |(reason, error): (EbpfReason, String)| {
         match reason {
-        LIBJVM_REPLACED => (reason, format!("{error}; the file the JVM maps can be opened only through /proc/{pid}/map_files, which needs CAP_SYS_ADMIN")),
+        EbpfReason::LibjvmReplaced => (reason, format!("{error}; the file the JVM maps can be opened only through /proc/{pid}/map_files, which needs CAP_SYS_ADMIN")),
         _ => (reason, error),
     }
     };
@@ -241,7 +228,7 @@ fn open_nonblocking(path: &Path) -> std::io::Result<File> {
 
 /// Opens `path` without blocking and keeps it when it is a library (see
 /// [`checked_library`]).
-pub fn open_library(path: &Path, inode: Option<u64>) -> Result<Library, (&'static str, String)> {
+pub fn open_library(path: &Path, inode: Option<u64>) -> Result<Library, (EbpfReason, String)> {
     checked_library(open_nonblocking(path), path, inode)
 }
 
@@ -251,31 +238,37 @@ fn checked_library(
     opened: std::io::Result<File>,
     path: &Path,
     inode: Option<u64>,
-) -> Result<Library, (&'static str, String)> {
+) -> Result<Library, (EbpfReason, String)> {
     let shown = path.display();
-    let file = opened.map_err(|error| (NOT_A_LIBRARY, format!("{shown}: {error}")))?;
+    let file = opened.map_err(|error| (EbpfReason::NotALibrary, format!("{shown}: {error}")))?;
     let metadata = file
         .metadata()
-        .map_err(|error| (NOT_A_LIBRARY, format!("{shown}: {error}")))?;
+        .map_err(|error| (EbpfReason::NotALibrary, format!("{shown}: {error}")))?;
     if !metadata.is_file() {
-        return Err((NOT_A_LIBRARY, format!("{shown} is not a regular file")));
+        return Err((
+            EbpfReason::NotALibrary,
+            format!("{shown} is not a regular file"),
+        ));
     }
     if metadata.len() > MAX_LIBJVM_BYTES {
         let size = metadata.len();
         return Err((
-            NOT_A_LIBRARY,
+            EbpfReason::NotALibrary,
             format!("{shown} has {size} bytes, more than a libjvm.so"),
         ));
     }
     if inode.is_some_and(|inode| inode != metadata.ino()) {
         return Err((
-            LIBJVM_REPLACED,
+            EbpfReason::LibjvmReplaced,
             format!("{shown} was replaced since the JVM mapped it"),
         ));
     }
     let mut magic = [0u8; 4];
     if file.read_exact_at(&mut magic, 0).is_err() || &magic != b"\x7fELF" {
-        return Err((NOT_A_LIBRARY, format!("{shown} is not an ELF file")));
+        return Err((
+            EbpfReason::NotALibrary,
+            format!("{shown} is not an ELF file"),
+        ));
     }
     Ok(Library {
         id: (metadata.dev(), metadata.ino()),
@@ -402,7 +395,7 @@ mod tests {
             assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
         });
         let (reason, error) = mapped_libjvm(root.path(), 42).err().unwrap();
-        assert_eq!(reason, NOT_A_LIBRARY);
+        assert_eq!(reason, EbpfReason::NotALibrary);
         assert!(error.ends_with("is not a regular file"), "{error}");
     }
 
@@ -410,7 +403,7 @@ mod tests {
     fn only_an_elf_file_of_the_mapped_inode_is_a_library() {
         let root = fake(|file| std::fs::write(file, b"#!/bin/sh\n").unwrap());
         let (reason, _) = mapped_libjvm(root.path(), 42).err().unwrap();
-        assert_eq!(reason, NOT_A_LIBRARY);
+        assert_eq!(reason, EbpfReason::NotALibrary);
         let root = fake(|file| std::fs::write(file, b"\x7fELF\x02\x01\x01").unwrap());
         let library = mapped_libjvm(root.path(), 42).ok().unwrap();
         assert_eq!(library.shown, Path::new("/opt/jdk/lib/server/libjvm.so"));
@@ -420,7 +413,10 @@ mod tests {
         std::fs::write(&new, b"\x7fELF\x02\x01\x01").unwrap();
         std::fs::rename(&new, &replaced).unwrap();
         let (reason, _) = mapped_libjvm(root.path(), 42).err().unwrap();
-        assert_eq!(reason, LIBJVM_REPLACED);
-        assert_eq!(mapped_libjvm(root.path(), 43).err().unwrap().0, NO_LIBJVM);
+        assert_eq!(reason, EbpfReason::LibjvmReplaced);
+        assert_eq!(
+            mapped_libjvm(root.path(), 43).err().unwrap().0,
+            EbpfReason::NoLibjvm
+        );
     }
 }

@@ -14,6 +14,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
+use crate::store::EbpfReason;
 
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
 mod library;
@@ -31,11 +32,6 @@ mod record;
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
 mod source;
 
-/// Why a JVM is not measured by eBPF, besides what loading and attaching
-/// say: the agent was built without the feature, or it is turned off.
-pub const NOT_BUILT: &str = "not_built";
-pub const DISABLED: &str = "disabled";
-
 /// Whether eBPF measures a JVM discovery found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Coverage {
@@ -47,7 +43,7 @@ pub enum Coverage {
     /// next scan.
     NotYet,
     /// Not measured: the reason (`ebpf_reason`) and what was found.
-    NotMeasured(&'static str, String),
+    NotMeasured(EbpfReason, String),
 }
 
 /// The process discovery asks about.
@@ -76,7 +72,7 @@ pub struct Ebpf {
     #[cfg(all(feature = "ebpf", target_os = "linux"))]
     probes: Option<std::sync::Arc<std::sync::Mutex<probes::Probes>>>,
     /// Why eBPF measures no JVM at all, when it does not.
-    unavailable: Option<&'static str>,
+    unavailable: Option<EbpfReason>,
     /// Whether the source was handed out.
     handed_out: bool,
 }
@@ -95,7 +91,7 @@ impl Ebpf {
             return ebpf;
         }
         if !config.ebpf.enabled {
-            ebpf.unavailable = Some(DISABLED);
+            ebpf.unavailable = Some(EbpfReason::Disabled);
             return ebpf;
         }
         #[cfg(all(feature = "ebpf", target_os = "linux"))]
@@ -105,10 +101,10 @@ impl Ebpf {
                 ebpf.probes = Some(std::sync::Arc::new(std::sync::Mutex::new(loaded)));
             }
             Err((reason, error)) => {
-                if reason == probes::PERMISSION_DENIED {
-                    tracing::warn!(reason, error, "eBPF safepoint probes cannot be loaded (bpf() needs CAP_BPF and CAP_PERFMON, and no seccomp filter or LSM denying it; RLIMIT_MEMLOCK is not the cause since Linux 5.11): the pauses of JVMs without a GC log come from hsperfdata");
+                if reason == EbpfReason::PermissionDenied {
+                    tracing::warn!(reason = reason.as_str(), error, "eBPF safepoint probes cannot be loaded (bpf() needs CAP_BPF and CAP_PERFMON, and no seccomp filter or LSM denying it; RLIMIT_MEMLOCK is not the cause since Linux 5.11): the pauses of JVMs without a GC log come from hsperfdata");
                 } else {
-                    tracing::warn!(reason, error, "eBPF safepoint probes cannot be loaded: the pauses of JVMs without a GC log come from hsperfdata");
+                    tracing::warn!(reason = reason.as_str(), error, "eBPF safepoint probes cannot be loaded: the pauses of JVMs without a GC log come from hsperfdata");
                 }
                 ebpf.unavailable = Some(reason);
             }
@@ -116,7 +112,7 @@ impl Ebpf {
         #[cfg(not(all(feature = "ebpf", target_os = "linux")))]
         {
             tracing::info!("built without the ebpf feature: the pauses of JVMs without a GC log come from hsperfdata");
-            ebpf.unavailable = Some(NOT_BUILT);
+            ebpf.unavailable = Some(EbpfReason::NotBuilt);
         }
         ebpf
     }
@@ -136,7 +132,7 @@ impl Ebpf {
             if let Coverage::NotMeasured(reason, error) = &coverage {
                 tracing::warn!(
                     pid = asking.pid,
-                    reason,
+                    reason = reason.as_str(),
                     error,
                     "eBPF does not measure this JVM: its pauses come from hsperfdata"
                 );
@@ -144,7 +140,7 @@ impl Ebpf {
             return coverage;
         }
         let _ = (proc_root, asking);
-        Coverage::NotMeasured(NOT_BUILT, String::new())
+        Coverage::NotMeasured(EbpfReason::NotBuilt, String::new())
     }
 
     /// The source that reads the probes' records, once, resuming the

@@ -25,13 +25,11 @@ use libbpf_rs::{
     ErrorKind, Link, MapCore, MapFlags, MapHandle, OpenObject, PrintLevel, ProgramMut, RingBuffer,
 };
 
-use super::library::{
-    has_jvm_signs, mapped_libjvm, open_library, FileId, Library, NOT_A_JVM, NOT_A_LIBRARY,
-    UNTRUSTED_LIBRARY,
-};
-use super::record::{read, start_ticks, SafepointRecord};
+use super::library::{has_jvm_signs, mapped_libjvm, open_library, FileId, Library};
+use super::record::{read, SafepointRecord};
 use super::skel::{types, SafepointsSkel, SafepointsSkelBuilder};
 use super::{Asking, Coverage};
+use crate::store::EbpfReason;
 
 /// The programs attached to each libjvm.so (see [`programs`]).
 const PROGRAMS: usize = 7;
@@ -64,22 +62,11 @@ const INSTALLED_LIBJVM: [&str; 6] = [
     "/usr/local/*/lib/server/libjvm.so",
 ];
 
-/// Why a JVM is not measured by eBPF, as `/metrics` says it
-/// (`pausewatch_jvm_discovered{ebpf_reason}`).
-pub const PERMISSION_DENIED: &str = "permission_denied";
-pub const LOAD_FAILED: &str = "load_failed";
-pub const ATTACH_FAILED: &str = "attach_failed";
 /// Libraries attached at once, at most, and per non-root user whose
 /// processes asked for them: libbpf's table of USDT specs is full at about
 /// 36 files, and each file holds 7 links.
 const MAX_LIBRARIES: usize = 24;
 const MAX_LIBRARIES_PER_USER: usize = 4;
-/// Too many libraries are attached, in all or for the process's user.
-pub const ATTACH_LIMIT: &str = "attach_limit";
-
-/// There are too few file descriptors for the probes beside the files,
-/// connections and checkpoint the agent's descriptors are planned for.
-pub const TOO_FEW_DESCRIPTORS: &str = "too_few_descriptors";
 
 /// How far the attaching of one libjvm.so is.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,7 +74,7 @@ enum Attachment {
     Pending,
     Attached,
     /// The reason, and what was said.
-    Failed(&'static str, String),
+    Failed(EbpfReason, String),
 }
 
 /// Who a library was attached for.
@@ -148,10 +135,10 @@ fn log_libbpf(level: PrintLevel, message: String) {
 }
 
 /// An error of the BPF syscalls as a reason and a detail.
-fn refused(error: &libbpf_rs::Error) -> (&'static str, String) {
+fn refused(error: &libbpf_rs::Error) -> (EbpfReason, String) {
     let reason = match error.kind() {
-        ErrorKind::PermissionDenied => PERMISSION_DENIED,
-        _ => LOAD_FAILED,
+        ErrorKind::PermissionDenied => EbpfReason::PermissionDenied,
+        _ => EbpfReason::LoadFailed,
     };
     (reason, format!("{error:#}"))
 }
@@ -160,7 +147,7 @@ impl Probes {
     /// Loads the program, sets up its ring buffer and starts the thread
     /// that attaches it: `Err` is a reason and what the kernel said (no
     /// CAP_BPF and CAP_PERFMON, no BTF...).
-    pub fn load() -> Result<Probes, (&'static str, String)> {
+    pub fn load() -> Result<Probes, (EbpfReason, String)> {
         libbpf_rs::set_print(Some((PrintLevel::Info, log_libbpf)));
         // The skeleton borrows its object's storage for as long as it
         // lives, the agent's lifetime: the storage is leaked, once.
@@ -192,7 +179,7 @@ impl Probes {
         let held = probe_descriptors();
         if !crate::follow::room_for_probes(0, held) {
             return Err((
-                TOO_FEW_DESCRIPTORS,
+                EbpfReason::TooFewDescriptors,
                 format!("the probes need {held} file descriptors and more for each JDK, beyond those the open-files limit leaves (raise it: LimitNOFILE)"),
             ));
         }
@@ -203,7 +190,12 @@ impl Probes {
         std::thread::Builder::new()
             .name("ebpf-attach".to_string())
             .spawn(move || attach_requested(skel, pending, shared))
-            .map_err(|e| (LOAD_FAILED, format!("no thread to attach with: {e}")))?;
+            .map_err(|e| {
+                (
+                    EbpfReason::LoadFailed,
+                    format!("no thread to attach with: {e}"),
+                )
+            })?;
         Ok(Probes {
             ring,
             _events: events,
@@ -235,12 +227,12 @@ impl Probes {
                 asking.pid,
                 library.shown.display()
             );
-            return Coverage::NotMeasured(NOT_A_JVM, detail);
+            return Coverage::NotMeasured(EbpfReason::NotAJvm, detail);
         }
         // An unknown owner is trusted with nothing.
         let uid = asking.uid.unwrap_or(u32::MAX);
         if let Some(why) = library.untrusted_for(uid) {
-            return Coverage::NotMeasured(UNTRUSTED_LIBRARY, why);
+            return Coverage::NotMeasured(EbpfReason::UntrustedLibrary, why);
         }
         let process = (asking.pid, asking.start_ticks);
         if let Some(known) = self.uses.get_mut(&library.id) {
@@ -261,7 +253,7 @@ impl Probes {
             _ => None,
         };
         if let Some(limit) = limit {
-            return Coverage::NotMeasured(ATTACH_LIMIT, limit);
+            return Coverage::NotMeasured(EbpfReason::AttachLimit, limit);
         }
         let use_ = Use {
             installed: false,
@@ -286,7 +278,7 @@ impl Probes {
         for path in libraries {
             let checked =
                 open_library(&path, None).and_then(|library| match library.untrusted_for(0) {
-                    Some(why) => Err((UNTRUSTED_LIBRARY, why)),
+                    Some(why) => Err((EbpfReason::UntrustedLibrary, why)),
                     None => Ok(library),
                 });
             match checked {
@@ -301,7 +293,7 @@ impl Probes {
                 }
                 Ok(_) => {}
                 Err((reason, error)) => {
-                    tracing::warn!(library = %path.display(), reason, error, "not attached")
+                    tracing::warn!(library = %path.display(), reason = reason.as_str(), error, "not attached")
                 }
             }
         }
@@ -337,16 +329,18 @@ impl Probes {
             .unwrap_or_else(PoisonError::into_inner);
         match attachments.get(&library.id) {
             Some(Attachment::Attached) => Coverage::Measured,
-            Some(Attachment::Failed(reason, error)) => Coverage::NotMeasured(reason, error.clone()),
+            Some(Attachment::Failed(reason, error)) => {
+                Coverage::NotMeasured(*reason, error.clone())
+            }
             Some(Attachment::Pending) => Coverage::Attaching,
             None => {
                 let id = library.id;
                 attachments.insert(id, Attachment::Pending);
                 if self.requests.send(Request::Attach(library)).is_err() {
                     let error = "the attaching thread has ended".to_string();
-                    let failed = Attachment::Failed(ATTACH_FAILED, error.clone());
+                    let failed = Attachment::Failed(EbpfReason::AttachFailed, error.clone());
                     attachments.insert(id, failed);
-                    return Coverage::NotMeasured(ATTACH_FAILED, error);
+                    return Coverage::NotMeasured(EbpfReason::AttachFailed, error);
                 }
                 Coverage::Attaching
             }
@@ -362,20 +356,20 @@ impl Probes {
     }
 
     /// When each of `pids` at a safepoint that has begun and not ended
-    /// began it, with the process's start (HotSpot counts a safepoint when
-    /// it begins; the one a JVM exits in never ends, so the map keeps an
-    /// entry of every JVM that exited: only the JVMs asked for are looked up).
-    pub fn in_flight(&self, pids: &[u32]) -> HashMap<u32, (u64, u64)> {
+    /// began it (HotSpot counts a safepoint when it begins; the one a JVM
+    /// exits in never ends, so the map keeps an entry of every JVM that
+    /// exited: only the JVMs asked for are looked up).
+    pub fn in_flight(&self, pids: &[u32]) -> HashMap<u32, u64> {
         per_pid(&self.inflight, pids, |state: types::inflight| {
-            (state.record.begin_ns, start_ticks(state.record.start_ns))
+            state.record.begin_ns
         })
     }
 
-    /// The records each of `pids` lost to its budget since it started,
-    /// with the process's start in clock ticks (as [`Probes::in_flight`]).
-    pub fn throttled(&self, pids: &[u32]) -> HashMap<u32, (u64, u64)> {
+    /// The records each of `pids` lost to its budget (of every process
+    /// that has had the pid since the entry was made).
+    pub fn throttled(&self, pids: &[u32]) -> HashMap<u32, u64> {
         per_pid(&self.budgets, pids, |budget: types::budget| {
-            (budget.throttled, start_ticks(budget.start_ns))
+            budget.throttled
         })
     }
 
@@ -431,12 +425,14 @@ fn attach_requested(
         let through = PathBuf::from(format!("/proc/self/fd/{}", library.file.as_raw_fd()));
         let held = probe_descriptors();
         let attached = if !crate::follow::room_for_probes(held, PROGRAMS) {
-            Err((TOO_FEW_DESCRIPTORS, format!("{held} file descriptors held by the probes already, and no room for more beyond those the open-files limit leaves (raise it: LimitNOFILE)")))
+            Err((EbpfReason::TooFewDescriptors, format!("{held} file descriptors held by the probes already, and no room for more beyond those the open-files limit leaves (raise it: LimitNOFILE)")))
         } else {
             library
                 .probe_sites()
-                .map_err(|error| (NOT_A_LIBRARY, error))
-                .and_then(|_| attach(&skel, &through).map_err(|error| (ATTACH_FAILED, error)))
+                .map_err(|error| (EbpfReason::NotALibrary, error))
+                .and_then(|_| {
+                    attach(&skel, &through).map_err(|error| (EbpfReason::AttachFailed, error))
+                })
         };
         let outcome = match attached {
             Ok(attached) => {
@@ -446,7 +442,7 @@ fn attach_requested(
                 Attachment::Attached
             }
             Err((reason, error)) => {
-                tracing::warn!(library = %library.shown.display(), reason, error, "eBPF safepoint probes cannot be attached: its JVMs' pauses come from hsperfdata");
+                tracing::warn!(library = %library.shown.display(), reason = reason.as_str(), error, "eBPF safepoint probes cannot be attached: its JVMs' pauses come from hsperfdata");
                 Attachment::Failed(reason, error)
             }
         };

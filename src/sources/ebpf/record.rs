@@ -30,9 +30,6 @@ pub struct GcRecord {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SafepointRecord {
     pub tgid: u32,
-    /// When the process started, in clock ticks after boot, as
-    /// `/proc/PID/stat` counts it: with `tgid`, which process it is.
-    pub start_ticks: u64,
     pub begin_ns: u64,
     /// When the VM operation began (0: no `vmops__begin` seen).
     pub operation_ns: u64,
@@ -63,12 +60,6 @@ pub fn read<T: Copy>(bytes: &[u8]) -> Option<T> {
     Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
 }
 
-/// A process's start (`start_boottime`, ns) in the clock ticks
-/// (`sysconf(_SC_CLK_TCK)`) `/proc/PID/stat` counts it in.
-pub fn start_ticks(start_ns: u64) -> u64 {
-    start_ns / (1_000_000_000 / procfs::ticks_per_second().max(1))
-}
-
 impl SafepointRecord {
     /// The record in `bytes`, `None` when it is not one.
     pub fn parse(bytes: &[u8]) -> Option<SafepointRecord> {
@@ -93,7 +84,6 @@ impl From<types::safepoint_record> for SafepointRecord {
             .collect();
         SafepointRecord {
             tgid: raw.tgid,
-            start_ticks: start_ticks(raw.start_ns),
             begin_ns: raw.begin_ns,
             operation_ns: raw.operation_ns,
             end_ns: raw.end_ns,
@@ -271,7 +261,6 @@ mod tests {
         let mut raw = types::safepoint_record {
             tgid: 4242,
             gc_count: gcs.len() as u32,
-            start_ns: 7 * 1_000_000_000,
             begin_ns: 1_000_000,
             operation_ns: 1_100_000,
             end_ns: 9_000_000,
@@ -314,7 +303,6 @@ mod tests {
         );
         let record = SafepointRecord::parse(&raw).unwrap();
         assert_eq!(record.tgid, 4242);
-        assert_eq!(record.start_ticks, 7 * procfs::ticks_per_second());
         assert!(SafepointRecord::parse(&raw[..raw.len() - 1]).is_none());
         let zero = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
         let events = Converter::default().events(&record, Collector::Unknown, zero);

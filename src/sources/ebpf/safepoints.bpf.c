@@ -5,9 +5,7 @@
 // (hotspot:gc__begin/__end), each split in two when its memory managers say
 // a young collection turned into a full one (hotspot:mem__pool__gc__begin/end).
 // The state of a safepoint in flight is keyed by the JVM's tgid in an LRU
-// map, so a JVM dying mid-safepoint leaks nothing. Each record carries its
-// process's start, so that a pid reused between two scans is not taken for
-// the JVM that had it. Each process may send RECORDS_PER_SECOND records a
+// map, so a JVM dying mid-safepoint leaks nothing. Each process may send RECORDS_PER_SECOND records a
 // second: one process flooding its probe sites (any user can attach the
 // agent to a copy of libjvm.so of their own) cannot fill the ring buffer
 // that every JVM's records share; what it loses is counted in its budget.
@@ -17,19 +15,11 @@
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 
 #include "safepoints.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-/* The two fields read of the kernel's task_struct, relocated against the
- * running kernel's BTF at load (CO-RE). */
-struct task_struct {
-	struct task_struct *group_leader;
-	__u64 start_boottime;
-} __attribute__((preserve_access_index));
 
 /* Records one process may send in a second: HotSpot's busiest JVMs stop
  * a few hundred times a second. */
@@ -69,7 +59,6 @@ struct {
 
 /* Each process's records this second, and those its budget refused. */
 struct budget {
-	__u64 start_ns;
 	__u64 window_ns;
 	__u64 sent;
 	__u64 throttled;
@@ -95,21 +84,13 @@ static __always_inline __u32 tgid(void)
 	return bpf_get_current_pid_tgid() >> 32;
 }
 
-/* When the current process started (ns of boot time, as /proc/PID/stat's
- * starttime counts it in clock ticks). */
-static __always_inline __u64 process_start(void)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	return BPF_CORE_READ(task, group_leader, start_boottime);
-}
-
-/* Whether the process `key` started at `start` may send one more record
- * now; a refusal is counted in its budget. */
-static __always_inline bool within_budget(__u32 key, __u64 start, __u64 now)
+/* Whether the process `key` may send one more record now; a refusal is
+ * counted in its budget. */
+static __always_inline bool within_budget(__u32 key, __u64 now)
 {
 	struct budget *budget = bpf_map_lookup_elem(&budgets, &key);
-	if (!budget || budget->start_ns != start) {
-		struct budget fresh = { .start_ns = start, .window_ns = now, .sent = 1 };
+	if (!budget) {
+		struct budget fresh = { .window_ns = now, .sent = 1 };
 		bpf_map_update_elem(&budgets, &key, &fresh, BPF_ANY);
 		return true;
 	}
@@ -152,7 +133,6 @@ int BPF_USDT(safepoint_begin)
 		return 0;
 	__builtin_memset(fresh, 0, sizeof(*fresh));
 	fresh->record.tgid = key;
-	fresh->record.start_ns = process_start();
 	fresh->record.begin_ns = bpf_ktime_get_ns();
 	bpf_map_update_elem(&inflight, &key, fresh, BPF_ANY);
 	return 0;
@@ -253,7 +233,7 @@ int BPF_USDT(safepoint_end)
 	if (!state)
 		return 0;
 	state->record.end_ns = bpf_ktime_get_ns();
-	if (!within_budget(key, state->record.start_ns, state->record.end_ns)) {
+	if (!within_budget(key, state->record.end_ns)) {
 		bpf_map_delete_elem(&inflight, &key);
 		return 0;
 	}

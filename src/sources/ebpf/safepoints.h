@@ -24,9 +24,6 @@ struct gc_record {
 struct safepoint_record {
 	__u32 tgid;
 	__u32 gc_count;
-	/* The process's start (its leader's start_boottime): a pid reused
-	 * between two discovery scans is another process. */
-	__u64 start_ns;
 	__u64 begin_ns;
 	/* When the VM operation began: the threads were stopped by then. */
 	__u64 operation_ns;

@@ -13,7 +13,9 @@ use super::probes::Probes;
 use super::record::{Converter, SafepointRecord};
 use super::EbpfCheckpoint;
 use crate::sources::{monotonic_now, Source, SourceCheckpoint, SourceKey};
-use crate::store::{AgentState, PauseSource, SafepointSource, Store, StreamId};
+use crate::store::{
+    add_errors, AgentState, EbpfReason, ErrorKind, PauseSource, SafepointSource, Store, StreamId,
+};
 
 /// Records of one JVM kept while no stream takes them, at most: a JVM that
 /// started after its libjvm.so was attached is covered from its first
@@ -201,13 +203,6 @@ impl LogCheck {
 /// writes it at the pause's end, the agent reads it at its next poll.
 const LOG_FLUSH_ALLOWANCE: Duration = Duration::from_secs(1);
 
-/// `ebpf_reason` of a JVM the probes were attached for but see nothing of.
-const NO_RECORDS: &str = "no_records";
-
-/// The error kind counting the safepoints of JVMs measured before a
-/// restart that ran between the last checkpoint and the new attachment.
-const MISSED_WHILE_DOWN: &str = "ebpf_safepoints_missed_while_down";
-
 pub struct EbpfSource {
     probes: Arc<Mutex<Probes>>,
     converters: HashMap<Process, Converter>,
@@ -282,19 +277,48 @@ impl EbpfSource {
     }
 }
 
-/// Of `read` (by pid, with the process's start), what belongs to each of
-/// `processes`: a value of a process that had the pid before is no one's.
-fn of_processes<T: Copy>(
-    processes: &[Process],
-    read: &HashMap<u32, (T, u64)>,
-) -> HashMap<Process, T> {
-    processes
-        .iter()
-        .filter_map(|process| {
-            let (value, start) = read.get(&process.0)?;
-            (*start == process.1).then_some((*process, *value))
-        })
-        .collect()
+/// Which process a record of a pid is, by when it began: a pid reused
+/// between two scans is another process. Records are stamped on
+/// CLOCK_MONOTONIC, process starts counted in clock ticks of
+/// CLOCK_BOOTTIME, which differ by the time the host was suspended.
+struct Owners {
+    /// CLOCK_BOOTTIME minus CLOCK_MONOTONIC now, in ns.
+    boot_offset_ns: u64,
+    tick_ns: u64,
+    /// The start of the process each pid has now (`None`: no process).
+    current: HashMap<u32, Option<u64>>,
+}
+
+impl Owners {
+    fn new() -> Owners {
+        let boottime = crate::sources::clock_now(libc::CLOCK_BOOTTIME);
+        Owners {
+            boot_offset_ns: boottime.saturating_sub(monotonic_now()).as_nanos() as u64,
+            tick_ns: 1_000_000_000 / procfs::ticks_per_second().max(1),
+            current: HashMap::new(),
+        }
+    }
+
+    /// Whether process `(pid, start_ticks)` had started by `monotonic_ns`.
+    fn started_by(&self, (_, start_ticks): Process, monotonic_ns: u64) -> bool {
+        start_ticks.saturating_mul(self.tick_ns) <= monotonic_ns.saturating_add(self.boot_offset_ns)
+    }
+
+    /// The process of `pid` a record that began at `begin_ns` came from:
+    /// the one running under it now if it had started by then, else the
+    /// latest of `known` to have started by then.
+    fn of(&mut self, pid: u32, begin_ns: u64, known: &[Process]) -> Option<Process> {
+        let current = *self
+            .current
+            .entry(pid)
+            .or_insert_with(|| crate::sources::proc_table::start_ticks(Path::new("/proc"), pid));
+        let current = current.map(|ticks| (pid, ticks));
+        current
+            .into_iter()
+            .chain(known.iter().copied().filter(|p| p.0 == pid))
+            .filter(|process| self.started_by(*process, begin_ns))
+            .max_by_key(|process| process.1)
+    }
 }
 
 impl Source for EbpfSource {
@@ -329,8 +353,8 @@ impl Source for EbpfSource {
                     crate::sources::proc_table::is_alive(proc_root, pid, ticks)
                 });
             }
-            let in_flight = of_processes(&compared, &probes.in_flight(&pids(&compared)));
-            let throttled = of_processes(&measured, &probes.throttled(&pids(&measured)));
+            let in_flight = probes.in_flight(&pids(&compared));
+            let throttled = probes.throttled(&pids(&measured));
             (
                 poll_ns,
                 in_flight,
@@ -339,14 +363,27 @@ impl Source for EbpfSource {
                 throttled,
             )
         };
+        let mut owners = Owners::new();
+        // A safepoint in flight under a pid is the process's only if it
+        // began after the process started (the map keeps the entries of
+        // JVMs that exited mid-safepoint).
+        let in_flight: HashMap<Process, u64> = (compared.iter())
+            .filter_map(|process| {
+                let begin = *in_flight.get(&process.0)?;
+                owners
+                    .started_by(*process, begin)
+                    .then_some((*process, begin))
+            })
+            .collect();
         for (process, check) in &mut self.checks {
             check.in_flight = in_flight.get(process).copied();
         }
+        let known: Vec<Process> = streams.keys().copied().collect();
         for record in records {
-            let pending = self
-                .pending
-                .entry((record.tgid, record.start_ticks))
-                .or_default();
+            let Some(process) = owners.of(record.tgid, record.begin_ns, &known) else {
+                continue;
+            };
+            let pending = self.pending.entry(process).or_default();
             if pending.len() < MAX_PENDING {
                 pending.push(record);
             }
@@ -362,16 +399,18 @@ impl Source for EbpfSource {
         // (whose JVMs cannot be told apart). Their minutes are flagged.
         let newly_dropped = dropped.saturating_sub(self.dropped);
         if newly_dropped > 0 {
-            *state
-                .errors
-                .entry("ebpf_events_dropped".to_string())
-                .or_default() += newly_dropped;
+            add_errors(
+                &mut state.errors,
+                ErrorKind::EbpfEventsDropped,
+                newly_dropped,
+            );
             self.dropped = dropped;
         }
         let minute = crate::model::minutes::minute_of(Utc::now());
         for process in &measured {
-            let refused = throttled.get(process).copied().unwrap_or(0);
-            let seen = self.throttled.insert(*process, refused).unwrap_or(0);
+            // Counted per pid: from when this process was first seen on.
+            let refused = throttled.get(&process.0).copied().unwrap_or(0);
+            let seen = self.throttled.insert(*process, refused).unwrap_or(refused);
             let lost = refused.saturating_sub(seen) + newly_dropped;
             let Some((id, _)) = streams.get(process).copied().flatten() else {
                 continue;
@@ -493,14 +532,12 @@ impl Source for EbpfSource {
                 discovered.pause_source = PauseSource::Hsperfdata;
             }
             discovered.safepoint_source = SafepointSource::None;
-            discovered.ebpf_reason = Some(NO_RECORDS.to_string());
+            discovered.ebpf_reason = Some(EbpfReason::NoRecords);
             changed = true;
         }
         if missed_while_down > 0 {
-            *state
-                .errors
-                .entry(MISSED_WHILE_DOWN.to_string())
-                .or_default() += missed_while_down;
+            let missed = ErrorKind::EbpfSafepointsMissedWhileDown;
+            add_errors(&mut state.errors, missed, missed_while_down);
         }
         let attached = |process: &Process| streams.get(process).is_some_and(Option::is_some);
         self.converters.retain(|process, _| attached(process));
@@ -529,7 +566,6 @@ mod tests {
     fn record(begin_ns: u64) -> SafepointRecord {
         SafepointRecord {
             tgid: 1,
-            start_ticks: 0,
             begin_ns,
             operation_ns: 0,
             end_ns: begin_ns + 5,

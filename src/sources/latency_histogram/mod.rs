@@ -158,7 +158,7 @@ impl Source for HistogramSource {
                 }
                 Err(error) => {
                     tracing::warn!(%error, "latency histogram scrape failed");
-                    state.count_error("latency_histogram_scrape");
+                    state.count_error(crate::store::ErrorKind::LatencyHistogramScrape);
                 }
             }
         }
