@@ -23,10 +23,28 @@ use pausewatch::config::{self, Config};
 use pausewatch::model::correlate::AttributionOptions;
 use pausewatch_parsers::{DurationUnit, TimeFormat, TimestampMeaning};
 
-/// `--version`: the release and the commit it was built from (`build.rs`).
+/// The cargo features the binary was built with, for `--version`.
+#[cfg(feature = "ebpf")]
+macro_rules! features {
+    () => {
+        "ebpf"
+    };
+}
+#[cfg(not(feature = "ebpf"))]
+macro_rules! features {
+    () => {
+        "none"
+    };
+}
+
+/// `--version`: the release, the cargo features it was built with (a
+/// build without `ebpf` measures JVMs without a GC log less exactly), and
+/// the commit it was built from (`build.rs`).
 const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
-    " (",
+    " (features: ",
+    features!(),
+    ") (",
     env!("PAUSEWATCH_COMMIT"),
     ")"
 );

@@ -240,6 +240,16 @@ fn version_names_the_release_and_the_commit() {
         version.starts_with(&format!("pausewatch {} (", env!("CARGO_PKG_VERSION"))),
         "{version}"
     );
+    // The features it was built with, as this test was.
+    let features = if cfg!(feature = "ebpf") {
+        "ebpf"
+    } else {
+        "none"
+    };
+    assert!(
+        version.contains(&format!("(features: {features})")),
+        "{version}"
+    );
     let commit = version.rsplit('(').next().unwrap().trim_end_matches(')');
     assert!(
         commit.len() >= 12 && head.starts_with(commit),

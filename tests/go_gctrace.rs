@@ -307,6 +307,12 @@ grace = "4s"
         common::sum(m, "jvm_gc_pause_seconds_count", &selector) == truth.num_gc as f64
     });
     check_agent("discovered gcload", &metrics, &selector, &trace, &truth);
+    // A `service`, as a JVM's, so that a dashboard's `$service` selects it.
+    let by_service = [r#"runtime="go""#, r#"service="gcload-"#];
+    assert_eq!(
+        common::sum(&metrics, "jvm_gc_pause_seconds_count", &by_service),
+        truth.num_gc as f64
+    );
     // The collector's CPU, as the runtime counts it: GCCPUFraction of the
     // CPU available since the program started.
     let runtime_gc_cpu = truth.gc_cpu_fraction * truth.wall_s * f64::from(truth.gomaxprocs);

@@ -115,14 +115,14 @@ fn env_value<'a>(environ: &'a [u8], name: &str) -> Option<&'a [u8]> {
         .find_map(|entry| entry.strip_prefix(name.as_bytes())?.strip_prefix(b"="))
 }
 
-/// A JVM's default `service`, the first of: `OTEL_SERVICE_NAME`, then
+/// A JVM's (or Go program's) default `service`, the first of: `OTEL_SERVICE_NAME`, then
 /// `service.name` in `OTEL_RESOURCE_ATTRIBUTES` (the names an
 /// OpenTelemetry-instrumented service already carries); in a Kubernetes pod
 /// (`KUBERNETES_SERVICE_HOST` set) its workload, the pod name in `HOSTNAME`
 /// without the suffixes a Deployment, ReplicaSet, DaemonSet or StatefulSet
 /// adds; else `main`, the jar or main class. Docker names and pod labels are
 /// not read: they are in no file of the process.
-fn service_of(environ: &[u8], main: &str) -> String {
+pub(super) fn service_of(environ: &[u8], main: &str) -> String {
     let text = |name| env_value(environ, name).map(|v| String::from_utf8_lossy(v).into_owned());
     let resource = text("OTEL_RESOURCE_ATTRIBUTES").and_then(|attributes| {
         attributes.split(',').find_map(|pair| {

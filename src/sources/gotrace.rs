@@ -30,14 +30,19 @@ pub struct GoProcess {
     /// program runs in another mount namespace).
     pub trace: PathBuf,
     pub container: Option<String>,
+    /// Its default `service` label, by the JVMs' rule
+    /// (`discovery::service_of`): a dashboard's `$service` selects it.
+    pub service: String,
 }
 
 impl GoProcess {
-    /// The labels of its series: `pid`, `program`, `container` when there is one.
+    /// The labels of its series: `pid`, `program`, `service`, `container`
+    /// when there is one.
     pub fn labels(&self) -> BTreeMap<String, String> {
         let mut labels = BTreeMap::from([
             ("pid".to_string(), self.pid.to_string()),
             ("program".to_string(), self.program.clone()),
+            ("service".to_string(), self.service.clone()),
         ]);
         if let Some(container) = &self.container {
             labels.insert("container".to_string(), container.clone());
@@ -105,7 +110,9 @@ impl GoScanner {
                 .as_deref()
                 .and_then(Path::file_name)
                 .map_or_else(|| "go".to_string(), |n| n.to_string_lossy().into_owned());
+            let service = super::discovery::service_of(&entry.environ(), &program);
             found.push(GoProcess {
+                service,
                 pid: entry.pid,
                 start_ticks: entry.start_ticks,
                 started: table.started(entry.start_ticks).unwrap_or_default(),

@@ -111,7 +111,7 @@ impl Ebpf {
         }
         #[cfg(not(all(feature = "ebpf", target_os = "linux")))]
         {
-            tracing::info!("built without the ebpf feature: the pauses of JVMs without a GC log come from hsperfdata");
+            tracing::warn!("built without the ebpf feature: JVMs without a GC log are measured from hsperfdata samples, so pauses closer together than [runtime_stats] interval have only a lower-bound maximum, and their safepoints and time to safepoint are not seen; the .deb, the .rpm and the container image are built with it, or build with `cargo build --release --features ebpf` (clang, libelf-dev, zlib1g-dev, pkg-config)");
             ebpf.unavailable = Some(EbpfReason::NotBuilt);
         }
         ebpf
