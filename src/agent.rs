@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::model::alerts::Notification;
 use crate::model::minutes::KeepFrom;
 use crate::sources::{ChangedFiles, Registry, Source, SourceCheckpoint, SourceKey};
-use crate::store::{ErrorKind, SharedStore, StreamState};
+use crate::store::{EbpfReason, ErrorKind, SharedStore, StreamState};
 
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
 /// A failing checkpoint is logged at once, then at most this often.
@@ -372,9 +372,20 @@ impl Agent {
     fn log_status(&self) {
         let state = self.store.snapshot();
         for stream in state.streams.values() {
-            // A discovered JVM without a GC log has an empty `log`: its pid
-            // and name tell the lines apart.
             let label = |name: &str| stream.labels.get(name).map(String::as_str);
+            // A discovered JVM without a GC log has an empty `log`: its pid
+            // and name tell the lines apart, and what measures it is said.
+            if let Some(discovered) = stream.discovered.as_ref().filter(|_| stream.log.is_empty()) {
+                let ebpf_reason = discovered.ebpf_reason.map(EbpfReason::as_str);
+                tracing::info!(
+                    pid = label("pid"),
+                    jvm = label("jvm"),
+                    pause_source = discovered.pause_source.as_str(),
+                    ebpf_reason,
+                    "status: JVM without a GC log"
+                );
+                continue;
+            }
             tracing::info!(log = %stream.log, pid = label("pid"), jvm = label("jvm"), lines = stream.parse.lines, lag_bytes = stream.read_lag_bytes, readable = stream.readable, "status: GC log");
         }
         for access in state.access_streams.values() {

@@ -115,9 +115,13 @@ fn an_ordinary_user_runs_without_configuration() {
         );
         let log = std::fs::read_to_string(&stderr).unwrap();
         assert!(log.contains(&state.display().to_string()), "{log}");
-        // SIGUSR2's status line of a JVM without a GC log says which JVM.
+        // SIGUSR2's status line of a JVM without a GC log says which JVM,
+        // and what measures it (not a "GC log").
         common::run_stdout("kill", &["-USR2", &agent_pid]);
-        let status = format!("pid=\"{}\" jvm=\"Sleeper.java\"", jvm.0.id());
+        let status = format!(
+            "status: JVM without a GC log pid=\"{}\" jvm=\"Sleeper.java\" pause_source=\"hsperfdata\"",
+            jvm.0.id()
+        );
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while !std::fs::read_to_string(&stderr).unwrap().contains(&status) {
             assert!(
