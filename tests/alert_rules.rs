@@ -1510,3 +1510,43 @@ fn gc_cpu_fires_for_a_busy_collector_and_not_an_idle_jvm() {
     ));
     assert_eq!(RuleKind::GcCpu.default_for(), Duration::from_secs(600));
 }
+
+/// A JVM's alerts once it has exited and its series went after the grace
+/// (its stream exited, or gone): a firing alert resolves at once, saying
+/// so, and is then forgotten; a pending one goes without a word. They
+/// used to stay, firing, until the history dropped the stream a day later.
+#[test]
+fn the_alerts_of_an_exited_jvm_resolve_when_its_series_go() {
+    let mut config = only(RuleKind::HeapPressure);
+    rule_mut(&mut config, RuleKind::HeapPressure).for_duration = Duration::ZERO;
+    let mut state = agent_state(stream("jvm/jdk25-zgc-stall"));
+    let mut engine = AlertEngine::default();
+    let t0 = at("2026-11-30T01:47:00Z");
+    let sent = engine.evaluate(&config, &state, t0);
+    assert_eq!(kinds(&sent), [(AlertState::Firing, false)]);
+    let id = *state.streams.keys().next().unwrap();
+    std::sync::Arc::make_mut(state.streams.get_mut(&id).unwrap()).exited = true;
+    let sent = engine.evaluate(&config, &state, t0 + TimeDelta::minutes(1));
+    assert_eq!(kinds(&sent), [(AlertState::Resolved, false)]);
+    assert_eq!(
+        sent[0].alert.annotations["summary"],
+        "resolved: its JVM has exited"
+    );
+    let later = engine.evaluate(&config, &state, t0 + TimeDelta::minutes(2));
+    assert!(later.is_empty() && engine.alerts().is_empty(), "{later:?}");
+
+    // Pending when its stream went: dropped, nobody told.
+    rule_mut(&mut config, RuleKind::HeapPressure).for_duration = Duration::from_secs(300);
+    let state = agent_state(stream("jvm/jdk25-zgc-stall"));
+    let mut engine = AlertEngine::default();
+    assert!(engine.evaluate(&config, &state, t0).is_empty());
+    assert_eq!(
+        states(&engine),
+        [("HeapPressure".to_string(), AlertState::Pending)]
+    );
+    let gone = AgentState::default();
+    assert!(engine
+        .evaluate(&config, &gone, t0 + TimeDelta::minutes(1))
+        .is_empty());
+    assert!(engine.alerts().is_empty());
+}

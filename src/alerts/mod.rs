@@ -470,7 +470,46 @@ impl AlertEngine {
                 }
             }
         }
+        self.resolve_gone(state, now, &mut notifications);
         notifications
+    }
+
+    /// Resolves the alerts of streams whose series went (a JVM that exited
+    /// and whose grace passed: its stream is exited, or gone), as Prometheus
+    /// resolves an alert whose series vanished; pending ones are dropped.
+    /// They were never evaluated again, so they fired until the history
+    /// dropped the stream's minutes, a day later.
+    fn resolve_gone(
+        &mut self,
+        state: &AgentState,
+        now: DateTime<Utc>,
+        notifications: &mut Vec<Notification>,
+    ) {
+        let live = |id: &StreamId| state.streams.get(id).is_some_and(|s| !s.exited);
+        let gone: Vec<(String, StreamId)> = (self.alerts.keys())
+            .filter(|(_, id)| !live(id))
+            .cloned()
+            .collect();
+        for key in gone {
+            let Some(alert) = self.alerts.get_mut(&key) else {
+                continue;
+            };
+            if alert.state != AlertState::Firing {
+                self.alerts.remove(&key);
+                continue;
+            }
+            alert.state = AlertState::Resolved;
+            alert.resolved_at = Some(now);
+            alert.annotations.insert(
+                "summary".to_string(),
+                "resolved: its JVM has exited".to_string(),
+            );
+            notifications.push(Notification {
+                alert: alert.clone(),
+                repeat: false,
+            });
+            self.last_sent.remove(&key);
+        }
     }
 
     /// Current alerts (pending, firing, and those resolved at the last evaluation).
