@@ -655,3 +655,121 @@ fn measured_beside_log(agent: &Agent, pid: u32) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Waits until every thread of process `pid` is stopped (`kill -STOP`
+/// returns before the stop takes effect).
+fn wait_stopped(pid: u32) {
+    let tasks = format!("/proc/{pid}/task");
+    let stopped = |stat: String| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('T'))
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_dir(&tasks)
+        .unwrap()
+        .flatten()
+        .all(|task| std::fs::read_to_string(task.path().join("stat")).is_ok_and(stopped))
+    {
+        assert!(Instant::now() < deadline, "{pid} never stopped");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A stop that never ends (issue 38, 5): a heap dump's safepoint, the JVM
+/// stopped in it (`kill -STOP`) for 5 s, then killed. HotSpot never ends
+/// that safepoint, so no record comes: the agent counts it up to the last
+/// poll that saw the JVM alive in it, at least the 5 s the test held it
+/// stopped and no more than from the dump's request to the kill, and flags
+/// the minute's maximum as a lower bound.
+#[test]
+fn a_stop_a_jvm_exits_in_is_counted_up_to_its_exit_as_a_lower_bound() {
+    let Some((dir, marker)) = prepared() else {
+        return;
+    };
+    let dir = dir.path();
+    let agent = start_agent(&dir.join("agent"), &marker, &[]);
+    let mut jvm = jvm_command(
+        Path::new("java"),
+        false,
+        dir,
+        "dumped",
+        &[
+            "-Xmx800m",
+            "-XX:+UseParallelGC",
+            "-Dwl.live=0.6",
+            "-Dwl.rate=50",
+        ],
+        &marker,
+    )
+    .args(["steady", "120"])
+    .arg(dir.join("dumped.json"))
+    .spawn()
+    .unwrap();
+    let pid = jvm.id();
+    if let Err(line) = measured(&agent, pid) {
+        common::skip(format!("bpf() is refused here: {line}"));
+        let _ = jvm.kill();
+        let _ = jvm.wait();
+        return;
+    }
+    // Its live set grown to about 480 MB: a dump of seconds.
+    std::thread::sleep(Duration::from_secs(6));
+    let dump = dir.join("heap.hprof");
+    let requested = Instant::now();
+    let mut jcmd = Command::new("jcmd")
+        .arg(pid.to_string())
+        .arg("GC.heap_dump")
+        .arg(&dump)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Writing the dump: inside its safepoint.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::metadata(&dump).map_or(0, |m| m.len()) < 1 << 20 {
+        assert!(Instant::now() < deadline, "the dump never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    common::succeed(Command::new("kill").args(["-STOP", &pid.to_string()]));
+    wait_stopped(pid);
+    let held = Instant::now();
+    std::thread::sleep(Duration::from_secs(5));
+    let held = held.elapsed().as_secs_f64();
+    let _ = jvm.kill();
+    let _ = jvm.wait();
+    let most = requested.elapsed().as_secs_f64();
+    let _ = jcmd.kill();
+    let _ = jcmd.wait();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (max, flagged) = loop {
+        let body = agent.get("/api/v1/minutes").unwrap_or_default();
+        let json: Value = serde_json::from_str(&body).unwrap_or_default();
+        let jvms = json["jvms"].as_array().cloned().unwrap_or_default();
+        let minutes = jvms
+            .iter()
+            .find(|j| j["labels"]["pid"] == pid.to_string().as_str())
+            .and_then(|j| j["minutes"].as_array().cloned())
+            .unwrap_or_default();
+        let longest = minutes.iter().max_by(|a, b| {
+            let max = |m: &Value| m["safepoint_max_seconds"].as_f64().unwrap_or(0.0);
+            max(a).total_cmp(&max(b))
+        });
+        let found = longest.map(|m| {
+            let max = m["safepoint_max_seconds"].as_f64().unwrap_or(0.0);
+            (max, m["pause_max_lower_bound"] == true)
+        });
+        match found {
+            Some((max, flagged)) if max >= held => break (max, flagged),
+            _ if Instant::now() > deadline => panic!("no stop of {held} s in {minutes:?}"),
+            _ => std::thread::sleep(Duration::from_millis(200)),
+        }
+    };
+    assert!(
+        max <= most,
+        "{max} s, more than the {most} s from the request to the kill"
+    );
+    assert!(
+        flagged,
+        "the minute's maximum is not flagged as a lower bound"
+    );
+}

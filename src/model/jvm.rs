@@ -350,6 +350,12 @@ impl JvmState {
         }
     }
 
+    /// Marks the minute keyed `key` as having a lower-bound maximum: a stop
+    /// the JVM exited in, counted up to when it was last seen.
+    pub fn mark_max_lower_bound_at(&mut self, key: i64) {
+        self.minutes.minute_mut(key).pause_max_lower_bound = true;
+    }
+
     /// Marks the minute keyed `key` as missing `lost` eBPF records: its
     /// pauses are counted short, and its maximum is a lower bound.
     pub fn mark_records_lost(&mut self, key: i64, lost: u64) {

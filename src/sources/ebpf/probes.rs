@@ -359,10 +359,8 @@ impl Probes {
     /// began it (HotSpot counts a safepoint when it begins; the one a JVM
     /// exits in never ends, so the map keeps an entry of every JVM that
     /// exited: only the JVMs asked for are looked up).
-    pub fn in_flight(&self, pids: &[u32]) -> HashMap<u32, u64> {
-        per_pid(&self.inflight, pids, |state: types::inflight| {
-            state.record.begin_ns
-        })
+    pub fn in_flight(&self, pids: &[u32]) -> HashMap<u32, SafepointRecord> {
+        per_pid(&self.inflight, pids, SafepointRecord::in_flight)
     }
 
     /// The records each of `pids` lost to its budget (of every process

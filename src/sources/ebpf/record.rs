@@ -67,6 +67,38 @@ impl SafepointRecord {
     }
 }
 
+impl SafepointRecord {
+    /// The safepoint in flight a map entry holds, with the collection in
+    /// progress in it (its `end_ns` 0: not ended).
+    pub fn in_flight(raw: types::inflight) -> SafepointRecord {
+        let open = raw.record.gcs.get(raw.record.gc_count as usize).copied();
+        let mut record = SafepointRecord::from(raw.record);
+        if let Some(gc) = open.filter(|_| raw.in_gc != 0) {
+            record.gcs.push(GcRecord {
+                begin_ns: gc.begin_ns,
+                end_ns: 0,
+                first_end_ns: gc.first_end_ns,
+                second_begin_ns: gc.second_begin_ns,
+                full: gc.full != 0,
+                first_manager: text(&gc.first_manager),
+                second_manager: text(&gc.second_manager),
+            });
+        }
+        record
+    }
+
+    /// The record of a stop that never ended, its process gone: closed at
+    /// `last_seen_ns`, when the process was last seen in it, as are the
+    /// collections still running in it.
+    pub fn closed_at(mut self, last_seen_ns: u64) -> SafepointRecord {
+        self.end_ns = last_seen_ns;
+        for gc in self.gcs.iter_mut().filter(|gc| gc.end_ns == 0) {
+            gc.end_ns = last_seen_ns;
+        }
+        self
+    }
+}
+
 impl From<types::safepoint_record> for SafepointRecord {
     fn from(raw: types::safepoint_record) -> SafepointRecord {
         let count = (raw.gc_count as usize).min(raw.gcs.len());

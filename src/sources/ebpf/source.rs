@@ -57,6 +57,10 @@ struct Check {
 /// are taken as blind to it.
 const BLIND_AFTER: u64 = 3;
 
+/// The shortest stop a JVM exited in that is counted: HotSpot's exit runs
+/// a last VM operation that never ends either.
+const OPEN_STOP_MIN: Duration = Duration::from_secs(1);
+
 /// How often libraries no running JVM was attached for are released.
 const RELEASE_EVERY: Duration = Duration::from_secs(5);
 
@@ -216,6 +220,10 @@ pub struct EbpfSource {
     throttled: HashMap<Process, u64>,
     /// When the libraries no JVM runs were last released.
     released: std::time::Instant,
+    /// Safepoints in flight of live JVMs, with when each was last seen so.
+    open_stops: HashMap<Process, (SafepointRecord, u64)>,
+    /// JVMs whose last stop was closed at their exit: their map entry stays.
+    closed_stops: std::collections::HashSet<Process>,
     /// Drops already counted in the store.
     dropped: u64,
     /// The previous run's [`EbpfCheckpoint::reached`] of JVMs not compared yet.
@@ -249,6 +257,8 @@ impl EbpfSource {
             log_checks: HashMap::new(),
             throttled: HashMap::new(),
             released: std::time::Instant::now(),
+            open_stops: HashMap::new(),
+            closed_stops: std::collections::HashSet::new(),
             dropped: 0,
             restored,
         }
@@ -321,6 +331,43 @@ impl Owners {
     }
 }
 
+impl EbpfSource {
+    /// The stops of JVMs that exited in them (a heap dump, then `kill
+    /// -STOP` and `kill -9`): HotSpot never ends them, so no record comes.
+    /// A safepoint seen in flight at a poll while its JVM lived, and in
+    /// flight still once it is gone, is closed at the last poll that saw it
+    /// alive: a lower bound. Shorter than [`OPEN_STOP_MIN`], it is the
+    /// JVM's exit itself (its last VM operation), and not counted.
+    fn close_stops_of_the_dead(
+        &mut self,
+        in_flight: &HashMap<Process, SafepointRecord>,
+        poll_ns: u64,
+    ) -> Vec<(Process, SafepointRecord)> {
+        let proc_root = Path::new("/proc");
+        let mut closed = Vec::new();
+        for (process, record) in in_flight {
+            if self.closed_stops.contains(process) {
+                continue;
+            }
+            if crate::sources::proc_table::is_alive(proc_root, process.0, process.1) {
+                self.open_stops.insert(*process, (record.clone(), poll_ns));
+                continue;
+            }
+            self.closed_stops.insert(*process);
+            let Some((record, seen)) = self.open_stops.remove(process) else {
+                continue;
+            };
+            if seen.saturating_sub(record.begin_ns) >= OPEN_STOP_MIN.as_nanos() as u64 {
+                closed.push((*process, record.closed_at(seen)));
+            }
+        }
+        // Those that ended as stops do.
+        self.open_stops
+            .retain(|process, _| in_flight.contains_key(process));
+        closed
+    }
+}
+
 impl Source for EbpfSource {
     fn key(&self) -> SourceKey {
         SourceKey::Ebpf
@@ -367,16 +414,24 @@ impl Source for EbpfSource {
         // A safepoint in flight under a pid is the process's only if it
         // began after the process started (the map keeps the entries of
         // JVMs that exited mid-safepoint).
-        let in_flight: HashMap<Process, u64> = (compared.iter())
+        let in_flight: HashMap<Process, SafepointRecord> = (compared.iter())
             .filter_map(|process| {
-                let begin = *in_flight.get(&process.0)?;
-                owners
-                    .started_by(*process, begin)
-                    .then_some((*process, begin))
+                let record = in_flight.get(&process.0)?;
+                (owners.started_by(*process, record.begin_ns)).then(|| (*process, record.clone()))
             })
             .collect();
+        let begun: HashMap<Process, u64> = (in_flight.iter())
+            .map(|(process, record)| (*process, record.begin_ns))
+            .collect();
         for (process, check) in &mut self.checks {
-            check.in_flight = in_flight.get(process).copied();
+            check.in_flight = begun.get(process).copied();
+        }
+        let never_ended = self.close_stops_of_the_dead(&in_flight, poll_ns);
+        for (process, record) in &never_ended {
+            self.pending
+                .entry(*process)
+                .or_default()
+                .push(record.clone());
         }
         let known: Vec<Process> = streams.keys().copied().collect();
         for record in records {
@@ -439,9 +494,8 @@ impl Source for EbpfSource {
                 .flat_map(|record| converter.events(record, collector, zero))
                 .collect();
             if role.records_safepoints() {
-                let check = (self.checks.entry(*process)).or_insert_with(|| {
-                    Check::new(*process, in_flight.get(process).copied(), dropped)
-                });
+                let check = (self.checks.entry(*process))
+                    .or_insert_with(|| Check::new(*process, begun.get(process).copied(), dropped));
                 check.take(pending, poll_ns);
             }
             let crate::store::StreamState { jvm, latency, .. } = stream;
@@ -506,7 +560,7 @@ impl Source for EbpfSource {
                 continue;
             };
             let check = (self.checks.entry(process))
-                .or_insert_with(|| Check::new(process, in_flight.get(&process).copied(), dropped));
+                .or_insert_with(|| Check::new(process, begun.get(&process).copied(), dropped));
             runtime.safepoint_probe_mismatch = check
                 .compare(runtime, poll_ns)
                 .or(runtime.safepoint_probe_mismatch);
@@ -539,11 +593,25 @@ impl Source for EbpfSource {
             let missed = ErrorKind::EbpfSafepointsMissedWhileDown;
             add_errors(&mut state.errors, missed, missed_while_down);
         }
+        // A stop that never ended makes the minute's maxima lower bounds.
+        for (process, record) in &never_ended {
+            let Some((id, _)) = streams.get(process).copied().flatten() else {
+                continue;
+            };
+            let ended = zero + chrono::Duration::nanoseconds(record.end_ns as i64);
+            if let Some(stream) = state.stream_mut(id) {
+                let key = crate::model::minutes::minute_of(ended);
+                stream.jvm.mark_max_lower_bound_at(key);
+                tracing::warn!(pid = process.0, seconds = (record.end_ns - record.begin_ns) as f64 / 1e9, operation = %record.operation, "a stop that never ended: the JVM exited in it; counted up to when it was last seen, as a lower bound");
+            }
+        }
         let attached = |process: &Process| streams.get(process).is_some_and(Option::is_some);
         self.converters.retain(|process, _| attached(process));
         self.checks.retain(|process, _| attached(process));
         self.log_checks.retain(|process, _| attached(process));
         self.throttled.retain(|process, _| attached(process));
+        self.closed_stops
+            .retain(|process| streams.contains_key(process));
         changed
     }
 
