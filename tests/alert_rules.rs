@@ -1550,3 +1550,39 @@ fn the_alerts_of_an_exited_jvm_resolve_when_its_series_go() {
         .is_empty());
     assert!(engine.alerts().is_empty());
 }
+
+/// `GcLogCounterMismatch` names the input that disagrees with the JVM's
+/// counter: its GC log, or the eBPF probes of a JVM that has none.
+#[test]
+fn the_counter_mismatch_names_the_input_that_disagrees() {
+    let mut config = only(RuleKind::LogCounterMismatch);
+    rule_mut(&mut config, RuleKind::LogCounterMismatch).for_duration = Duration::ZERO;
+    let summary = |pause_source: Option<pausewatch::store::PauseSource>| {
+        let mut state = stream("jvm/jdk17-g1-steady");
+        state.runtime = Some(pausewatch::model::runtime::RuntimeStats {
+            log_counter_mismatch: vec![("G1 Young Generation".to_string(), -3.0)],
+            ..Default::default()
+        });
+        state.discovered = pause_source.map(|pause_source| pausewatch::store::Discovered {
+            pause_source,
+            ..Default::default()
+        });
+        let sent = AlertEngine::default().evaluate(
+            &config,
+            &agent_state(state),
+            at("2026-11-30T01:47:00Z"),
+        );
+        sent[0].alert.annotations["summary"].clone()
+    };
+    let probes = summary(Some(pausewatch::store::PauseSource::Ebpf));
+    assert!(
+        probes.starts_with("the eBPF probes have 3 fewer pauses of G1 Young Generation"),
+        "{probes}"
+    );
+    for log in [
+        summary(None),
+        summary(Some(pausewatch::store::PauseSource::GcLog)),
+    ] {
+        assert!(log.starts_with("the GC log has 3 fewer pauses"), "{log}");
+    }
+}

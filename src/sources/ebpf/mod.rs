@@ -35,7 +35,10 @@ mod source;
 /// Whether eBPF measures a JVM discovery found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Coverage {
-    Measured,
+    /// Measured; `from_start`: its library was attached before the JVM
+    /// started, so every pause it made was recorded (else its counters'
+    /// comparison takes its baseline at the attachment).
+    Measured { from_start: bool },
     /// Its libjvm.so is being attached, off the agent's loop: ask again
     /// soon (its records wait meanwhile).
     Attaching,

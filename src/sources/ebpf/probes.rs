@@ -72,7 +72,8 @@ const MAX_LIBRARIES_PER_USER: usize = 4;
 #[derive(Debug, Clone, PartialEq)]
 enum Attachment {
     Pending,
-    Attached,
+    /// Since this CLOCK_BOOTTIME instant, what /proc counts a start on.
+    Attached(Duration),
     /// The reason, and what was said.
     Failed(EbpfReason, String),
 }
@@ -237,7 +238,7 @@ impl Probes {
         let process = (asking.pid, asking.start_ticks);
         if let Some(known) = self.uses.get_mut(&library.id) {
             known.processes.insert(process);
-            return self.request(library);
+            return self.request(library, asking.start_ticks);
         }
         let user = (uid != 0).then_some(uid);
         let users = |user| self.uses.values().filter(|u| u.user == Some(user)).count();
@@ -261,7 +262,7 @@ impl Probes {
             processes: HashSet::from([process]),
         };
         self.uses.insert(library.id, use_);
-        self.request(library)
+        self.request(library, asking.start_ticks)
     }
 
     /// Asks for the JDKs installed where packages and images put them, so
@@ -289,7 +290,7 @@ impl Probes {
                         processes: HashSet::new(),
                     };
                     self.uses.insert(library.id, use_);
-                    drop(self.request(library));
+                    drop(self.request(library, 0));
                 }
                 Ok(_) => {}
                 Err((reason, error)) => {
@@ -320,15 +321,22 @@ impl Probes {
         }
     }
 
-    /// Where `library` is: attached, failed, or handed to the attaching
-    /// thread now.
-    fn request(&mut self, library: Library) -> Coverage {
+    /// Where `library` is for a process started at `started_ticks`:
+    /// attached (before it started, or not), failed, or handed to the
+    /// attaching thread now.
+    fn request(&mut self, library: Library, started_ticks: u64) -> Coverage {
         let mut attachments = self
             .attachments
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         match attachments.get(&library.id) {
-            Some(Attachment::Attached) => Coverage::Measured,
+            Some(Attachment::Attached(at)) => {
+                let tick_ns = 1_000_000_000 / procfs::ticks_per_second().max(1);
+                let started = Duration::from_nanos(started_ticks.saturating_mul(tick_ns));
+                Coverage::Measured {
+                    from_start: *at <= started,
+                }
+            }
             Some(Attachment::Failed(reason, error)) => {
                 Coverage::NotMeasured(*reason, error.clone())
             }
@@ -437,7 +445,7 @@ fn attach_requested(
                 tracing::info!(library = %library.shown.display(), "eBPF safepoint probes attached");
                 links.insert(library.id, attached);
                 crate::follow::set_held_by_probes(probe_descriptors());
-                Attachment::Attached
+                Attachment::Attached(crate::sources::clock_now(libc::CLOCK_BOOTTIME))
             }
             Err((reason, error)) => {
                 tracing::warn!(library = %library.shown.display(), reason = reason.as_str(), error, "eBPF safepoint probes cannot be attached: its JVMs' pauses come from hsperfdata");
