@@ -54,18 +54,20 @@ pub enum Wake {
     Status,
 }
 
-/// Another agent holds the checkpoint directory: running a second one on it
-/// would overwrite its state, so this one does not start.
+/// The checkpoint directory cannot be used: another agent holds it
+/// (running a second one on it would overwrite its state), or it cannot be
+/// created (a non-root start without a writable home). The agent does not
+/// start: exit 2, with the way out named.
 #[derive(Debug)]
-pub struct CheckpointDirInUse(pub String);
+pub struct CheckpointDirUnusable(pub String);
 
-impl std::fmt::Display for CheckpointDirInUse {
+impl std::fmt::Display for CheckpointDirUnusable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl std::error::Error for CheckpointDirInUse {}
+impl std::error::Error for CheckpointDirUnusable {}
 
 /// Locks `dir/lock` for this process and writes its pid there, so that a
 /// second agent on the same directory can say who holds it.
@@ -85,7 +87,7 @@ pub(crate) fn lock_checkpoint_dir(dir: &Path) -> Result<File> {
             let _ = file.read_to_string(&mut holder);
             let holder = holder.trim();
             let holder = if holder.is_empty() { "unknown" } else { holder };
-            return Err(CheckpointDirInUse(format!(
+            return Err(CheckpointDirUnusable(format!(
                 "checkpoint_dir {} is in use by another pausewatch agent (pid {holder}, lock {})",
                 dir.display(),
                 path.display()
@@ -134,11 +136,11 @@ impl Agent {
     /// Loads the checkpoint, if any. A corrupt checkpoint is reported and set
     /// aside rather than stopping the agent; a newer agent's is refused.
     pub fn new(config: Config, store: SharedStore) -> Result<Agent> {
-        std::fs::create_dir_all(&config.checkpoint_dir).with_context(|| {
-            format!(
-                "cannot create checkpoint_dir {}",
+        std::fs::create_dir_all(&config.checkpoint_dir).map_err(|error| {
+            CheckpointDirUnusable(format!(
+                "cannot create checkpoint_dir {}: {error}; choose a directory this user can write with --checkpoint-dir DIR, or checkpoint_dir in a configuration file",
                 config.checkpoint_dir.display()
-            )
+            ))
         })?;
         let lock = lock_checkpoint_dir(&config.checkpoint_dir)?;
         let checkpoint_path = config.checkpoint_dir.join(checkpoint::FILE_NAME);

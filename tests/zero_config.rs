@@ -144,3 +144,29 @@ impl Drop for Guard {
         let _ = self.0.wait();
     }
 }
+
+/// An ordinary user whose home cannot be written (nobody's is
+/// /nonexistent): the state directory cannot be used, which exits 2, as
+/// `pausewatch(1)` says, naming the directory and the way out.
+#[test]
+fn an_ordinary_user_without_a_writable_home_is_told_to_name_a_checkpoint_dir() {
+    if let Some(reason) = common::missing_root_or_tool(
+        "setpriv needs it to become another user",
+        &[("setpriv", &["--version"])],
+    ) {
+        common::skip(reason);
+        return;
+    }
+    let output = as_nobody(common::PAUSEWATCH)
+        .args(["run", "--listen", "127.0.0.1:0"])
+        .env("HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("/nonexistent/.local/state/pausewatch")
+            && stderr.contains("--checkpoint-dir"),
+        "{stderr}"
+    );
+}

@@ -70,7 +70,7 @@ pub fn run(config: Config) -> Result<()> {
     let limits = share_descriptors(config.http);
     let store = Arc::new(Store::default());
     let agent = Agent::new(config.clone(), store.clone()).map_err(|error| {
-        if error.is::<crate::agent::CheckpointDirInUse>() || error.is::<NewerVersion>() {
+        if error.is::<crate::agent::CheckpointDirUnusable>() || error.is::<NewerVersion>() {
             SetupError(error.to_string()).into()
         } else {
             error
