@@ -570,9 +570,10 @@ fn pauses_by_bean(metrics: &str, pid: u32) -> std::collections::BTreeMap<String,
 }
 
 /// Case 7: a Parallel JVM killed and a G1 JVM started under the same pid
-/// within one discovery interval. The G1 JVM's records carry its own start:
-/// they wait for its discovery instead of going to the dead JVM's stream,
-/// and every pause of its log is counted under its G1 beans.
+/// within one discovery interval. A record goes to the process its pid had
+/// when it began, so the G1 JVM's records wait for its discovery instead of
+/// going to the dead JVM's stream, and every pause of its log is counted
+/// under its G1 beans.
 #[test]
 fn a_pid_reused_within_a_discovery_interval_is_another_jvm() {
     let Some((dir, classes, marker)) = prepared() else {
