@@ -1212,10 +1212,17 @@ fn a_jdk8_rotation_ring_is_followed_through_wraps_and_an_agent_kill() {
     let labels: Vec<String> = rings.iter().map(|r| r.display().to_string()).collect();
     let bytes =
         |parts: &[Vec<String>]| -> u64 { parts.iter().flatten().map(|l| l.len() as u64).sum() };
-    let read_all = |h: &mut Harness, written: u64| {
-        h.settle(Duration::from_secs(10), &|m| {
+    // The files followed are a directory listing, taken at each rotation and
+    // at most every 5 s otherwise: one taken while `rotate` had created the
+    // next file and not yet removed its predecessor counts 5 until the next.
+    let read_all = |h: &mut Harness, written: u64, files: Option<f64>| {
+        h.settle(Duration::from_secs(12), &|m| {
             labels.iter().all(|log| {
-                m.one("pausewatch_log_bytes_total", &[("log", log)]) == Some(written as f64)
+                let filter = [("log", log.as_str())];
+                m.one("pausewatch_log_bytes_total", &filter) == Some(written as f64)
+                    && files.is_none_or(|files| {
+                        m.one("pausewatch_log_files_followed", &filter) == Some(files)
+                    })
             })
         })
     };
@@ -1234,7 +1241,11 @@ fn a_jdk8_rotation_ring_is_followed_through_wraps_and_an_agent_kill() {
         match index {
             3 => {
                 write(&mut jvms, &part[..half]);
-                read_all(&mut h, bytes(&parts[..3]) + bytes(&[part[..half].to_vec()]));
+                read_all(
+                    &mut h,
+                    bytes(&parts[..3]) + bytes(&[part[..half].to_vec()]),
+                    None,
+                );
                 // The checkpoint interval is 200 ms; settling took longer.
                 h.kill_agent();
                 write(&mut jvms, &part[half..]);
@@ -1254,7 +1265,7 @@ fn a_jdk8_rotation_ring_is_followed_through_wraps_and_an_agent_kill() {
     }
     let total_bytes = bytes(&parts);
     let total_lines: usize = parts.iter().map(Vec::len).sum();
-    let metrics = read_all(&mut h, total_bytes);
+    let metrics = read_all(&mut h, total_bytes, Some(4.0));
     let mut failures = Vec::new();
     for log in &labels {
         let filter = [("log", log.as_str())];
