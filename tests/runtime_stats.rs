@@ -672,6 +672,156 @@ fn a_jvm_started_after_the_agent_is_followed_through_its_log_rotations() {
     assert_eq!(full as u64, beans.bean("G1 Old Generation").count);
 }
 
+/// A JVM restarted into the log its previous run wrote (one name, no
+/// `%p`; the new JVM archives the old file as `gc.log.0`), the way a service
+/// is deployed: each run is its own stream, with its own run's pauses. The
+/// exited run's series keep its figures through the grace (the new run's
+/// pauses on them counted the service twice), and the new run's counts are
+/// its own, not both runs' (which raised `GcLogCounterMismatch` on every
+/// deploy), each equal to its JVM's MXBeans (issue 38, item 1).
+#[test]
+fn a_jvm_restarted_into_its_log_is_a_stream_of_its_own_run() {
+    let Some((_one, dir, classes, marker)) = setup() else {
+        return;
+    };
+    let agent = start_agent(dir.path(), &marker, "");
+    let log = dir.path().join("gc.log");
+    let xlog = format!("-Xlog:gc*:file={}:time,uptime,level,tags", log.display());
+    let young = |pid: u32| [format!("pid=\"{pid}\""), "G1 Young Generation".to_string()];
+    let young_pauses = |metrics: &str, pid: u32| {
+        let [pid, gc] = young(pid);
+        sum(metrics, "jvm_gc_pause_seconds_count", &[&pid, &gc])
+    };
+    let first_snapshot = dir.path().join("first.json");
+    let mut first = g1_jvm(
+        &[&marker, &xlog],
+        workload(40, 2, &classes, &first_snapshot),
+    );
+    let first_pid = first.id();
+    assert!(first.wait().unwrap().success());
+    let first_young = MxBeans::read(&first_snapshot)
+        .bean("G1 Young Generation")
+        .count as f64;
+    agent.metrics_when(Duration::from_secs(10), |m| {
+        young_pauses(m, first_pid) == first_young
+    });
+    // Restarted at once, allocating fast: pauses in its first second,
+    // within the exited run's grace (3 s).
+    let second_snapshot = dir.path().join("second.json");
+    let mut second = g1_jvm(
+        &[&marker, &xlog],
+        workload(80, 3, &classes, &second_snapshot),
+    );
+    let second_pid = second.id();
+    let mut exited_run_read = Vec::new();
+    while second.try_wait().unwrap().is_none() {
+        let metrics = agent.get("/metrics").unwrap_or_default();
+        let read = young_pauses(&metrics, first_pid);
+        if read != 0.0 {
+            exited_run_read.push(read);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        log.with_extension("log.0").exists(),
+        "the old log was not archived"
+    );
+    assert!(
+        !exited_run_read.is_empty(),
+        "the exited run's series were gone at once"
+    );
+    assert!(
+        exited_run_read.iter().all(|&read| read == first_young),
+        "the exited run's series read {exited_run_read:?}, its JVM counted {first_young}"
+    );
+    let beans = MxBeans::read(&second_snapshot);
+    let second_young = beans.bean("G1 Young Generation").count as f64;
+    let metrics = agent.metrics_when(Duration::from_secs(10), |m| {
+        young_pauses(m, second_pid) >= second_young
+    });
+    assert_eq!(
+        young_pauses(&metrics, second_pid),
+        second_young,
+        "{metrics}"
+    );
+    // Every collector's log count is the new JVM's own.
+    let pid_label = format!("pid=\"{second_pid}\"");
+    let mismatches: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("pausewatch_gc_log_counter_mismatch{") && l.contains(&pid_label))
+        .collect();
+    assert!(!mismatches.is_empty(), "{metrics}");
+    for line in mismatches {
+        assert!(line.ends_with(" 0.0") || line.ends_with(" 0"), "{line}");
+    }
+}
+
+/// A JVM restarted into a configured `[[gc_log]]` (a stream that outlives
+/// its JVMs): the new run takes the stream from the exited one at once (it
+/// waited for the exited run's grace, and then was never found), and its
+/// counters are compared with its run's pauses alone (all runs' raised
+/// `GcLogCounterMismatch` on every deploy) (issue 38, item 1).
+#[test]
+fn a_jvm_restarted_into_a_configured_log_takes_its_stream_and_is_compared_on_its_run() {
+    let Some((_one, dir, classes, marker)) = setup() else {
+        return;
+    };
+    let log = dir.path().join("gc.log");
+    let gc_log = format!("[[gc_log]]\npath = {}\n", common::toml_string(&log));
+    let agent = start_agent(dir.path(), &marker, &gc_log);
+    let xlog = format!("-Xlog:gc*:file={}:time,uptime,level,tags", log.display());
+    let log_label = log_label(&log);
+    let run = |name: &str, seconds: u32| {
+        let snapshot = dir.path().join(name);
+        let mut jvm = g1_jvm(
+            &[&marker, &xlog],
+            workload(40, seconds, &classes, &snapshot),
+        );
+        assert!(jvm.wait().unwrap().success());
+        MxBeans::read(&snapshot)
+    };
+    let young_counted = |metrics: &str| {
+        sum(
+            metrics,
+            "pausewatch_jvm_gc_collections_total",
+            &[&log_label, "young"],
+        )
+    };
+    let first = run("first.json", 2);
+    let first_young = first.bean("G1 Young Generation").count as f64;
+    agent.metrics_when(Duration::from_secs(10), |m| young_counted(m) == first_young);
+    let second = run("second.json", 3);
+    let second_young = second.bean("G1 Young Generation").count as f64;
+    // Within its own grace (3 s): the stream carries the second run, and
+    // its log agrees with its counters.
+    let mismatches = |metrics: &str| -> Vec<String> {
+        let lines = metrics.lines().filter(|l| {
+            l.starts_with("pausewatch_gc_log_counter_mismatch{") && l.contains(&log_label)
+        });
+        lines.map(str::to_string).collect()
+    };
+    let agreed = |metrics: &str| {
+        let lines = mismatches(metrics);
+        !lines.is_empty()
+            && lines
+                .iter()
+                .all(|l| l.ends_with(" 0.0") || l.ends_with(" 0"))
+    };
+    let metrics = agent.metrics_when(Duration::from_secs(3), |m| {
+        young_counted(m) == second_young && agreed(m)
+    });
+    let logged = sum(
+        &metrics,
+        "jvm_gc_pause_seconds_count",
+        &[&log_label, "G1 Young Generation"],
+    );
+    assert_eq!(
+        logged,
+        first_young + second_young,
+        "the stream has both runs"
+    );
+}
+
 #[test]
 fn without_configuration_a_running_jvms_pauses_show() {
     let Some((_one, dir, classes, _)) = setup() else {

@@ -177,7 +177,14 @@ pub enum Note {
         path: PathBuf,
         kind: &'static str,
     },
+    /// The file was replaced or rewritten after its one writer exited
+    /// ([`Follower::of_one_writer`]): the new file is another process's,
+    /// and this follower ends.
+    WriterExited,
 }
+
+/// Whether the one process writing a followed file still runs.
+pub type StillWriting = Box<dyn FnMut() -> bool + Send>;
 
 /// Puts rotated files, sorted by modification time, oldest first where the
 /// caller knows better (a GC log's first timestamp survives a copy, mtimes
@@ -191,6 +198,9 @@ pub struct FollowOptions {
     pub start_at: StartAt,
     pub confine: Confine,
     pub order: Order,
+    /// Rotated files last modified before this are not of the stream, even
+    /// at the beginning (a JVM's own log: its previous run's archives).
+    pub written_since: Option<SystemTime>,
 }
 
 impl Default for FollowOptions {
@@ -199,6 +209,7 @@ impl Default for FollowOptions {
             start_at: StartAt::default(),
             confine: Confine::Anywhere,
             order: |paths| paths,
+            written_since: None,
         }
     }
 }
@@ -266,6 +277,11 @@ pub struct Follower {
     missing_since: Option<Instant>,
     files_known: u64,
     files_known_at: Option<Instant>,
+    /// Asked when the file is replaced or rewritten, for a file one process
+    /// writes: once it has exited, the new file is not of this stream.
+    writer: Option<StillWriting>,
+    /// The writer exited and its file was replaced: nothing more to read.
+    ended: bool,
 }
 
 fn identity(meta: &Metadata) -> (u64, u64) {
@@ -278,8 +294,9 @@ impl Follower {
         options: FollowOptions,
         checkpoint: Option<Position>,
     ) -> Follower {
-        let catch_up = match (checkpoint, options.start_at) {
-            (None, StartAt::Beginning) => CatchUp::All,
+        let catch_up = match (checkpoint, options.start_at, options.written_since) {
+            (None, StartAt::Beginning, None) => CatchUp::All,
+            (None, StartAt::Beginning, Some(since)) => CatchUp::ModifiedAfter(since),
             _ => CatchUp::Nothing,
         };
         Follower {
@@ -298,6 +315,8 @@ impl Follower {
             missing_since: None,
             files_known: 0,
             files_known_at: None,
+            writer: None,
+            ended: false,
         }
     }
 
@@ -434,6 +453,33 @@ impl Follower {
     }
 
     /// Reads everything new, in order, handing the bytes to `sink`.
+    /// The same follower for a file only `still_writing`'s process writes
+    /// (a log discovery found): when the file is replaced or rewritten after
+    /// that process exited, the last bytes of the old file are read and the
+    /// follower ends, as the new file is another process's (a JVM restarted
+    /// into the same log is a new stream).
+    pub fn of_one_writer(mut self, still_writing: StillWriting) -> Follower {
+        self.writer = Some(still_writing);
+        self
+    }
+
+    /// Whether the file's one writer has exited (never, for a file anyone
+    /// may write): then this follower ends, releasing the file.
+    fn writer_exited(&mut self, outcome: &mut PollOutcome) -> bool {
+        if self
+            .writer
+            .as_mut()
+            .is_none_or(|still_writing| still_writing())
+        {
+            return false;
+        }
+        outcome.notes.push(Note::WriterExited);
+        self.current = None;
+        self.resume = None;
+        self.ended = true;
+        true
+    }
+
     pub fn poll(&mut self, sink: &mut dyn FnMut(&[u8])) -> PollOutcome {
         let mut outcome = self.poll_files(sink);
         self.hold_or_park();
@@ -491,7 +537,7 @@ impl Follower {
             readable: true,
             ..PollOutcome::default()
         };
-        if self.unchanged_since_last_read() {
+        if self.ended || self.unchanged_since_last_read() {
             outcome.files_known = self.files_known;
             return outcome;
         }
@@ -505,6 +551,9 @@ impl Follower {
         }
         // Before reading on: a truncated file must not be read from the old offset.
         self.check_rewritten(sink, &mut outcome);
+        if self.ended {
+            return outcome;
+        }
         self.drain(sink, &mut outcome);
         let live = match std::fs::metadata(&self.live_file) {
             // A directory is no trap (it cannot be opened for reading):
@@ -556,6 +605,10 @@ impl Follower {
             // more drain gets its last bytes; then any files rotated since.
             self.drain(sink, &mut outcome);
             outcome.notes.push(Note::Rotated);
+            if self.writer_exited(&mut outcome) {
+                outcome.files_known = self.files_known;
+                return outcome;
+            }
             if let Some(finished) = self.current.take() {
                 let skip = [
                     (finished.position.dev, finished.position.ino),
@@ -826,6 +879,9 @@ impl Follower {
         }
         outcome.notes.push(Note::Truncated);
         let old = current.position;
+        if self.writer_exited(outcome) {
+            return;
+        }
         // logrotate's copy holds the bytes written before the truncation:
         // the one whose bytes up to the position are those read.
         for (path, meta) in self.siblings() {

@@ -57,6 +57,50 @@ fn rename_rotation_finishes_the_old_file_then_reads_every_newer_one() {
     assert_eq!(poll_text(&mut follower), "c2\n");
 }
 
+/// A file one process writes: its own rotations are followed while it
+/// runs; once it has exited, a new file at its name (its next run's) ends
+/// the follower after the old file's last bytes, and the rotated files from
+/// before `written_since` are not read at the beginning.
+#[test]
+fn a_file_of_one_writer_ends_when_it_is_replaced_after_the_writer_exited() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("gc.log");
+    append(&dir.path().join("gc.log.1"), "previous run\n");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let since = SystemTime::now();
+    append(&log, "a1\n");
+    let alive = std::sync::Arc::new(AtomicBool::new(true));
+    let writer = alive.clone();
+    let options = FollowOptions {
+        written_since: Some(since),
+        ..starting(StartAt::Beginning)
+    };
+    let mut follower = Follower::new(log.clone(), options, None)
+        .of_one_writer(Box::new(move || writer.load(Ordering::Relaxed)));
+    assert_eq!(poll_text(&mut follower), "a1\n");
+    // Its own rotation, while it runs.
+    append(&log, "a2\n");
+    std::fs::rename(&log, dir.path().join("gc.log.0")).unwrap();
+    append(&log, "b1\n");
+    assert_eq!(poll_text(&mut follower), "a2\nb1\n");
+    // It exits after a last line; its next run archives the file.
+    append(&log, "b2\n");
+    alive.store(false, Ordering::Relaxed);
+    std::fs::rename(&log, dir.path().join("gc.log.2")).unwrap();
+    append(&log, "next run\n");
+    let mut bytes = Vec::new();
+    let outcome = follower.poll(&mut |chunk| bytes.extend_from_slice(chunk));
+    assert_eq!(String::from_utf8(bytes).unwrap(), "b2\n");
+    assert!(
+        outcome.notes.contains(&Note::WriterExited),
+        "{:?}",
+        outcome.notes
+    );
+    append(&log, "more of the next run\n");
+    assert_eq!(poll_text(&mut follower), "");
+}
+
 #[test]
 fn beginning_reads_the_rotated_files_there_oldest_first_then_the_live_file() {
     let dir = tempfile::tempdir().unwrap();

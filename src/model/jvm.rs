@@ -116,6 +116,18 @@ pub struct PauseSeries {
     /// this one, so that neither side has a pause the other has not read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_end: Option<pausewatch_parsers::LogTime>,
+    /// Of `histogram.count`, the pauses of the JVM runs before the one now
+    /// writing the stream (a JVM restarted into its log): the comparison
+    /// with a JVM's own counters takes its run's alone.
+    #[serde(default, skip_serializing_if = "super::minutes::is_zero")]
+    pub before_this_run: u64,
+}
+
+impl PauseSeries {
+    /// The pauses of the JVM run now writing the stream.
+    pub fn this_run(&self) -> u64 {
+        self.histogram.count - self.before_this_run
+    }
 }
 
 /// Safepoint totals for one VM operation.
@@ -318,6 +330,9 @@ impl JvmState {
             }
             GcEvent::JvmRestart(_) => {
                 self.counters.jvm_restarts += 1;
+                for series in &mut self.pauses {
+                    series.before_this_run = series.histogram.count;
+                }
                 self.in_run = false;
                 self.previous_heap_after = None;
                 // The new JVM's heap says nothing of the old one's live data.
@@ -425,6 +440,7 @@ impl JvmState {
                     cause: cause.to_string(),
                     histogram: Histogram::default(),
                     last_end: None,
+                    before_this_run: 0,
                 });
                 self.pauses.last_mut().expect("just pushed")
             }

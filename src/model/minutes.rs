@@ -104,7 +104,7 @@ pub fn minute_of(time: DateTime<Utc>) -> i64 {
     time.timestamp().div_euclid(60) * 60
 }
 
-fn is_zero(value: &u64) -> bool {
+pub(crate) fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 

@@ -127,6 +127,16 @@ pub enum Requests {
 }
 
 impl GcLogSource {
+    /// The same source, for a log only one process writes: a new process
+    /// writing it after that one exited is another stream's (see
+    /// [`Follower::of_one_writer`]).
+    pub fn of_one_writer(self, still_writing: crate::follow::StillWriting) -> GcLogSource {
+        GcLogSource {
+            follower: self.follower.of_one_writer(still_writing),
+            ..self
+        }
+    }
+
     /// The same source, left out of checkpoints.
     pub fn without_checkpoint(self) -> GcLogSource {
         GcLogSource {

@@ -22,7 +22,7 @@ use crate::follow::{
 };
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
-use crate::store::{AgentState, ErrorKind, PauseSource, SafepointSource, Store, StreamId};
+use crate::store::{AgentState, ErrorKind, Store, StreamId};
 
 pub mod access_log;
 pub mod discovery;
@@ -33,6 +33,7 @@ pub mod gotrace;
 pub mod hsperf_file;
 pub mod latency_histogram;
 mod launcher;
+pub mod measure;
 pub mod proc_table;
 pub mod procfs;
 pub mod runtime_stats;
@@ -281,6 +282,9 @@ pub fn report_note(note: &Note, live: &Path, errors: &mut BTreeMap<String, u64>)
         Note::NotRegular { path, kind } => {
             tracing::error!(log = %log, file = %path.display(), kind, "not read: not a regular file");
             count(errors, ErrorKind::NotRegularFile);
+        }
+        Note::WriterExited => {
+            tracing::info!(log = %log, "its process exited and the file was replaced: the new file is another run's stream")
         }
     }
 }
@@ -559,103 +563,58 @@ impl Registry {
                 continue;
             }
             let proc_root = PathBuf::from(PROC_ROOT);
-            // One truth per JVM: eBPF, where it reaches, is asked even for a
-            // JVM with a log (the reason says why it is not used elsewhere).
-            // A library being attached is waited for: the JVM is found
-            // again at the next scan, its records kept meanwhile.
+            // eBPF, where it reaches, is asked even for a JVM with a log (the
+            // reason says why it is not used elsewhere).
             let asking = ebpf::Asking {
                 pid: process.pid,
                 start_ticks: process.start_ticks,
                 uid: process.uid,
                 young: chrono::Utc::now() - process.started < JVM_SIGNS_GRACE,
             };
-            let ebpf = match self.ebpf.cover(&proc_root, &asking) {
-                ebpf::Coverage::Attaching => {
-                    retry.push(process.pid);
-                    attaching = true;
-                    continue;
-                }
-                ebpf::Coverage::NotYet => {
-                    retry.push(process.pid);
-                    continue;
-                }
-                ebpf::Coverage::Measured { from_start } => Ok(from_start),
-                ebpf::Coverage::NotMeasured(reason, _) => Err(reason),
-            };
+            let ebpf = self.ebpf.cover(&proc_root, &asking);
+            let started_after_agent = process.start_ticks >= self.started_ticks;
             let mut gc_logs = discovery::gc_logs(&proc_root, &process);
-            gc_logs.files.retain(|log| {
-                let Some(why) = discovery::untrusted_log(log, process.uid) else {
-                    return true;
-                };
+            let mut untrusted = Vec::new();
+            gc_logs
+                .files
+                .retain(|log| match discovery::untrusted_log(log, process.uid) {
+                    Some(why) => {
+                        untrusted.push((log.clone(), why));
+                        false
+                    }
+                    None => true,
+                });
+            let inputs = measure::JvmInputs {
+                ebpf,
+                log: self.jvm_log(&gc_logs.files, store),
+                log_has_safepoints: gc_logs.safepoints,
+                young: young(&process),
+                started_after_agent,
+            };
+            let measurement = match measure::decide(inputs) {
+                measure::Decision::LookAgain { soon } => {
+                    retry.push(process.pid);
+                    attaching |= soon;
+                    continue;
+                }
+                measure::Decision::Measure(measurement) => measurement,
+            };
+            for (log, why) in untrusted {
                 tracing::warn!(pid = process.pid, jvm = %process.main(), log = %log.display(), why, "not followed as the JVM's GC log: it is not the JVM's user's alone");
                 store.write().count_error(ErrorKind::UntrustedGcLog);
-                false
-            });
-            let logs: Vec<PathBuf> = gc_logs
-                .files
-                .iter()
-                .map(|file| procfs::canonical(file))
-                .collect();
-            let followed = {
-                let state = store.write();
-                let writes = |log: &str| logs.contains(&procfs::canonical(Path::new(log)));
-                state
-                    .streams
-                    .iter()
-                    .find(|(_, s)| s.discovered.is_none() && writes(&s.log))
-                    .map(|(id, _)| *id)
-            };
-            let configured = |log: &PathBuf| {
-                let patterns = self.config.gc_log.iter();
-                patterns
-                    .filter_map(|c| glob::Pattern::new(&c.path).ok())
-                    .any(|p| p.matches_path(log))
-            };
+            }
             let mut labels = process.labels();
             labels.extend(self.config.discovery.labels_for(&command_line));
-            let started_after_agent = process.start_ticks >= self.started_ticks;
-            let (id, owns_stream, retires) = match followed {
-                Some(id) => (id, false, false),
-                // Its log is configured but not followed yet (the JVM has
-                // not created it): look again at the next scan, so that
-                // the JVM appears once, on its log's stream.
-                None if logs.iter().any(configured) => {
-                    retry.push(process.pid);
-                    continue;
+            let (id, owns_stream, retires) = match measurement.stream {
+                measure::StreamChoice::Configured(id) => (id, false, false),
+                measure::StreamChoice::FollowLog(log) => {
+                    let id = self.next_id();
+                    let writer = Writer::at(process.pid, process.start_ticks, process.started);
+                    let source = self.follow_discovered_log(id, log, &writer, &labels, store);
+                    found.push(Box::new(source));
+                    (id, false, true)
                 }
-                // A log of its own, not created yet: look again, unless the
-                // JVM has run for long without it.
-                None if logs.first().is_some_and(|log| !log_exists(log)) && young(&process) => {
-                    retry.push(process.pid);
-                    continue;
-                }
-                None => match logs.into_iter().find(|log| log_exists(log)) {
-                    Some(log) => {
-                        let id = self.next_id();
-                        let writer = Writer::at(process.pid, process.start_ticks, process.started);
-                        let source = self.follow_discovered_log(id, log, &writer, &labels, store);
-                        found.push(Box::new(source));
-                        (id, false, true)
-                    }
-                    None => (self.next_id(), true, true),
-                },
-            };
-            let pause_source = match (owns_stream, &ebpf) {
-                (false, _) => PauseSource::GcLog,
-                (true, Ok(_)) => PauseSource::Ebpf,
-                (true, Err(_)) => PauseSource::Hsperfdata,
-            };
-            // Beside a GC log without them, the probes give the safepoints.
-            let safepoint_source = match (pause_source, &ebpf) {
-                (PauseSource::GcLog, _) if gc_logs.safepoints => SafepointSource::GcLog,
-                (PauseSource::GcLog | PauseSource::Ebpf, Ok(_)) => SafepointSource::Ebpf,
-                _ => SafepointSource::None,
-            };
-            // A library attached after the JVM started (a JDK outside the
-            // usual places) missed its first pauses.
-            let pauses_from_start = match (pause_source, &ebpf) {
-                (PauseSource::Ebpf, Ok(from_start)) => *from_start,
-                _ => started_after_agent,
+                measure::StreamChoice::Own => (self.next_id(), true, true),
             };
             found.push(Box::new(runtime_stats::RuntimeStatsSource::start(
                 process,
@@ -665,10 +624,10 @@ impl Registry {
                     labels,
                     retires,
                     proc_root,
-                    pause_source,
-                    ebpf_reason: ebpf.err(),
-                    safepoint_source,
-                    pauses_from_start,
+                    pause_source: measurement.pause_source,
+                    ebpf_reason: measurement.ebpf_reason,
+                    safepoint_source: measurement.safepoint_source,
+                    pauses_from_start: measurement.pauses_from_start,
                 },
                 &self.config.runtime_stats,
                 self.config.discovery.grace,
@@ -687,6 +646,48 @@ impl Registry {
         }
         found.extend(self.discover_go_programs(go_programs, store));
         found
+    }
+
+    /// The GC log a JVM writes (`logs`, the names it may have, trusted),
+    /// as the configuration and the streams followed know it.
+    fn jvm_log(&self, logs: &[PathBuf], store: &Store) -> measure::JvmLog {
+        let logs: Vec<PathBuf> = logs.iter().map(|file| procfs::canonical(file)).collect();
+        let configured = |log: &Path| {
+            let patterns = self.config.gc_log.iter();
+            patterns
+                .filter_map(|c| glob::Pattern::new(&c.path).ok())
+                .any(|p| p.matches_path(log))
+        };
+        // A configured log's stream carries one JVM at a time: a JVM
+        // restarted into it takes it from the run that exited. (The stream
+        // of a log discovery found is its JVM's alone.)
+        let followed = {
+            let state = store.write();
+            let writes = |log: &str| logs.contains(&procfs::canonical(Path::new(log)));
+            let free = |log: &str, discovered: &Option<crate::store::Discovered>| match discovered {
+                None => true,
+                Some(jvm) => {
+                    configured(Path::new(log))
+                        && !proc_table::is_alive(Path::new(PROC_ROOT), jvm.pid, jvm.start_ticks)
+                }
+            };
+            state
+                .streams
+                .iter()
+                .find(|(_, s)| writes(&s.log) && free(&s.log, &s.discovered))
+                .map(|(id, _)| *id)
+        };
+        match (followed, logs.first()) {
+            (Some(id), _) => measure::JvmLog::Followed(id),
+            (None, None) => measure::JvmLog::None,
+            (None, Some(_)) if logs.iter().any(|log| configured(log)) => {
+                measure::JvmLog::Configured
+            }
+            (None, Some(first)) => measure::JvmLog::Own {
+                first_created: log_exists(first),
+                created: logs.iter().find(|log| log_exists(log)).cloned(),
+            },
+        }
     }
 
     /// Sources for the Go programs tracing their GC into a file that
@@ -757,10 +758,12 @@ impl Registry {
         };
         tracing::info!(pid = process.pid, log = %log.display(), "following the GC log discovery found");
         self.claimed.insert(procfs::canonical(&log));
+        // Its rotated files from before it started are a previous run's.
         let follow = FollowOptions {
             start_at,
             confine: Confine::Anywhere,
             order: gc_log::oldest_first,
+            written_since: Some(proc_table::started_to_the_tick(process.start_ticks)),
         };
         let new = NewStream {
             id,
@@ -769,8 +772,11 @@ impl Registry {
             follow,
         };
         let requests = gc_log::Requests::None;
+        let (pid, start_ticks) = (process.pid, process.start_ticks);
+        let still_writing = move || proc_table::is_alive(Path::new(PROC_ROOT), pid, start_ticks);
         gc_log::GcLogSource::start(new, &source, requests, self.writers.clone(), store)
             .without_checkpoint()
+            .of_one_writer(Box::new(still_writing))
     }
 
     /// Forgets a source that is gone, so that its file is a new stream if it

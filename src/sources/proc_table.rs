@@ -211,6 +211,17 @@ fn boot_time(proc_root: &Path) -> Option<i64> {
     stats.ok().map(|stats| stats.btime as i64)
 }
 
+/// When a process that started `ticks` after boot started, on the wall
+/// clock that file times are on, to the clock tick (10 ms): `started`, from
+/// /proc/stat's boot time in whole seconds, may be a second early, which
+/// tells no file its previous run wrote just before it from its own.
+pub fn started_to_the_tick(ticks: u64) -> std::time::SystemTime {
+    let per_second = procfs::ticks_per_second().max(1);
+    let since_boot = Duration::from_nanos(ticks.saturating_mul(1_000_000_000) / per_second);
+    let ago = super::clock_now(libc::CLOCK_BOOTTIME).saturating_sub(since_boot);
+    std::time::SystemTime::now() - ago
+}
+
 /// `ticks` after `boot` in wall-clock time, at the kernel's clock tick
 /// (`sysconf(_SC_CLK_TCK)`).
 fn wall_clock(boot: i64, ticks: u64) -> DateTime<Utc> {

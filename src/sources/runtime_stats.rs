@@ -288,9 +288,25 @@ pub struct RuntimeStatsSource {
     /// Since when every sample found the bytes unusable.
     invalid_since: Option<Instant>,
     exited: Option<Instant>,
+    /// The exited JVM's stats were taken off its configured log's stream
+    /// (or a JVM restarted into the log had taken it).
+    released: bool,
 }
 
 impl RuntimeStatsSource {
+    /// Whether `id`'s stream still carries this JVM: a configured log's
+    /// stream passes to a JVM restarted into it, and the run that exited
+    /// then writes nothing there.
+    fn carried(&self, state: &AgentState) -> bool {
+        state
+            .streams
+            .get(&self.id)
+            .and_then(|stream| stream.discovered.as_ref())
+            .is_some_and(|jvm| {
+                (jvm.pid, jvm.start_ticks) == (self.process.pid, self.process.start_ticks)
+            })
+    }
+
     /// A source for `process`, filling the stream `placement` says;
     /// `grace` is how long its series stay after it exits; a JVM started
     /// after the agent has every pause counted from its first.
@@ -372,6 +388,7 @@ impl RuntimeStatsSource {
             last_lookup: None,
             invalid_since: None,
             exited: None,
+            released: false,
         }
     }
 
@@ -400,6 +417,9 @@ impl RuntimeStatsSource {
     /// warning that says what was found when the reason changes.
     fn report(&self, store: &Store, unreadable: Option<Unreadable>) {
         let mut state = store.write();
+        if !self.carried(&state) {
+            return;
+        }
         let Some(discovered) = state
             .stream_mut(self.id)
             .and_then(|s| s.discovered.as_mut())
@@ -507,9 +527,14 @@ impl RuntimeStatsSource {
     fn apply(&mut self, sample: &Sample, sampled_ns: u64, store: &Store) {
         // The eBPF source hands a JVM its probes see nothing of back to
         // these counters.
-        let pause_source = (store.write().streams.get(&self.id))
-            .and_then(|s| s.discovered.as_ref())
-            .map(|d| d.pause_source);
+        let pause_source = {
+            let state = store.write();
+            let carried = self.carried(&state);
+            (state.streams.get(&self.id))
+                .and_then(|s| s.discovered.as_ref())
+                .filter(|_| carried)
+                .map(|d| d.pause_source)
+        };
         if let Some(pause_source) = pause_source {
             self.recovers_pauses = pause_source == PauseSource::Hsperfdata;
         }
@@ -556,6 +581,9 @@ impl RuntimeStatsSource {
         run.collector = layout.collector;
         run.version.clone_from(&layout.version);
         let mut state = store.write();
+        if !self.carried(&state) {
+            return;
+        }
         let Some(stream) = state.stream_mut(self.id) else {
             return;
         };
@@ -786,7 +814,7 @@ impl RuntimeStatsSource {
         }
         for series in pauses {
             if let Some(Some(difference)) = by_gc.get_mut(&series.gc) {
-                *difference += series.histogram.count as f64;
+                *difference += series.this_run() as f64;
             }
         }
         let previous: BTreeMap<String, f64> = previous.into_iter().collect();
@@ -833,11 +861,15 @@ impl Source for RuntimeStatsSource {
         }
         if let Some(exited) = self.exited {
             // A configured log's stream stays, without the exited JVM's stats.
-            if !self.retires && exited.elapsed() >= self.grace {
-                if let Some(stream) = store.write().stream_mut(self.id) {
-                    stream.runtime = None;
-                    stream.discovered = None;
+            if !self.retires && !self.released && exited.elapsed() >= self.grace {
+                let mut state = store.write();
+                if self.carried(&state) {
+                    if let Some(stream) = state.stream_mut(self.id) {
+                        stream.runtime = None;
+                        stream.discovered = None;
+                    }
                 }
+                self.released = true;
             }
             return false;
         }
@@ -863,7 +895,9 @@ impl Source for RuntimeStatsSource {
         self.retires.then_some(self.id)
     }
 
+    /// After the grace; for a configured log's stream, once the exited
+    /// JVM's stats are off it, so that a JVM restarted into it is found.
     fn gone(&self) -> bool {
-        self.exited.is_some_and(|at| at.elapsed() >= self.grace)
+        self.exited.is_some_and(|at| at.elapsed() >= self.grace) && (self.retires || self.released)
     }
 }
