@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::model::alerts::Notification;
 use crate::model::minutes::KeepFrom;
 use crate::sources::{ChangedFiles, Registry, Source, SourceCheckpoint, SourceKey};
-use crate::store::{EbpfReason, ErrorKind, SharedStore, StreamState};
+use crate::store::{EbpfReason, ErrorKind, PauseSource, SharedStore, StreamState};
 
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
 /// A failing checkpoint is logged at once, then at most this often.
@@ -265,10 +265,14 @@ impl Agent {
             // The log is a sink too: transitions only, not Alertmanager's re-sends.
             let alert = &notification.alert;
             if !notification.repeat {
+                // A JVM without a log is told by its pid and name.
+                let label = |name: &str| alert.labels.get(name).map(String::as_str);
                 tracing::warn!(
                     alertname = %alert.alertname,
                     state = alert.state.as_str(),
-                    log = alert.labels.get("log").map(String::as_str).unwrap_or(""),
+                    log = label("log").unwrap_or(""),
+                    pid = label("pid"),
+                    jvm = label("jvm"),
                     summary = alert.annotations.get("summary").map(String::as_str).unwrap_or(""),
                     "alert"
                 );
@@ -382,7 +386,9 @@ impl Agent {
                 tracing::info!(
                     pid = label("pid"),
                     jvm = label("jvm"),
-                    pause_source = discovered.pause_source.as_str(),
+                    pause_source = discovered
+                        .pauses_measured_by()
+                        .map_or("none", PauseSource::as_str),
                     ebpf_reason,
                     "status: JVM without a GC log"
                 );

@@ -112,7 +112,7 @@ enum Command {
         #[arg(long)]
         checkpoint_dir: Option<PathBuf>,
     },
-    /// Check a configuration file: exit 0 when the agent would start with it, 2 naming the line and key when not.
+    /// Check a configuration file: exit 0 when the agent would start with it, 2 naming the line and key of every mistake, in file order, when not.
     CheckConfig { file: PathBuf },
     /// Print the man page (roff) on stdout, or write every page to a directory.
     Man {
@@ -414,13 +414,15 @@ fn main() -> ExitCode {
                 Err(error) => fail(error),
             }
         }
-        Command::CheckConfig { file } => match config::load(&file) {
+        Command::CheckConfig { file } => match config::check(&file) {
             Ok(_) => {
                 println!("{}: valid", file.display());
                 ExitCode::SUCCESS
             }
-            Err(error) => {
-                eprintln!("pausewatch: {error}");
+            Err(errors) => {
+                for error in errors {
+                    eprintln!("pausewatch: {error}");
+                }
                 ExitCode::from(2)
             }
         },

@@ -97,6 +97,25 @@ pub struct Discovered {
     pub log_probe_mismatch: Option<f64>,
 }
 
+impl Discovered {
+    /// What measures its pauses: `None` when nothing does (no log, no
+    /// probes, and its hsperfdata cannot be read), and its pause figures
+    /// are absent (`pause_source="none"`).
+    pub fn pauses_measured_by(&self) -> Option<PauseSource> {
+        match self.pause_source {
+            PauseSource::Hsperfdata if self.unavailable.is_some() => None,
+            source => Some(source),
+        }
+    }
+}
+
+impl StreamState {
+    /// Whether anything measures the stream's pauses: a log always does.
+    pub fn pauses_measured(&self) -> bool {
+        (self.discovered.as_ref()).is_none_or(|jvm| jvm.pauses_measured_by().is_some())
+    }
+}
+
 /// Which input measures a discovered JVM's pauses: one per JVM, so that
 /// no pause is counted twice. A readable GC log is richer (causes, heap);
 /// without one, the safepoint probes are exact; without them, hsperfdata's

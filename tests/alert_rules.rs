@@ -849,6 +849,21 @@ fn gc_driven_tail_is_quiet_on_a_healthy_log() {
     quiet(&by_default(RuleKind::GcDrivenTail, HEALTHY, HEALTHY_NOW));
 }
 
+/// A tail within the SLO says so, which is also what a resolved alert says
+/// (it read "p99.9 8.0 ms above the 50.0 ms SLO").
+#[test]
+fn gc_driven_tail_within_the_slo_says_so() {
+    let parts = [(LONG_PAUSES, TimeDelta::zero())];
+    let stream = with_latency(stream_of(&parts), &parts, &requests(), TAIL_NOW);
+    let thresholds = Thresholds {
+        tail_slo: Duration::from_millis(200),
+        ..Thresholds::default()
+    };
+    let finding = check(RuleKind::GcDrivenTail, &thresholds, &stream, TAIL_NOW);
+    quiet(&finding);
+    assert_eq!(finding.summary, "p99.9 92.9 ms within the 200.0 ms SLO");
+}
+
 // ---------------------------------------------------------------------------
 // LongTimeToSafepoint
 

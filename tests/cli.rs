@@ -218,6 +218,26 @@ fn check_config_accepts_the_example_and_names_the_line_and_key_of_a_mistake() {
         config.display()
     );
     assert!(stderr.starts_with(&expected), "{stderr}");
+
+    // Every mistake in one run, in file order: the duration on line 7 no
+    // longer hides the `start_at` on line 3.
+    let config = common::write_file(
+        dir.path(),
+        "pausewatch.toml",
+        "[[gc_log]]\npath = \"/var/log/app/gc.log\"\nstart_at = \"middle\"\n\n\
+         [discovery]\ninclude = [\"app\"]\ninterval = \"soon\"\n",
+    );
+    let (code, _, stderr) = pausewatch(&["check-config", config.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let keys: Vec<&str> = stderr
+        .lines()
+        .filter_map(|line| line.split(": key ").nth(1)?.split(':').next())
+        .collect();
+    assert_eq!(
+        keys,
+        ["gc_log[0].start_at", "discovery.interval"],
+        "{stderr}"
+    );
 }
 
 /// The commit comes from git itself, not from the build script's output.

@@ -384,6 +384,18 @@ fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why
         assert_eq!(totals.0, totals.1, "{name}: pauses of every bean");
         let line = common::discovered(&metrics, pid).unwrap_or_default();
         assert!(line.contains("pause_source=\"ebpf\""), "{name}: {line}");
+        // It writes no log: no figure of one, where a 0 read as a readable
+        // log with nothing allocated (issue 38, item 3).
+        let no_log = [
+            "pausewatch_log_readable",
+            "pausewatch_log_read_lag_bytes",
+            "jvm_gc_memory_allocated_bytes_total",
+        ];
+        assert_eq!(
+            common::any_series_of(&metrics, &no_log, pid),
+            None,
+            "{name}"
+        );
         // Every safepoint the JVM counted (sun.rt.safepoints) was recorded.
         if !name.contains("no-perfdata") {
             let pid_label = format!("pid=\"{pid}\"");
@@ -697,10 +709,15 @@ fn wait_stopped(pid: u32) {
 /// stopped in it (`kill -STOP`) for 5 s, then killed. HotSpot never ends
 /// that safepoint, so no record comes: the agent counts it up to the last
 /// poll that saw the JVM alive in it, at least the 5 s the test held it
-/// stopped and no more than from the dump's request to the kill, and flags
-/// the minute's maximum as a lower bound.
+/// stopped (less the time from that poll to the kill) and no more than from
+/// the dump's request to the kill, and flags the minute's maximum as a
+/// lower bound.
 #[test]
 fn a_stop_a_jvm_exits_in_is_counted_up_to_its_exit_as_a_lower_bound() {
+    /// How long before the kill the agent's last poll may have been, on a
+    /// host as loaded as CI's (it failed once by a few hundred ms there);
+    /// without the fix the stop read 0.15 s.
+    const LAST_POLL_SLACK_S: f64 = 1.0;
     let Some((dir, marker)) = prepared() else {
         return;
     };
@@ -764,8 +781,10 @@ fn a_stop_a_jvm_exits_in_is_counted_up_to_its_exit_as_a_lower_bound() {
             let max = m["safepoint_max_seconds"].as_f64().unwrap_or(0.0);
             (max, m["pause_max_lower_bound"] == true)
         });
+        // Counted to the last poll that saw the JVM alive: within a poll
+        // (250 ms, more on a loaded host) of the kill.
         match found {
-            Some((max, flagged)) if max >= held => break (max, flagged),
+            Some((max, flagged)) if max >= held - LAST_POLL_SLACK_S => break (max, flagged),
             _ if Instant::now() > deadline => panic!("no stop of {held} s in {minutes:?}"),
             _ => std::thread::sleep(Duration::from_millis(200)),
         }

@@ -611,11 +611,18 @@ fn another_users_jvm_is_listed_as_permission_denied_without_capabilities() {
     let metrics = agent.metrics_when(Duration::from_secs(20), |m| {
         sum(m, "pausewatch_jvm_discovered", &listed) == 1.0
     });
-    // Listed, with no figure made up.
-    assert_eq!(
-        sum(&metrics, "jvm_gc_pause_seconds_count", &[&pid_label]),
-        0.0
-    );
+    // Listed as measured by nothing, with no figure made up: no pause
+    // gauge reads 0 as a healthy JVM would (issue 38, item 3).
+    let line = common::discovered(&metrics, jvm.id()).unwrap_or_default();
+    assert!(line.contains("pause_source=\"none\""), "{line}");
+    let unmeasured = [
+        "jvm_gc_pause_seconds_count",
+        "pausewatch_gc_pause_max_seconds",
+        "pausewatch_gc_pauses_last_minute",
+        "pausewatch_gc_overhead_ratio",
+        "pausewatch_log_readable",
+    ];
+    assert_eq!(common::any_series_of(&metrics, &unmeasured, jvm.id()), None);
     let log = std::fs::read_to_string(&stderr).unwrap();
     assert!(
         log.contains("CAP_DAC_READ_SEARCH") && log.contains("CAP_SYS_PTRACE"),

@@ -277,16 +277,21 @@ pub fn evaluate(
             } else {
                 attribution.slow_requests_stop_affected as f64 / attribution.slow_requests as f64
             };
-            let p999 = latency.latency.p999_seconds;
-            Finding {
-                active: p999 > seconds(thresholds.tail_slo) && share > thresholds.tail_affected_share,
-                value: p999,
-                summary: format!(
+            let (p999, slo) = (latency.latency.p999_seconds, seconds(thresholds.tail_slo));
+            // Also the text of a resolved alert: it says how the tail is now.
+            let summary = match p999 > slo {
+                true => format!(
                     "p99.9 {} above the {} SLO, {:.0} % of slow requests were stopped by GC or safepoints",
                     ms(p999),
-                    ms(seconds(thresholds.tail_slo)),
+                    ms(slo),
                     share * 100.0
                 ),
+                false => format!("p99.9 {} within the {} SLO", ms(p999), ms(slo)),
+            };
+            Finding {
+                active: p999 > slo && share > thresholds.tail_affected_share,
+                value: p999,
+                summary,
             }
         }
         RuleKind::TimeToSafepoint => {

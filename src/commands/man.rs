@@ -44,7 +44,7 @@ pub fn config_page(version: &str) -> String {
     page.push_str(".SH SYNOPSIS\n/etc/pausewatch/pausewatch.toml\n");
     page.push_str(&roff_paragraph(
         "DESCRIPTION",
-        "The TOML file `pausewatch run --config FILE` reads; `pausewatch check-config FILE` checks it (exit 0 when valid, 2 naming the line and key when not). Unknown keys are an error. Durations are strings such as \"250ms\", \"1s\", \"90m\", \"24h\". Every key below is listed with its default: a key left out takes it. Files a key names are relative to the configuration file's directory.",
+        "The TOML file `pausewatch run --config FILE` reads; `pausewatch check-config FILE` checks it (exit 0 when valid, 2 naming the line and key of every mistake, in file order, when not). Unknown keys are an error. Durations are strings such as \"250ms\", \"1s\", \"90m\", \"24h\". Every key below is listed with its default: a key left out takes it. Files a key names are relative to the configuration file's directory.",
     ));
     for (section, about) in SECTIONS {
         let _ = writeln!(

@@ -17,6 +17,7 @@
 pub mod access_format;
 mod access_log;
 mod alerts;
+mod check;
 mod correlation;
 mod discovery;
 mod gc_log;
@@ -211,13 +212,23 @@ impl Default for Config {
 
 /// Reads and parses the config file at `path`.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+    parse(&read(path)?, path)
+}
+
+fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|e| ConfigError {
         file: path.to_path_buf(),
         line: None,
         key: None,
         message: format!("cannot read config file: {e}"),
-    })?;
-    parse(&text, path)
+    })
+}
+
+/// Reads the config file at `path`, or says every error in it, in file
+/// order (`check-config`; `run` stops at the first).
+pub fn check(path: &Path) -> Result<Config, Vec<ConfigError>> {
+    let text = read(path).map_err(|error| vec![error])?;
+    check::check(&text, path, &|name| std::env::var(name).ok())
 }
 
 /// Parses config text; `origin` is used only in error messages.

@@ -409,6 +409,9 @@ impl RuntimeStatsSource {
                 self.file = Some(file);
                 self.report(store, None);
             }
+            // A JVM exiting during the lookup takes its /proc/PID/root with
+            // it: that says nothing of its file (the exit is seen next).
+            Err(_) if !is_alive(&self.proc_root, self.process.pid, self.process.start_ticks) => {}
             Err(unreadable) => self.report(store, Some(unreadable)),
         }
     }

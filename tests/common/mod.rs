@@ -963,6 +963,16 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
         .unwrap()
 }
 
+/// The first series of any of `families` that the process `pid` has: for a
+/// figure that must be absent, never 0.
+pub fn any_series_of<'a>(metrics: &'a str, families: &[&str], pid: u32) -> Option<&'a str> {
+    let pid = format!("pid=\"{pid}\"");
+    metrics.lines().find(|line| {
+        let name = line.split(['{', ' ']).next().unwrap_or_default();
+        families.contains(&name) && line.contains(&pid)
+    })
+}
+
 /// The `pausewatch_jvm_discovered` line of `pid`.
 pub fn discovered(metrics: &str, pid: u32) -> Option<String> {
     let pid = format!("pid=\"{pid}\"");

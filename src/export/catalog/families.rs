@@ -4,8 +4,8 @@ use std::sync::PoisonError;
 
 use super::readers::{
     age_seconds, alert_deliveries, by_kind, correlations, discovered, go_pauses, info, known,
-    last_complete, latency_minute, one, overhead, pauses, per_collector, per_operation, per_pool,
-    runtime, unparsed_lines,
+    last_complete, latency_minute, logged, measured, one, overhead, pauses, per_collector,
+    per_operation, per_pool, runtime, unparsed_lines,
 };
 use super::{Family, Kind, Sample, Scope, Semconv, Unit, Value};
 use crate::export::gc_cpu;
@@ -38,7 +38,7 @@ pub static CATALOG: &[Family] = &[
         help: "Stop-the-world GC pauses read from the GC log, labelled as Micrometer labels jvm.gc.pause.",
         labels: &["gc", "action", "cause"],
         semconv: semconv("jvm.gc.duration"),
-        scopes: &[Scope::Stream(pauses)],
+        scopes: &[Scope::Stream(|s, now| measured(s, |s| pauses(s, now)))],
     },
     Family {
         name: "go_gc_pause_seconds",
@@ -56,9 +56,9 @@ pub static CATALOG: &[Family] = &[
         help: "Exact longest GC pause that ended in the last complete wall-clock minute, 0 if none (not Micrometer's decaying max).",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, now| {
+        scopes: &[Scope::Stream(|s, now| measured(s, |s| {
             last_complete(s, now, |m| Value::Float(m.map_or(0.0, |m| m.pause_max_seconds)))
-        })],
+        }))],
     },
     Family {
         name: "pausewatch_gc_pause_max_lower_bound",
@@ -67,9 +67,9 @@ pub static CATALOG: &[Family] = &[
         help: "1 when pausewatch_gc_pause_max_seconds of the same minute is a lower bound (hsperfdata: several pauses between two samples, only their total known), else 0.",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, now| {
+        scopes: &[Scope::Stream(|s, now| measured(s, |s| {
             last_complete(s, now, |m| Value::Int(m.is_some_and(|m| m.pause_max_lower_bound).into()))
-        })],
+        }))],
     },
     Family {
         name: "pausewatch_gc_pauses_last_minute",
@@ -78,9 +78,9 @@ pub static CATALOG: &[Family] = &[
         help: "GC pauses that ended in the last complete wall-clock minute.",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, now| {
+        scopes: &[Scope::Stream(|s, now| measured(s, |s| {
             last_complete(s, now, |m| Value::Int(m.map_or(0, |m| m.pause_count)))
-        })],
+        }))],
     },
     Family {
         name: "pausewatch_gc_overhead_ratio",
@@ -89,7 +89,7 @@ pub static CATALOG: &[Family] = &[
         help: "Fraction of wall-clock time spent in GC pauses over the last 1 or 5 complete minutes.",
         labels: &["window"],
         semconv: None,
-        scopes: &[Scope::Stream(overhead)],
+        scopes: &[Scope::Stream(|s, now| measured(s, |s| overhead(s, now)))],
     },
     Family {
         name: "pausewatch_safepoints_total",
@@ -235,7 +235,7 @@ pub static CATALOG: &[Family] = &[
         help: "Bytes promoted into the old generation by young collections.",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.promoted_bytes)))],
+        scopes: &[Scope::Stream(|s, _| logged(s, |s| one(Value::Int(s.jvm.counters.promoted_bytes))))],
     },
     Family {
         name: "jvm_gc_memory_allocated_bytes_total",
@@ -244,7 +244,7 @@ pub static CATALOG: &[Family] = &[
         help: "Bytes allocated: heap growth from the end of one collection to the start of the next.",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.allocated_bytes)))],
+        scopes: &[Scope::Stream(|s, _| logged(s, |s| one(Value::Int(s.jvm.counters.allocated_bytes))))],
     },
     Family {
         name: "pausewatch_allocation_stall_seconds_total",
@@ -295,7 +295,7 @@ pub static CATALOG: &[Family] = &[
         name: "pausewatch_jvm_discovered",
         kind: Kind::Info,
         unit: Unit::None,
-        help: "A JVM discovery found; runtime_stats says whether its hsperfdata is read, reason why not; pause_source which one input its pauses come from (gc_log, ebpf or hsperfdata), ebpf_reason why eBPF does not measure it, safepoint_source which one input its safepoints come from (gc_log with the safepoint tag, else ebpf, also beside a GC log, else none). The value is always 1.",
+        help: "A JVM discovery found; runtime_stats says whether its hsperfdata is read, reason why not; pause_source which one input its pauses come from (gc_log, ebpf or hsperfdata; none when nothing measures them, and its pause figures are absent), ebpf_reason why eBPF does not measure it, safepoint_source which one input its safepoints come from (gc_log with the safepoint tag, else ebpf, also beside a GC log, else none). The value is always 1.",
         labels: &["user", "runtime_stats", "reason", "pause_source", "ebpf_reason", "safepoint_source"],
         semconv: None,
         scopes: &[Scope::Stream(|s, _| discovered(s))],
@@ -594,7 +594,7 @@ pub static CATALOG: &[Family] = &[
         help: "Lines read from the log stream.",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.parse.lines)))],
+        scopes: &[Scope::Stream(|s, _| logged(s, |s| one(Value::Int(s.parse.lines))))],
     },
     Family {
         name: "pausewatch_log_bytes_total",
@@ -603,7 +603,7 @@ pub static CATALOG: &[Family] = &[
         help: "Bytes read from the log stream.",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.parse.bytes)))],
+        scopes: &[Scope::Stream(|s, _| logged(s, |s| one(Value::Int(s.parse.bytes))))],
     },
     Family {
         name: "pausewatch_log_unparsed_lines_total",
@@ -612,7 +612,7 @@ pub static CATALOG: &[Family] = &[
         help: "Lines of the log stream that were not understood, by reason.",
         labels: &["kind"],
         semconv: None,
-        scopes: &[Scope::Stream(unparsed_lines)],
+        scopes: &[Scope::Stream(|s, now| logged(s, |s| unparsed_lines(s, now)))],
     },
     Family {
         name: "pausewatch_label_values_overflow_total",
@@ -639,7 +639,7 @@ pub static CATALOG: &[Family] = &[
         help: "Events that could not be placed in wall-clock time (uptime-only log without a JVM start): not in minutes, alerts or correlation.",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.minutes.unplaced_events)))],
+        scopes: &[Scope::Stream(|s, _| logged(s, |s| one(Value::Int(s.jvm.minutes.unplaced_events))))],
     },
     Family {
         name: "pausewatch_log_files_followed",
@@ -648,7 +648,7 @@ pub static CATALOG: &[Family] = &[
         help: "Files of the log stream currently followed (live file and rotated ones).",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.files_followed)))],
+        scopes: &[Scope::Stream(|s, _| logged(s, |s| one(Value::Int(s.files_followed))))],
     },
     Family {
         name: "pausewatch_log_read_lag_bytes",
@@ -657,7 +657,7 @@ pub static CATALOG: &[Family] = &[
         help: "Bytes written to the live log file that the agent has not read yet.",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.read_lag_bytes)))],
+        scopes: &[Scope::Stream(|s, _| logged(s, |s| one(Value::Int(s.read_lag_bytes))))],
     },
     Family {
         name: "pausewatch_log_last_event_age_seconds",
@@ -666,10 +666,10 @@ pub static CATALOG: &[Family] = &[
         help: "Time since the agent last processed an event of the log stream.",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, now| {
+        scopes: &[Scope::Stream(|s, now| logged(s, |s| {
             let age = s.last_event_processed_at.map(|at| age_seconds(at, now));
             known(age.map(Value::Float))
-        })],
+        }))],
     },
     Family {
         name: "pausewatch_log_readable",
@@ -678,7 +678,7 @@ pub static CATALOG: &[Family] = &[
         help: "Whether the live log file could be read at the last attempt (1) or not (0).",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(u64::from(s.readable))))],
+        scopes: &[Scope::Stream(|s, _| logged(s, |s| one(Value::Int(u64::from(s.readable)))))],
     },
     Family {
         name: "pausewatch_errors_total",

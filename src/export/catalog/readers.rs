@@ -13,7 +13,7 @@ use crate::model::correlate::LatencyMinute;
 use crate::model::jvm::{PauseSeries, SafepointSeries};
 use crate::model::minutes::{last_complete_minute, Minute, CLOCK_OUTLIER};
 use crate::model::runtime::{CollectorStats, MemoryPool, RuntimeStats};
-use crate::store::{AgentState, EbpfReason, StreamState};
+use crate::store::{AgentState, EbpfReason, PauseSource, StreamState};
 
 /// Every unparsed-line kind, so that each `kind` series exists from the first
 /// scrape (at 0) and `rate()` sees the first bad line.
@@ -94,10 +94,38 @@ pub(super) fn discovered(stream: &StreamState) -> Vec<Sample<'_>> {
         discovered.user.as_str().into(),
         state.into(),
         reason.into(),
-        discovered.pause_source.as_str().into(),
+        discovered
+            .pauses_measured_by()
+            .map_or("none", PauseSource::as_str)
+            .into(),
         discovered.ebpf_reason.map_or("", EbpfReason::as_str).into(),
         discovered.safepoint_source.as_str().into(),
     ])
+}
+
+/// A figure of the stream's pauses, none when nothing measures them (a JVM
+/// without a log or probes whose hsperfdata cannot be read): absent, never
+/// a 0 that reads as a healthy JVM.
+pub(super) fn measured<'a>(
+    stream: &'a StreamState,
+    read: impl FnOnce(&'a StreamState) -> Vec<Sample<'a>>,
+) -> Vec<Sample<'a>> {
+    match stream.pauses_measured() {
+        true => read(stream),
+        false => Vec::new(),
+    }
+}
+
+/// A figure of the stream's log file, none for a JVM that writes none (its
+/// pauses measured by eBPF or hsperfdata).
+pub(super) fn logged<'a>(
+    stream: &'a StreamState,
+    read: impl FnOnce(&'a StreamState) -> Vec<Sample<'a>>,
+) -> Vec<Sample<'a>> {
+    match stream.log.is_empty() {
+        true => Vec::new(),
+        false => read(stream),
+    }
 }
 
 pub(super) fn one(value: Value<'_>) -> Vec<Sample<'_>> {
