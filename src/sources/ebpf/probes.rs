@@ -94,8 +94,6 @@ struct Use {
 enum Request {
     Attach(Library),
     Release(FileId),
-    /// The agent is stopping: detach everything and end.
-    Stop,
 }
 
 /// The loaded program's maps, its ring buffer and the thread that attaches
@@ -115,22 +113,6 @@ pub struct Probes {
     attachments: Arc<Mutex<HashMap<FileId, Attachment>>>,
     /// Who each file asked for or attached is for.
     uses: HashMap<FileId, Use>,
-    /// The attaching thread, joined once it has detached everything.
-    attacher: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Drop for Probes {
-    /// Waits for the probes to be detached side by side: the kernel ends
-    /// each link after a grace period of its own, and a process that exits
-    /// with them leaves them to its exit, one after another (SIGTERM to exit
-    /// took 0.6 s with two JDKs' 14 links, 1 s on a busy host).
-    fn drop(&mut self) {
-        if self.requests.send(Request::Stop).is_ok() {
-            if let Some(attacher) = self.attacher.take() {
-                let _ = attacher.join();
-            }
-        }
-    }
 }
 
 /// libbpf's own lines, through the agent's log instead of bare on stderr.
@@ -206,7 +188,7 @@ impl Probes {
         let (requests, pending) = mpsc::channel();
         let attachments = Arc::new(Mutex::new(HashMap::new()));
         let shared = attachments.clone();
-        let attacher = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name("ebpf-attach".to_string())
             .spawn(move || attach_requested(skel, pending, shared))
             .map_err(|e| {
@@ -225,7 +207,6 @@ impl Probes {
             requests,
             attachments,
             uses: HashMap::new(),
-            attacher: Some(attacher),
         })
     }
 
@@ -434,7 +415,6 @@ fn attach_requested(
     for request in requests {
         let library = match request {
             Request::Attach(library) => library,
-            Request::Stop => break,
             Request::Release(id) => {
                 if links.remove(&id).is_some() {
                     tracing::info!(
@@ -477,12 +457,6 @@ fn attach_requested(
             *state = outcome;
         }
     }
-    // Side by side, the detaches share the kernel's grace periods.
-    std::thread::scope(|scope| {
-        for link in links.into_values().flatten() {
-            scope.spawn(move || drop(link));
-        }
-    });
 }
 
 /// Every program attached to its probe in `library`, for every process.
