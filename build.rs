@@ -26,27 +26,41 @@ fn main() {
     build_bpf();
 }
 
-/// Compiles `safepoints.bpf.c` into `OUT_DIR`, where `include_bytes!` finds
-/// it. Debian's UAPI headers (`asm/types.h`) live under the multiarch
-/// directory, which clang's BPF target does not search.
+/// Compiles each BPF program (the eBPF safepoint source's and the kernel
+/// request-latency source's) into `OUT_DIR` with its generated skeleton,
+/// which the binary includes. Debian's UAPI headers (`asm/types.h`) live
+/// under the multiarch directory, which clang's BPF target does not search.
 #[cfg(feature = "ebpf")]
 fn build_bpf() {
-    let dir = std::path::Path::new("src/sources/ebpf");
-    let source = dir.join("safepoints.bpf.c");
     let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     let multiarch = format!(
         "-I/usr/include/{}-linux-gnu",
         std::env::var("CARGO_CFG_TARGET_ARCH").expect("CARGO_CFG_TARGET_ARCH")
     );
-    libbpf_cargo::SkeletonBuilder::new()
-        .source(&source)
-        .obj(out.join("safepoints.bpf.o"))
-        .clang_args([multiarch, format!("-I{}", dir.display())])
-        .build_and_generate(out.join("safepoints.skel.rs"))
-        .unwrap_or_else(|e| {
-            panic!("the ebpf feature compiles {} with clang (Debian: clang libelf-dev zlib1g-dev pkg-config): {e:#}", source.display())
-        });
-    for file in ["safepoints.bpf.c", "safepoints.h"] {
-        println!("cargo:rerun-if-changed={}", dir.join(file).display());
+    for (dir, name, header) in [
+        ("src/sources/ebpf", "safepoints", "safepoints.h"),
+        ("src/sources/requests", "requests", "requests.h"),
+    ] {
+        let dir = std::path::Path::new(dir);
+        let source = dir.join(format!("{name}.bpf.c"));
+        libbpf_cargo::SkeletonBuilder::new()
+            .source(&source)
+            .obj(out.join(format!("{name}.bpf.o")))
+            .clang_args([
+                multiarch.clone(),
+                format!("-I{}", dir.display()),
+                "-Isrc/sources/ebpf".to_string(),
+            ])
+            .build_and_generate(out.join(format!("{name}.skel.rs")))
+            .unwrap_or_else(|e| {
+                panic!("the ebpf feature compiles {} with clang (Debian: clang libelf-dev zlib1g-dev pkg-config): {e:#}", source.display())
+            });
+        for file in [
+            source,
+            dir.join(header),
+            "src/sources/ebpf/budget.bpf.h".into(),
+        ] {
+            println!("cargo:rerun-if-changed={}", file.display());
+        }
     }
 }

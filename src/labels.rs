@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 /// carry configured labels, and histograms' `le`. Labels of agent-only
 /// families (`version`, `sink`, `result`) are not reserved: their series
 /// never carry configured labels, so they cannot clash.
-const RESERVED: [&str; 29] = [
+const RESERVED: [&str; 32] = [
     "instance",
     "job",
     "log",
@@ -32,6 +32,9 @@ const RESERVED: [&str; 29] = [
     "pause_source",
     "ebpf_reason",
     "safepoint_source",
+    "latency_source",
+    "latency_reason",
+    "port",
     "area",
     "id",
     "last_cause",

@@ -52,6 +52,13 @@ pub struct StreamState {
     /// Request latency of the service this JVM runs, when a latency source
     /// is configured for it.
     pub latency: Option<LatencyState>,
+    /// Where `latency`'s requests come from, once any came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_source: Option<LatencySource>,
+    /// Server connections the kernel's latency leaves out: they carried
+    /// more than one request at a time (HTTP/2, gRPC, pipelining).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub multiplexed_connections: u64,
     /// Runtime stats from the JVM's hsperfdata, when it is sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeStats>,
@@ -95,6 +102,10 @@ pub struct Discovered {
     /// less that difference at the first comparison (see the eBPF source).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_probe_mismatch: Option<f64>,
+    /// Whether the kernel measures its requests (`latency_source="kernel"`),
+    /// or why not; `None` until the request source has looked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<Result<(), LatencyReason>>,
 }
 
 impl Discovered {
@@ -191,6 +202,53 @@ impl EbpfReason {
     }
 }
 
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
+/// Where a stream's request latency comes from: the service's access log
+/// (or its latency histogram), or the kernel's view of its connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencySource {
+    AccessLog,
+    Kernel,
+}
+
+/// Why the kernel does not measure a discovered JVM's requests
+/// (`latency_reason`), as [`EbpfReason`] says it for its pauses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LatencyReason {
+    /// The agent was built without the `ebpf` feature.
+    NotBuilt,
+    /// `[ebpf] enabled = false`.
+    Disabled,
+    /// `bpf()` was refused: no CAP_BPF and CAP_PERFMON, a seccomp filter, an LSM.
+    PermissionDenied,
+    LoadFailed,
+    /// This kernel lacks the tracepoints (`sock:sk_data_ready` is Linux 6.6).
+    NoTracepoints,
+    /// It listens on no TCP port: it serves no requests.
+    NoListener,
+    /// Its sockets cannot be read in /proc.
+    ProcUnreadable,
+}
+
+impl LatencyReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LatencyReason::NotBuilt => "not_built",
+            LatencyReason::Disabled => "disabled",
+            LatencyReason::PermissionDenied => "permission_denied",
+            LatencyReason::LoadFailed => "load_failed",
+            LatencyReason::NoTracepoints => "no_tracepoints",
+            LatencyReason::NoListener => "no_listener",
+            LatencyReason::ProcUnreadable => "proc_unreadable",
+        }
+    }
+}
+
 /// Which input gives a discovered JVM's safepoints (non-GC ones and the
 /// time to reach each): a GC log with the `safepoint` tag; else the probes,
 /// also beside a GC log without it; else none (hsperfdata has only totals).
@@ -265,6 +323,9 @@ pub enum ErrorKind {
     LatencyHistogramScrape,
     /// eBPF records the ring buffer had no room for.
     EbpfEventsDropped,
+    /// Request records the kernel program lost: a full ring buffer, or a
+    /// JVM over its budget of records a second.
+    RequestRecordsDropped,
     /// Safepoints of JVMs measured before a restart, run while it was down.
     EbpfSafepointsMissedWhileDown,
 }
@@ -286,6 +347,7 @@ impl ErrorKind {
             ErrorKind::Watch => "watch",
             ErrorKind::LatencyHistogramScrape => "latency_histogram_scrape",
             ErrorKind::EbpfEventsDropped => "ebpf_events_dropped",
+            ErrorKind::RequestRecordsDropped => "request_records_dropped",
             ErrorKind::EbpfSafepointsMissedWhileDown => "ebpf_safepoints_missed_while_down",
         }
     }

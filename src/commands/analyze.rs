@@ -738,6 +738,7 @@ impl Fold {
                     gc,
                     latency: None,
                     attribution: None,
+                    ports: Default::default(),
                 })
                 .collect(),
             access_logs: Vec::new(),
@@ -878,10 +879,11 @@ pub fn render_text(report: &Report) -> String {
         );
         let _ = writeln!(
             out,
-            "slow (> {} ms): {}   stop-affected: {}   time over the SLO explained by stops: {}   p99.9 without stop-affected: {} ms",
+            "slow (> {} ms): {}   stop-affected: {}   queued behind stops: {}   time over the SLO explained by stops: {}   p99.9 without stop-affected: {} ms",
             ms(attribution.slo_seconds),
             attribution.slow_requests,
             attribution.slow_requests_stop_affected,
+            attribution.slow_requests_queued_behind_stops,
             attribution
                 .explained_share
                 .map_or("n/a".to_string(), |share| format!("{:.1} %", share * 100.0)),

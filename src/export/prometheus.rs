@@ -226,6 +226,7 @@ pub(crate) mod tests {
             runtime: None,
             discovered: None,
             exited: false,
+            ..StreamState::default()
         }
     }
 
@@ -511,6 +512,10 @@ pub(crate) mod tests {
             ("pausewatch_otlp_exports", "counter"),
             ("pausewatch_otlp_pause_records_dropped", "counter"),
             ("pausewatch_jvm_discovered", "gauge"),
+            ("pausewatch_multiplexed_connections", "counter"),
+            ("pausewatch_port_requests", "counter"),
+            ("pausewatch_port_request_latency_p999_seconds", "gauge"),
+            ("pausewatch_slow_requests_queued_behind_stops", "counter"),
             ("pausewatch_jvm_gc_collections", "counter"),
             ("pausewatch_jvm_gc_collection_seconds", "counter"),
             ("pausewatch_gc_pauses_unresolved", "counter"),
@@ -557,6 +562,8 @@ pub(crate) mod tests {
             [
                 "go_",
                 "pausewatch_request",
+                "pausewatch_multiplexed",
+                "pausewatch_port_request",
                 "pausewatch_slow",
                 "pausewatch_pause_latency",
                 "pausewatch_access_log",

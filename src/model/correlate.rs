@@ -254,6 +254,12 @@ pub struct Attribution {
     pub slo_seconds: f64,
     pub slow_requests: u64,
     pub slow_requests_stop_affected: u64,
+    /// Slow requests that arrived during a stop, or while requests that
+    /// arrived during it were still waiting: the backlog a stop leaves
+    /// drains after it ends, so most late requests wait behind it without
+    /// being stopped themselves (see [`backlogs`]).
+    #[serde(default)]
+    pub slow_requests_queued_behind_stops: u64,
     /// Share of the slow requests' time over the SLO that overlapping stops
     /// explain; `None` when no request was slow (nothing to explain, which
     /// is not "stops explain none of it").
@@ -272,6 +278,9 @@ pub struct SlowRequest {
     pub duration_seconds: f64,
     pub stopped_seconds: f64,
     pub stop_affected: bool,
+    /// It arrived in a stop's backlog.
+    #[serde(default)]
+    pub queued_behind_stop: bool,
     pub stops: Vec<Stop>,
 }
 
@@ -303,24 +312,71 @@ pub struct Attributed {
     pub slow: Vec<SlowRequest>,
 }
 
+/// The stretches in which an arriving request queued behind a stop: from
+/// each stop's start (overlapping stops taken together) until the last
+/// request that arrived during it completed. By start, each with the
+/// latest end of it and those before it, for [`queued_behind`].
+fn backlogs(requests: &[RequestTiming], stops: &StopIndex) -> Vec<(DateTime<Utc>, DateTime<Utc>)> {
+    let (Some(first), Some(last)) = (
+        requests.iter().map(|r| r.start).min(),
+        requests.iter().map(|r| r.start).max(),
+    ) else {
+        return Vec::new();
+    };
+    let mut windows: Vec<(DateTime<Utc>, DateTime<Utc>)> = Vec::new();
+    for stop in stops.overlapping(first, after(last, 1e-6)) {
+        match windows.last_mut() {
+            Some((_, end)) if stop.start <= *end => *end = (*end).max(stop.end),
+            _ => windows.push((stop.start, stop.end)),
+        }
+    }
+    let stopped: Vec<(DateTime<Utc>, DateTime<Utc>)> = windows.clone();
+    for request in requests {
+        let index = stopped.partition_point(|(start, _)| *start <= request.start);
+        if index > 0 && request.start <= stopped[index - 1].1 {
+            let drained = &mut windows[index - 1].1;
+            *drained = (*drained).max(request.end());
+        }
+    }
+    let mut latest = DateTime::<Utc>::MIN_UTC;
+    for window in &mut windows {
+        latest = latest.max(window.1);
+        window.1 = latest;
+    }
+    windows
+}
+
+/// Whether a request begun at `start` arrived in one of `backlogs`.
+fn queued_behind(backlogs: &[(DateTime<Utc>, DateTime<Utc>)], start: DateTime<Utc>) -> bool {
+    let index = backlogs.partition_point(|(begun, _)| *begun <= start);
+    index > 0 && start < backlogs[index - 1].1
+}
+
+/// The latency of a set of request durations, in seconds.
+pub fn summarize(durations: impl Iterator<Item = f64>) -> LatencySummary {
+    let mut all = new_histogram();
+    let mut max = 0.0f64;
+    for duration in durations {
+        all.saturating_record(micros(duration));
+        max = max.max(duration);
+    }
+    LatencySummary::of(&all, max)
+}
+
 /// Attributes a set of requests to the stops.
 pub fn attribute(
     requests: &[RequestTiming],
     stops: &StopIndex,
     options: &AttributionOptions,
 ) -> Attributed {
-    let mut all = new_histogram();
-    let mut max = 0.0f64;
-    for request in requests {
-        all.saturating_record(micros(request.duration_s));
-        max = max.max(request.duration_s);
-    }
-    let latency = LatencySummary::of(&all, max);
+    let latency = summarize(requests.iter().map(|r| r.duration_s));
     let threshold = options.slo_seconds.unwrap_or(latency.p999_seconds);
     let mut without_stops = new_histogram();
     let mut without_max = 0.0f64;
     let mut slow = Vec::new();
     let mut affected_count = 0;
+    let mut queued_count = 0;
+    let backlogs = backlogs(requests, stops);
     let (mut excess_total, mut excess_explained) = (0.0, 0.0);
     for request in requests {
         let end = request.end();
@@ -339,11 +395,14 @@ pub fn attribute(
             excess_total += excess;
             excess_explained += stopped.min(excess);
             affected_count += u64::from(affected);
+            let queued = queued_behind(&backlogs, request.start);
+            queued_count += u64::from(queued);
             slow.push(SlowRequest {
                 start: request.start,
                 duration_seconds: request.duration_s,
                 stopped_seconds: stopped,
                 stop_affected: affected,
+                queued_behind_stop: queued,
                 stops: stops.overlapping(request.start, end).cloned().collect(),
             });
         }
@@ -354,6 +413,7 @@ pub fn attribute(
             slo_seconds: threshold,
             slow_requests: slow.len() as u64,
             slow_requests_stop_affected: affected_count,
+            slow_requests_queued_behind_stops: queued_count,
             explained_share: (excess_total > 0.0).then(|| excess_explained / excess_total),
             p999_without_stop_affected_seconds: LatencySummary::of(&without_stops, without_max)
                 .p999_seconds,
@@ -369,6 +429,10 @@ pub struct LatencyMinute {
     pub latency: LatencySummary,
     /// Absent when latency comes from a histogram: no request to attribute.
     pub attribution: Option<Attribution>,
+    /// The same minute by listening port, when the kernel measured it: an
+    /// admin port's health checks do not dilute the service's tail.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ports: BTreeMap<u16, LatencySummary>,
 }
 
 /// A minute of GC figures with, when a latency source exists, the latency
@@ -381,6 +445,9 @@ pub struct CombinedMinute {
     pub latency: Option<LatencySummary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribution: Option<Attribution>,
+    /// `latency` by listening port (see [`LatencyMinute::ports`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ports: BTreeMap<u16, LatencySummary>,
 }
 
 /// Joins GC minutes and latency minutes by start. Minutes only one side has
@@ -400,6 +467,7 @@ pub fn combine<'a>(
                     gc,
                     latency: None,
                     attribution: None,
+                    ports: BTreeMap::new(),
                 },
             )
         })
@@ -412,9 +480,11 @@ pub fn combine<'a>(
             },
             latency: None,
             attribution: None,
+            ports: BTreeMap::new(),
         });
         entry.latency = Some(latency_minute.latency);
         entry.attribution = latency_minute.attribution;
+        entry.ports.clone_from(&latency_minute.ports);
     }
     if fill {
         for minute in minutes.values_mut() {
@@ -524,6 +594,7 @@ pub fn per_minute(
                     start: minute_start(key),
                     latency: attributed.latency,
                     attribution: Some(attributed.attribution),
+                    ports: BTreeMap::new(),
                 },
             )
         })
@@ -597,6 +668,42 @@ mod tests {
         // 500 ms one is now the slowest.
         assert!((result.attribution.p999_without_stop_affected_seconds - 0.500).abs() < 0.001);
         assert_eq!(result.slow[0].stops.len(), 1);
+    }
+
+    /// A 100 ms stop at 1,000 ms. Requests arriving in it wait for it and
+    /// then drain one by one; one arriving after the stop ended but while
+    /// the last of those still waited queues behind it too, though no stop
+    /// covers it. One arriving after the backlog drained does not.
+    #[test]
+    fn a_request_queued_behind_a_stop_is_counted_though_no_stop_covers_it() {
+        let mut stops = StopIndex::default();
+        stops.add(stop(1000, 1100)); // a safepoint
+        stops.add(stop(1010, 1090)); // the pause inside it
+        let request = |start_ms: i64, duration_ms: i64| RequestTiming {
+            start: at(start_ms),
+            duration_s: duration_ms as f64 / 1e3,
+        };
+        let requests = [
+            request(1050, 150), // arrived in the stop, done at 1,200
+            request(1090, 180), // arrived in the stop, done at 1,270: the backlog drains
+            request(1150, 110), // after the stop, before 1,270: queued
+            request(1300, 60),  // after the backlog: slow, not queued
+            request(1400, 5),
+        ];
+        let options = AttributionOptions {
+            slo_seconds: Some(0.050),
+            affected_share: 0.25,
+        };
+        let result = attribute(&requests, &stops, &options);
+        assert_eq!(result.attribution.slow_requests, 4);
+        // Covered a quarter by the stop: only the first.
+        assert_eq!(result.attribution.slow_requests_stop_affected, 1);
+        assert_eq!(result.attribution.slow_requests_queued_behind_stops, 3);
+        let queued: Vec<bool> = result.slow.iter().map(|r| r.queued_behind_stop).collect();
+        assert_eq!(queued, [true, true, true, false]);
+        // No stop: nothing queued.
+        let none = attribute(&requests, &StopIndex::default(), &options);
+        assert_eq!(none.attribution.slow_requests_queued_behind_stops, 0);
     }
 
     /// 1,000 requests: 993 of 1 ms, two slow ones (100 and 90 ms) no stop

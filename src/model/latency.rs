@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::changes::{Arrivals, Changes};
 use crate::model::correlate::{
-    attribute, completion_minute, correlate, stop_of, AttributionOptions, Correlation,
+    attribute, completion_minute, correlate, stop_of, summarize, AttributionOptions, Correlation,
     LatencyMinute, LatencySummary, RequestTiming, Stop, StopIndex,
 };
 use crate::model::histogram::Histogram;
@@ -90,8 +90,14 @@ pub struct LatencyCounters {
     pub requests: u64,
     pub slow_requests: u64,
     pub slow_requests_stop_affected: u64,
+    /// Slow requests that queued behind a stop (see `Attribution`).
+    #[serde(default)]
+    pub slow_requests_queued_behind_stops: u64,
     /// Requests whose minute was already attributed when they arrived.
     pub late_requests: u64,
+    /// Requests by the JVM's listening port, when the kernel measures them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests_by_port: BTreeMap<u16, u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -102,6 +108,11 @@ pub struct LatencyState {
     /// journal writes what changed apart. Read from older checkpoints.
     #[serde(default, skip_serializing)]
     pending: BTreeMap<i64, Vec<RequestTiming>>,
+    /// The pending requests' durations by listening port, when the kernel
+    /// measured them. Not in a checkpoint: after a restart the minute
+    /// waiting then has the JVM's figures only.
+    #[serde(skip)]
+    pending_by_port: BTreeMap<i64, BTreeMap<u16, Vec<f64>>>,
     /// Attributed minutes, oldest first.
     #[serde(default, skip_serializing)]
     pub minutes: BTreeMap<i64, LatencyMinute>,
@@ -142,6 +153,18 @@ impl LatencyState {
         self.pending.entry(minute).or_default().push(request);
     }
 
+    /// A request the kernel measured on the JVM's listening `port`: the
+    /// JVM's request, and its port's.
+    pub fn add_port_request(&mut self, request: RequestTiming, port: u16) {
+        *self.counters.requests_by_port.entry(port).or_default() += 1;
+        let minute = completion_minute(&request);
+        if self.finalized_through.is_none_or(|done| minute > done) {
+            let ports = self.pending_by_port.entry(minute).or_default();
+            ports.entry(port).or_default().push(request.duration_s);
+        }
+        self.add_request(request);
+    }
+
     /// A minute summarised from a latency histogram (no requests to attribute).
     pub fn add_histogram_minute(&mut self, start: DateTime<Utc>, latency: LatencySummary) {
         self.counters.requests += latency.count;
@@ -152,6 +175,7 @@ impl LatencyState {
                 start,
                 latency,
                 attribution: None,
+                ports: BTreeMap::new(),
             },
         );
     }
@@ -174,9 +198,15 @@ impl LatencyState {
         for minute in ready {
             let requests = self.pending.remove(&minute).unwrap_or_default();
             let attributed = attribute(&requests, &self.stops, &settings.attribution);
+            let ports = (self.pending_by_port.remove(&minute).unwrap_or_default())
+                .into_iter()
+                .map(|(port, durations)| (port, summarize(durations.into_iter())))
+                .collect();
             self.counters.slow_requests += attributed.attribution.slow_requests;
             self.counters.slow_requests_stop_affected +=
                 attributed.attribution.slow_requests_stop_affected;
+            self.counters.slow_requests_queued_behind_stops +=
+                attributed.attribution.slow_requests_queued_behind_stops;
             self.minute_changes.touch(minute);
             self.minutes.insert(
                 minute,
@@ -184,6 +214,7 @@ impl LatencyState {
                     start: minute_start(minute),
                     latency: attributed.latency,
                     attribution: Some(attributed.attribution),
+                    ports,
                 },
             );
             self.finalized_through = Some(

@@ -180,8 +180,9 @@ impl GcLogSource {
         state.labels = source.labels.clone();
         state.jvm.max_label_values = LabelCap(source.max_label_values);
         state.jvm.recent_pauses.capacity = source.pause_records;
-        if requests == Requests::LinedUp && state.latency.is_none() {
-            state.latency = Some(LatencyState::default());
+        if requests == Requests::LinedUp {
+            state.latency.get_or_insert_with(LatencyState::default);
+            state.latency_source = Some(crate::store::LatencySource::AccessLog);
         }
         state.readable = true;
         tracing::info!(log = %log, resumed = position.is_some(), "following");

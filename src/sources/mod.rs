@@ -36,6 +36,7 @@ mod launcher;
 pub mod measure;
 pub mod proc_table;
 pub mod procfs;
+pub mod requests;
 pub mod runtime_stats;
 
 /// One input of the agent.
@@ -145,6 +146,8 @@ pub enum SourceKey {
     RuntimeStats(String),
     /// The eBPF safepoint probes: one source for every JVM.
     Ebpf,
+    /// The kernel's request latency: one source for every JVM.
+    Requests,
 }
 
 /// Everything one source needs after a restart, keyed by kind
@@ -337,6 +340,8 @@ pub struct Registry {
     started_ticks: u64,
     /// The eBPF safepoint probes, or why there are none.
     ebpf: ebpf::Ebpf,
+    /// The request-latency source, until it is handed out.
+    requests: Option<requests::RequestSource>,
 }
 
 impl Registry {
@@ -368,6 +373,7 @@ impl Registry {
             started_ticks: proc_table::start_ticks(Path::new(PROC_ROOT), std::process::id())
                 .unwrap_or(0),
             ebpf: ebpf::Ebpf::new(&config),
+            requests: requests::RequestSource::new(&config),
             config,
         }
     }
@@ -524,6 +530,9 @@ impl Registry {
         self.listings.forget_unvisited();
         let restored = self.take_new(SourceKey::Ebpf).flatten();
         found.extend(self.ebpf.source(self.config.discovery.interval, restored));
+        if let Some(requests) = self.requests.take() {
+            found.push(Box::new(requests));
+        }
         found.extend(self.discover_jvms(store));
         self.looked_before = true;
         found

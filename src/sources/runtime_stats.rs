@@ -350,6 +350,7 @@ impl RuntimeStatsSource {
                 ebpf_reason,
                 safepoint_source,
                 log_probe_mismatch: None,
+                requests: None,
             };
             if owns_stream {
                 let mut stream = StreamState {

@@ -295,8 +295,8 @@ pub static CATALOG: &[Family] = &[
         name: "pausewatch_jvm_discovered",
         kind: Kind::Info,
         unit: Unit::None,
-        help: "A JVM discovery found; runtime_stats says whether its hsperfdata is read, reason why not; pause_source which one input its pauses come from (gc_log, ebpf or hsperfdata; none when nothing measures them, and its pause figures are absent), ebpf_reason why eBPF does not measure it, safepoint_source which one input its safepoints come from (gc_log with the safepoint tag, else ebpf, also beside a GC log, else none). The value is always 1.",
-        labels: &["user", "runtime_stats", "reason", "pause_source", "ebpf_reason", "safepoint_source"],
+        help: "A JVM discovery found; runtime_stats says whether its hsperfdata is read, reason why not; pause_source which one input its pauses come from (gc_log, ebpf or hsperfdata; none when nothing measures them, and its pause figures are absent), ebpf_reason why eBPF does not measure it, safepoint_source which one input its safepoints come from (gc_log with the safepoint tag, else ebpf, also beside a GC log, else none), latency_source kernel when its request latency comes from the kernel (else none), latency_reason why not. The value is always 1.",
+        labels: &["user", "runtime_stats", "reason", "pause_source", "ebpf_reason", "safepoint_source", "latency_source", "latency_reason"],
         semconv: None,
         scopes: &[Scope::Stream(|s, _| discovered(s))],
     },
@@ -739,6 +739,18 @@ pub static CATALOG: &[Family] = &[
         })],
     },
     Family {
+        name: "pausewatch_slow_requests_queued_behind_stops_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Slow requests that arrived during a stop, or while requests that arrived during it still waited: the backlog a stop leaves, in attributed minutes.",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| {
+            let latency = s.latency.as_ref();
+            known(latency.map(|l| Value::Int(l.counters.slow_requests_queued_behind_stops)))
+        })],
+    },
+    Family {
         name: "pausewatch_request_latency_p99_seconds",
         kind: Kind::Gauge,
         unit: Unit::Seconds,
@@ -793,6 +805,54 @@ pub static CATALOG: &[Family] = &[
         labels: &["method", "quantile"],
         semconv: None,
         scopes: &[Scope::Stream(correlations)],
+    },
+    Family {
+        name: "pausewatch_port_requests_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Requests the kernel measured, by the JVM's listening port.",
+        labels: &["port"],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| {
+            let ports = s.latency.iter().flat_map(|l| &l.counters.requests_by_port);
+            (ports.map(|(port, count)| Sample {
+                labels: vec![port.to_string().into()],
+                value: Value::Int(*count),
+                minute: None,
+            }))
+            .collect()
+        })],
+    },
+    Family {
+        name: "pausewatch_port_request_latency_p999_seconds",
+        kind: Kind::Gauge,
+        unit: Unit::Seconds,
+        help: "p99.9 request latency of the last attributed minute, by the JVM's listening port (the kernel's figures).",
+        labels: &["port"],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| {
+            let Some(minute) = s.latency.as_ref().and_then(|l| l.current_minute()) else {
+                return Vec::new();
+            };
+            (minute.ports.iter().map(|(port, latency)| Sample {
+                labels: vec![port.to_string().into()],
+                value: Value::Float(latency.p999_seconds),
+                minute: Some(minute.start),
+            }))
+            .collect()
+        })],
+    },
+    Family {
+        name: "pausewatch_multiplexed_connections_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Server connections left out of the kernel's request latency: they carried more than one request at a time (HTTP/2, gRPC, pipelining).",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| {
+            let measured = s.discovered.as_ref().is_some_and(|d| d.requests == Some(Ok(())));
+            known(measured.then_some(Value::Int(s.multiplexed_connections)))
+        })],
     },
     Family {
         name: "pausewatch_access_log_lines_total",

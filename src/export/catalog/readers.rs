@@ -100,6 +100,16 @@ pub(super) fn discovered(stream: &StreamState) -> Vec<Sample<'_>> {
             .into(),
         discovered.ebpf_reason.map_or("", EbpfReason::as_str).into(),
         discovered.safepoint_source.as_str().into(),
+        match discovered.requests {
+            Some(Ok(())) => "kernel",
+            _ => "none",
+        }
+        .into(),
+        match discovered.requests {
+            Some(Err(reason)) => reason.as_str(),
+            _ => "",
+        }
+        .into(),
     ])
 }
 

@@ -111,12 +111,15 @@ fn every_scope() -> AgentState {
                 explained_share: Some(0.5),
                 ..Attribution::default()
             }),
+            ports: [(8080, Default::default())].into(),
         },
     );
+    latency.counters.requests_by_port.insert(8080, 1);
     stream.latency = Some(latency);
     stream.jvm.add_cpu(minute.timestamp(), 0.3, 1.5, Some(2.0));
     stream.discovered = Some(crate::store::Discovered {
         log_probe_mismatch: Some(0.0),
+        requests: Some(Ok(())),
         ..crate::store::Discovered::default()
     });
     stream.runtime = Some(RuntimeStats {

@@ -18,13 +18,13 @@
 #include <bpf/usdt.bpf.h>
 
 #include "safepoints.h"
+#include "budget.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 /* Records one process may send in a second: HotSpot's busiest JVMs stop
  * a few hundred times a second. */
 #define RECORDS_PER_SECOND 2000
-#define NS_PER_SECOND 1000000000ULL
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -57,20 +57,6 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
-/* Each process's records this second, and those its budget refused. */
-struct budget {
-	__u64 window_ns;
-	__u64 sent;
-	__u64 throttled;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, struct budget);
-} budgets SEC(".maps");
-
 /* A zeroed value to start a safepoint from (too large for the stack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -82,28 +68,6 @@ struct {
 static __always_inline __u32 tgid(void)
 {
 	return bpf_get_current_pid_tgid() >> 32;
-}
-
-/* Whether the process `key` may send one more record now; a refusal is
- * counted in its budget. */
-static __always_inline bool within_budget(__u32 key, __u64 now)
-{
-	struct budget *budget = bpf_map_lookup_elem(&budgets, &key);
-	if (!budget) {
-		struct budget fresh = { .window_ns = now, .sent = 1 };
-		bpf_map_update_elem(&budgets, &key, &fresh, BPF_ANY);
-		return true;
-	}
-	if (now - budget->window_ns >= NS_PER_SECOND) {
-		budget->window_ns = now;
-		budget->sent = 0;
-	}
-	if (budget->sent >= RECORDS_PER_SECOND) {
-		__sync_fetch_and_add(&budget->throttled, 1);
-		return false;
-	}
-	__sync_fetch_and_add(&budget->sent, 1);
-	return true;
 }
 
 static __always_inline struct inflight *current(void)
@@ -233,7 +197,7 @@ int BPF_USDT(safepoint_end)
 	if (!state)
 		return 0;
 	state->record.end_ns = bpf_ktime_get_ns();
-	if (!within_budget(key, state->record.end_ns)) {
+	if (!within_budget(key, state->record.end_ns, RECORDS_PER_SECOND)) {
 		bpf_map_delete_elem(&inflight, &key);
 		return 0;
 	}

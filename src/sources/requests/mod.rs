@@ -1,0 +1,272 @@
+//! Request latency as clients see it, from the kernel, for every
+//! discovered JVM that listens on a TCP port: no access log, no JVM flag.
+//!
+//! A request begins when its bytes are queued on one of the JVM's server
+//! connections, before the JVM reads them, so the time requests wait in
+//! the kernel behind a stopped JVM is counted (an access log starts when
+//! the handler runs, after the stop). It ends at the last send of its
+//! response. Each request goes to its JVM stream's latency state, where
+//! it is attributed and correlated like an access log's
+//! (`latency_source="kernel"` on `pausewatch_jvm_discovered`).
+//!
+//! The listeners are read from /proc every [`LOOK_EVERY`]: a JVM's
+//! connections count from the first bytes after its port is known.
+
+mod listeners;
+mod pairing;
+#[cfg(all(feature = "ebpf", target_os = "linux"))]
+mod probes;
+/// The skeleton libbpf-cargo generates from the BPF object (build.rs).
+#[cfg(all(feature = "ebpf", target_os = "linux"))]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/requests.skel.rs"));
+}
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+
+use super::{Source, SourceCheckpoint, SourceKey};
+use crate::config::Config;
+use crate::model::correlate::RequestTiming;
+use crate::model::latency::LatencyState;
+use crate::store::{AgentState, ErrorKind, LatencyReason, LatencySource, Store, StreamId};
+use listeners::Listener;
+use pairing::{Pairing, Request};
+
+/// How often the JVMs' listening sockets are read again.
+const LOOK_EVERY: Duration = Duration::from_secs(2);
+
+#[cfg(all(feature = "ebpf", target_os = "linux"))]
+use probes::RequestProbes;
+
+/// A build without the `ebpf` feature has no probes: a type with no
+/// value, so that the code that uses them is one for both builds.
+#[cfg(not(all(feature = "ebpf", target_os = "linux")))]
+enum RequestProbes {}
+
+#[cfg(not(all(feature = "ebpf", target_os = "linux")))]
+impl RequestProbes {
+    fn drain(&mut self) -> Vec<pairing::Record> {
+        match *self {}
+    }
+    fn connection(&self, _: u64) -> Option<(u64, u64)> {
+        match *self {}
+    }
+    fn lost(&self) -> (u64, u64) {
+        match *self {}
+    }
+    fn listen(&self, _: Listener, _: u32) -> Result<(), String> {
+        match *self {}
+    }
+    fn forget(&self, _: Listener) {
+        match *self {}
+    }
+}
+
+/// What the source measures with: the loaded probes, or why there are none.
+/// (Probes are only loaded in an eBPF build.)
+#[cfg_attr(not(all(feature = "ebpf", target_os = "linux")), allow(dead_code))]
+enum Kernel {
+    Probes(Box<RequestProbes>),
+    Unavailable(LatencyReason),
+}
+
+/// The one source of every discovered JVM's request latency.
+pub struct RequestSource {
+    kernel: Kernel,
+    proc_root: PathBuf,
+    pairing: Pairing,
+    /// The listeners in the kernel's map, and whose they are.
+    listening: HashMap<Listener, u32>,
+    looked: Option<Instant>,
+    /// Records lost, as last read (ring buffer, budgets).
+    lost: (u64, u64),
+}
+
+impl RequestSource {
+    /// The source, with its probes loaded when `[ebpf] enabled` and the
+    /// kernel allows; `None` without discovery (no JVM to measure).
+    pub fn new(config: &Config) -> Option<RequestSource> {
+        if !config.discovery.enabled {
+            return None;
+        }
+        Some(RequestSource {
+            kernel: Self::load(config),
+            proc_root: PathBuf::from(super::PROC_ROOT),
+            pairing: Pairing::default(),
+            listening: HashMap::new(),
+            looked: None,
+            lost: (0, 0),
+        })
+    }
+
+    fn load(config: &Config) -> Kernel {
+        if !config.ebpf.enabled {
+            return Kernel::Unavailable(LatencyReason::Disabled);
+        }
+        #[cfg(all(feature = "ebpf", target_os = "linux"))]
+        match RequestProbes::load() {
+            Ok(probes) => Kernel::Probes(Box::new(probes)),
+            Err((reason, error)) => {
+                tracing::warn!(reason = reason.as_str(), error, "the kernel request-latency probes cannot be loaded: discovered JVMs have no request latency (an [[access_log]] still gives it)");
+                Kernel::Unavailable(reason)
+            }
+        }
+        #[cfg(not(all(feature = "ebpf", target_os = "linux")))]
+        Kernel::Unavailable(LatencyReason::NotBuilt)
+    }
+
+    /// The discovered JVMs alive now: pid -> stream.
+    fn jvms(state: &AgentState) -> BTreeMap<u32, StreamId> {
+        (state.streams.iter())
+            .filter(|(_, stream)| !stream.exited)
+            .filter_map(|(id, stream)| Some((stream.discovered.as_ref()?.pid, *id)))
+            .collect()
+    }
+
+    /// Reads each JVM's listening sockets, puts them in the kernel's map
+    /// (and takes out those gone), and says per JVM whether its requests
+    /// are measured.
+    fn look(&mut self, store: &Store) {
+        let jvms = Self::jvms(&store.write());
+        let mut verdicts: Vec<(StreamId, Result<(), LatencyReason>)> = Vec::new();
+        let mut wanted: HashMap<Listener, u32> = HashMap::new();
+        for (pid, id) in &jvms {
+            let verdict = match &self.kernel {
+                Kernel::Unavailable(reason) => Err(*reason),
+                Kernel::Probes(_) => match listeners::listening(&self.proc_root, *pid) {
+                    None => Err(LatencyReason::ProcUnreadable),
+                    Some(found) if found.is_empty() => Err(LatencyReason::NoListener),
+                    Some(found) => {
+                        wanted.extend(found.into_iter().map(|listener| (listener, *pid)));
+                        Ok(())
+                    }
+                },
+            };
+            verdicts.push((*id, verdict));
+        }
+        if let Kernel::Probes(probes) = &self.kernel {
+            for listener in self.listening.keys() {
+                if !wanted.contains_key(listener) {
+                    probes.forget(*listener);
+                }
+            }
+            for (listener, pid) in &wanted {
+                if self.listening.get(listener) != Some(pid) {
+                    if let Err(error) = probes.listen(*listener, *pid) {
+                        tracing::warn!(
+                            pid,
+                            port = listener.port,
+                            error,
+                            "cannot watch a JVM's listening port"
+                        );
+                    }
+                }
+            }
+        }
+        self.listening = wanted;
+        let mut state = store.write();
+        for (id, verdict) in verdicts {
+            let Some(discovered) = state.stream_mut(id).and_then(|s| s.discovered.as_mut()) else {
+                continue;
+            };
+            if discovered.requests != Some(verdict) {
+                if let Err(reason) = verdict {
+                    tracing::info!(
+                        pid = discovered.pid,
+                        reason = reason.as_str(),
+                        "the kernel does not measure this JVM's requests"
+                    );
+                }
+                discovered.requests = Some(verdict);
+            }
+        }
+    }
+
+    /// The records since the last poll, paired into whole requests.
+    fn requests(&mut self, store: &Store) -> Vec<Request> {
+        let mut done = Vec::new();
+        if let Kernel::Probes(probes) = &mut self.kernel {
+            for record in probes.drain() {
+                self.pairing.take(record, &mut done);
+            }
+            let now_ns = super::monotonic_now().as_nanos() as u64;
+            for connection in self.pairing.expired(now_ns) {
+                let kernel = probes.connection(connection);
+                self.pairing.end(connection, kernel, &mut done);
+            }
+            let lost = probes.lost();
+            let newly = lost.0.saturating_sub(self.lost.0) + lost.1.saturating_sub(self.lost.1);
+            if newly > 0 {
+                let mut state = store.write();
+                crate::store::add_errors(
+                    &mut state.errors,
+                    ErrorKind::RequestRecordsDropped,
+                    newly,
+                );
+            }
+            self.lost = lost;
+        }
+        done
+    }
+}
+
+impl Source for RequestSource {
+    fn key(&self) -> SourceKey {
+        SourceKey::Requests
+    }
+
+    fn poll(&mut self, store: &Store) -> bool {
+        if self.looked.is_none_or(|at| at.elapsed() >= LOOK_EVERY) {
+            self.looked = Some(Instant::now());
+            self.look(store);
+        }
+        let done = self.requests(store);
+        let multiplexed = std::mem::take(&mut self.pairing.multiplexed);
+        if done.is_empty() && multiplexed.is_empty() {
+            return false;
+        }
+        // The wall-clock time of CLOCK_MONOTONIC's zero, as the clock is now.
+        let zero =
+            Utc::now() - chrono::Duration::from_std(super::monotonic_now()).unwrap_or_default();
+        let mut state = store.write();
+        let jvms = Self::jvms(&state);
+        let mut served: BTreeSet<StreamId> = BTreeSet::new();
+        for ((tgid, _), connections) in multiplexed {
+            if let Some(stream) = jvms.get(&tgid).and_then(|id| state.stream_mut(*id)) {
+                stream.multiplexed_connections += connections;
+            }
+        }
+        for request in done {
+            let Some(id) = jvms.get(&request.tgid) else {
+                continue;
+            };
+            let Some(stream) = state.stream_mut(*id) else {
+                continue;
+            };
+            // An access log configured for this stream keeps its place.
+            if stream
+                .latency_source
+                .is_some_and(|s| s != LatencySource::Kernel)
+            {
+                continue;
+            }
+            stream.latency_source = Some(LatencySource::Kernel);
+            served.insert(*id);
+            let latency = stream.latency.get_or_insert_with(LatencyState::default);
+            let timing = RequestTiming {
+                start: zero + chrono::Duration::nanoseconds(request.start_ns as i64),
+                duration_s: request.end_ns.saturating_sub(request.start_ns) as f64 / 1e9,
+            };
+            latency.add_port_request(timing, request.port);
+        }
+        !served.is_empty()
+    }
+
+    fn checkpoint(&self, _: &AgentState) -> Option<SourceCheckpoint> {
+        None
+    }
+}

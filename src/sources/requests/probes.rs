@@ -1,0 +1,169 @@
+//! The request-latency BPF program: loaded and attached once (three BTF
+//! tracepoints, which cover every process), its ring buffer read without
+//! blocking, its maps of listeners and connections kept by the agent.
+
+use std::mem::MaybeUninit;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{ErrorKind, Link, MapCore, MapFlags, MapHandle, OpenObject, RingBuffer};
+
+use super::listeners::Listener;
+use super::pairing::{Record, RecordKind};
+use super::skel::{types, RequestsSkelBuilder};
+use crate::sources::ebpf::read_record;
+use crate::store::LatencyReason;
+
+pub struct RequestProbes {
+    ring: RingBuffer<'static>,
+    received: Arc<Mutex<Vec<Record>>>,
+    listeners: MapHandle,
+    connections: MapHandle,
+    lost: MapHandle,
+    /// Kept for as long as the probes run: dropping a link detaches it.
+    _links: Vec<Link>,
+    _requests: MapHandle,
+}
+
+fn refused(error: &libbpf_rs::Error) -> (LatencyReason, String) {
+    let reason = match error.kind() {
+        ErrorKind::PermissionDenied => LatencyReason::PermissionDenied,
+        _ => LatencyReason::LoadFailed,
+    };
+    (reason, format!("{error:#}"))
+}
+
+impl Record {
+    fn parse(bytes: &[u8]) -> Option<Record> {
+        let raw: types::request_record = read_record(bytes)?;
+        let kind = match raw.kind {
+            types::record_kind::RECORD_FIRST_SEND => RecordKind::FirstSend,
+            types::record_kind::RECORD_END => RecordKind::End,
+            types::record_kind::RECORD_MULTIPLEXED => RecordKind::Multiplexed,
+            _ => return None,
+        };
+        Some(Record {
+            connection: raw.connection,
+            start_ns: raw.start_ns,
+            end_ns: raw.end_ns,
+            tgid: raw.tgid,
+            port: raw.port,
+            kind,
+        })
+    }
+}
+
+impl RequestProbes {
+    /// Loads and attaches the program: `Err` is a reason and what the
+    /// kernel said (no CAP_BPF and CAP_PERFMON, no BTF, a tracepoint this
+    /// kernel lacks).
+    pub fn load() -> Result<RequestProbes, (LatencyReason, String)> {
+        // The skeleton borrows its object's storage for as long as it
+        // lives, the agent's lifetime: the storage is leaked, once.
+        let storage: &'static mut MaybeUninit<OpenObject> =
+            Box::leak(Box::new(MaybeUninit::uninit()));
+        let skel = RequestsSkelBuilder::default()
+            .open(storage)
+            .and_then(|open| open.load())
+            .map_err(|e| missing_tracepoint(refused(&e)))?;
+        let progs = &skel.progs;
+        let links = [&progs.on_data_ready, &progs.on_send, &progs.on_state]
+            .into_iter()
+            .map(|program| program.attach())
+            .collect::<Result<Vec<Link>, _>>()
+            .map_err(|e| missing_tracepoint(refused(&e)))?;
+        let maps = &skel.maps;
+        let handle =
+            |map: &libbpf_rs::MapMut<'_>| MapHandle::try_from(map).map_err(|e| refused(&e));
+        let requests = handle(&maps.requests)?;
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let sink = received.clone();
+        let mut builder = libbpf_rs::RingBufferBuilder::new();
+        builder
+            .add(&requests, move |data: &[u8]| {
+                if let Some(record) = Record::parse(data) {
+                    sink.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(record);
+                }
+                0
+            })
+            .map_err(|e| refused(&e))?;
+        Ok(RequestProbes {
+            ring: builder.build().map_err(|e| refused(&e))?,
+            received,
+            listeners: handle(&maps.listeners)?,
+            connections: handle(&maps.connections)?,
+            lost: handle(&maps.lost)?,
+            _links: links,
+            _requests: requests,
+        })
+    }
+
+    /// The records sent since the last call.
+    pub fn drain(&mut self) -> Vec<Record> {
+        // A negative count is an error of the ring buffer's epoll; the
+        // records it holds are read at the next call.
+        let _ = self.ring.poll_raw(Duration::ZERO);
+        std::mem::take(&mut *self.received.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn key(listener: Listener) -> Vec<u8> {
+        let key = types::listener_key {
+            netns: listener.netns,
+            port: u32::from(listener.port),
+        };
+        // SAFETY: a plain C struct of two u32, no padding.
+        unsafe {
+            std::slice::from_raw_parts(
+                (&key as *const types::listener_key).cast::<u8>(),
+                std::mem::size_of::<types::listener_key>(),
+            )
+        }
+        .to_vec()
+    }
+
+    /// Counts `listener`'s connections as `tgid`'s requests.
+    pub fn listen(&self, listener: Listener, tgid: u32) -> Result<(), String> {
+        (self.listeners)
+            .update(&Self::key(listener), &tgid.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    /// Stops counting `listener`'s new connections.
+    pub fn forget(&self, listener: Listener) {
+        let _ = self.listeners.delete(&Self::key(listener));
+    }
+
+    /// The request in flight on `connection` in the kernel: its start and
+    /// its last send, when the connection is still known.
+    pub fn connection(&self, connection: u64) -> Option<(u64, u64)> {
+        let value = (self.connections)
+            .lookup(&connection.to_ne_bytes(), MapFlags::ANY)
+            .ok()??;
+        let state: types::connection_state = read_record(&value)?;
+        Some((state.start_ns, state.last_send_ns))
+    }
+
+    /// Records lost since the program loaded: to a full ring buffer, and to
+    /// a JVM's budget.
+    pub fn lost(&self) -> (u64, u64) {
+        let count = |index: u32| match self.lost.lookup(&index.to_ne_bytes(), MapFlags::ANY) {
+            Ok(Some(value)) => read_record::<u64>(&value).unwrap_or(0),
+            _ => 0,
+        };
+        (count(0), count(1))
+    }
+}
+
+/// A program that loads but whose tracepoint this kernel lacks (before
+/// Linux 6.3 for `sock_send_length`, 6.6 for `sk_data_ready`) fails at
+/// load or attach with ENOENT or ESRCH: said as such.
+fn missing_tracepoint((reason, error): (LatencyReason, String)) -> (LatencyReason, String) {
+    let missing = error.contains("No such file") || error.contains("No such process");
+    match reason {
+        LatencyReason::LoadFailed if missing => (LatencyReason::NoTracepoints, error),
+        reason => (reason, error),
+    }
+}
