@@ -227,6 +227,8 @@ pub enum LatencyReason {
     /// `bpf()` was refused: no CAP_BPF and CAP_PERFMON, a seccomp filter, an LSM.
     PermissionDenied,
     LoadFailed,
+    /// The open-files limit leaves no room for the probes' descriptors.
+    TooFewDescriptors,
     /// This kernel lacks the tracepoints (`sock:sk_data_ready` is Linux 6.6).
     NoTracepoints,
     /// It listens on no TCP port: it serves no requests.
@@ -242,6 +244,7 @@ impl LatencyReason {
             LatencyReason::Disabled => "disabled",
             LatencyReason::PermissionDenied => "permission_denied",
             LatencyReason::LoadFailed => "load_failed",
+            LatencyReason::TooFewDescriptors => "too_few_descriptors",
             LatencyReason::NoTracepoints => "no_tracepoints",
             LatencyReason::NoListener => "no_listener",
             LatencyReason::ProcUnreadable => "proc_unreadable",

@@ -30,6 +30,8 @@ mod skel {
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
 mod record;
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
+pub(crate) use probes::probe_descriptors;
+#[cfg(all(feature = "ebpf", target_os = "linux"))]
 pub(crate) use record::read as read_record;
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
 mod source;

@@ -473,8 +473,9 @@ fn attach(skel: &SafepointsSkel<'_>, library: &Path) -> Result<Vec<Link>, String
 
 /// The descriptors the BPF program, its maps, its links and its ring
 /// buffer hold, counted by kind in `/proc/self/fd` (on kernels without
-/// multi-uprobe links, a probe site is a perf event of its own).
-fn probe_descriptors() -> usize {
+/// multi-uprobe links, a probe site is a perf event of its own); the
+/// request-latency probes' too, when they are loaded.
+pub(crate) fn probe_descriptors() -> usize {
     let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
         return 0;
     };

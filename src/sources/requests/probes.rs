@@ -12,7 +12,7 @@ use libbpf_rs::{ErrorKind, Link, MapCore, MapFlags, MapHandle, OpenObject, RingB
 use super::listeners::Listener;
 use super::pairing::{Record, RecordKind};
 use super::skel::{types, RequestsSkelBuilder};
-use crate::sources::ebpf::read_record;
+use crate::sources::ebpf::{probe_descriptors, read_record};
 use crate::store::LatencyReason;
 
 pub struct RequestProbes {
@@ -90,8 +90,19 @@ impl RequestProbes {
                 0
             })
             .map_err(|e| refused(&e))?;
+        let ring = builder.build().map_err(|e| refused(&e))?;
+        // Every BPF descriptor of the agent, the safepoint probes' too, and
+        // this ring buffer's epoll: out of the share planned for held files.
+        let held = probe_descriptors() + 1;
+        if !crate::follow::room_for_probes(0, held) {
+            return Err((
+                LatencyReason::TooFewDescriptors,
+                format!("the probes need {held} file descriptors with the safepoint probes', beyond those the open-files limit leaves (raise it: LimitNOFILE)"),
+            ));
+        }
+        crate::follow::set_held_by_probes(held);
         Ok(RequestProbes {
-            ring: builder.build().map_err(|e| refused(&e))?,
+            ring,
             received,
             listeners: handle(&maps.listeners)?,
             connections: handle(&maps.connections)?,
