@@ -1,6 +1,7 @@
 //! The kernel request-latency source against the client's own record: real
-//! Java HTTP services (a selector with a worker pool, and a blocking
-//! thread-per-connection server) with full GCs of 100 ms and more, driven
+//! Java HTTP services (a selector with a worker pool, a blocking
+//! thread-per-connection server, and the selector over TLS, which needs no
+//! payload either) with full GCs of 100 ms and more, driven
 //! at a constant rate by `HttpLoad.java`, which records each request's send
 //! and completion. The agent has no access log and the JVMs no flag.
 
@@ -120,6 +121,7 @@ fn java_service(classes: &Path, marker: &str, dir: &Path, args: &[&str]) -> Comm
             "-XX:+UseParallelGC",
             "-Xmx256m",
             "-Dhs.gcEverySec=15",
+            "-Dhs.keystore=keys.p12",
             marker,
         ])
         .arg("-cp")
@@ -127,6 +129,26 @@ fn java_service(classes: &Path, marker: &str, dir: &Path, args: &[&str]) -> Comm
         .arg("HttpService")
         .args(args);
     command
+}
+
+/// SO_LINGER 0: closing `stream` sends a reset.
+fn reset_on_close(stream: &std::net::TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a socket of ours and a linger value of the size given.
+    let set = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(set, 0, "SO_LINGER: {}", std::io::Error::last_os_error());
 }
 
 fn within(measured: f64, truth: f64) -> bool {
@@ -168,7 +190,30 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
         &mut java_service(&classes, &marker, dir, &["sink", "sink.port", "sink.jsonl"]),
     );
     let sink_port = port_in(&dir.join("sink.port"), &mut children).to_string();
-    let shapes = ["selector", "blocking"];
+    // The TLS service's key and certificate, which its client trusts.
+    let keytool = Command::new("keytool")
+        .current_dir(dir)
+        .args([
+            "-genkeypair",
+            "-alias",
+            "service",
+            "-keyalg",
+            "EC",
+            "-keystore",
+            "keys.p12",
+        ])
+        .args([
+            "-storetype",
+            "PKCS12",
+            "-storepass",
+            "changeit",
+            "-dname",
+            "CN=localhost",
+        ])
+        .output()
+        .unwrap();
+    assert!(keytool.status.success(), "keytool: {keytool:?}");
+    let shapes = ["selector", "blocking", "tls"];
     for shape in shapes {
         let (port_file, access) = (format!("{shape}.port"), format!("{shape}.jsonl"));
         let mut args = vec![shape, port_file.as_str(), access.as_str()];
@@ -180,7 +225,7 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
     let ports: Vec<u16> = (shapes.iter())
         .map(|shape| port_in(&dir.join(format!("{shape}.port")), &mut children))
         .collect();
-    let pids: Vec<u32> = ["sink", "selector", "blocking"]
+    let pids: Vec<u32> = ["sink", "selector", "blocking", "tls"]
         .iter()
         .map(|name| children.pid(name))
         .collect();
@@ -200,12 +245,32 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
     for (shape, port) in shapes.iter().zip(&ports) {
         let record = format!("{shape}.record");
         let mut load = Command::new("java");
-        load.current_dir(dir)
-            .arg("-cp")
-            .arg(&classes)
-            .arg("HttpLoad");
+        load.current_dir(dir).arg("-cp").arg(&classes);
+        if *shape == "tls" {
+            load.args(["-Dload.tls=true", "-Djavax.net.ssl.trustStore=keys.p12"])
+                .arg("-Djavax.net.ssl.trustStorePassword=changeit");
+        }
+        load.arg("HttpLoad");
         load.args([&port.to_string(), "250", "25", &seconds, &record]);
         children.spawn_job(&format!("load-{shape}"), &mut load);
+    }
+    // Beside the load, in the whole minute: 1,000 idle keep-alive
+    // connections to the selector service, and requests reset before any
+    // answer, on both services: neither is a request, and neither may
+    // disturb the others.
+    let into_the_minute = whole + 1 - chrono::Utc::now().timestamp();
+    std::thread::sleep(Duration::from_secs(into_the_minute.max(0) as u64));
+    pausewatch::follow::raise_open_files_limit().unwrap();
+    let idle: Vec<std::net::TcpStream> = (0..1000)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", ports[0])).unwrap())
+        .collect();
+    for _ in 0..20 {
+        for port in &ports {
+            let mut reset = std::net::TcpStream::connect(("127.0.0.1", *port)).unwrap();
+            std::io::Write::write_all(&mut reset, b"GET /work?i=reset HTTP/1.1\r\nHo").unwrap();
+            reset_on_close(&reset);
+        }
+        std::thread::sleep(Duration::from_millis(500));
     }
     let deadline = Instant::now() + Duration::from_secs(200);
     children.wait_until(deadline, "the load to end", |children| {
@@ -215,6 +280,7 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
         let status = children.exited(&format!("load-{shape}")).unwrap();
         assert!(status.success(), "load-{shape}: {status}");
     }
+    drop(idle);
     // The minute is attributed 15 s after it ends.
     let mut agent_figures: BTreeMap<u32, (Figures, Value)> = BTreeMap::new();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -279,6 +345,16 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
             access.p999,
             client.p999
         );
+    }
+    // One request at a time on every connection, TLS's included: none is
+    // taken for multiplexed.
+    let metrics = agent.get("/metrics").unwrap();
+    for pid in &pids {
+        let pid = format!("pid=\"{pid}\"");
+        let family = "pausewatch_multiplexed_connections_total";
+        let exported = (metrics.lines()).any(|l| l.starts_with(family) && l.contains(&pid));
+        assert!(exported, "{family} of {pid}");
+        assert_eq!(sum(&metrics, family, &[&pid]), 0.0, "{pid}");
     }
     // Each of the selector's requests made one call to the sink: the sink
     // served them, and the selector counted none of them as its own.

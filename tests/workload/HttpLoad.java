@@ -3,6 +3,8 @@
 // agent measures in the kernel. See tests/latency/README.md, "HTTP workloads".
 //
 // Usage: java -cp DIR HttpLoad <port> <rate-per-second> <connections> <seconds> <record-file>
+// (a rate of 0: closed loop, as fast as the connections allow, for <seconds>;
+// -Dload.tls=true with -Djavax.net.ssl.trustStore=...: over TLS)
 //
 // Opens <connections> keep-alive connections (TCP_NODELAY) to 127.0.0.1:<port> up
 // front, each with its own thread and at most one request outstanding. Request i
@@ -37,8 +39,12 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.SSLSocketFactory;
 
 public final class HttpLoad {
+    /** -Dload.tls=true: TLS, trusting the certificates of -Djavax.net.ssl.trustStore. */
+    static final boolean TLS = Boolean.getBoolean("load.tls");
     static int port;
     static BufferedWriter records;
     static final AtomicLong sent = new AtomicLong();
@@ -57,8 +63,12 @@ public final class HttpLoad {
         int localPort;
 
         void open() throws IOException {
-            s = new Socket(InetAddress.getLoopbackAddress(), port);
+            InetAddress lo = InetAddress.getLoopbackAddress();
+            s = TLS ? SSLSocketFactory.getDefault().createSocket(lo, port) : new Socket(lo, port);
             s.setTcpNoDelay(true);
+            if (s instanceof SSLSocket tls) {
+                tls.startHandshake(); // before the load, as a pool opens its connections
+            }
             s.setSoTimeout(10_000);
             in = new BufferedInputStream(s.getInputStream(), 16384);
             localPort = s.getLocalPort();
@@ -127,10 +137,14 @@ public final class HttpLoad {
         }
         long t0 = System.nanoTime() + 20_000_000L;
 
-        long total = (long) Math.floor(seconds * rate);
+        // A rate of 0: closed loop, each request sent as soon as a connection
+        // is free, until <seconds> have passed (a service's throughput).
+        boolean closed = rate <= 0;
+        long end = t0 + (long) (seconds * 1e9);
+        long total = closed ? Long.MAX_VALUE : (long) Math.floor(seconds * rate);
         long waited = 0;
-        for (long i = 0; i < total; i++) {
-            long due = t0 + (long) Math.floor(i * 1e9 / rate);
+        for (long i = 0; i < total && !(closed && System.nanoTime() >= end); i++) {
+            long due = closed ? t0 : t0 + (long) Math.floor(i * 1e9 / rate);
             long now;
             while ((now = System.nanoTime()) < due) {
                 LockSupport.parkNanos(due - now);

@@ -3,11 +3,14 @@
 // recorded. See tests/latency/README.md, "HTTP workloads".
 //
 // Usage: java -XX:+UseParallelGC -Xmx256m [-Xlog:gc...] -cp DIR HttpService
-//            selector|blocking|sink <port-file> <access-log> [<outgoing-port>]
+//            selector|blocking|tls|sink <port-file> <access-log> [<outgoing-port>]
 //   selector  com.sun.net.httpserver.HttpServer, 4 executor threads; it writes the
 //             head and the body of a response in TWO write(2) calls (TCP_NODELAY)
 //   blocking  ServerSocket, a thread per connection, keep-alive, TCP_NODELAY, each
 //             response in ONE write(2)
+//   tls       the selector shape over TLS (com.sun.net.httpserver.HttpsServer), its
+//             key and certificate from the PKCS12 keystore -Dhs.keystore (password
+//             "changeit")
 //   sink      the blocking code answering 200 "ok" at once, no cache: the target of
 //             another instance's <outgoing-port>
 // Listens on 127.0.0.1:0; once listening (the cache filled) writes "<port>\n" to
@@ -38,10 +41,13 @@
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 import java.io.*;
 import java.net.*;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.*;
+import java.security.KeyStore;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -49,6 +55,8 @@ import java.util.*;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
 
 public final class HttpService {
     /** Keep the JIT from removing the allocations and the CPU loop. */
@@ -87,8 +95,8 @@ public final class HttpService {
     public static void main(String[] args) throws Exception {
         String shape = args.length > 0 ? args[0] : "";
         isSink = shape.equals("sink");
-        if ((args.length != 3 && args.length != 4) || !(isSink || shape.equals("selector") || shape.equals("blocking"))) {
-            System.err.println("usage: HttpService selector|blocking|sink <port-file> <access-log> [<outgoing-port>]");
+        if ((args.length != 3 && args.length != 4) || !(isSink || shape.equals("selector") || shape.equals("blocking") || shape.equals("tls"))) {
+            System.err.println("usage: HttpService selector|blocking|tls|sink <port-file> <access-log> [<outgoing-port>]");
             System.exit(2);
         }
         Path portFile = Paths.get(args[1]);
@@ -108,12 +116,16 @@ public final class HttpService {
         InetAddress lo = InetAddress.getLoopbackAddress();
         ServerSocket listener = null;
         int port;
-        if (shape.equals("selector")) {
+        if (shape.equals("selector") || shape.equals("tls")) {
             // Read once, when the server class loads: without it Nagle holds the body
             // (written after the head) until the client's delayed ACK, ~40 ms.
             System.setProperty("sun.net.httpserver.nodelay", "true");
-            HttpServer server = HttpServer.create(new InetSocketAddress(lo, 0), 256);
-            server.setExecutor(Executors.newFixedThreadPool(Integer.getInteger("hs.threads", 4)));
+            InetSocketAddress address = new InetSocketAddress(lo, 0);
+            HttpServer server = shape.equals("tls") ? tlsServer(address) : HttpServer.create(address, 256);
+            // HttpsServer reads a TLS connection's request on an executor thread,
+            // blocking until it comes: a thread per keep-alive connection.
+            server.setExecutor(shape.equals("tls") ? Executors.newCachedThreadPool()
+                    : Executors.newFixedThreadPool(Integer.getInteger("hs.threads", 4)));
             server.createContext("/", HttpService::handleExchange);
             server.start(); // its dispatcher thread keeps the JVM alive
             port = server.getAddress().getPort();
@@ -342,6 +354,22 @@ public final class HttpService {
     // ------------------------------------------------------------------ access log
 
     /** Monotonic wall clock: nanoTime anchored once (the anchor is good to ~1 us). */
+    /** An HTTPS server whose key and certificate are those of -Dhs.keystore. */
+    static HttpsServer tlsServer(InetSocketAddress address) throws Exception {
+        char[] password = "changeit".toCharArray();
+        KeyStore keys = KeyStore.getInstance("PKCS12");
+        try (InputStream in = Files.newInputStream(Paths.get(System.getProperty("hs.keystore")))) {
+            keys.load(in, password);
+        }
+        KeyManagerFactory managers = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+        managers.init(keys, password);
+        SSLContext tls = SSLContext.getInstance("TLS");
+        tls.init(managers.getKeyManagers(), null, null);
+        HttpsServer server = HttpsServer.create(address, 256);
+        server.setHttpsConfigurator(new HttpsConfigurator(tls));
+        return server;
+    }
+
     static void calibrateWallClock() {
         nanoBase = System.nanoTime();
         Instant w = Instant.now();

@@ -58,6 +58,9 @@ struct tcp_sock {
  * requests a second. A JVM flooded by connections cannot starve the
  * others' records in the shared ring buffer. */
 #define RECORDS_PER_SECOND 20000
+/* A connection is multiplexed from this many sends made while request
+ * bytes waited unread, when they are at least a quarter of its requests. */
+#define MULTIPLEXED_OVERLAPS 4
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -141,6 +144,7 @@ int BPF_PROG(on_data_ready, struct sock *sk)
 		if (state->multiplexed || !state->first_send_ns)
 			return 0; /* more bytes of the request in flight */
 		close_request(connection, state, now);
+		state->requests++;
 		state->start_ns = now;
 		state->first_send_ns = 0;
 		state->last_send_ns = 0;
@@ -158,6 +162,7 @@ int BPF_PROG(on_data_ready, struct sock *sk)
 		return 0;
 	struct connection_state fresh = {
 		.start_ns = now,
+		.requests = 1,
 		.tgid = *tgid,
 		.port = key.port,
 	};
@@ -177,7 +182,8 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 	__u64 now = bpf_ktime_get_ns();
 	struct tcp_sock *tcp = (struct tcp_sock *)sk;
 	if (BPF_CORE_READ(tcp, rcv_nxt) != BPF_CORE_READ(tcp, copied_seq) &&
-	    ++state->overlaps >= 2) {
+	    state->overlaps < 0xffff && ++state->overlaps >= MULTIPLEXED_OVERLAPS &&
+	    state->overlaps * 4 >= state->requests) {
 		state->multiplexed = 1;
 		send(connection, state, now, RECORD_MULTIPLEXED, now);
 		return 0;
