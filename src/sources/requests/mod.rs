@@ -190,13 +190,14 @@ impl RequestSource {
     fn requests(&mut self, store: &Store) -> Vec<Request> {
         let mut done = Vec::new();
         if let Kernel::Probes(probes) = &mut self.kernel {
-            for record in probes.drain() {
-                self.pairing.take(record, &mut done);
-            }
+            // States first, then the records: see `pairing`.
             let now_ns = super::monotonic_now().as_nanos() as u64;
             for connection in self.pairing.expired(now_ns) {
                 let kernel = probes.connection(connection);
                 self.pairing.end(connection, kernel, &mut done);
+            }
+            for record in probes.drain() {
+                self.pairing.take(record, &mut done);
             }
             let lost = probes.lost();
             let newly = lost.0.saturating_sub(self.lost.0) + lost.1.saturating_sub(self.lost.1);

@@ -5,8 +5,10 @@
 //! bytes arrive or the connection closes: one record per request in the
 //! common case. A request whose last send has not been confirmed so is
 //! held; after [`HOLD_NS`] without a next request, its connection's state
-//! in the kernel is read once ([`Pairing::expired`]), which says where the
-//! response ended.
+//! in the kernel is read ([`Pairing::expired`]), which says where the
+//! response ended. The caller reads those states before it drains the
+//! ring buffer: a record sent before a state changed is then read before
+//! the state is looked at again, so that no request is ended twice.
 
 use std::collections::HashMap;
 
@@ -51,6 +53,9 @@ struct Open {
     request: Request,
     /// When it was first sent, on the agent's monotonic clock.
     first_send_ns: u64,
+    /// Its connection's state in the kernel was another request's (or
+    /// gone) once: the records since then have been read.
+    looked: bool,
 }
 
 /// Requests being paired, and what was left out.
@@ -75,6 +80,7 @@ impl Pairing {
                 let open = Open {
                     request,
                     first_send_ns: record.end_ns,
+                    looked: false,
                 };
                 // The previous request of this connection had one send, or
                 // its end record came first: either way it is whole.
@@ -84,14 +90,29 @@ impl Pairing {
                     }
                 }
             }
-            RecordKind::End => match self.open.remove(&record.connection) {
-                Some(open) if open.request.start_ns == record.start_ns => done.push(request),
-                Some(other) => {
-                    done.push(other.request);
-                    done.push(request);
+            RecordKind::End => {
+                let held = self
+                    .open
+                    .get(&record.connection)
+                    .map(|o| o.request.start_ns);
+                match held {
+                    Some(start_ns) if start_ns == record.start_ns => {
+                        self.open.remove(&record.connection);
+                        done.push(request);
+                    }
+                    // This request's first send was lost: the one held
+                    // before it is whole.
+                    Some(start_ns) if start_ns < record.start_ns => {
+                        let previous = self.open.remove(&record.connection);
+                        done.extend(previous.map(|open| open.request));
+                        done.push(request);
+                    }
+                    // The end of a request already ended from its state
+                    // (its response went on after a silence of HOLD_NS),
+                    // or of one whose first send was lost: never twice.
+                    _ => {}
                 }
-                None => done.push(request),
-            },
+            }
             RecordKind::Multiplexed => {
                 self.open.remove(&record.connection);
                 *self
@@ -113,21 +134,27 @@ impl Pairing {
             .collect()
     }
 
-    /// Ends the request held for `connection`: at `last_send_ns`, the
-    /// kernel's last send of the request begun at `start_ns`, when the
-    /// connection's state is still that request's; else (a next request
-    /// began, the connection closed) at its first send, since a longer
-    /// response would have sent its end record.
+    /// Ends the request held for `connection` from its connection's state
+    /// in the kernel: at `last_send_ns` when the state is still that of the
+    /// request begun at `start_ns`. Else (a next request began, the
+    /// connection closed) the record that says so was sent before: the
+    /// first time, the request waits for the ring buffer to be read; the
+    /// second, it ends at its first send, as a one-send response does.
     pub fn end(&mut self, connection: u64, kernel: Option<(u64, u64)>, done: &mut Vec<Request>) {
-        let Some(mut open) = self.open.remove(&connection) else {
+        let Some(open) = self.open.get_mut(&connection) else {
             return;
         };
-        if let Some((start_ns, last_send_ns)) = kernel {
-            if start_ns == open.request.start_ns {
+        match kernel {
+            Some((start_ns, last_send_ns)) if start_ns == open.request.start_ns => {
                 open.request.end_ns = open.request.end_ns.max(last_send_ns);
             }
+            _ if !open.looked => {
+                open.looked = true;
+                return;
+            }
+            _ => {}
         }
-        done.push(open.request);
+        done.extend(self.open.remove(&connection).map(|open| open.request));
     }
 }
 
@@ -180,10 +207,38 @@ mod tests {
         assert_eq!(pairing.expired(130 + HOLD_NS), [2]);
         // Still that request's state: its last send is its end.
         pairing.end(2, Some((120, 190)), &mut done);
-        // A state of another request (or none): the first send stands.
+        assert_eq!(done, [request(120, 190)]);
+        // A state of another request (or none): the records sent before it
+        // are read first; then the first send stands.
         pairing.end(1, Some((999, 1_000)), &mut done);
+        assert_eq!(done, [request(120, 190)]);
+        pairing.end(1, None, &mut done);
         assert_eq!(done, [request(120, 190), request(100, 150)]);
         assert_eq!(pairing.open.len(), 0);
+    }
+
+    /// A request ended from its state, whose response then goes on: its
+    /// end record is not a second request. An end record whose first send
+    /// was lost ends the request held before it.
+    #[test]
+    fn no_request_is_ended_twice() {
+        let mut pairing = Pairing::default();
+        let mut done = Vec::new();
+        pairing.take(record(RecordKind::FirstSend, 1, 100, 150), &mut done);
+        pairing.end(1, Some((100, 160)), &mut done);
+        pairing.take(record(RecordKind::End, 1, 100, 170), &mut done);
+        assert_eq!(done, [request(100, 160)]);
+        // The state of the next request was read before its records were:
+        // the end record that came first settles it.
+        pairing.take(record(RecordKind::FirstSend, 1, 300, 310), &mut done);
+        pairing.end(1, Some((400, 0)), &mut done);
+        pairing.take(record(RecordKind::End, 1, 300, 350), &mut done);
+        pairing.take(record(RecordKind::FirstSend, 1, 400, 420), &mut done);
+        assert_eq!(done, [request(100, 160), request(300, 350)]);
+        // A lost first send: its end record closes the request before it.
+        pairing.take(record(RecordKind::End, 1, 500, 560), &mut done);
+        assert_eq!(done[2..], [request(400, 420), request(500, 560)]);
+        assert!(pairing.open.is_empty());
     }
 
     #[test]
