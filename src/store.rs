@@ -106,6 +106,10 @@ pub struct Discovered {
     /// or why not; `None` until the request source has looked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<Result<(), LatencyReason>>,
+    /// The TCP ports it listens on, as last read (an `[[access_log]]` may
+    /// name the JVM by one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<u16>,
 }
 
 impl Discovered {
@@ -121,6 +125,27 @@ impl Discovered {
 }
 
 impl StreamState {
+    /// Where the service's own figures (its access log, its histogram) go:
+    /// beside the kernel's when the kernel measures the JVM's requests, else
+    /// they are the stream's latency.
+    pub fn service_latency(&mut self) -> &mut LatencyState {
+        let latency = self.latency.get_or_insert_with(LatencyState::default);
+        match *self.latency_source.get_or_insert(LatencySource::AccessLog) {
+            LatencySource::Kernel => latency.server_view(),
+            LatencySource::AccessLog => latency,
+        }
+    }
+
+    /// The stream the kernel's requests go to: an access log's figures
+    /// there so far become the server's view beside them.
+    pub fn kernel_latency(&mut self) -> &mut LatencyState {
+        let latency = self.latency.get_or_insert_with(LatencyState::default);
+        if self.latency_source.replace(LatencySource::Kernel) == Some(LatencySource::AccessLog) {
+            latency.make_server_view();
+        }
+        latency
+    }
+
     /// Whether anything measures the stream's pauses: a log always does.
     pub fn pauses_measured(&self) -> bool {
         (self.discovered.as_ref()).is_none_or(|jvm| jvm.pauses_measured_by().is_some())

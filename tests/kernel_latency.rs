@@ -3,7 +3,8 @@
 //! thread-per-connection server, and the selector over TLS, which needs no
 //! payload either) with full GCs of 100 ms and more, driven
 //! at a constant rate by `HttpLoad.java`, which records each request's send
-//! and completion. The agent has no access log and the JVMs no flag.
+//! and completion. The JVMs have no flag; the selector service's access
+//! log is read beside the kernel's figures, named by a discovery label.
 
 mod common;
 
@@ -69,9 +70,23 @@ fn access_log_durations(log: &Path, start: i64) -> Vec<f64> {
         .collect()
 }
 
+/// The access log's durations of the requests that completed in minute
+/// `start`, as the agent files an access log's requests.
+fn access_log_completed(log: &Path, start: i64) -> Vec<f64> {
+    let text = std::fs::read_to_string(log).unwrap();
+    let durations = (text.lines()).filter_map(|line| {
+        let request = serde_json::from_str::<Value>(line).ok()?;
+        let begun = chrono::DateTime::parse_from_rfc3339(request["start"].as_str()?).ok()?;
+        let seconds = request["duration_ms"].as_f64()? / 1e3;
+        let done = begun.timestamp_micros() + (seconds * 1e6) as i64;
+        (done.div_euclid(60_000_000) * 60 == start).then_some(seconds)
+    });
+    durations.collect()
+}
+
 /// The agent's latency of minute `start` for the JVM `pid`, once
 /// attributed, and its attribution.
-fn agent_minute(agent: &Agent, pid: u32, start: i64) -> Option<(Figures, Value)> {
+fn agent_minute(agent: &Agent, pid: u32, start: i64) -> Option<(Figures, Value, Value)> {
     let body = agent.get("/api/v1/minutes")?;
     let json: Value = serde_json::from_str(&body).ok()?;
     let jvm = (json["jvms"].as_array()?.iter())
@@ -97,7 +112,7 @@ fn agent_minute(agent: &Agent, pid: u32, start: i64) -> Option<(Figures, Value)>
         (port.count, port.p999, port.max),
         (figures.count, figures.p999, figures.max)
     );
-    Some((figures, minute["attribution"].clone()))
+    Some((figures, minute["attribution"].clone(), minute.clone()))
 }
 
 /// Waits for `file` (a port the service writes once it listens).
@@ -165,13 +180,19 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
     };
     let dir = dir.path();
     let port = free_port();
+    // The selector service's own access log, read beside the kernel's
+    // figures: named by the label its rule gives.
+    let access_log = format!(
+        "[[access_log]]\npath = {}\nformat = \"json\"\ntime_field = \"start\"\nduration_field = \"duration_ms\"\nduration_unit = \"ms\"\nstart_at = \"beginning\"\njvm = {{ labels = {{ service = \"selector\" }} }}\n",
+        toml_string(&dir.join("selector.jsonl"))
+    );
     let agent = Agent::start(
         dir,
         port,
         &format!(
-            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n[discovery]\ninclude = [{}]\ninterval = \"1s\"\n[correlation]\nslo = \"50ms\"\n",
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n[discovery]\ninclude = [{}]\ninterval = \"1s\"\n[[discovery.rule]]\nmatch = \"HttpService selector\"\nlabels = {{ service = \"selector\" }}\n[correlation]\nslo = \"50ms\"\n{access_log}",
             toml_string(&dir.join("checkpoints")),
-            discovery_include(&marker)
+            discovery_include(&marker),
         ),
     );
     let mut children = Children::new(dir);
@@ -282,7 +303,7 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
     }
     drop(idle);
     // The minute is attributed 15 s after it ends.
-    let mut agent_figures: BTreeMap<u32, (Figures, Value)> = BTreeMap::new();
+    let mut agent_figures: BTreeMap<u32, (Figures, Value, Value)> = BTreeMap::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     children.wait_until(deadline, "the agent's whole minute", |_| {
         agent_figures = (pids.iter())
@@ -293,7 +314,7 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
     for (shape, pid) in shapes.iter().zip(&pids[1..]) {
         let client = client_minutes(&dir.join(format!("{shape}.record")));
         let client = figures_of(&client, whole);
-        let (kernel, attribution) = agent_figures[pid].clone();
+        let (kernel, attribution, minute) = agent_figures[pid].clone();
         let access = figures(access_log_durations(
             &dir.join(format!("{shape}.jsonl")),
             whole,
@@ -337,6 +358,28 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
             slow > 0 && queued as f64 >= 0.9 * slow as f64,
             "{shape}: {attribution}"
         );
+        // The access log read beside the kernel: the selector's only.
+        let beside = minute.get("access_log_latency");
+        assert_eq!(beside.is_some(), *shape == "selector", "{shape}: {minute}");
+        if let Some(beside) = beside {
+            let log = figures(access_log_completed(
+                &dir.join(format!("{shape}.jsonl")),
+                whole,
+            ));
+            let (count, p999) = (
+                beside["count"].as_u64().unwrap(),
+                beside["p999_seconds"].as_f64().unwrap(),
+            );
+            eprintln!("{shape}: access log beside the kernel: {count} requests, p99.9 {p999}; the log's own {log:?}");
+            assert_eq!(count, log.count, "{shape}: {beside}");
+            assert!(within(p999, log.p999), "{shape}: {beside} against {log:?}");
+            // What the server never saw: the time requests waited in the
+            // kernel before it read them.
+            assert!(
+                kernel.p999 - p999 > 0.1 * kernel.p999,
+                "{shape}: {p999} beside {kernel:?}"
+            );
+        }
         // The witness: the server's own view misses the time requests
         // waited in the kernel behind each stop.
         assert!(
@@ -349,6 +392,17 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
     // One request at a time on every connection, TLS's included: none is
     // taken for multiplexed.
     let metrics = agent.get("/metrics").unwrap();
+    // The unseen wait is a gauge of the JVM both measure, and of no other.
+    let unseen = "pausewatch_request_wait_unseen_by_server_p999_seconds{";
+    let with_gauge: Vec<&str> = (metrics.lines())
+        .filter(|l| l.starts_with(unseen))
+        .collect();
+    assert!(
+        with_gauge
+            .iter()
+            .all(|l| l.contains(&format!("pid=\"{}\"", pids[1]))),
+        "{with_gauge:?}"
+    );
     for pid in &pids {
         let pid = format!("pid=\"{pid}\"");
         let family = "pausewatch_multiplexed_connections_total";

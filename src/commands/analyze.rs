@@ -739,6 +739,7 @@ impl Fold {
                     latency: None,
                     attribution: None,
                     ports: Default::default(),
+                    access_log_latency: None,
                 })
                 .collect(),
             access_logs: Vec::new(),

@@ -25,7 +25,7 @@ use crate::model::correlate::AttributionOptions;
 use crate::commands::replay::{replay_lines, retimed, ReplayOptions};
 use crate::config::access_format::{build_format, AccessFields};
 use crate::config::{
-    AccessLogSource, Config, CorrelationConfig, GcLogSource, DEFAULT_FORGET_AFTER,
+    AccessLogSource, AccessTarget, Config, CorrelationConfig, GcLogSource, DEFAULT_FORGET_AFTER,
     DEFAULT_MAX_LINE_BYTES,
 };
 use crate::follow::StartAt;
@@ -247,7 +247,7 @@ pub fn demo_config(base: Config, discover: bool) -> Result<(Config, DemoDir)> {
     config.access_log.push(AccessLogSource {
         path: access_log.display().to_string(),
         format,
-        gc_log: gc_log.display().to_string(),
+        target: AccessTarget::GcLog(gc_log.display().to_string()),
         start_at: StartAt::Beginning,
         offset_seconds: 0.0,
         max_line_bytes: DEFAULT_MAX_LINE_BYTES,

@@ -1,5 +1,7 @@
 //! `[[access_log]]`: request logs lined up with a GC stream.
 
+use std::collections::BTreeMap;
+
 use pausewatch_parsers::AccessFormat;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -8,7 +10,7 @@ use super::access_format::{build_format, AccessFields};
 use super::gc_log::GcLogSource;
 use super::spans::{key, ConfigError, Ctx, Seg};
 use super::values::{
-    DurationUnitName, LineCap, NonEmpty, Offset, Text, TimeFormatName, TimestampName,
+    DurationUnitName, LineCap, NonEmpty, Offset, Port, Text, TimeFormatName, TimestampName,
 };
 use super::{StartAt, DEFAULT_MAX_LINE_BYTES};
 
@@ -18,9 +20,9 @@ pub struct AccessLogSource {
     /// A path or a glob, followed like a GC log (rotation, checkpoints).
     pub path: String,
     pub format: AccessFormat,
-    /// The live path of the GC log whose JVM serves these requests: named,
-    /// or the only `[[gc_log]]` when that is a plain path.
-    pub gc_log: String,
+    /// The JVM that serves these requests.
+    #[serde(flatten)]
+    pub target: AccessTarget,
     pub start_at: StartAt,
     /// Seconds added to every request time, for clock skew between the logs.
     pub offset_seconds: f64,
@@ -29,12 +31,52 @@ pub struct AccessLogSource {
     pub follow_symlinks_outside: bool,
 }
 
+/// Which JVM serves an access log's requests.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessTarget {
+    /// The live path of the GC log whose JVM it is: named, or the only
+    /// `[[gc_log]]` when that is a plain path.
+    GcLog(String),
+    /// A JVM discovery finds, which may write no GC log at all.
+    Jvm(JvmSelector),
+}
+
+/// A discovered JVM, by what it has: every given part must match.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct JvmSelector {
+    /// A TCP port it listens on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// Labels it carries: a `[[discovery.rule]]`'s (`service`), or
+    /// discovery's own (`jvm`, `program`, `container`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+impl JvmSelector {
+    /// Whether a JVM with these labels and listening ports is the one.
+    pub fn selects(&self, labels: &BTreeMap<String, String>, ports: &[u16]) -> bool {
+        self.port.is_none_or(|port| ports.contains(&port))
+            && (self.labels.iter()).all(|(name, value)| labels.get(name) == Some(value))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a table of `port` and `labels`")]
+pub(super) struct RawJvmSelector {
+    port: Option<Port>,
+    #[serde(default)]
+    labels: BTreeMap<String, Text>,
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, expecting = "an [[access_log]] table")]
 pub(super) struct RawAccessLog {
     path: Option<NonEmpty>,
     format: Option<Spanned<Text>>,
     gc_log: Option<Spanned<Text>>,
+    jvm: Option<Spanned<RawJvmSelector>>,
     start_at: Option<StartAt>,
     offset: Option<Offset>,
     max_line_bytes: Option<LineCap>,
@@ -50,12 +92,13 @@ pub(super) struct RawAccessLog {
 
 impl Ctx<'_> {
     /// The source, once its format is built from its keys (an error lands on
-    /// `format` or `log_format`) and its `gc_log` link found.
+    /// `format` or `log_format`) and its JVM named (`gc_log` or `jvm`).
     pub(super) fn access_source(
         &self,
         i: usize,
         raw: Spanned<RawAccessLog>,
         gc_logs: &[GcLogSource],
+        discovery: bool,
     ) -> Result<AccessLogSource, ConfigError> {
         let at = |k: &str| vec![key("access_log"), Seg::Index(i), key(k)];
         let span = raw.span();
@@ -82,10 +125,35 @@ impl Ctx<'_> {
             let span = value.as_ref().map_or(span.clone(), Spanned::span);
             self.err(span, &at(e.key), e.message)
         })?;
+        let target = match r.jvm {
+            None => AccessTarget::GcLog(self.gc_link(span, r.gc_log, &at("gc_log"), gc_logs)?),
+            Some(jvm) => {
+                let (jvm_span, jvm) = (jvm.span(), jvm.into_inner());
+                let selector = JvmSelector {
+                    port: jvm.port.map(|port| port.0),
+                    labels: (jvm.labels.into_iter())
+                        .map(|(name, value)| (name, value.0))
+                        .collect(),
+                };
+                let problem = if r.gc_log.is_some() {
+                    Some("name the JVM by `gc_log` or by `jvm`, not both")
+                } else if selector == JvmSelector::default() {
+                    Some("`jvm` needs a `port` the JVM listens on or `labels` it has, e.g. jvm = { labels = { service = \"pricing\" } }")
+                } else if !discovery {
+                    Some("`jvm` names a JVM that discovery finds, and [discovery] enabled = false")
+                } else {
+                    None
+                };
+                if let Some(problem) = problem {
+                    return Err(self.err(jvm_span, &at("jvm"), problem.to_string()));
+                }
+                AccessTarget::Jvm(selector)
+            }
+        };
         Ok(AccessLogSource {
             path: path.0,
             format,
-            gc_log: self.gc_link(span, r.gc_log, &at("gc_log"), gc_logs)?,
+            target,
             start_at: r.start_at.unwrap_or_default(),
             offset_seconds: r.offset.map_or(0.0, |v| v.0),
             max_line_bytes: r.max_line_bytes.map_or(DEFAULT_MAX_LINE_BYTES, |v| v.0),
@@ -101,6 +169,7 @@ mod tests {
     use pausewatch_parsers::AccessFormat;
 
     use super::super::tests::{parse_err, parse_ok};
+    use super::{AccessTarget, JvmSelector};
 
     #[test]
     fn access_logs_histograms_and_correlation() {
@@ -126,7 +195,10 @@ mod tests {
         ]);
         assert_eq!(config.access_log[0].format, AccessFormat::Nginx);
         assert_eq!(config.access_log[0].offset_seconds, -0.020);
-        assert_eq!(config.access_log[0].gc_log, "/var/log/pricing/gc.log");
+        assert_eq!(
+            config.access_log[0].target,
+            AccessTarget::GcLog("/var/log/pricing/gc.log".into())
+        );
         assert!(matches!(
             config.access_log[1].format,
             AccessFormat::Json { .. }
@@ -227,5 +299,85 @@ mod tests {
             5,
             "access_log[0].format",
         );
+    }
+
+    #[test]
+    fn an_access_log_names_a_discovered_jvm_by_port_or_labels() {
+        let config = parse_ok(&[
+            "[[discovery.rule]]",
+            "match = \"pricing\\\\.jar\"",
+            "labels = { service = \"pricing\" }",
+            "[[access_log]]",
+            "path = \"/var/log/pricing/access.log\"",
+            "format = \"nginx\"",
+            "jvm = { labels = { service = \"pricing\" } }",
+            "[[access_log]]",
+            "path = \"/var/log/admin/access.log\"",
+            "format = \"nginx\"",
+            "jvm = { port = 8081 }",
+        ]);
+        let AccessTarget::Jvm(by_labels) = &config.access_log[0].target else {
+            panic!("{:?}", config.access_log[0].target);
+        };
+        let pricing = [("service".to_string(), "pricing".to_string())].into();
+        assert!(by_labels.selects(&pricing, &[]));
+        assert!(!by_labels.selects(&Default::default(), &[8080]));
+        let AccessTarget::Jvm(by_port) = &config.access_log[1].target else {
+            panic!("{:?}", config.access_log[1].target);
+        };
+        assert_eq!(
+            by_port,
+            &JvmSelector {
+                port: Some(8081),
+                labels: Default::default()
+            }
+        );
+        assert!(by_port.selects(&pricing, &[8080, 8081]));
+        assert!(!by_port.selects(&pricing, &[8080]));
+        // Printed back as written.
+        let printed = toml::to_string(&config).unwrap();
+        assert!(printed.contains("[access_log.jvm.labels]"), "{printed}");
+    }
+
+    #[test]
+    fn a_jvm_target_is_checked() {
+        let access = [
+            "[[access_log]]",
+            "path = \"/a/x.log\"",
+            "format = \"nginx\"",
+        ];
+        for (jvm, key, message) in [
+            ("jvm = {}", "access_log[0].jvm", "needs a `port`"),
+            (
+                "jvm = { port = 70000 }",
+                "access_log[0].jvm.port",
+                "out of range",
+            ),
+            (
+                "jvm = { pid = 1 }",
+                "access_log[0].jvm.pid",
+                "unknown field",
+            ),
+        ] {
+            let lines = [&access[..], &[jvm]].concat();
+            let e = parse_err(&lines, 4, key);
+            assert!(e.message.contains(message), "{jvm}: {e}");
+        }
+        let lines = [&["[[gc_log]]", "path = \"/a/gc.log\""], &access[..]].concat();
+        let both = [
+            &lines[..],
+            &["gc_log = \"/a/gc.log\"", "jvm = { port = 80 }"],
+        ]
+        .concat();
+        let e = parse_err(&both, 7, "access_log[0].jvm");
+        assert!(e.message.contains("not both"), "{e}");
+        let off = [
+            &["[discovery]", "enabled = false"],
+            &access[..],
+            &["jvm = { port = 80 }"],
+        ]
+        .concat();
+        let e = parse_err(&off, 6, "access_log[0].jvm");
+        assert!(e.message.contains("enabled = false"), "{e}");
     }
 }

@@ -116,6 +116,11 @@ impl Ctx<'_> {
         let Some(v) = value else {
             return match gc_logs {
                 [only] if !has_glob_chars(&only.path) => Ok(only.path.clone()),
+                [] => Err(self.err(
+                    table,
+                    path,
+                    "missing `gc_log`: no [[gc_log]] is configured; name the live GC log of this service's JVM, or (an [[access_log]]) the discovered JVM: jvm = { port = 8080 } or jvm = { labels = { service = \"...\" } }".to_string(),
+                )),
                 [only] => Err(self.err(
                     table,
                     path,
@@ -423,7 +428,10 @@ mod tests {
             "url = 'http://127.0.0.1:8080/metrics'",
         ]);
         let expected = "/var/log/pricing/gc.log";
-        assert_eq!(c.access_log[0].gc_log, expected);
+        assert_eq!(
+            c.access_log[0].target,
+            super::super::AccessTarget::GcLog(expected.into())
+        );
         assert_eq!(c.latency_histogram[0].gc_log, expected);
     }
 
@@ -442,7 +450,10 @@ mod tests {
             "url = 'http://127.0.0.1:8080/metrics'",
             "gc_log = '/opt/batch/gc.log'",
         ]);
-        assert_eq!(c.access_log[0].gc_log, "/var/log/pricing/gc.log");
+        assert_eq!(
+            c.access_log[0].target,
+            super::super::AccessTarget::GcLog("/var/log/pricing/gc.log".into())
+        );
         assert_eq!(c.latency_histogram[0].gc_log, "/opt/batch/gc.log");
     }
 

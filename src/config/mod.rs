@@ -36,7 +36,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize, Serializer};
 use toml::Spanned;
 
-pub use access_log::AccessLogSource;
+pub use access_log::{AccessLogSource, AccessTarget, JvmSelector};
 pub use alerts::AlertSinks;
 pub use correlation::CorrelationConfig;
 pub use discovery::{
@@ -313,8 +313,12 @@ impl Ctx<'_> {
         for source in &mut config.gc_log {
             source.max_label_values = config.max_label_values;
         }
+        if let Some(raw_discovery) = raw.discovery {
+            config.discovery = self.discovery(raw_discovery)?;
+        }
         for (i, raw_access) in raw.access_log.into_iter().enumerate() {
-            let access = self.access_source(i, raw_access, &config.gc_log)?;
+            let discovery = config.discovery.enabled;
+            let access = self.access_source(i, raw_access, &config.gc_log, discovery)?;
             config.access_log.push(access);
         }
         for (i, raw_histogram) in raw.latency_histogram.into_iter().enumerate() {
@@ -323,9 +327,6 @@ impl Ctx<'_> {
         }
         if let Some(raw_correlation) = raw.correlation {
             config.correlation = raw_correlation.into();
-        }
-        if let Some(raw_discovery) = raw.discovery {
-            config.discovery = self.discovery(raw_discovery)?;
         }
         if let Some(raw_runtime_stats) = raw.runtime_stats {
             config.runtime_stats = raw_runtime_stats.into();

@@ -102,6 +102,7 @@ pub const KEYS: &[Key] = &[
     note("access_log", "format", "required unless log_format is given", "nginx, apache, tomcat, tomcat9, tomcat-begin-msec, tomcat9-begin-msec, envoy, envoy-json, json or regex."),
     note("access_log", "log_format", "none", "Any other nginx or Apache layout: the server's own format string."),
     note("access_log", "gc_log", "the only [[gc_log]] path", "Live path of the GC log of the JVM serving these requests; required with several GC sources or a glob."),
+    note("access_log", "jvm", "none", "Instead of gc_log: the discovered JVM serving these requests, by a port it listens on and labels it has, e.g. { port = 8080 } or { labels = { service = \"pricing\" } }; the newest match. Beside the kernel's request latency it is kept as the server's view."),
     key("access_log", "start_at", "\"end\"", "As for [[gc_log]]."),
     key("access_log", "offset", "\"0ms\"", "Added to request times for clock skew; may be negative."),
     key("access_log", "max_line_bytes", "65536", "As for [[gc_log]]."),

@@ -249,6 +249,8 @@ checked! {
     Share(f64) = |v| share(v, "a number between 0 and 1");
     Url(String) = outgoing_url;
     Timestamp(DateTime<Utc>) = timestamp;
+    /// A TCP port.
+    Port(u16) = |v| integer_in(v, 1..=65535, "").map(|port| port as u16);
     /// `max_line_bytes` of a GC or access log source.
     LineCap(usize) = |v| integer_in(v, MIN_MAX_LINE_BYTES..=MAX_MAX_LINE_BYTES, " (16 MiB)");
     /// An IP and port, the address the agent listens on.

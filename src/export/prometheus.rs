@@ -495,6 +495,10 @@ pub(crate) mod tests {
             ("pausewatch_request_latency_p99_seconds", "gauge"),
             ("pausewatch_request_latency_p999_seconds", "gauge"),
             (
+                "pausewatch_request_wait_unseen_by_server_p999_seconds",
+                "gauge",
+            ),
+            (
                 "pausewatch_request_latency_p999_without_stop_affected_seconds",
                 "gauge",
             ),

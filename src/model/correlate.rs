@@ -448,6 +448,10 @@ pub struct CombinedMinute {
     /// `latency` by listening port (see [`LatencyMinute::ports`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ports: BTreeMap<u16, LatencySummary>,
+    /// The access log's view of the same requests, where the kernel's is
+    /// `latency` (see [`crate::model::latency::LatencyState::server`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub access_log_latency: Option<LatencySummary>,
 }
 
 /// Joins GC minutes and latency minutes by start. Minutes only one side has
@@ -468,6 +472,7 @@ pub fn combine<'a>(
                     latency: None,
                     attribution: None,
                     ports: BTreeMap::new(),
+                    access_log_latency: None,
                 },
             )
         })
@@ -481,6 +486,7 @@ pub fn combine<'a>(
             latency: None,
             attribution: None,
             ports: BTreeMap::new(),
+            access_log_latency: None,
         });
         entry.latency = Some(latency_minute.latency);
         entry.attribution = latency_minute.attribution;

@@ -131,15 +131,44 @@ pub struct LatencyState {
     minute_changes: Changes,
     #[serde(skip)]
     arrived_stops: Arrivals<Stop>,
+    /// The service's own view (its access log) of the requests the kernel
+    /// measures here, kept beside them: the difference is the time requests
+    /// waited before the server read them. Not in a checkpoint: after a
+    /// restart it starts again from the access log's next lines.
+    #[serde(skip)]
+    pub server: Option<Box<LatencyState>>,
 }
 
 impl LatencyState {
     /// Records a GC pause or safepoint as a stop.
     pub fn add_event(&mut self, event: &GcEvent) {
+        if let Some(server) = &mut self.server {
+            server.add_event(event);
+        }
         if let Some(stop) = stop_of(event) {
             self.arrived_stops.push(stop.clone());
             self.stops.add(stop);
         }
+    }
+
+    /// The access log's view beside the kernel's, begun with the stops
+    /// known so far so that its requests are attributed alike.
+    pub fn server_view(&mut self) -> &mut LatencyState {
+        let stops = &self.stops;
+        self.server.get_or_insert_with(|| {
+            Box::new(LatencyState {
+                stops: stops.clone(),
+                ..LatencyState::default()
+            })
+        })
+    }
+
+    /// Makes what was measured so far (an access log's requests) the
+    /// server's view, for the kernel's requests to take its place.
+    pub fn make_server_view(&mut self) {
+        let server = std::mem::take(self);
+        self.stops = server.stops.clone();
+        self.server = Some(Box::new(server));
     }
 
     pub fn add_request(&mut self, request: RequestTiming) {
@@ -188,6 +217,9 @@ impl LatencyState {
         settings: &CorrelationSettings,
         pauses: &MinuteWindows,
     ) {
+        if let Some(server) = &mut self.server {
+            server.finalize(now, settings, pauses);
+        }
         let cutoff = now.timestamp() - settings.finalize_after_seconds - 60;
         self.closed_through = Some(cutoff.div_euclid(60) * 60);
         let ready: Vec<i64> = self
@@ -259,6 +291,9 @@ impl LatencyState {
     }
 
     pub fn prune_before(&mut self, oldest_kept: DateTime<Utc>) {
+        if let Some(server) = &mut self.server {
+            server.prune_before(oldest_kept);
+        }
         self.minutes = self.minutes.split_off(&oldest_kept.timestamp());
         self.minute_changes.prune_before(oldest_kept.timestamp());
     }

@@ -482,10 +482,18 @@ fn window_minutes(
     };
     let clip = request.clip(listed);
     let gc = stream.jvm.minutes.filled(clip.clone(), u64::MAX).minutes;
-    match latency {
-        Some(latency) => combine(gc, latency.range(clip), true),
-        None => combine(gc, [], false),
+    let Some(latency) = latency else {
+        return combine(gc, [], false);
+    };
+    let mut minutes = combine(gc, latency.range(clip), true);
+    let server = (stream.latency.as_ref()).and_then(|latency| latency.server.as_deref());
+    if let Some(server) = server {
+        for minute in &mut minutes {
+            let at = minute.gc.start.timestamp();
+            minute.access_log_latency = server.minutes.get(&at).map(|m| m.latency);
+        }
     }
+    minutes
 }
 
 /// Pending and firing alerts of the agent's own rules, and those resolved at

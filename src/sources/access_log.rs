@@ -11,10 +11,9 @@ use pausewatch_parsers::{AccessFormat, AccessLogParser, AccessStats, Request};
 use serde::{Deserialize, Serialize};
 
 use super::{read_batched, report_note, NewStream, Source, SourceCheckpoint, SourceKey};
-use crate::config;
+use crate::config::{self, AccessTarget};
 use crate::follow::{Follower, Position};
 use crate::model::correlate::RequestTiming;
-use crate::model::latency::LatencyState;
 use crate::store::{AccessStreamState, AgentState, Store, StreamId};
 
 /// Requests held for a GC stream that does not exist yet: the service's
@@ -47,8 +46,8 @@ pub struct AccessLogSource {
     id: StreamId,
     follower: Follower,
     parser: AccessLogParser,
-    /// The live path of the GC log whose JVM serves these requests.
-    link: String,
+    /// The JVM that serves these requests.
+    target: AccessTarget,
     offset: chrono::Duration,
     held: VecDeque<HeldRequest>,
 }
@@ -94,21 +93,37 @@ impl AccessLogSource {
             id: new.id,
             follower: new.follower(position),
             parser,
-            link: source.gc_log.clone(),
+            target: source.target.clone(),
             offset: pausewatch_parsers::seconds_to_duration(source.offset_seconds),
             held,
         })
     }
 }
 
-/// Hands `held`, then `requests`, to the GC stream whose live path is
-/// `link`, under one lock; while that stream does not exist, holds them
-/// (bounded) and counts those given up on unattributed. `true` when held
-/// requests were handed over or given up on.
+/// The stream of the JVM an access log names: its GC log's, or the
+/// newest discovered JVM that matches (after a restart, the new JVM).
+fn target_stream(state: &AgentState, target: &AccessTarget) -> Option<StreamId> {
+    match target {
+        AccessTarget::GcLog(link) => state.stream_by_log(link),
+        AccessTarget::Jvm(selector) => (state.streams.iter().rev())
+            .filter(|(_, stream)| !stream.exited)
+            .find(|(_, stream)| {
+                (stream.discovered.as_ref())
+                    .is_some_and(|jvm| selector.selects(&stream.labels, &jvm.ports))
+            })
+            .map(|(id, _)| *id),
+    }
+}
+
+/// Hands `held`, then `requests`, to the stream of the JVM `target` names
+/// (beside the kernel's figures when the kernel measures it), under one
+/// lock; while that stream does not exist, holds them (bounded) and counts
+/// those given up on unattributed. `true` when held requests were handed
+/// over or given up on.
 fn hand_over(
     store: &Store,
     id: StreamId,
-    link: &str,
+    target: &AccessTarget,
     offset: chrono::Duration,
     held: &mut VecDeque<HeldRequest>,
     requests: &mut Vec<Request>,
@@ -118,10 +133,10 @@ fn hand_over(
     }
     let was_held = held.len();
     let mut state = store.write();
-    let target = state.stream_by_log(link);
+    let target = target_stream(&state, target);
     let target_labels = target.and_then(|target| {
         let stream = state.stream_mut(target)?;
-        let latency = stream.latency.get_or_insert_with(LatencyState::default);
+        let latency = stream.service_latency();
         let waited = held.drain(..).map(|held| held.request);
         for request in waited.chain(requests.drain(..)) {
             latency.add_request(RequestTiming {
@@ -208,11 +223,11 @@ impl Source for AccessLogSource {
     }
 
     fn poll(&mut self, store: &Store) -> bool {
-        let (id, link, offset) = (self.id, self.link.as_str(), self.offset);
+        let (id, target, offset) = (self.id, &self.target, self.offset);
         let held = &mut self.held;
         let mut held_changed = false;
         let outcome = read_batched(&mut self.follower, &mut self.parser, |_, requests| {
-            held_changed |= hand_over(store, id, link, offset, held, requests);
+            held_changed |= hand_over(store, id, target, offset, held, requests);
         });
         let mut state = store.write();
         if let Some(access) = state.access_mut(self.id) {
@@ -264,7 +279,7 @@ impl Source for AccessLogSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::StreamState;
+    use crate::store::{Discovered, StreamState};
 
     fn request() -> Request {
         Request {
@@ -317,10 +332,11 @@ mod tests {
             request: request(),
         }]);
         let mut requests = vec![request(), request()];
+        let gc_log = AccessTarget::GcLog("gc.log".into());
         assert!(hand_over(
             &store,
             id,
-            "gc.log",
+            &gc_log,
             chrono::Duration::zero(),
             &mut held,
             &mut requests
@@ -337,7 +353,7 @@ mod tests {
         hand_over(
             &store,
             id,
-            "gc.log",
+            &gc_log,
             chrono::Duration::zero(),
             &mut held,
             &mut requests,
@@ -346,5 +362,67 @@ mod tests {
         let state = store.write();
         let latency = state.streams[&StreamId(2)].latency.as_ref().unwrap();
         assert_eq!(latency.counters.requests, 2);
+    }
+
+    #[test]
+    fn a_discovered_jvm_gets_its_access_log_beside_the_kernels_figures() {
+        let store = Store::default();
+        let id = StreamId(1);
+        store.write().access_streams.insert(id, Arc::default());
+        let jvm = |pid, ports: &[u16], exited| StreamState {
+            exited,
+            discovered: Some(Discovered {
+                pid,
+                ports: ports.to_vec(),
+                ..Discovered::default()
+            }),
+            ..StreamState::default()
+        };
+        let target = AccessTarget::Jvm(config::JvmSelector {
+            port: Some(8080),
+            labels: Default::default(),
+        });
+        {
+            let mut state = store.write();
+            // The JVM before a restart, gone; another JVM; the new one.
+            state
+                .streams
+                .insert(StreamId(2), jvm(10, &[8080], true).into());
+            state
+                .streams
+                .insert(StreamId(3), jvm(11, &[9090], false).into());
+            state
+                .streams
+                .insert(StreamId(4), jvm(12, &[8080, 8081], false).into());
+        }
+        let (offset, mut held) = (chrono::Duration::zero(), VecDeque::new());
+        hand_over(&store, id, &target, offset, &mut held, &mut vec![request()]);
+        let latency = |state: &AgentState, id| state.streams[&StreamId(id)].latency.clone();
+        {
+            let state = store.write();
+            assert!(latency(&state, 2).is_none() && latency(&state, 3).is_none());
+            assert_eq!(latency(&state, 4).unwrap().counters.requests, 1);
+        }
+        // The kernel's requests come: the access log's go beside them.
+        let timing = RequestTiming {
+            start: Utc::now(),
+            duration_s: 0.2,
+        };
+        let mut state = store.write();
+        let stream = state.stream_mut(StreamId(4)).unwrap();
+        stream.kernel_latency().add_port_request(timing, 8080);
+        drop(state);
+        hand_over(
+            &store,
+            id,
+            &target,
+            offset,
+            &mut held,
+            &mut vec![request(), request()],
+        );
+        let state = store.write();
+        let kernel = latency(&state, 4).unwrap();
+        assert_eq!(kernel.counters.requests, 1);
+        assert_eq!(kernel.server.unwrap().counters.requests, 3);
     }
 }

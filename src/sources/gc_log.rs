@@ -18,7 +18,6 @@ use super::{read_batched, report_note, NewStream, Source, SourceCheckpoint, Sour
 use crate::config;
 use crate::follow::{has_glob_chars, open_regular, Follower, Position};
 use crate::model::jvm::LabelCap;
-use crate::model::latency::LatencyState;
 use crate::store::{AgentState, Store, StreamId, StreamState};
 
 /// A pause waits for its CPU-times line; after this much quiet it is emitted without.
@@ -181,8 +180,7 @@ impl GcLogSource {
         state.jvm.max_label_values = LabelCap(source.max_label_values);
         state.jvm.recent_pauses.capacity = source.pause_records;
         if requests == Requests::LinedUp {
-            state.latency.get_or_insert_with(LatencyState::default);
-            state.latency_source = Some(crate::store::LatencySource::AccessLog);
+            state.service_latency();
         }
         state.readable = true;
         tracing::info!(log = %log, resumed = position.is_some(), "following");

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use pausewatch_parsers::StreamParser;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, CorrelationConfig};
+use crate::config::{self, Config, CorrelationConfig};
 use crate::follow::{
     base_dir, discover_with, log_exists, Confine, FollowOptions, Follower, Listings, Note,
     PollOutcome, Position, StartAt, MAX_MATCHES,
@@ -465,7 +465,10 @@ impl Registry {
 
     /// Whether a latency source names the GC stream `log`.
     fn is_latency_target(&self, log: &str) -> bool {
-        let links = self.config.access_log.iter().map(|a| &a.gc_log);
+        let links = (self.config.access_log.iter()).filter_map(|a| match &a.target {
+            config::AccessTarget::GcLog(link) => Some(link),
+            config::AccessTarget::Jvm(_) => None,
+        });
         let histogram_links = self.config.latency_histogram.iter().map(|h| &h.gc_log);
         links.chain(histogram_links).any(|link| link == log)
     }

@@ -351,6 +351,7 @@ impl RuntimeStatsSource {
                 safepoint_source,
                 log_probe_mismatch: None,
                 requests: None,
+                ports: Vec::new(),
             };
             if owns_stream {
                 let mut stream = StreamState {

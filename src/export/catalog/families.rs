@@ -5,7 +5,7 @@ use std::sync::PoisonError;
 use super::readers::{
     age_seconds, alert_deliveries, by_kind, correlations, discovered, go_pauses, info, known,
     last_complete, latency_minute, logged, measured, one, overhead, pauses, per_collector,
-    per_operation, per_pool, runtime, unparsed_lines,
+    per_operation, per_pool, runtime, unparsed_lines, unseen_wait,
 };
 use super::{Family, Kind, Sample, Scope, Semconv, Unit, Value};
 use crate::export::gc_cpu;
@@ -771,6 +771,15 @@ pub static CATALOG: &[Family] = &[
         scopes: &[Scope::Stream(|s, _| {
             latency_minute(s, |m| Some(Value::Float(m.latency.p999_seconds)))
         })],
+    },
+    Family {
+        name: "pausewatch_request_wait_unseen_by_server_p999_seconds",
+        kind: Kind::Gauge,
+        unit: Unit::Seconds,
+        help: "The kernel's p99.9 request latency less the access log's, last attributed minute: the time requests waited before the server read them (where both measure the JVM; negative when the access log's clock is ahead).",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(unseen_wait)],
     },
     Family {
         name: "pausewatch_request_latency_p999_without_stop_affected_seconds",

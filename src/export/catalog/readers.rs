@@ -287,6 +287,17 @@ pub(super) fn latency_minute<'a>(
         .collect()
 }
 
+/// The kernel's p99.9 less the access log's, in the current minute when
+/// the access log has it too.
+pub(super) fn unseen_wait(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
+    latency_minute(stream, |minute| {
+        let server = stream.latency.as_ref()?.server.as_deref()?;
+        let seen = server.minutes.get(&minute.start.timestamp())?;
+        let unseen = minute.latency.p999_seconds - seen.latency.p999_seconds;
+        Some(Value::Float(unseen))
+    })
+}
+
 pub(super) fn correlations(stream: &StreamState, _: DateTime<Utc>) -> Vec<Sample<'_>> {
     let Some(latency) = &stream.latency else {
         return Vec::new();

@@ -115,6 +115,10 @@ fn every_scope() -> AgentState {
         },
     );
     latency.counters.requests_by_port.insert(8080, 1);
+    // The access log's view beside the kernel's.
+    let mut server = latency.clone();
+    server.server = None;
+    latency.server = Some(Box::new(server));
     stream.latency = Some(latency);
     stream.jvm.add_cpu(minute.timestamp(), 0.3, 1.5, Some(2.0));
     stream.discovered = Some(crate::store::Discovered {

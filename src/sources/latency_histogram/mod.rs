@@ -35,7 +35,6 @@ use serde::{Deserialize, Serialize};
 
 use super::{Source, SourceCheckpoint, SourceKey};
 use crate::config::LatencyHistogramSource;
-use crate::model::latency::LatencyState;
 use crate::store::{AgentState, Store};
 use exposition::format_matchers;
 
@@ -151,7 +150,7 @@ impl Source for HistogramSource {
                     let Some(stream) = target.and_then(|id| state.stream_mut(id)) else {
                         continue;
                     };
-                    let latency = stream.latency.get_or_insert_with(LatencyState::default);
+                    let latency = stream.service_latency();
                     for (start, summary) in minutes {
                         latency.add_histogram_minute(start, summary);
                     }

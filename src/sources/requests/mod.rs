@@ -29,10 +29,9 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 
 use super::{Source, SourceCheckpoint, SourceKey};
-use crate::config::Config;
+use crate::config::{AccessTarget, Config};
 use crate::model::correlate::RequestTiming;
-use crate::model::latency::LatencyState;
-use crate::store::{AgentState, ErrorKind, LatencyReason, LatencySource, Store, StreamId};
+use crate::store::{AgentState, ErrorKind, LatencyReason, Store, StreamId};
 use listeners::Listener;
 use pairing::{Pairing, Request};
 
@@ -84,6 +83,9 @@ pub struct RequestSource {
     looked: Option<Instant>,
     /// Records lost, as last read (ring buffer, budgets).
     lost: (u64, u64),
+    /// Whether an `[[access_log]]` names a JVM by its port: then the
+    /// listeners are read without probes too.
+    ports_wanted: bool,
 }
 
 impl RequestSource {
@@ -100,6 +102,9 @@ impl RequestSource {
             listening: HashMap::new(),
             looked: None,
             lost: (0, 0),
+            ports_wanted: (config.access_log.iter()).any(
+                |access| matches!(&access.target, AccessTarget::Jvm(jvm) if jvm.port.is_some()),
+            ),
         })
     }
 
@@ -132,21 +137,28 @@ impl RequestSource {
     /// are measured.
     fn look(&mut self, store: &Store) {
         let jvms = Self::jvms(&store.write());
-        let mut verdicts: Vec<(StreamId, Result<(), LatencyReason>)> = Vec::new();
+        let mut verdicts: Vec<(StreamId, Result<(), LatencyReason>, Vec<u16>)> = Vec::new();
         let mut wanted: HashMap<Listener, u32> = HashMap::new();
         for (pid, id) in &jvms {
-            let verdict = match &self.kernel {
-                Kernel::Unavailable(reason) => Err(*reason),
-                Kernel::Probes(_) => match listeners::listening(&self.proc_root, *pid) {
-                    None => Err(LatencyReason::ProcUnreadable),
-                    Some(found) if found.is_empty() => Err(LatencyReason::NoListener),
-                    Some(found) => {
-                        wanted.extend(found.into_iter().map(|listener| (listener, *pid)));
-                        Ok(())
-                    }
-                },
+            let probed = matches!(self.kernel, Kernel::Probes(_));
+            let found = (probed || self.ports_wanted)
+                .then(|| listeners::listening(&self.proc_root, *pid))
+                .flatten();
+            let ports = (found.iter().flatten())
+                .map(|listener| listener.port)
+                .collect::<BTreeSet<u16>>();
+            let verdict = match (&self.kernel, found) {
+                (Kernel::Unavailable(reason), _) => Err(*reason),
+                (Kernel::Probes(_), None) => Err(LatencyReason::ProcUnreadable),
+                (Kernel::Probes(_), Some(found)) if found.is_empty() => {
+                    Err(LatencyReason::NoListener)
+                }
+                (Kernel::Probes(_), Some(found)) => {
+                    wanted.extend(found.into_iter().map(|listener| (listener, *pid)));
+                    Ok(())
+                }
             };
-            verdicts.push((*id, verdict));
+            verdicts.push((*id, verdict, ports.into_iter().collect()));
         }
         if let Kernel::Probes(probes) = &self.kernel {
             for listener in self.listening.keys() {
@@ -169,10 +181,11 @@ impl RequestSource {
         }
         self.listening = wanted;
         let mut state = store.write();
-        for (id, verdict) in verdicts {
+        for (id, verdict, ports) in verdicts {
             let Some(discovered) = state.stream_mut(id).and_then(|s| s.discovered.as_mut()) else {
                 continue;
             };
+            discovered.ports = ports;
             if discovered.requests != Some(verdict) {
                 if let Err(reason) = verdict {
                     tracing::info!(
@@ -248,16 +261,8 @@ impl Source for RequestSource {
             let Some(stream) = state.stream_mut(*id) else {
                 continue;
             };
-            // An access log configured for this stream keeps its place.
-            if stream
-                .latency_source
-                .is_some_and(|s| s != LatencySource::Kernel)
-            {
-                continue;
-            }
-            stream.latency_source = Some(LatencySource::Kernel);
             served.insert(*id);
-            let latency = stream.latency.get_or_insert_with(LatencyState::default);
+            let latency = stream.kernel_latency();
             let timing = RequestTiming {
                 start: zero + chrono::Duration::nanoseconds(request.start_ns as i64),
                 duration_s: request.end_ns.saturating_sub(request.start_ns) as f64 / 1e9,
