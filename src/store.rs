@@ -110,6 +110,10 @@ pub struct Discovered {
     /// name the JVM by one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<u16>,
+    /// Listening ports a `[[discovery.rule]]` leaves out of the kernel's
+    /// request latency.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded_ports: Vec<u16>,
 }
 
 impl Discovered {
@@ -258,6 +262,8 @@ pub enum LatencyReason {
     NoTracepoints,
     /// It listens on no TCP port: it serves no requests.
     NoListener,
+    /// A `[[discovery.rule]]`'s `exclude_ports` names every port it listens on.
+    PortsExcluded,
     /// Its sockets cannot be read in /proc.
     ProcUnreadable,
 }
@@ -272,6 +278,7 @@ impl LatencyReason {
             LatencyReason::TooFewDescriptors => "too_few_descriptors",
             LatencyReason::NoTracepoints => "no_tracepoints",
             LatencyReason::NoListener => "no_listener",
+            LatencyReason::PortsExcluded => "ports_excluded",
             LatencyReason::ProcUnreadable => "proc_unreadable",
         }
     }

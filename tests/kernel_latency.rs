@@ -129,16 +129,23 @@ fn port_in(file: &Path, children: &mut Children) -> u16 {
 }
 
 fn java_service(classes: &Path, marker: &str, dir: &Path, args: &[&str]) -> Command {
+    java_service_with(classes, marker, dir, &["-Dhs.gcEverySec=15"], args)
+}
+
+/// [`java_service`] with other JVM `options`.
+fn java_service_with(
+    classes: &Path,
+    marker: &str,
+    dir: &Path,
+    options: &[&str],
+    args: &[&str],
+) -> Command {
     let mut command = Command::new("java");
     command
         .current_dir(dir)
-        .args([
-            "-XX:+UseParallelGC",
-            "-Xmx256m",
-            "-Dhs.gcEverySec=15",
-            "-Dhs.keystore=keys.p12",
-            marker,
-        ])
+        .args(["-XX:+UseParallelGC", "-Xmx256m", "-Dhs.keystore=keys.p12"])
+        .args(options)
+        .arg(marker)
         .arg("-cp")
         .arg(classes)
         .arg("HttpService")
@@ -166,12 +173,19 @@ fn reset_on_close(stream: &std::net::TcpStream) {
     assert_eq!(set, 0, "SO_LINGER: {}", std::io::Error::last_os_error());
 }
 
+/// The tests run one at a time: a second JVM's load beside the first
+/// test's services would make slow requests that no stop caused.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn within(measured: f64, truth: f64) -> bool {
     (measured - truth).abs() <= (0.10 * truth).max(0.005)
 }
 
 #[test]
 fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if !bpf_or_skip() {
         return;
     }
@@ -423,4 +437,161 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
 
 fn figures_of(minutes: &BTreeMap<i64, Vec<f64>>, start: i64) -> Figures {
     figures(minutes.get(&start).cloned().unwrap_or_default())
+}
+
+/// Sends `count` requests on one connection to `port`, the next before the
+/// answer to the last (100 µs apart), and reads every answer.
+fn pipeline(port: u16, count: usize) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_nodelay(true).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    for i in 0..count {
+        let request = format!("GET /work?i=pipelined-{i} HTTP/1.1\r\nHost: x\r\n\r\n");
+        stream.write_all(request.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    let (mut answers, mut read) = (0, Vec::new());
+    let mut buffer = [0u8; 65536];
+    while answers < count {
+        let n = stream.read(&mut buffer).expect("the pipelined answers");
+        assert!(n > 0, "closed after {answers} answers");
+        read.extend_from_slice(&buffer[..n]);
+        answers = String::from_utf8_lossy(&read)
+            .matches("HTTP/1.1 200")
+            .count();
+    }
+}
+
+/// Sends `count` requests on one connection to `port`, one at a time.
+fn one_at_a_time(port: u16, count: usize) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    for i in 0..count {
+        let request = format!("GET /work?i={i} HTTP/1.1\r\nHost: x\r\n\r\n");
+        writer.write_all(request.as_bytes()).unwrap();
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = value.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        reader.read_exact(&mut vec![0; length]).unwrap();
+    }
+}
+
+#[test]
+fn a_pipelining_connection_is_left_out_and_an_excluded_port_is_not_measured() {
+    let _alone = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !bpf_or_skip() {
+        return;
+    }
+    let Some((dir, classes, marker)) = workloads_or_skip() else {
+        return;
+    };
+    let dir = dir.path();
+    let (port, excluded) = (free_port(), free_port());
+    let agent = Agent::start(
+        dir,
+        port,
+        &format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n[discovery]\ninclude = [{}]\ninterval = \"1s\"\n[[discovery.rule]]\nmatch = \"HttpService sink\"\nexclude_ports = [{excluded}]\n",
+            toml_string(&dir.join("checkpoints")),
+            discovery_include(&marker),
+        ),
+    );
+    let mut children = Children::new(dir);
+    children.dump_on_failure(
+        &[port],
+        &["pausewatch_jvm_discovered", "pausewatch_requests_total"],
+    );
+    let small = ["-Dhs.gcEverySec=0", "-Dhs.live=0.02"];
+    let port_option = format!("-Dhs.port={excluded}");
+    let sink = java_service_with(
+        &classes,
+        &marker,
+        dir,
+        &[&small[..], &[&port_option]].concat(),
+        &["sink", "sink.port", "sink.jsonl"],
+    );
+    children.spawn_service("sink", &mut { sink });
+    let args = ["blocking", "blocking.port", "blocking.jsonl"];
+    children.spawn_service(
+        "blocking",
+        &mut java_service_with(&classes, &marker, dir, &small, &args),
+    );
+    assert_eq!(port_in(&dir.join("sink.port"), &mut children), excluded);
+    let blocking = port_in(&dir.join("blocking.port"), &mut children);
+    let (sink, service) = (children.pid("sink"), children.pid("blocking"));
+    let discovered = |pid: u32, reason: &'static str| {
+        move |metrics: &str| {
+            metrics.lines().any(|line| {
+                line.starts_with("pausewatch_jvm_discovered{")
+                    && line.contains(&format!("pid=\"{pid}\""))
+                    && line.contains(reason)
+            })
+        }
+    };
+    agent.metrics_when(
+        Duration::from_secs(30),
+        discovered(sink, "latency_reason=\"ports_excluded\""),
+    );
+    agent.metrics_when(
+        Duration::from_secs(30),
+        discovered(service, "latency_source=\"kernel\""),
+    );
+    // The excluded port's requests are not measured; the other JVM's
+    // are, one at a time, until a connection pipelines.
+    one_at_a_time(excluded, 20);
+    one_at_a_time(blocking, 20);
+    let requests = |pid: u32| {
+        let metrics = agent.get("/metrics").unwrap();
+        sum(
+            &metrics,
+            "pausewatch_requests_total",
+            &[&format!("pid=\"{pid}\"")],
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    children.wait_until(deadline, "the 20 requests", |_| requests(service) == 20.0);
+    pipeline(blocking, 200);
+    let multiplexed = format!("pid=\"{service}\"");
+    let metrics = agent.metrics_when(Duration::from_secs(20), |metrics| {
+        sum(
+            metrics,
+            "pausewatch_multiplexed_connections_total",
+            &[&multiplexed],
+        ) == 1.0
+    });
+    // Once it is seen, the connection is left out: a few of its requests
+    // may count before that, not its 200.
+    std::thread::sleep(Duration::from_secs(3));
+    let counted = requests(service) - 20.0;
+    eprintln!(
+        "pipelined: {counted} of 200 counted; {}",
+        sum(
+            &metrics,
+            "pausewatch_multiplexed_connections_total",
+            &[&multiplexed]
+        )
+    );
+    assert!(
+        counted < 50.0,
+        "{counted} of the 200 pipelined requests counted"
+    );
+    assert_eq!(requests(sink), 0.0, "the excluded port's requests");
 }

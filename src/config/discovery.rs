@@ -10,7 +10,7 @@ use toml::Spanned;
 
 use super::serialize_duration;
 use super::spans::{key, ConfigError, Ctx, Seg};
-use super::values::{Dur, Flag, Patterns, Positive, RuleLabel, RulePattern, Within};
+use super::values::{Dur, Flag, Patterns, Port, Positive, RuleLabel, RulePattern, Within};
 
 /// Labels discovery sets itself on a JVM's (`jvm`) or Go program's (`program`) series.
 pub const DISCOVERY_LABELS: [&str; 4] = ["pid", "jvm", "program", "container"];
@@ -74,6 +74,19 @@ impl DiscoveryConfig {
             .filter(|r| r.pattern.is_match(command_line));
         matching.flat_map(|r| r.labels.clone()).collect()
     }
+
+    /// The listening ports whose requests the kernel is not to measure in
+    /// the JVM with this command line (long-poll, streaming, admin ports).
+    pub fn excluded_ports(&self, command_line: &str) -> Vec<u16> {
+        let matching = self
+            .rule
+            .iter()
+            .filter(|r| r.pattern.is_match(command_line));
+        let mut ports: Vec<u16> = matching.flat_map(|r| r.exclude_ports.clone()).collect();
+        ports.sort_unstable();
+        ports.dedup();
+        ports
+    }
 }
 
 /// `[[discovery.rule]] match = "REGEX" labels = {...}`.
@@ -82,11 +95,16 @@ pub struct DiscoveryRule {
     #[serde(rename = "match", serialize_with = "serialize_regex")]
     pub pattern: Regex,
     pub labels: BTreeMap<String, String>,
+    /// Listening ports left out of the kernel's request latency.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exclude_ports: Vec<u16>,
 }
 
 impl PartialEq for DiscoveryRule {
     fn eq(&self, other: &Self) -> bool {
-        self.pattern.as_str() == other.pattern.as_str() && self.labels == other.labels
+        self.pattern.as_str() == other.pattern.as_str()
+            && self.labels == other.labels
+            && self.exclude_ports == other.exclude_ports
     }
 }
 
@@ -148,6 +166,8 @@ pub(super) struct RawRule {
     pattern: Option<RulePattern>,
     #[serde(default)]
     labels: BTreeMap<RuleLabel, String>,
+    #[serde(default)]
+    exclude_ports: Vec<Port>,
 }
 
 #[derive(Deserialize)]
@@ -179,6 +199,7 @@ impl Ctx<'_> {
             rules.push(DiscoveryRule {
                 pattern: pattern.0,
                 labels,
+                exclude_ports: rule.exclude_ports.into_iter().map(|p| p.0).collect(),
             });
         }
         Ok(DiscoveryConfig {
@@ -228,6 +249,10 @@ mod tests {
             "[[discovery.rule]]",
             "match = 'pricing-.*\\.jar'",
             "labels = { service = 'pricing' }",
+            "exclude_ports = [8081, 9000]",
+            "[[discovery.rule]]",
+            "match = 'pricing-2'",
+            "exclude_ports = [9000]",
             "[runtime_stats]",
             "interval = '1s'",
         ]);
@@ -237,6 +262,9 @@ mod tests {
         assert!(!discovery.selects("java -cp x Main"));
         let labels = discovery.labels_for("java -jar pricing-2.jar");
         assert_eq!(labels.get("service").map(String::as_str), Some("pricing"));
+        let ports = discovery.excluded_ports("java -jar pricing-2.jar");
+        assert_eq!(ports, [8081, 9000]);
+        assert!(discovery.excluded_ports("java -jar app.jar").is_empty());
         assert_eq!(config.runtime_stats.interval.as_secs(), 1);
     }
 
@@ -267,6 +295,11 @@ mod tests {
             ],
             3,
             "discovery.rule[0].labels.pid",
+        );
+        parse_err(
+            &["[[discovery.rule]]", "match = 'x'", "exclude_ports = [0]"],
+            3,
+            "discovery.rule[0].exclude_ports[0]",
         );
         parse_err(
             &["[[discovery.rule]]", "labels = { a = '1' }"],

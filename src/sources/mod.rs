@@ -640,6 +640,7 @@ impl Registry {
                     ebpf_reason: measurement.ebpf_reason,
                     safepoint_source: measurement.safepoint_source,
                     pauses_from_start: measurement.pauses_from_start,
+                    excluded_ports: self.config.discovery.excluded_ports(&command_line),
                 },
                 &self.config.runtime_stats,
                 self.config.discovery.grace,

@@ -247,6 +247,8 @@ pub struct Placement {
     /// beginning, probes attached before it started): its counters are
     /// compared from zero, else from the difference at the first comparison.
     pub pauses_from_start: bool,
+    /// Listening ports the kernel is not to measure (`exclude_ports`).
+    pub excluded_ports: Vec<u16>,
 }
 
 /// Samples one JVM's hsperfdata.
@@ -328,6 +330,7 @@ impl RuntimeStatsSource {
             ebpf_reason,
             safepoint_source,
             pauses_from_start,
+            excluded_ports,
         } = placement;
         let unavailable = if !config.enabled {
             Some("disabled".to_string())
@@ -352,6 +355,7 @@ impl RuntimeStatsSource {
                 log_probe_mismatch: None,
                 requests: None,
                 ports: Vec::new(),
+                excluded_ports,
             };
             if owns_stream {
                 let mut stream = StreamState {

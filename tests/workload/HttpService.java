@@ -13,7 +13,7 @@
 //             "changeit")
 //   sink      the blocking code answering 200 "ok" at once, no cache: the target of
 //             another instance's <outgoing-port>
-// Listens on 127.0.0.1:0; once listening (the cache filled) writes "<port>\n" to
+// Listens on 127.0.0.1:<-Dhs.port, default 0>; once listening (the cache filled) writes "<port>\n" to
 // <port-file> atomically (temporary file + rename).
 //
 // GET /work?<query>: look-up in an on-heap LRU cache (LinkedHashMap of 32-256 byte
@@ -120,7 +120,7 @@ public final class HttpService {
             // Read once, when the server class loads: without it Nagle holds the body
             // (written after the head) until the client's delayed ACK, ~40 ms.
             System.setProperty("sun.net.httpserver.nodelay", "true");
-            InetSocketAddress address = new InetSocketAddress(lo, 0);
+            InetSocketAddress address = new InetSocketAddress(lo, Integer.getInteger("hs.port", 0));
             HttpServer server = shape.equals("tls") ? tlsServer(address) : HttpServer.create(address, 256);
             // HttpsServer reads a TLS connection's request on an executor thread,
             // blocking until it comes: a thread per keep-alive connection.
@@ -130,7 +130,7 @@ public final class HttpService {
             server.start(); // its dispatcher thread keeps the JVM alive
             port = server.getAddress().getPort();
         } else {
-            listener = new ServerSocket(0, 256, lo);
+            listener = new ServerSocket(Integer.getInteger("hs.port", 0), 256, lo);
             port = listener.getLocalPort();
         }
         long gcEveryNanos = (long) (Double.parseDouble(System.getProperty("hs.gcEverySec", "15")) * 1e9);

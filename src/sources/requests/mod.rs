@@ -136,7 +136,17 @@ impl RequestSource {
     /// (and takes out those gone), and says per JVM whether its requests
     /// are measured.
     fn look(&mut self, store: &Store) {
-        let jvms = Self::jvms(&store.write());
+        let (jvms, excluded) = {
+            let state = store.write();
+            let jvms = Self::jvms(&state);
+            let excluded: HashMap<StreamId, Vec<u16>> = (jvms.values())
+                .filter_map(|id| {
+                    let jvm = state.streams.get(id)?.discovered.as_ref()?;
+                    Some((*id, jvm.excluded_ports.clone()))
+                })
+                .collect();
+            (jvms, excluded)
+        };
         let mut verdicts: Vec<(StreamId, Result<(), LatencyReason>, Vec<u16>)> = Vec::new();
         let mut wanted: HashMap<Listener, u32> = HashMap::new();
         for (pid, id) in &jvms {
@@ -154,8 +164,16 @@ impl RequestSource {
                     Err(LatencyReason::NoListener)
                 }
                 (Kernel::Probes(_), Some(found)) => {
-                    wanted.extend(found.into_iter().map(|listener| (listener, *pid)));
-                    Ok(())
+                    let excluded = excluded.get(id).map_or(&[][..], Vec::as_slice);
+                    let measured = (found.into_iter())
+                        .filter(|listener| !excluded.contains(&listener.port))
+                        .map(|listener| (listener, *pid));
+                    let before = wanted.len();
+                    wanted.extend(measured);
+                    match wanted.len() > before {
+                        true => Ok(()),
+                        false => Err(LatencyReason::PortsExcluded),
+                    }
                 }
             };
             verdicts.push((*id, verdict, ports.into_iter().collect()));
