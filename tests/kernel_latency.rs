@@ -177,19 +177,29 @@ fn reset_on_close(stream: &std::net::TcpStream) {
 /// test's services would make slow requests that no stop caused.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The turn of one test, its directory, the workloads' classes and the
+/// marker of its JVMs; `None` (and a SKIPPED line) when it cannot run.
+fn alone_with_workloads() -> Option<(
+    std::sync::MutexGuard<'static, ()>,
+    tempfile::TempDir,
+    std::path::PathBuf,
+    String,
+)> {
+    let alone = (ONE_AT_A_TIME.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !bpf_or_skip() {
+        return None;
+    }
+    let (dir, classes, marker) = workloads_or_skip()?;
+    Some((alone, dir, classes, marker))
+}
+
 fn within(measured: f64, truth: f64) -> bool {
     (measured - truth).abs() <= (0.10 * truth).max(0.005)
 }
 
 #[test]
 fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
-    let _alone = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !bpf_or_skip() {
-        return;
-    }
-    let Some((dir, classes, marker)) = workloads_or_skip() else {
+    let Some((_alone, dir, classes, marker)) = alone_with_workloads() else {
         return;
     };
     let dir = dir.path();
@@ -494,13 +504,7 @@ fn one_at_a_time(port: u16, count: usize) {
 
 #[test]
 fn a_pipelining_connection_is_left_out_and_an_excluded_port_is_not_measured() {
-    let _alone = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !bpf_or_skip() {
-        return;
-    }
-    let Some((dir, classes, marker)) = workloads_or_skip() else {
+    let Some((_alone, dir, classes, marker)) = alone_with_workloads() else {
         return;
     };
     let dir = dir.path();
