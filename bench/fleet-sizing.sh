@@ -163,6 +163,6 @@ time_query "canary ratio, raw (median of instances)" \
     'max by (service, instance) (pausewatch_gc_pause_max_seconds) / on (service) group_left quantile by (service) (0.5, max by (service, instance) (pausewatch_gc_pause_max_seconds))'
 time_query "canary ratio, recording rule" 'service_instance:pausewatch_gc_pause_max_seconds:ratio_to_others_median5m'
 time_query "stop-affected share per instance, raw" \
-    'sum without (log, pid) (rate(pausewatch_slow_requests_stop_affected_total[10m])) / sum without (log, pid) (rate(pausewatch_slow_requests_total[10m]))'
+    'sum without (log, pid) (rate(pausewatch_slow_requests_gc_driven_total[10m])) / sum without (log, pid) (rate(pausewatch_slow_requests_total[10m]))'
 time_query "stop-affected share per instance, recording rule" \
-    'instance:pausewatch_slow_requests_stop_affected_per_slow_requests:ratio_rate10m'
+    'instance:pausewatch_slow_requests_gc_driven_per_slow_requests:ratio_rate10m'

@@ -382,6 +382,12 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
             slow > 0 && queued as f64 >= 0.9 * slow as f64,
             "{shape}: {attribution}"
         );
+        // GcDrivenTail's share takes either rule: here every slow request.
+        let gc_driven = count("slow_requests_gc_driven");
+        assert!(
+            gc_driven >= affected.max(queued) && gc_driven as f64 >= 0.97 * slow as f64,
+            "{shape}: {attribution}"
+        );
         // The access log read beside the kernel: the selector's only.
         let beside = minute.get("access_log_latency");
         assert_eq!(beside.is_some(), *shape == "selector", "{shape}: {minute}");

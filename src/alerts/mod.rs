@@ -272,16 +272,17 @@ pub fn evaluate(
             let Some(attribution) = latency.attribution else {
                 return inactive(0.0);
             };
+            // Either rule: stopped, or queued behind a stop's backlog.
             let share = if attribution.slow_requests == 0 {
                 0.0
             } else {
-                attribution.slow_requests_stop_affected as f64 / attribution.slow_requests as f64
+                attribution.slow_requests_gc_driven as f64 / attribution.slow_requests as f64
             };
             let (p999, slo) = (latency.latency.p999_seconds, seconds(thresholds.tail_slo));
             // Also the text of a resolved alert: it says how the tail is now.
             let summary = match p999 > slo {
                 true => format!(
-                    "p99.9 {} above the {} SLO, {:.0} % of slow requests were stopped by GC or safepoints",
+                    "p99.9 {} above the {} SLO, {:.0} % of slow requests were stopped by GC or safepoints or queued behind them",
                     ms(p999),
                     ms(slo),
                     share * 100.0

@@ -880,11 +880,12 @@ pub fn render_text(report: &Report) -> String {
         );
         let _ = writeln!(
             out,
-            "slow (> {} ms): {}   stop-affected: {}   queued behind stops: {}   time over the SLO explained by stops: {}   p99.9 without stop-affected: {} ms",
+            "slow (> {} ms): {}   stop-affected: {}   queued behind stops: {}   either (GC-driven): {}   time over the SLO explained by stops: {}   p99.9 without stop-affected: {} ms",
             ms(attribution.slo_seconds),
             attribution.slow_requests,
             attribution.slow_requests_stop_affected,
             attribution.slow_requests_queued_behind_stops,
+            attribution.slow_requests_gc_driven,
             attribution
                 .explained_share
                 .map_or("n/a".to_string(), |share| format!("{:.1} %", share * 100.0)),

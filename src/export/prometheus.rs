@@ -520,6 +520,7 @@ pub(crate) mod tests {
             ("pausewatch_port_requests", "counter"),
             ("pausewatch_port_request_latency_p999_seconds", "gauge"),
             ("pausewatch_slow_requests_queued_behind_stops", "counter"),
+            ("pausewatch_slow_requests_gc_driven", "counter"),
             ("pausewatch_jvm_gc_collections", "counter"),
             ("pausewatch_jvm_gc_collection_seconds", "counter"),
             ("pausewatch_gc_pauses_unresolved", "counter"),

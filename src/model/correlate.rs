@@ -260,6 +260,10 @@ pub struct Attribution {
     /// being stopped themselves (see [`backlogs`]).
     #[serde(default)]
     pub slow_requests_queued_behind_stops: u64,
+    /// Slow requests either rule puts on the stops (stop-affected, or
+    /// queued behind a stop): the answer to "is the tail GC?".
+    #[serde(default)]
+    pub slow_requests_gc_driven: u64,
     /// Share of the slow requests' time over the SLO that overlapping stops
     /// explain; `None` when no request was slow (nothing to explain, which
     /// is not "stops explain none of it").
@@ -376,6 +380,7 @@ pub fn attribute(
     let mut slow = Vec::new();
     let mut affected_count = 0;
     let mut queued_count = 0;
+    let mut gc_driven_count = 0;
     let backlogs = backlogs(requests, stops);
     let (mut excess_total, mut excess_explained) = (0.0, 0.0);
     for request in requests {
@@ -397,6 +402,7 @@ pub fn attribute(
             affected_count += u64::from(affected);
             let queued = queued_behind(&backlogs, request.start);
             queued_count += u64::from(queued);
+            gc_driven_count += u64::from(affected || queued);
             slow.push(SlowRequest {
                 start: request.start,
                 duration_seconds: request.duration_s,
@@ -414,6 +420,7 @@ pub fn attribute(
             slow_requests: slow.len() as u64,
             slow_requests_stop_affected: affected_count,
             slow_requests_queued_behind_stops: queued_count,
+            slow_requests_gc_driven: gc_driven_count,
             explained_share: (excess_total > 0.0).then(|| excess_explained / excess_total),
             p999_without_stop_affected_seconds: LatencySummary::of(&without_stops, without_max)
                 .p999_seconds,
@@ -690,6 +697,7 @@ mod tests {
             duration_s: duration_ms as f64 / 1e3,
         };
         let requests = [
+            request(960, 240),  // stopped for 100 of its 240 ms: affected, not queued
             request(1050, 150), // arrived in the stop, done at 1,200
             request(1090, 180), // arrived in the stop, done at 1,270: the backlog drains
             request(1150, 110), // after the stop, before 1,270: queued
@@ -701,12 +709,14 @@ mod tests {
             affected_share: 0.25,
         };
         let result = attribute(&requests, &stops, &options);
-        assert_eq!(result.attribution.slow_requests, 4);
-        // Covered a quarter by the stop: only the first.
-        assert_eq!(result.attribution.slow_requests_stop_affected, 1);
+        assert_eq!(result.attribution.slow_requests, 5);
+        // Covered a quarter by the stop: the first two.
+        assert_eq!(result.attribution.slow_requests_stop_affected, 2);
         assert_eq!(result.attribution.slow_requests_queued_behind_stops, 3);
         let queued: Vec<bool> = result.slow.iter().map(|r| r.queued_behind_stop).collect();
-        assert_eq!(queued, [true, true, true, false]);
+        assert_eq!(queued, [false, true, true, true, false]);
+        // Either rule: all but the last.
+        assert_eq!(result.attribution.slow_requests_gc_driven, 4);
         // No stop: nothing queued.
         let none = attribute(&requests, &StopIndex::default(), &options);
         assert_eq!(none.attribution.slow_requests_queued_behind_stops, 0);

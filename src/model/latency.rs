@@ -93,6 +93,9 @@ pub struct LatencyCounters {
     /// Slow requests that queued behind a stop (see `Attribution`).
     #[serde(default)]
     pub slow_requests_queued_behind_stops: u64,
+    /// Slow requests stop-affected or queued behind a stop.
+    #[serde(default)]
+    pub slow_requests_gc_driven: u64,
     /// Requests whose minute was already attributed when they arrived.
     pub late_requests: u64,
     /// Requests by the JVM's listening port, when the kernel measures them.
@@ -239,6 +242,7 @@ impl LatencyState {
                 attributed.attribution.slow_requests_stop_affected;
             self.counters.slow_requests_queued_behind_stops +=
                 attributed.attribution.slow_requests_queued_behind_stops;
+            self.counters.slow_requests_gc_driven += attributed.attribution.slow_requests_gc_driven;
             self.minute_changes.touch(minute);
             self.minutes.insert(
                 minute,

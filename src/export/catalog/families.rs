@@ -751,6 +751,17 @@ pub static CATALOG: &[Family] = &[
         })],
     },
     Family {
+        name: "pausewatch_slow_requests_gc_driven_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "Slow requests that either rule puts on the stops (stop-affected, or queued behind a stop): the share GcDrivenTail takes, in attributed minutes.",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Stream(|s, _| {
+            known(s.latency.as_ref().map(|l| Value::Int(l.counters.slow_requests_gc_driven)))
+        })],
+    },
+    Family {
         name: "pausewatch_request_latency_p99_seconds",
         kind: Kind::Gauge,
         unit: Unit::Seconds,
