@@ -128,12 +128,8 @@ fn port_in(file: &Path, children: &mut Children) -> u16 {
         .unwrap()
 }
 
-fn java_service(classes: &Path, marker: &str, dir: &Path, args: &[&str]) -> Command {
-    java_service_with(classes, marker, dir, &["-Dhs.gcEverySec=15"], args)
-}
-
-/// [`java_service`] with other JVM `options`.
-fn java_service_with(
+/// An `HttpService` of `args`, discovered by `marker`, with JVM `options`.
+fn java_service(
     classes: &Path,
     marker: &str,
     dir: &Path,
@@ -203,36 +199,25 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
         return;
     };
     let dir = dir.path();
-    let port = free_port();
     // The selector service's own access log, read beside the kernel's
     // figures: named by the label its rule gives.
     let access_log = format!(
         "[[access_log]]\npath = {}\nformat = \"json\"\ntime_field = \"start\"\nduration_field = \"duration_ms\"\nduration_unit = \"ms\"\nstart_at = \"beginning\"\njvm = {{ labels = {{ service = \"selector\" }} }}\n",
         toml_string(&dir.join("selector.jsonl"))
     );
-    let agent = Agent::start(
-        dir,
-        port,
-        &format!(
-            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n[discovery]\ninclude = [{}]\ninterval = \"1s\"\n[[discovery.rule]]\nmatch = \"HttpService selector\"\nlabels = {{ service = \"selector\" }}\n[correlation]\nslo = \"50ms\"\n{access_log}",
-            toml_string(&dir.join("checkpoints")),
-            discovery_include(&marker),
-        ),
-    );
-    let mut children = Children::new(dir);
-    children.dump_on_failure(
-        &[port],
-        &[
-            "pausewatch_jvm_discovered",
-            "pausewatch_requests_total",
-            "pausewatch_errors_total",
-        ],
-    );
+    let more = "[[discovery.rule]]\nmatch = \"HttpService selector\"\nlabels = { service = \"selector\" }\n[correlation]\nslo = \"50ms\"\n";
+    let (agent, mut children) = discovering_agent(dir, &marker, &format!("{more}{access_log}"));
     // The sink answers the selector service's own outgoing calls: those
     // are the sink's requests, never the selector service's.
     children.spawn_service(
         "sink",
-        &mut java_service(&classes, &marker, dir, &["sink", "sink.port", "sink.jsonl"]),
+        &mut java_service(
+            &classes,
+            &marker,
+            dir,
+            &EVERY_15_S,
+            &["sink", "sink.port", "sink.jsonl"],
+        ),
     );
     let sink_port = port_in(&dir.join("sink.port"), &mut children).to_string();
     // The TLS service's key and certificate, which its client trusts.
@@ -265,7 +250,10 @@ fn request_latency_from_the_kernel_is_the_latency_the_client_recorded() {
         if shape == "selector" {
             args.push(&sink_port);
         }
-        children.spawn_service(shape, &mut java_service(&classes, &marker, dir, &args));
+        children.spawn_service(
+            shape,
+            &mut java_service(&classes, &marker, dir, &EVERY_15_S, &args),
+        );
     }
     let ports: Vec<u16> = (shapes.iter())
         .map(|shape| port_in(&dir.join(format!("{shape}.port")), &mut children))
@@ -508,54 +496,77 @@ fn one_at_a_time(port: u16, count: usize) {
     }
 }
 
+/// An agent discovering the test's JVMs, with `more` configuration, and
+/// the children whose output a failure shows.
+fn discovering_agent(dir: &Path, marker: &str, more: &str) -> (Agent, Children) {
+    let port = free_port();
+    let agent = Agent::start(
+        dir,
+        port,
+        &format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n[discovery]\ninclude = [{}]\ninterval = \"1s\"\n{more}",
+            toml_string(&dir.join("checkpoints")),
+            discovery_include(marker),
+        ),
+    );
+    let mut children = Children::new(dir);
+    children.dump_on_failure(
+        &[port],
+        &[
+            "pausewatch_jvm_discovered",
+            "pausewatch_requests_total",
+            "pausewatch_errors_total",
+        ],
+    );
+    (agent, children)
+}
+
+/// The options of the measured services: a full GC every 15 s besides
+/// those the load causes.
+const EVERY_15_S: [&str; 1] = ["-Dhs.gcEverySec=15"];
+
+/// The options of a small service: no GC on schedule, a small cache.
+const SMALL: [&str; 2] = ["-Dhs.gcEverySec=0", "-Dhs.live=0.02"];
+
+/// Whether `metrics` list the JVM `pid` as discovered with `label`.
+fn discovered(pid: u32, label: &'static str) -> impl Fn(&str) -> bool {
+    move |metrics: &str| {
+        metrics.lines().any(|line| {
+            line.starts_with("pausewatch_jvm_discovered{")
+                && line.contains(&format!("pid=\"{pid}\""))
+                && line.contains(label)
+        })
+    }
+}
+
 #[test]
 fn a_pipelining_connection_is_left_out_and_an_excluded_port_is_not_measured() {
     let Some((_alone, dir, classes, marker)) = alone_with_workloads() else {
         return;
     };
     let dir = dir.path();
-    let (port, excluded) = (free_port(), free_port());
-    let agent = Agent::start(
-        dir,
-        port,
-        &format!(
-            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = {}\n[discovery]\ninclude = [{}]\ninterval = \"1s\"\n[[discovery.rule]]\nmatch = \"HttpService sink\"\nexclude_ports = [{excluded}]\n",
-            toml_string(&dir.join("checkpoints")),
-            discovery_include(&marker),
-        ),
-    );
-    let mut children = Children::new(dir);
-    children.dump_on_failure(
-        &[port],
-        &["pausewatch_jvm_discovered", "pausewatch_requests_total"],
-    );
-    let small = ["-Dhs.gcEverySec=0", "-Dhs.live=0.02"];
+    let excluded = free_port();
+    let rule =
+        format!("[[discovery.rule]]\nmatch = \"HttpService sink\"\nexclude_ports = [{excluded}]\n");
+    let (agent, mut children) = discovering_agent(dir, &marker, &rule);
     let port_option = format!("-Dhs.port={excluded}");
-    let sink = java_service_with(
+    let args = ["sink", "sink.port", "sink.jsonl"];
+    let sink = java_service(
         &classes,
         &marker,
         dir,
-        &[&small[..], &[&port_option]].concat(),
-        &["sink", "sink.port", "sink.jsonl"],
+        &[SMALL[0], SMALL[1], &port_option],
+        &args,
     );
     children.spawn_service("sink", &mut { sink });
     let args = ["blocking", "blocking.port", "blocking.jsonl"];
     children.spawn_service(
         "blocking",
-        &mut java_service_with(&classes, &marker, dir, &small, &args),
+        &mut java_service(&classes, &marker, dir, &SMALL, &args),
     );
     assert_eq!(port_in(&dir.join("sink.port"), &mut children), excluded);
     let blocking = port_in(&dir.join("blocking.port"), &mut children);
     let (sink, service) = (children.pid("sink"), children.pid("blocking"));
-    let discovered = |pid: u32, reason: &'static str| {
-        move |metrics: &str| {
-            metrics.lines().any(|line| {
-                line.starts_with("pausewatch_jvm_discovered{")
-                    && line.contains(&format!("pid=\"{pid}\""))
-                    && line.contains(reason)
-            })
-        }
-    };
     agent.metrics_when(
         Duration::from_secs(30),
         discovered(sink, "latency_reason=\"ports_excluded\""),
@@ -604,4 +615,92 @@ fn a_pipelining_connection_is_left_out_and_an_excluded_port_is_not_measured() {
         "{counted} of the 200 pipelined requests counted"
     );
     assert_eq!(requests(sink), 0.0, "the excluded port's requests");
+}
+
+/// The hostile user's own HTTP server and client, in a network namespace
+/// of its own, on the port number the victim JVM listens on: `count`
+/// keep-alive requests, answered.
+const NAMESPACED_TWIN: &str = r#"
+import socket, sys, threading
+port, count = int(sys.argv[1]), int(sys.argv[2])
+server = socket.socket()
+server.bind(("127.0.0.1", port))
+server.listen()
+def serve():
+    connection, _ = server.accept()
+    for _ in range(count):
+        request = b""
+        while not request.endswith(b"\r\n\r\n"):
+            request += connection.recv(4096)
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+threading.Thread(target=serve, daemon=True).start()
+client = socket.create_connection(("127.0.0.1", port))
+for i in range(count):
+    client.sendall(b"GET /work?i=%d HTTP/1.1\r\nHost: x\r\n\r\n" % i)
+    answer = b""
+    while not answer.endswith(b"ok"):
+        answer += client.recv(4096)
+print("answered", count)
+"#;
+
+#[test]
+fn a_hostile_user_cannot_add_requests_to_another_users_jvm() {
+    let Some((_alone, dir, classes, marker)) = alone_with_workloads() else {
+        return;
+    };
+    let dir = dir.path();
+    let (agent, mut children) = discovering_agent(dir, &marker, "");
+    let args = ["blocking", "blocking.port", "blocking.jsonl"];
+    children.spawn_service(
+        "victim",
+        &mut java_service(&classes, &marker, dir, &SMALL, &args),
+    );
+    let victim_port = port_in(&dir.join("blocking.port"), &mut children);
+    let victim = children.pid("victim");
+    let pid = format!("pid=\"{victim}\"");
+    agent.metrics_when(
+        Duration::from_secs(30),
+        discovered(victim, "latency_source=\"kernel\""),
+    );
+    // Another user, in a user and network namespace of its own (no
+    // privilege needed), serves 2,000 requests on the victim's port number.
+    let twin = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .args(["unshare", "-Urn", "sh", "-c"])
+        .arg("ip link set lo up 2>/dev/null; exec /usr/bin/python3 -c \"$0\" \"$@\"")
+        .args([NAMESPACED_TWIN, &victim_port.to_string(), "2000"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&twin.stdout);
+    assert!(
+        twin.status.success() && said.contains("answered 2000"),
+        "the namespaced twin: {twin:?}"
+    );
+    // In the host's namespace the same user opens 500 connections to the
+    // victim that send half a request and reset: no request either.
+    let resets = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c"])
+        .arg("import socket, struct, sys\nfor _ in range(500):\n    s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))\n    s.sendall(b'GET /work HTTP/1.1\\r\\nHo')\n    s.close()\n")
+        .arg(victim_port.to_string())
+        .output()
+        .unwrap();
+    assert!(resets.status.success(), "the resets: {resets:?}");
+    // The victim's own 100 requests, and nothing else, are counted.
+    one_at_a_time(victim_port, 100);
+    let requests = || {
+        let metrics = agent.get("/metrics").unwrap();
+        sum(&metrics, "pausewatch_requests_total", &[])
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    children.wait_until(deadline, "the victim's 100 requests", |_| {
+        requests() >= 100.0
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let metrics = agent.get("/metrics").unwrap();
+    assert_eq!(sum(&metrics, "pausewatch_requests_total", &[&pid]), 100.0);
+    assert_eq!(
+        sum(&metrics, "pausewatch_requests_total", &[]),
+        100.0,
+        "requests of no JVM"
+    );
 }
