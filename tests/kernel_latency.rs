@@ -469,8 +469,9 @@ fn pipeline(port: u16, count: usize) {
     }
 }
 
-/// Sends `count` requests on one connection to `port`, one at a time.
-fn one_at_a_time(port: u16, count: usize) {
+/// Sends `count` requests on one connection to `port`, one at a time:
+/// the duration of each, from its send to its answer's last byte.
+fn one_at_a_time(port: u16, count: usize) -> Vec<f64> {
     use std::io::{BufRead, BufReader, Read, Write};
     let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
@@ -478,8 +479,10 @@ fn one_at_a_time(port: u16, count: usize) {
         .unwrap();
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut writer = stream;
+    let mut durations = Vec::with_capacity(count);
     for i in 0..count {
         let request = format!("GET /work?i={i} HTTP/1.1\r\nHost: x\r\n\r\n");
+        let sent = Instant::now();
         writer.write_all(request.as_bytes()).unwrap();
         let mut length = 0;
         loop {
@@ -493,7 +496,9 @@ fn one_at_a_time(port: u16, count: usize) {
             }
         }
         reader.read_exact(&mut vec![0; length]).unwrap();
+        durations.push(sent.elapsed().as_secs_f64());
     }
+    durations
 }
 
 /// An agent discovering the test's JVMs, with `more` configuration, and
@@ -702,5 +707,52 @@ fn a_hostile_user_cannot_add_requests_to_another_users_jvm() {
         sum(&metrics, "pausewatch_requests_total", &[]),
         100.0,
         "requests of no JVM"
+    );
+}
+
+#[test]
+fn arrivals_from_tcp_probe_count_every_request_the_client_sent() {
+    let Some((_alone, dir, classes, marker)) = alone_with_workloads() else {
+        return;
+    };
+    let dir = dir.path();
+    // The arrival a kernel before 6.6 has, chosen here.
+    let (agent, mut children) =
+        discovering_agent(dir, &marker, "[ebpf]\nrequest_arrival = \"tcp_probe\"\n");
+    let args = ["blocking", "blocking.port", "blocking.jsonl"];
+    // A full GC every second: some requests wait for it.
+    let options = ["-Dhs.live=0.02", "-Dhs.gcEverySec=1"];
+    children.spawn_service(
+        "service",
+        &mut java_service(&classes, &marker, dir, &options, &args),
+    );
+    let port = port_in(&dir.join("blocking.port"), &mut children);
+    let service = children.pid("service");
+    agent.metrics_when(
+        Duration::from_secs(30),
+        discovered(service, "latency_source=\"kernel\""),
+    );
+    let client = one_at_a_time(port, 2000);
+    let pid = format!("pid=\"{service}\"");
+    let metrics = agent.metrics_when(Duration::from_secs(20), |metrics| {
+        sum(metrics, "pausewatch_requests_total", &[&pid]) >= 2000.0
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let metrics_now = agent.get("/metrics").unwrap();
+    assert_eq!(
+        sum(&metrics_now, "pausewatch_requests_total", &[&pid]),
+        2000.0
+    );
+    // Each request from its arrival to its answer's send: the client's
+    // time less the loopback's, summed.
+    let kernel = sum(&metrics, "pausewatch_request_duration_seconds_sum", &[&pid]);
+    let (total, slowest) = (
+        client.iter().sum::<f64>(),
+        client.iter().cloned().fold(0.0, f64::max),
+    );
+    eprintln!("tcp_probe: kernel {kernel:.4} s, client {total:.4} s, slowest {slowest:.4} s");
+    assert!(
+        kernel <= total && kernel >= 0.7 * total,
+        "kernel {kernel} s, client {total} s"
     );
 }

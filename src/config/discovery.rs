@@ -10,7 +10,9 @@ use toml::Spanned;
 
 use super::serialize_duration;
 use super::spans::{key, ConfigError, Ctx, Seg};
-use super::values::{Dur, Flag, Patterns, Port, Positive, RuleLabel, RulePattern, Within};
+use super::values::{
+    ArrivalName, Dur, Flag, Patterns, Port, Positive, RuleLabel, RulePattern, Within,
+};
 
 /// Labels discovery sets itself on a JVM's (`jvm`) or Go program's (`program`) series.
 pub const DISCOVERY_LABELS: [&str; 4] = ["pid", "jvm", "program", "container"];
@@ -131,12 +133,28 @@ impl Default for RuntimeStatsConfig {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EbpfConfig {
     pub enabled: bool,
+    /// Which tracepoint marks a request's arrival.
+    pub request_arrival: RequestArrival,
 }
 
 impl Default for EbpfConfig {
     fn default() -> Self {
-        EbpfConfig { enabled: true }
+        EbpfConfig {
+            enabled: true,
+            request_arrival: RequestArrival::Auto,
+        }
     }
+}
+
+/// The tracepoint that marks a request's bytes arriving on a server
+/// connection: `sock:sk_data_ready` (Linux 6.6) when the kernel has it,
+/// else `tcp:tcp_probe` (each segment that tcp_rcv_established handles).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestArrival {
+    Auto,
+    SkDataReady,
+    TcpProbe,
 }
 
 fn serialize_regex<S: Serializer>(r: &Regex, s: S) -> Result<S::Ok, S::Error> {
@@ -181,6 +199,7 @@ pub(super) struct RawRuntimeStats {
 #[serde(deny_unknown_fields, expecting = "an [ebpf] table")]
 pub(super) struct RawEbpf {
     enabled: Option<Flag>,
+    request_arrival: Option<ArrivalName>,
 }
 
 impl Ctx<'_> {
@@ -225,8 +244,10 @@ impl From<RawRuntimeStats> for RuntimeStatsConfig {
 
 impl From<RawEbpf> for EbpfConfig {
     fn from(raw: RawEbpf) -> Self {
+        let d = EbpfConfig::default();
         EbpfConfig {
-            enabled: raw.enabled.map_or(EbpfConfig::default().enabled, |v| v.0),
+            enabled: raw.enabled.map_or(d.enabled, |v| v.0),
+            request_arrival: raw.request_arrival.map_or(d.request_arrival, |v| v.0),
         }
     }
 }
@@ -238,6 +259,7 @@ const MIN_SAMPLE_INTERVAL: Duration = Duration::from_millis(50);
 #[cfg(test)]
 mod tests {
     use super::super::tests::{parse_err, parse_ok};
+    use super::RequestArrival;
 
     #[test]
     fn rules_include_and_exclude_are_read() {
@@ -266,6 +288,9 @@ mod tests {
         assert_eq!(ports, [8081, 9000]);
         assert!(discovery.excluded_ports("java -jar app.jar").is_empty());
         assert_eq!(config.runtime_stats.interval.as_secs(), 1);
+        let probe = parse_ok(&["[ebpf]", "request_arrival = 'tcp_probe'"]);
+        assert_eq!(probe.ebpf.request_arrival, RequestArrival::TcpProbe);
+        assert_eq!(config.ebpf.request_arrival, RequestArrival::Auto);
     }
 
     #[test]
@@ -282,6 +307,7 @@ mod tests {
             "discovery.exclude[1]",
         );
         parse_err(&["[discovery]", "enabled = 'yes'"], 2, "discovery.enabled");
+        parse_err(&["[ebpf]", "request_arrival = 'kprobe'"], 2, "ebpf.request_arrival");
         parse_err(
             &["[runtime_stats]", "interval = '1ms'"],
             2,

@@ -40,7 +40,8 @@ pub use access_log::{AccessLogSource, AccessTarget, JvmSelector};
 pub use alerts::AlertSinks;
 pub use correlation::CorrelationConfig;
 pub use discovery::{
-    DiscoveryConfig, DiscoveryRule, EbpfConfig, RuntimeStatsConfig, DISCOVERY_LABELS,
+    DiscoveryConfig, DiscoveryRule, EbpfConfig, RequestArrival, RuntimeStatsConfig,
+    DISCOVERY_LABELS,
 };
 pub use gc_log::{GcLogSource, DEFAULT_FORGET_AFTER};
 pub use http_client::{

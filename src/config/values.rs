@@ -249,6 +249,13 @@ checked! {
     Share(f64) = |v| share(v, "a number between 0 and 1");
     Url(String) = outgoing_url;
     Timestamp(DateTime<Utc>) = timestamp;
+    /// `[ebpf] request_arrival`.
+    ArrivalName(super::discovery::RequestArrival) = |v| match v.as_str() {
+        Some("auto") => Ok(super::discovery::RequestArrival::Auto),
+        Some("sk_data_ready") => Ok(super::discovery::RequestArrival::SkDataReady),
+        Some("tcp_probe") => Ok(super::discovery::RequestArrival::TcpProbe),
+        _ => Err("expected \"auto\", \"sk_data_ready\" or \"tcp_probe\"".to_string()),
+    };
     /// A TCP port.
     Port(u16) = |v| integer_in(v, 1..=65535, "").map(|port| port as u16);
     /// `max_line_bytes` of a GC or access log source.

@@ -113,7 +113,7 @@ impl RequestSource {
             return Kernel::Unavailable(LatencyReason::Disabled);
         }
         #[cfg(all(feature = "ebpf", target_os = "linux"))]
-        match RequestProbes::load() {
+        match RequestProbes::load(config.ebpf.request_arrival) {
             Ok(probes) => Kernel::Probes(Box::new(probes)),
             Err((reason, error)) => {
                 tracing::warn!(reason = reason.as_str(), error, "the kernel request-latency probes cannot be loaded: discovered JVMs have no request latency (an [[access_log]] still gives it)");

@@ -11,7 +11,8 @@ use libbpf_rs::{ErrorKind, Link, MapCore, MapFlags, MapHandle, OpenObject, RingB
 
 use super::listeners::Listener;
 use super::pairing::{Record, RecordKind};
-use super::skel::{types, RequestsSkelBuilder};
+use super::skel::{types, RequestsSkel, RequestsSkelBuilder};
+use crate::config::RequestArrival;
 use crate::sources::ebpf::{probe_descriptors, read_record};
 use crate::store::LatencyReason;
 
@@ -58,21 +59,28 @@ impl RequestProbes {
     /// Loads and attaches the program: `Err` is a reason and what the
     /// kernel said (no CAP_BPF and CAP_PERFMON, no BTF, a tracepoint this
     /// kernel lacks).
-    pub fn load() -> Result<RequestProbes, (LatencyReason, String)> {
-        // The skeleton borrows its object's storage for as long as it
-        // lives, the agent's lifetime: the storage is leaked, once.
-        let storage: &'static mut MaybeUninit<OpenObject> =
-            Box::leak(Box::new(MaybeUninit::uninit()));
-        let skel = RequestsSkelBuilder::default()
-            .open(storage)
-            .and_then(|open| open.load())
-            .map_err(|e| missing_tracepoint(refused(&e)))?;
-        let progs = &skel.progs;
-        let links = [&progs.on_data_ready, &progs.on_send, &progs.on_state]
-            .into_iter()
-            .map(|program| program.attach())
-            .collect::<Result<Vec<Link>, _>>()
-            .map_err(|e| missing_tracepoint(refused(&e)))?;
+    pub fn load(arrival: RequestArrival) -> Result<RequestProbes, (LatencyReason, String)> {
+        let mut tried = match arrival {
+            RequestArrival::Auto => vec![RequestArrival::SkDataReady, RequestArrival::TcpProbe],
+            named => vec![named],
+        }
+        .into_iter()
+        .map(|arrival| (arrival, Self::attached(arrival)));
+        let (arrival, (skel, links)) = loop {
+            match tried.next() {
+                Some((arrival, Ok(attached))) => break (arrival, attached),
+                // A missing tracepoint: the next, if any.
+                Some((_, Err((LatencyReason::NoTracepoints, error)))) if tried.len() > 0 => {
+                    tracing::info!(
+                        error,
+                        "no sock:sk_data_ready here: arrivals from tcp:tcp_probe"
+                    );
+                }
+                Some((_, Err(refused))) => return Err(refused),
+                None => unreachable!("one arrival at least is tried"),
+            }
+        };
+        tracing::info!(arrival = ?arrival, "kernel request-latency probes attached");
         let maps = &skel.maps;
         let handle =
             |map: &libbpf_rs::MapMut<'_>| MapHandle::try_from(map).map_err(|e| refused(&e));
@@ -110,6 +118,37 @@ impl RequestProbes {
             _links: links,
             _requests: requests,
         })
+    }
+
+    /// The program loaded with `arrival`'s program and attached.
+    fn attached(
+        arrival: RequestArrival,
+    ) -> Result<(RequestsSkel<'static>, Vec<Link>), (LatencyReason, String)> {
+        // The skeleton borrows its object's storage for as long as it
+        // lives, the agent's lifetime: the storage is leaked, once per try.
+        let storage: &'static mut MaybeUninit<OpenObject> =
+            Box::leak(Box::new(MaybeUninit::uninit()));
+        let by_probe = arrival == RequestArrival::TcpProbe;
+        let skel = RequestsSkelBuilder::default()
+            .open(storage)
+            .and_then(|mut open| {
+                open.progs.on_data_ready.set_autoload(!by_probe);
+                open.progs.on_tcp_probe.set_autoload(by_probe);
+                open.load()
+            })
+            .map_err(|e| missing_tracepoint(refused(&e)))?;
+        let progs = &skel.progs;
+        let arrives = if by_probe {
+            &progs.on_tcp_probe
+        } else {
+            &progs.on_data_ready
+        };
+        let links = [arrives, &progs.on_send, &progs.on_state]
+            .into_iter()
+            .map(|program| program.attach())
+            .collect::<Result<Vec<Link>, _>>()
+            .map_err(|e| missing_tracepoint(refused(&e)))?;
+        Ok((skel, links))
     }
 
     /// The records sent since the last call.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // Request latency as a client sees it, from the kernel: a request begins
 // when its bytes are queued on a server connection of a JVM (BTF tracepoint
-// sock:sk_data_ready, in softirq) and ends at the last send of its response
+// sock:sk_data_ready, in softirq; before Linux 6.6, tcp:tcp_probe) and ends at the last send of its response
 // (sock:sock_send_length, in the JVM's context) before the next request's
 // bytes arrive. Server connections are those whose local port is one the
 // agent put in `listeners` (a JVM's listening socket, in its network
@@ -45,9 +45,15 @@ struct sock {
 	unsigned short sk_protocol;
 } __attribute__((preserve_access_index));
 
+struct sk_buff {
+	unsigned int len;
+	unsigned char *data;
+} __attribute__((preserve_access_index));
+
 struct tcp_sock {
 	__u32 rcv_nxt;
 	__u32 copied_seq;
+	__u32 write_seq;
 } __attribute__((preserve_access_index));
 
 #define IPPROTO_TCP 6
@@ -135,19 +141,34 @@ static __always_inline void close_request(__u64 connection, struct connection_st
 		send(connection, state, state->last_send_ns, RECORD_END, now);
 }
 
-SEC("tp_btf/sk_data_ready")
-int BPF_PROG(on_data_ready, struct sock *sk)
+/* Bytes arrived on `sk`: the next request begins on an idle server
+ * connection of a JVM. */
+static __always_inline int arrived(struct sock *sk)
 {
 	__u64 connection = (__u64)sk, now = bpf_ktime_get_ns();
 	struct connection_state *state = bpf_map_lookup_elem(&connections, &connection);
 	if (state) {
-		if (state->multiplexed || !state->first_send_ns)
-			return 0; /* more bytes of the request in flight */
+		if (state->multiplexed)
+			return 0;
+		__u32 written = BPF_CORE_READ((struct tcp_sock *)sk, write_seq);
+		if (!state->first_send_ns) {
+			if (written == state->written_at_start)
+				return 0; /* more bytes of the request in flight */
+			/* Its response was written and answered before the
+			 * sender's tracepoint fired (on loopback the client
+			 * may be that fast): it ended now, within that answer's
+			 * round trip. */
+			state->first_send_ns = now;
+			state->last_send_ns = now;
+			send(connection, state, now, RECORD_FIRST_SEND, now);
+		}
 		close_request(connection, state, now);
-		state->requests++;
+		if (state->requests < 0xffff)
+			state->requests++;
 		state->start_ns = now;
 		state->first_send_ns = 0;
 		state->last_send_ns = 0;
+		state->written_at_start = written;
 		return 0;
 	}
 	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP ||
@@ -165,9 +186,32 @@ int BPF_PROG(on_data_ready, struct sock *sk)
 		.requests = 1,
 		.tgid = *tgid,
 		.port = key.port,
+		.written_at_start = BPF_CORE_READ((struct tcp_sock *)sk, write_seq),
 	};
 	bpf_map_update_elem(&connections, &connection, &fresh, BPF_ANY);
 	return 0;
+}
+
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(on_data_ready, struct sock *sk)
+{
+	return arrived(sk);
+}
+
+/* Before Linux 6.6, which has no sock:sk_data_ready: tcp:tcp_probe, at the
+ * start of tcp_rcv_established, for each segment of an established
+ * connection, its TCP header at skb->data. A segment with payload is an
+ * arrival; a pure ACK is not. */
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(on_tcp_probe, struct sock *sk, struct sk_buff *skb)
+{
+	unsigned char *header = BPF_CORE_READ(skb, data);
+	__u8 data_offset = 0;
+	if (bpf_probe_read_kernel(&data_offset, sizeof(data_offset), header + 12))
+		return 0;
+	if (BPF_CORE_READ(skb, len) <= (unsigned int)(data_offset >> 4) * 4)
+		return 0;
+	return arrived(sk);
 }
 
 SEC("tp_btf/sock_send_length")
@@ -181,6 +225,10 @@ int BPF_PROG(on_send, struct sock *sk, int ret, int flags)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
 	struct tcp_sock *tcp = (struct tcp_sock *)sk;
+	/* Nothing written since the request began: the late trace of the
+	 * previous response's send, already ended by this request's bytes. */
+	if (BPF_CORE_READ(tcp, write_seq) == state->written_at_start)
+		return 0;
 	if (BPF_CORE_READ(tcp, rcv_nxt) != BPF_CORE_READ(tcp, copied_seq) &&
 	    state->overlaps < 0xffff && ++state->overlaps >= MULTIPLEXED_OVERLAPS &&
 	    state->overlaps * 4 >= state->requests) {

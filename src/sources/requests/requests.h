@@ -52,9 +52,13 @@ struct connection_state {
 	 * of 25 HTTPS connections of the JDK's HttpsServer had two in a
 	 * minute); multiplexing has one at most requests. */
 	__u16 overlaps;
-	/* Requests begun on the connection, as far as its bytes say. */
-	__u32 requests;
-	__u32 multiplexed;
+	/* Requests begun on the connection, as far as its bytes say (it
+	 * stays at 65,535). */
+	__u16 requests;
+	__u16 multiplexed;
+	/* The connection's `write_seq` when the request began: a send that
+	 * leaves it there was the previous response's, traced late. */
+	__u32 written_at_start;
 };
 
 #endif
