@@ -361,6 +361,8 @@ pub enum ErrorKind {
     /// Request records the kernel program lost: a full ring buffer, or a
     /// JVM over its budget of records a second.
     RequestRecordsDropped,
+    /// A JVM's file in `[ebpf] requests_dir` could not be written.
+    RequestsUnwritten,
     /// Safepoints of JVMs measured before a restart, run while it was down.
     EbpfSafepointsMissedWhileDown,
 }
@@ -383,6 +385,7 @@ impl ErrorKind {
             ErrorKind::LatencyHistogramScrape => "latency_histogram_scrape",
             ErrorKind::EbpfEventsDropped => "ebpf_events_dropped",
             ErrorKind::RequestRecordsDropped => "request_records_dropped",
+            ErrorKind::RequestsUnwritten => "requests_unwritten",
             ErrorKind::EbpfSafepointsMissedWhileDown => "ebpf_safepoints_missed_while_down",
         }
     }

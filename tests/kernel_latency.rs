@@ -716,12 +716,21 @@ fn arrivals_from_tcp_probe_count_every_request_the_client_sent() {
         return;
     };
     let dir = dir.path();
-    // The arrival a kernel before 6.6 has, chosen here.
-    let (agent, mut children) =
-        discovering_agent(dir, &marker, "[ebpf]\nrequest_arrival = \"tcp_probe\"\n");
+    // The arrival a kernel before 6.6 has, chosen here; the requests
+    // written out for `analyze` too.
+    let requests_dir = dir.join("requests");
+    let ebpf = format!(
+        "[ebpf]\nrequest_arrival = \"tcp_probe\"\nrequests_dir = {}\n",
+        toml_string(&requests_dir)
+    );
+    let (agent, mut children) = discovering_agent(dir, &marker, &ebpf);
     let args = ["blocking", "blocking.port", "blocking.jsonl"];
     // A full GC every second: some requests wait for it.
-    let options = ["-Dhs.live=0.02", "-Dhs.gcEverySec=1"];
+    let options = [
+        "-Dhs.live=0.02",
+        "-Dhs.gcEverySec=1",
+        "-Xlog:gc:file=gc.log",
+    ];
     children.spawn_service(
         "service",
         &mut java_service(&classes, &marker, dir, &options, &args),
@@ -754,5 +763,21 @@ fn arrivals_from_tcp_probe_count_every_request_the_client_sent() {
     assert!(
         kernel <= total && kernel >= 0.7 * total,
         "kernel {kernel} s, client {total} s"
+    );
+    // The requests written out, read back by `analyze` as an access log.
+    let written = requests_dir.join(format!("HttpService-{service}.jsonl"));
+    let output = Command::new(PAUSEWATCH)
+        .args(["analyze", "--format", "json", "--slo", "10ms", "--latency"])
+        .arg(&written)
+        .arg(dir.join("gc.log"))
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    assert_eq!(report["latency"]["count"], 2000, "{output:?}");
+    assert_eq!(report["access_logs"][0]["malformed"], 0, "{report}");
+    let analyzed = report["latency"]["max_seconds"].as_f64().unwrap();
+    assert!(
+        within(analyzed, slowest),
+        "analyze's max {analyzed} s, the client's {slowest} s"
     );
 }

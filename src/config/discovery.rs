@@ -11,7 +11,7 @@ use toml::Spanned;
 use super::serialize_duration;
 use super::spans::{key, ConfigError, Ctx, Seg};
 use super::values::{
-    ArrivalName, Dur, Flag, Patterns, Port, Positive, RuleLabel, RulePattern, Within,
+    ArrivalName, Dur, Flag, NonEmpty, Patterns, Port, Positive, RuleLabel, RulePattern, Within,
 };
 
 /// Labels discovery sets itself on a JVM's (`jvm`) or Go program's (`program`) series.
@@ -135,6 +135,10 @@ pub struct EbpfConfig {
     pub enabled: bool,
     /// Which tracepoint marks a request's arrival.
     pub request_arrival: RequestArrival,
+    /// Where the kernel's requests are written, one file per JVM, for the
+    /// offline commands; `None`: not written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for EbpfConfig {
@@ -142,6 +146,7 @@ impl Default for EbpfConfig {
         EbpfConfig {
             enabled: true,
             request_arrival: RequestArrival::Auto,
+            requests_dir: None,
         }
     }
 }
@@ -200,6 +205,7 @@ pub(super) struct RawRuntimeStats {
 pub(super) struct RawEbpf {
     enabled: Option<Flag>,
     request_arrival: Option<ArrivalName>,
+    requests_dir: Option<NonEmpty>,
 }
 
 impl Ctx<'_> {
@@ -242,12 +248,14 @@ impl From<RawRuntimeStats> for RuntimeStatsConfig {
     }
 }
 
-impl From<RawEbpf> for EbpfConfig {
-    fn from(raw: RawEbpf) -> Self {
+impl Ctx<'_> {
+    /// `[ebpf]`; `requests_dir` relative to the config file's directory.
+    pub(super) fn ebpf(&self, raw: RawEbpf) -> EbpfConfig {
         let d = EbpfConfig::default();
         EbpfConfig {
             enabled: raw.enabled.map_or(d.enabled, |v| v.0),
             request_arrival: raw.request_arrival.map_or(d.request_arrival, |v| v.0),
+            requests_dir: raw.requests_dir.map(|dir| self.resolve(&dir.0)),
         }
     }
 }
@@ -307,7 +315,11 @@ mod tests {
             "discovery.exclude[1]",
         );
         parse_err(&["[discovery]", "enabled = 'yes'"], 2, "discovery.enabled");
-        parse_err(&["[ebpf]", "request_arrival = 'kprobe'"], 2, "ebpf.request_arrival");
+        parse_err(
+            &["[ebpf]", "request_arrival = 'kprobe'"],
+            2,
+            "ebpf.request_arrival",
+        );
         parse_err(
             &["[runtime_stats]", "interval = '1ms'"],
             2,

@@ -333,7 +333,7 @@ impl Ctx<'_> {
             config.runtime_stats = raw_runtime_stats.into();
         }
         if let Some(raw_ebpf) = raw.ebpf {
-            config.ebpf = raw_ebpf.into();
+            config.ebpf = self.ebpf(raw_ebpf);
         }
         if let Some(slo) = config.correlation.slo {
             config.alerts.thresholds.tail_slo = slo;

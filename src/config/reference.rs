@@ -140,6 +140,7 @@ pub const KEYS: &[Key] = &[
     key("runtime_stats", "interval", "\"200ms\"", "Time between samples."),
     key("ebpf", "enabled", "true", "Measure the pauses of discovered JVMs without a GC log through eBPF; where it cannot (no feature, no privilege), hsperfdata does and /metrics says why."),
     key("ebpf", "request_arrival", "\"auto\"", "The tracepoint a request's arrival is read from: sk_data_ready (Linux 6.6) where the kernel has it, else tcp_probe; name one to use it."),
+    note("ebpf", "requests_dir", "none", "A directory to write the kernel's requests to, one JSON line each ({start, duration_ms, port}), one file per JVM (service-pid.jsonl), for analyze --latency, report and compare."),
     note("alerts", "alertmanager_url", "none", "Alertmanager (API v2) to send alerts to."),
     note("alerts", "webhook_url", "none", "URL each alert transition is posted to as JSON."),
     note("alerts", "alertmanager", "none", "The [alerts.alertmanager] table, below."),

@@ -16,6 +16,7 @@ mod listeners;
 mod pairing;
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
 mod probes;
+mod written;
 /// The skeleton libbpf-cargo generates from the BPF object (build.rs).
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
 mod skel {
@@ -86,6 +87,8 @@ pub struct RequestSource {
     /// Whether an `[[access_log]]` names a JVM by its port: then the
     /// listeners are read without probes too.
     ports_wanted: bool,
+    /// `[ebpf] requests_dir`: the requests written out too.
+    files: Option<written::RequestFiles>,
 }
 
 impl RequestSource {
@@ -105,6 +108,7 @@ impl RequestSource {
             ports_wanted: (config.access_log.iter()).any(
                 |access| matches!(&access.target, AccessTarget::Jvm(jvm) if jvm.port.is_some()),
             ),
+            files: (config.ebpf.requests_dir.clone()).map(written::RequestFiles::new),
         })
     }
 
@@ -267,6 +271,7 @@ impl Source for RequestSource {
         let mut state = store.write();
         let jvms = Self::jvms(&state);
         let mut served: BTreeSet<StreamId> = BTreeSet::new();
+        let mut to_write: BTreeMap<StreamId, written::JvmRequests> = BTreeMap::new();
         for ((tgid, _), connections) in multiplexed {
             if let Some(stream) = jvms.get(&tgid).and_then(|id| state.stream_mut(*id)) {
                 stream.multiplexed_connections += connections;
@@ -280,12 +285,31 @@ impl Source for RequestSource {
                 continue;
             };
             served.insert(*id);
-            let latency = stream.kernel_latency();
             let timing = RequestTiming {
                 start: zero + chrono::Duration::nanoseconds(request.start_ns as i64),
                 duration_s: request.end_ns.saturating_sub(request.start_ns) as f64 / 1e9,
             };
-            latency.add_port_request(timing, request.port);
+            if self.files.is_some() {
+                let jvm = to_write.entry(*id).or_insert_with(|| written::JvmRequests {
+                    id: *id,
+                    service: stream.labels.get("service").cloned().unwrap_or_default(),
+                    pid: request.tgid,
+                    requests: Vec::new(),
+                });
+                jvm.requests.push((timing, request.port));
+            }
+            stream
+                .kernel_latency()
+                .add_port_request(timing, request.port);
+        }
+        // Written without the store's lock: a slow disk holds up no reader.
+        drop(state);
+        if let Some(files) = &mut self.files {
+            files.keep_only(&jvms.values().copied().collect());
+            if let Err(error) = files.write(to_write.into_values().collect()) {
+                tracing::warn!(error, "cannot write the kernel's requests ([ebpf] requests_dir); the JVM's are not written");
+                store.write().count_error(ErrorKind::RequestsUnwritten);
+            }
         }
         !served.is_empty()
     }
