@@ -781,3 +781,62 @@ fn arrivals_from_tcp_probe_count_every_request_the_client_sent() {
         "analyze's max {analyzed} s, the client's {slowest} s"
     );
 }
+
+#[test]
+fn a_jvm_listening_on_thousands_of_ports_leaves_room_for_the_others() {
+    let Some((_alone, dir, classes, marker)) = alone_with_workloads() else {
+        return;
+    };
+    let dir = dir.path();
+    let (agent, mut children) = discovering_agent(dir, &marker, "");
+    // Another user's JVM listens on 4,100 ports, more than the kernel's
+    // map of listeners holds (4,096).
+    use std::os::unix::fs::PermissionsExt;
+    let attacker_dir = dir.join("attacker");
+    std::fs::create_dir(&attacker_dir).unwrap();
+    for open in [dir, attacker_dir.as_path()] {
+        std::fs::set_permissions(open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let ready = attacker_dir.join("ready");
+    let mut attacker = Command::new("setpriv");
+    attacker
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "java",
+            &marker,
+            "-cp",
+        ])
+        .arg(&classes)
+        .args(["ManyListeners", "4100"])
+        .arg(&ready);
+    children.spawn_service("attacker", &mut attacker);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    children.wait_until(deadline, "the 4,100 listeners", |_| ready.exists());
+    let attacker = children.pid("attacker");
+    agent.metrics_when(
+        Duration::from_secs(30),
+        discovered(attacker, "latency_source=\"kernel\""),
+    );
+    // Two looks at its ports.
+    std::thread::sleep(Duration::from_secs(5));
+    let args = ["blocking", "blocking.port", "blocking.jsonl"];
+    children.spawn_service(
+        "victim",
+        &mut java_service(&classes, &marker, dir, &SMALL, &args),
+    );
+    let port = port_in(&dir.join("blocking.port"), &mut children);
+    let victim = children.pid("victim");
+    agent.metrics_when(
+        Duration::from_secs(30),
+        discovered(victim, "latency_source=\"kernel\""),
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    one_at_a_time(port, 100);
+    let pid = format!("pid=\"{victim}\"");
+    let metrics = agent.metrics_when(Duration::from_secs(20), |metrics| {
+        sum(metrics, "pausewatch_requests_total", &[&pid]) >= 100.0
+    });
+    assert_eq!(sum(&metrics, "pausewatch_requests_total", &[&pid]), 100.0);
+}

@@ -38,6 +38,10 @@ use pairing::{Pairing, Request};
 
 /// How often the JVMs' listening sockets are read again.
 const LOOK_EVERY: Duration = Duration::from_secs(2);
+/// Listening ports measured per JVM, the lowest first: the kernel's map
+/// of listeners is bounded (4,096), and one JVM listening on thousands of
+/// ports must not leave no room for the others'.
+const PORTS_PER_JVM: usize = 64;
 
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
 use probes::RequestProbes;
@@ -89,6 +93,8 @@ pub struct RequestSource {
     ports_wanted: bool,
     /// `[ebpf] requests_dir`: the requests written out too.
     files: Option<written::RequestFiles>,
+    /// JVMs whose ports were capped at [`PORTS_PER_JVM`], said once.
+    capped: BTreeSet<u32>,
 }
 
 impl RequestSource {
@@ -109,6 +115,7 @@ impl RequestSource {
                 |access| matches!(&access.target, AccessTarget::Jvm(jvm) if jvm.port.is_some()),
             ),
             files: (config.ebpf.requests_dir.clone()).map(written::RequestFiles::new),
+            capped: BTreeSet::new(),
         })
     }
 
@@ -169,9 +176,19 @@ impl RequestSource {
                 }
                 (Kernel::Probes(_), Some(found)) => {
                     let excluded = excluded.get(id).map_or(&[][..], Vec::as_slice);
-                    let measured = (found.into_iter())
+                    let mut measured = (found.into_iter())
                         .filter(|listener| !excluded.contains(&listener.port))
-                        .map(|listener| (listener, *pid));
+                        .map(|listener| (listener, *pid))
+                        .collect::<Vec<_>>();
+                    if measured.len() > PORTS_PER_JVM && self.capped.insert(*pid) {
+                        tracing::warn!(
+                            pid,
+                            ports = measured.len(),
+                            kept = PORTS_PER_JVM,
+                            "a JVM listens on more ports than are measured per JVM; the lowest are"
+                        );
+                    }
+                    measured.truncate(PORTS_PER_JVM);
                     let before = wanted.len();
                     wanted.extend(measured);
                     match wanted.len() > before {
