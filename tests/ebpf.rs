@@ -534,18 +534,27 @@ fn an_agent_killed_mid_run_counts_only_what_follows_and_what_it_missed() {
         "{counted} pauses after the restart; the log's: {pauses:?}, killed {killed}, restarted {restarted}, seen {seen}"
     );
     assert!(counted_before + counted <= pauses.len() as u64);
-    let metrics = after.get("/metrics").unwrap_or_default();
     // Its own period agrees with the JVM's counter, without the safepoints
-    // before the restart taken for drops.
+    // before the restart taken for drops. The counter is sampled: under
+    // load a sample may fall inside a safepoint whose record is not read
+    // yet, so the figure is read until it settles (the alert on it waits
+    // 10 minutes).
     let pid_label = format!("pid=\"{pid}\"");
-    let mismatch = metrics.lines().find(|l| {
-        l.starts_with("pausewatch_jvm_safepoint_probe_mismatch{") && l.contains(&pid_label)
-    });
-    assert_eq!(
-        mismatch.and_then(common::line_value),
-        Some(0.0),
-        "{mismatch:?}"
-    );
+    let mismatch = || {
+        let metrics = after.get("/metrics").unwrap_or_default();
+        let line = metrics.lines().find(|l| {
+            l.starts_with("pausewatch_jvm_safepoint_probe_mismatch{") && l.contains(&pid_label)
+        });
+        (line.and_then(common::line_value), line.map(str::to_string))
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut read = mismatch();
+    while read.0 != Some(0.0) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(500));
+        read = mismatch();
+    }
+    assert_eq!(read.0, Some(0.0), "{:?}", read.1);
+    let metrics = after.get("/metrics").unwrap_or_default();
     // What ran while it was down is counted as missed: every safepoint
     // between the kill and the restart, at most those since the last
     // checkpoint before the kill until it was seen measuring again.
