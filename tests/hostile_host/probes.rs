@@ -290,9 +290,12 @@ fn another_users_hsperfdata_cannot_forge_or_hide_a_jvms_pauses() {
         assert!(counted.1 < 1.0, "{name}: a forged pause of {} s", counted.1);
         let metrics = agent.get("/metrics").unwrap_or_default();
         let line = common::discovered(&metrics, *pid).unwrap_or_default();
+        // Refused as untrusted; or, on a loaded host where discovery
+        // looked as the short-lived victim exited, no longer readable.
+        let reason = |r: &str| line.contains(&format!(",reason=\"{r}\""));
         assert!(
             line.contains("pause_source=\"ebpf\"")
-                && line.contains("reason=\"untrusted_hsperfdata\""),
+                && (reason("untrusted_hsperfdata") || reason("no_hsperfdata")),
             "{name}: {line}"
         );
     }
