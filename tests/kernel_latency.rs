@@ -544,6 +544,29 @@ fn discovered(pid: u32, label: &'static str) -> impl Fn(&str) -> bool {
     }
 }
 
+/// Starts a blocking service `name` with JVM `options` and waits until the
+/// agent measures its requests from the kernel: its port and its pid.
+fn measured_service(
+    agent: &Agent,
+    children: &mut Children,
+    (classes, marker, dir): (&Path, &str, &Path),
+    name: &str,
+    options: &[&str],
+) -> (u16, u32) {
+    let args = ["blocking", "blocking.port", "blocking.jsonl"];
+    children.spawn_service(
+        name,
+        &mut java_service(classes, marker, dir, options, &args),
+    );
+    let port = port_in(&dir.join("blocking.port"), children);
+    let pid = children.pid(name);
+    agent.metrics_when(
+        Duration::from_secs(30),
+        discovered(pid, "latency_source=\"kernel\""),
+    );
+    (port, pid)
+}
+
 #[test]
 fn a_pipelining_connection_is_left_out_and_an_excluded_port_is_not_measured() {
     let Some((_alone, dir, classes, marker)) = alone_with_workloads() else {
@@ -564,21 +587,14 @@ fn a_pipelining_connection_is_left_out_and_an_excluded_port_is_not_measured() {
         &args,
     );
     children.spawn_service("sink", &mut { sink });
-    let args = ["blocking", "blocking.port", "blocking.jsonl"];
-    children.spawn_service(
-        "blocking",
-        &mut java_service(&classes, &marker, dir, &SMALL, &args),
-    );
+    let workloads = (classes.as_path(), marker.as_str(), dir);
+    let (blocking, service) =
+        measured_service(&agent, &mut children, workloads, "blocking", &SMALL);
     assert_eq!(port_in(&dir.join("sink.port"), &mut children), excluded);
-    let blocking = port_in(&dir.join("blocking.port"), &mut children);
-    let (sink, service) = (children.pid("sink"), children.pid("blocking"));
+    let sink = children.pid("sink");
     agent.metrics_when(
         Duration::from_secs(30),
         discovered(sink, "latency_reason=\"ports_excluded\""),
-    );
-    agent.metrics_when(
-        Duration::from_secs(30),
-        discovered(service, "latency_source=\"kernel\""),
     );
     // The excluded port's requests are not measured; the other JVM's
     // are, one at a time, until a connection pipelines.
@@ -655,18 +671,10 @@ fn a_hostile_user_cannot_add_requests_to_another_users_jvm() {
     };
     let dir = dir.path();
     let (agent, mut children) = discovering_agent(dir, &marker, "");
-    let args = ["blocking", "blocking.port", "blocking.jsonl"];
-    children.spawn_service(
-        "victim",
-        &mut java_service(&classes, &marker, dir, &SMALL, &args),
-    );
-    let victim_port = port_in(&dir.join("blocking.port"), &mut children);
-    let victim = children.pid("victim");
+    let workloads = (classes.as_path(), marker.as_str(), dir);
+    let (victim_port, victim) =
+        measured_service(&agent, &mut children, workloads, "victim", &SMALL);
     let pid = format!("pid=\"{victim}\"");
-    agent.metrics_when(
-        Duration::from_secs(30),
-        discovered(victim, "latency_source=\"kernel\""),
-    );
     // Another user, in a user and network namespace of its own (no
     // privilege needed), serves 2,000 requests on the victim's port number.
     let twin = Command::new("setpriv")
@@ -724,23 +732,14 @@ fn arrivals_from_tcp_probe_count_every_request_the_client_sent() {
         toml_string(&requests_dir)
     );
     let (agent, mut children) = discovering_agent(dir, &marker, &ebpf);
-    let args = ["blocking", "blocking.port", "blocking.jsonl"];
     // A full GC every second: some requests wait for it.
     let options = [
         "-Dhs.live=0.02",
         "-Dhs.gcEverySec=1",
         "-Xlog:gc:file=gc.log",
     ];
-    children.spawn_service(
-        "service",
-        &mut java_service(&classes, &marker, dir, &options, &args),
-    );
-    let port = port_in(&dir.join("blocking.port"), &mut children);
-    let service = children.pid("service");
-    agent.metrics_when(
-        Duration::from_secs(30),
-        discovered(service, "latency_source=\"kernel\""),
-    );
+    let workloads = (classes.as_path(), marker.as_str(), dir);
+    let (port, service) = measured_service(&agent, &mut children, workloads, "service", &options);
     let client = one_at_a_time(port, 2000);
     let pid = format!("pid=\"{service}\"");
     // The bar, 1 %: through tcp_probe a request is missed now and
@@ -822,17 +821,8 @@ fn a_jvm_listening_on_thousands_of_ports_leaves_room_for_the_others() {
     );
     // Two looks at its ports.
     std::thread::sleep(Duration::from_secs(5));
-    let args = ["blocking", "blocking.port", "blocking.jsonl"];
-    children.spawn_service(
-        "victim",
-        &mut java_service(&classes, &marker, dir, &SMALL, &args),
-    );
-    let port = port_in(&dir.join("blocking.port"), &mut children);
-    let victim = children.pid("victim");
-    agent.metrics_when(
-        Duration::from_secs(30),
-        discovered(victim, "latency_source=\"kernel\""),
-    );
+    let workloads = (classes.as_path(), marker.as_str(), dir);
+    let (port, victim) = measured_service(&agent, &mut children, workloads, "victim", &SMALL);
     std::thread::sleep(Duration::from_secs(3));
     one_at_a_time(port, 100);
     let pid = format!("pid=\"{victim}\"");

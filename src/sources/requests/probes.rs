@@ -60,25 +60,22 @@ impl RequestProbes {
     /// kernel said (no CAP_BPF and CAP_PERFMON, no BTF, a tracepoint this
     /// kernel lacks).
     pub fn load(arrival: RequestArrival) -> Result<RequestProbes, (LatencyReason, String)> {
-        let mut tried = match arrival {
-            RequestArrival::Auto => vec![RequestArrival::SkDataReady, RequestArrival::TcpProbe],
-            named => vec![named],
-        }
-        .into_iter()
-        .map(|arrival| (arrival, Self::attached(arrival)));
-        let (arrival, (skel, links)) = loop {
-            match tried.next() {
-                Some((arrival, Ok(attached))) => break (arrival, attached),
-                // A missing tracepoint: the next, if any.
-                Some((_, Err((LatencyReason::NoTracepoints, error)))) if tried.len() > 0 => {
+        let (arrival, (skel, links)) = match arrival {
+            RequestArrival::Auto => match Self::attached(RequestArrival::SkDataReady) {
+                // No sock:sk_data_ready (before Linux 6.6): the fallback.
+                Err((LatencyReason::NoTracepoints, error)) => {
                     tracing::info!(
                         error,
                         "no sock:sk_data_ready here: arrivals from tcp:tcp_probe"
                     );
+                    (
+                        RequestArrival::TcpProbe,
+                        Self::attached(RequestArrival::TcpProbe)?,
+                    )
                 }
-                Some((_, Err(refused))) => return Err(refused),
-                None => unreachable!("one arrival at least is tried"),
-            }
+                attached => (RequestArrival::SkDataReady, attached?),
+            },
+            named => (named, Self::attached(named)?),
         };
         tracing::info!(arrival = ?arrival, "kernel request-latency probes attached");
         let maps = &skel.maps;

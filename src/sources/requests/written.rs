@@ -77,9 +77,10 @@ impl RequestFiles {
         file.flush().map_err(|error| error.to_string())
     }
 
-    /// Closes the files of JVMs no longer measured.
+    /// Closes the files of JVMs no longer measured, and forgets them.
     pub fn keep_only(&mut self, alive: &BTreeSet<StreamId>) {
         self.open.retain(|id, _| alive.contains(id));
+        self.failed.retain(|id| alive.contains(id));
     }
 }
 
