@@ -462,8 +462,24 @@ fn agent_pauses(agent: &Agent, pid: u32) -> u64 {
     agent_minutes(agent, pid).values().map(|m| m.0).sum()
 }
 
+/// The agent's minutes of the JVM `pid` whose `flag` is true.
+fn flagged_minutes(agent: &Agent, pid: u32, flag: &str) -> Vec<String> {
+    let body = agent.get("/api/v1/minutes").unwrap_or_default();
+    let json: Value = serde_json::from_str(&body).unwrap_or_default();
+    let jvms = json["jvms"].as_array().cloned().unwrap_or_default();
+    let pid = pid.to_string();
+    let Some(jvm) = jvms.iter().find(|j| j["labels"]["pid"] == pid.as_str()) else {
+        return Vec::new();
+    };
+    let minutes = jvm["minutes"].as_array().unwrap().iter();
+    minutes
+        .filter(|m| m[flag] == true)
+        .map(|m| m["start"].as_str().unwrap()[..16].to_string())
+        .collect()
+}
+
 #[test]
-fn an_agent_killed_mid_run_counts_only_what_follows_and_what_it_missed() {
+fn an_agent_killed_mid_run_keeps_its_minutes_and_counts_what_it_missed() {
     let Some((dir, marker)) = prepared() else {
         return;
     };
@@ -490,6 +506,7 @@ fn an_agent_killed_mid_run_counts_only_what_follows_and_what_it_missed() {
         let _ = jvm.wait();
         return;
     }
+    let first_seen = Utc::now();
     std::thread::sleep(Duration::from_millis(2500));
     let counted_before = agent_pauses(&before, pid);
     let killed = Utc::now();
@@ -526,14 +543,40 @@ fn an_agent_killed_mid_run_counts_only_what_follows_and_what_it_missed() {
         stops.iter().filter(|(b, e)| *e > from && *b <= to).count() as u64
     };
     let end = Utc::now();
-    // Never counted twice: the restarted agent has only pauses that ended
-    // after it started, and at least those that began after it was seen
-    // measuring (one in progress at its attachment is not seen).
-    assert!(
-        counted <= overlapping(&pauses, restarted, end) && counted >= between(&pauses, seen, end),
-        "{counted} pauses after the restart; the log's: {pauses:?}, killed {killed}, restarted {restarted}, seen {seen}"
+    let checkpointed = killed - chrono::Duration::milliseconds(CHECKPOINT_INTERVAL_MS as i64 + 300);
+    // The minutes of the run before are kept, with every pause checkpointed
+    // before the kill, and those after the restart are added; a pause
+    // while it was down is in none, and none is counted twice.
+    let (kept, new) = (
+        between(&pauses, first_seen, checkpointed),
+        between(&pauses, seen, end),
     );
-    assert!(counted_before + counted <= pauses.len() as u64);
+    let unseen = between(&pauses, killed, restarted);
+    assert!(
+        counted >= kept + new && counted <= pauses.len() as u64 - unseen,
+        "{counted} pauses in the restarted agent's minutes ({counted_before} before the kill); \
+         the log's: {kept} from being seen to the checkpoint, {new} after being seen again, \
+         {unseen} while down, {} in all; killed {killed}, restarted {restarted}, seen {seen}",
+        pauses.len()
+    );
+    // The minutes it was down in are flagged: seen partly, their maxima
+    // lower bounds.
+    let minute = |at: DateTime<Utc>| at.format("%Y-%m-%dT%H:%M").to_string();
+    let unwatched: Vec<String> = {
+        let (mut at, mut minutes) = (killed, Vec::new());
+        while minute(at) <= minute(restarted) {
+            minutes.push(minute(at));
+            at += chrono::Duration::seconds(60);
+        }
+        minutes
+    };
+    for flag in ["seen_partly", "pause_max_lower_bound"] {
+        let flagged = flagged_minutes(&after, pid, flag);
+        assert!(
+            unwatched.iter().all(|m| flagged.contains(m)),
+            "{flag}: {flagged:?}, the minutes while down {unwatched:?}"
+        );
+    }
     // Its own period agrees with the JVM's counter, without the safepoints
     // before the restart taken for drops. The counter is sampled: under
     // load a sample may fall inside a safepoint whose record is not read
@@ -563,7 +606,6 @@ fn an_agent_killed_mid_run_counts_only_what_follows_and_what_it_missed() {
         "pausewatch_errors_total",
         &["kind=\"ebpf_safepoints_missed_while_down\""],
     ) as u64;
-    let checkpointed = killed - chrono::Duration::milliseconds(CHECKPOINT_INTERVAL_MS as i64 + 300);
     let (at_least, at_most) = (
         between(&safepoints, killed, restarted),
         overlapping(&safepoints, checkpointed, seen),

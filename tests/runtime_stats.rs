@@ -193,25 +193,7 @@ fn pauses_from_hsperfdata_equal_the_mxbeans_for_every_collector() {
 fn check(agent: &Agent, jvm: &Jvm, pid: u32) {
     let beans = MxBeans::read(&jvm.dir.join("mxbeans.json"));
     let pid_label = format!("pid=\"{pid}\"");
-    // The agent takes its last sample at its first poll after the exit,
-    // which on a busy machine comes after the test saw the exit.
-    let settled = |metrics: &str| {
-        (beans.collectors.iter())
-            .filter(|b| !b.name.ends_with("Cycles"))
-            .all(|b| {
-                let gc = format!("gc=\"{}\"", b.name);
-                let counted = sum(metrics, "jvm_gc_pause_seconds_count", &[&pid_label, &gc]);
-                counted as u64 == b.count
-            })
-    };
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let metrics = loop {
-        let metrics = agent.get("/metrics").unwrap();
-        if settled(&metrics) || Instant::now() > deadline {
-            break metrics;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let metrics = settled_metrics(agent, &pid_label, &beans);
     if jvm.name == "no-perfdata" {
         let reason = "reason=\"perf_data_disabled\"";
         let unavailable = sum(
@@ -253,6 +235,30 @@ fn check(agent: &Agent, jvm: &Jvm, pid: u32) {
         "{}: process_cpu_seconds_total {cpu} outside {before}..{after}",
         jvm.name
     );
+}
+
+/// The agent's metrics once its pause counts of the JVM `pid_label` equal
+/// the `beans`', for at most 2 s: it takes its last sample at its first
+/// poll after the exit, which on a busy machine comes after the test saw
+/// the exit (and drops the series after the grace).
+fn settled_metrics(agent: &Agent, pid_label: &str, beans: &MxBeans) -> String {
+    let settled = |metrics: &str| {
+        (beans.collectors.iter())
+            .filter(|b| !b.name.ends_with("Cycles"))
+            .all(|b| {
+                let gc = format!("gc=\"{}\"", b.name);
+                let counted = sum(metrics, "jvm_gc_pause_seconds_count", &[pid_label, &gc]);
+                counted as u64 == b.count
+            })
+    };
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let metrics = agent.get("/metrics").unwrap();
+        if settled(&metrics) || Instant::now() > deadline {
+            break metrics;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// `jvm_gc_pause_seconds` of the series with `pid_label` against each bean.
@@ -1036,4 +1042,70 @@ fn a_minute_of_pauses_faster_than_the_sampling_is_flagged_as_a_lower_bound() {
         max > 0.0 && max <= longest + 1e-6,
         "lower bound {max} s, the log's longest pause {longest} s"
     );
+}
+
+/// The minutes of the JVM `pid` in `/api/v1/minutes`.
+fn api_minutes(agent: &Agent, pid: u32) -> Vec<serde_json::Value> {
+    let body = agent.get("/api/v1/minutes").unwrap_or_default();
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    let pid = pid.to_string();
+    let jvms = json["jvms"].as_array().cloned().unwrap_or_default();
+    let jvm = jvms
+        .into_iter()
+        .find(|j| j["labels"]["pid"] == pid.as_str());
+    jvm.and_then(|j| j["minutes"].as_array().cloned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_agent_killed_and_restarted_keeps_a_jvms_minutes_and_every_pause() {
+    let Some((_one, dir, classes, marker)) = setup() else {
+        return;
+    };
+    let agent = start_agent(dir.path(), &marker, "");
+    let snapshot = dir.path().join("mxbeans.json");
+    let mut child = g1_jvm(&[&marker], workload(25, 8, &classes, &snapshot));
+    let pid = child.id();
+    let pid_label = format!("pid=\"{pid}\"");
+    agent.metrics_when(Duration::from_secs(30), |m| {
+        sum(m, "jvm_gc_pause_seconds_count", &[&pid_label]) > 0.0
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let before = api_minutes(&agent, pid);
+    let killed = chrono::Utc::now();
+    drop(agent); // SIGKILL: its last checkpoint is up to a second old.
+    std::thread::sleep(Duration::from_secs(2));
+    let agent = start_agent(dir.path(), &marker, "");
+    assert!(child.wait().unwrap().success());
+    // Every pause, those while it was down among them, as the JVM's
+    // MXBeans count them: the restarted agent resumes from the counters it
+    // checkpointed.
+    let beans = MxBeans::read(&snapshot);
+    let metrics = settled_metrics(&agent, &pid_label, &beans);
+    compare_pauses(&metrics, &pid_label, "restarted", &beans);
+    // G1's remark and cleanup pauses too, which JDK 17 has no bean for.
+    let total = sum(&metrics, "jvm_gc_pause_seconds_count", &[&pid_label]) as u64;
+    let after = api_minutes(&agent, pid);
+    let count = |minutes: &[serde_json::Value]| -> u64 {
+        minutes
+            .iter()
+            .map(|m| m["pause_count"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(count(&after), total, "{after:?}");
+    // The minutes before the kill are kept (a minute may have grown since).
+    for minute in &before {
+        let kept = after.iter().find(|m| m["start"] == minute["start"]);
+        let kept = kept.unwrap_or_else(|| panic!("{minute} is gone: {after:?}"));
+        assert!(kept["pause_count"].as_u64() >= minute["pause_count"].as_u64());
+    }
+    // The minute of the kill is flagged: not seen whole, its maximum a
+    // lower bound.
+    let start = killed.format("%Y-%m-%dT%H:%M").to_string();
+    let minute = after
+        .iter()
+        .find(|m| m["start"].as_str().unwrap().starts_with(&start))
+        .unwrap_or_else(|| panic!("no minute {start}: {after:?}"));
+    assert_eq!(minute["seen_partly"], true, "{minute}");
+    assert_eq!(minute["pause_max_lower_bound"], true, "{minute}");
 }

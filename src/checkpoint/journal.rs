@@ -209,13 +209,12 @@ impl Written {
     /// marks, its pending requests are all in; its record is written again
     /// at the first checkpoint (the source's start changes it).
     fn restored(source: &SourceCheckpoint) -> Written {
-        let requests = match source {
-            SourceCheckpoint::GcLog(gc) => gc.state.latency.as_ref().map(|latency| {
+        let requests = source.stream().and_then(|(_, state)| {
+            state.latency.as_ref().map(|latency| {
                 let pending = latency.pending();
                 pending.iter().map(|(m, r)| (*m, r.len())).collect()
-            }),
-            _ => None,
-        };
+            })
+        });
         Written {
             requests: requests.unwrap_or_default(),
             ..Written::default()
@@ -230,11 +229,11 @@ fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Written> {
         base: Some(serde_json::to_value(source)?),
         ..Written::default()
     };
-    let SourceCheckpoint::GcLog(gc) = source else {
+    let Some((log, state)) = source.stream() else {
         return Ok(written);
     };
-    let log = gc.log.as_str();
-    let minutes = &gc.state.jvm.minutes;
+    let log = log.as_str();
+    let minutes = &state.jvm.minutes;
     written.minutes = minutes.changes().generation();
     if let Some(newest) = minutes.iter().last() {
         written.minute = Some((newest.start.timestamp(), serde_json::to_value(newest)?));
@@ -246,7 +245,7 @@ fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Written> {
             },
         )?;
     }
-    let Some(latency) = &gc.state.latency else {
+    let Some(latency) = &state.latency else {
         return Ok(written);
     };
     written.latency_minutes = latency.minute_changes().generation();
@@ -304,9 +303,9 @@ fn changes(
         stops: before.stops,
         requests: before.requests.clone(),
     };
-    if let SourceCheckpoint::GcLog(gc) = source {
-        let log = gc.log.as_str();
-        let minutes = &gc.state.jvm.minutes;
+    if let Some((log, state)) = source.stream() {
+        let log = log.as_str();
+        let minutes = &state.jvm.minutes;
         let marks = minutes.changes();
         if marks.generation() < before.minutes {
             return full(buf, source);
@@ -346,7 +345,7 @@ fn changes(
             )?;
         }
         written.minutes = marks.generation();
-        if let Some(latency) = &gc.state.latency {
+        if let Some(latency) = &state.latency {
             let marks = latency.minute_changes();
             let arrivals = latency.arrived_stops();
             let (Some(stops), true) = (
@@ -425,11 +424,11 @@ impl Replay {
         match record {
             Record::Source(source) => self.insert(&source)?,
             Record::Fresh(source) => {
-                if let SourceCheckpoint::GcLog(gc) = &*source {
-                    self.minutes.remove(&gc.log);
-                    self.latency_minutes.remove(&gc.log);
-                    self.requests.remove(&gc.log);
-                    self.stops.remove(&gc.log);
+                if let Some((log, _)) = source.stream() {
+                    self.minutes.remove(&log);
+                    self.latency_minutes.remove(&log);
+                    self.requests.remove(&log);
+                    self.stops.remove(&log);
                 }
                 self.insert(&source)?;
             }
@@ -439,8 +438,8 @@ impl Replay {
                 delta::apply(value, &ops)?;
             }
             Record::MinuteDelta(number, key, ops) => {
-                let SourceKey::GcLog(log) = self.numbered(number)?.clone() else {
-                    bail!("minutes of a source that is not a GC log");
+                let Some(log) = self.numbered(number)?.stream_name() else {
+                    bail!("minutes of a source that has no stream");
                 };
                 let minute = self
                     .minutes
@@ -529,11 +528,11 @@ impl Replay {
 
     /// A source with its collections.
     fn put_back(&mut self, mut source: SourceCheckpoint) -> SourceCheckpoint {
-        if let SourceCheckpoint::GcLog(gc) = &mut source {
-            let state = std::sync::Arc::make_mut(&mut gc.state);
+        if let Some((log, state)) = source.stream_mut() {
+            let state = std::sync::Arc::make_mut(state);
             for minute in self
                 .minutes
-                .remove(&gc.log)
+                .remove(&log)
                 .into_iter()
                 .flat_map(|m| m.into_values())
             {
@@ -542,11 +541,11 @@ impl Replay {
             if let Some(latency) = &mut state.latency {
                 latency.restore(
                     self.latency_minutes
-                        .remove(&gc.log)
+                        .remove(&log)
                         .into_iter()
                         .flat_map(|m| m.into_values()),
-                    self.requests.remove(&gc.log).unwrap_or_default(),
-                    self.stops.remove(&gc.log).unwrap_or_default(),
+                    self.requests.remove(&log).unwrap_or_default(),
+                    self.stops.remove(&log).unwrap_or_default(),
                 );
             }
         }

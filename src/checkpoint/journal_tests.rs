@@ -357,3 +357,48 @@ fn many_streams_are_written_as_deltas_packed_and_replay_exactly() {
         assert_eq!(gc_figures(source), gc_figures(&stream.checkpoint()));
     }
 }
+
+/// A discovered JVM's own stream is journaled as a GC log's is, its
+/// collections filed apart from a log's though both stream states match.
+#[test]
+fn a_discovered_jvms_stream_replays_beside_a_gc_logs() {
+    use crate::sources::runtime_stats::DiscoveredCheckpoint;
+    let discovered = |stream: &Stream| {
+        SourceCheckpoint::Discovered(Box::new(DiscoveredCheckpoint {
+            jvm: "4242@1234".into(),
+            watched_minute: 60,
+            state: Arc::new(stream.state.clone()),
+            counters: Default::default(),
+        }))
+    };
+    let figures = |source: &SourceCheckpoint| {
+        let (name, state) = source.stream().unwrap();
+        let latency = state.latency.as_ref().unwrap();
+        format!(
+            "{name}\n{}\n{:?}\n{:?}\n{:?}\n{:?}",
+            serde_json::to_string(source).unwrap(),
+            state.jvm.minutes.iter().collect::<Vec<_>>(),
+            latency.minutes,
+            latency.pending(),
+            latency.stops.iter().collect::<Vec<_>>(),
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = Journal::new(dir.path());
+    let (mut log, mut jvm) = (Stream::new(), Stream::named(""));
+    for round in 0..30 {
+        log.run(10);
+        jvm.run(if round % 3 == 0 { 0 } else { 7 });
+        let sources = [log.checkpoint(), discovered(&jvm)];
+        journal.write(&sources, std::iter::empty()).unwrap();
+    }
+    assert!(jvm.state.jvm.minutes.iter().count() >= 2);
+    let Loaded { sources, .. } = load(dir.path()).unwrap().unwrap();
+    let replayed = |key: &SourceKey| sources.iter().find(|s| s.key() == *key).unwrap();
+    let key = SourceKey::RuntimeStats("4242@1234".into());
+    assert_eq!(figures(replayed(&key)), figures(&discovered(&jvm)));
+    assert_eq!(
+        gc_figures(replayed(&SourceKey::GcLog("/l/gc.log".into()))),
+        gc_figures(&log.checkpoint())
+    );
+}

@@ -371,6 +371,18 @@ impl JvmState {
         self.minutes.minute_mut(key).pause_max_lower_bound = true;
     }
 
+    /// Flags the minutes from `from` to `to` (keys, at most a day of them)
+    /// as not watched whole; `unseen_pauses` when pauses in them may have
+    /// gone unseen, so their maxima are lower bounds.
+    pub fn mark_seen_partly(&mut self, from: i64, to: i64, unseen_pauses: bool) {
+        const DAY: i64 = 24 * 60 * 60;
+        for key in (from.max(to - DAY)..=to).step_by(60) {
+            let minute = self.minutes.minute_mut(key);
+            minute.seen_partly = true;
+            minute.pause_max_lower_bound |= unseen_pauses;
+        }
+    }
+
     /// Marks the minute keyed `key` as missing `lost` eBPF records: its
     /// pauses are counted short, and its maximum is a lower bound.
     pub fn mark_records_lost(&mut self, key: i64, lost: u64) {

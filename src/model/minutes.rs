@@ -26,6 +26,11 @@ pub struct Minute {
     /// samples of a JVM's counters (no GC log), and only their total is known.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pause_max_lower_bound: bool,
+    /// The agent did not watch the JVM for this whole minute (it started
+    /// after the minute began, or was down for part of it): the figures are
+    /// of what it saw.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub seen_partly: bool,
     /// eBPF records lost in this minute (the JVM spent its budget, or the
     /// host's ring buffer was full: then the host's drops, whose JVMs
     /// cannot be told apart): its pauses are counted short.

@@ -22,7 +22,7 @@ use crate::follow::{
 };
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
-use crate::store::{AgentState, ErrorKind, Store, StreamId};
+use crate::store::{AgentState, ErrorKind, Store, StreamId, StreamState};
 
 pub mod access_log;
 pub mod discovery;
@@ -160,6 +160,8 @@ pub enum SourceCheckpoint {
     AccessLog(Box<access_log::AccessLogCheckpoint>),
     LatencyHistogram(latency_histogram::HistogramCheckpoint),
     Ebpf(ebpf::EbpfCheckpoint),
+    /// A discovered JVM's own stream (it has no GC log).
+    Discovered(Box<runtime_stats::DiscoveredCheckpoint>),
 }
 
 impl SourceCheckpoint {
@@ -169,6 +171,41 @@ impl SourceCheckpoint {
             SourceCheckpoint::AccessLog(c) => SourceKey::AccessLog(c.log.clone()),
             SourceCheckpoint::LatencyHistogram(c) => SourceKey::LatencyHistogram(c.key.clone()),
             SourceCheckpoint::Ebpf(_) => SourceKey::Ebpf,
+            SourceCheckpoint::Discovered(c) => SourceKey::RuntimeStats(c.jvm.clone()),
+        }
+    }
+
+    /// The stream a source carries, if any, under the name the journal
+    /// files its minutes by ([`SourceKey::stream_name`]).
+    pub fn stream(&self) -> Option<(String, &Arc<StreamState>)> {
+        let name = self.key().stream_name()?;
+        match self {
+            SourceCheckpoint::GcLog(c) => Some((name, &c.state)),
+            SourceCheckpoint::Discovered(c) => Some((name, &c.state)),
+            _ => None,
+        }
+    }
+
+    /// [`Self::stream`], to put its collections back.
+    pub fn stream_mut(&mut self) -> Option<(String, &mut Arc<StreamState>)> {
+        let name = self.key().stream_name()?;
+        match self {
+            SourceCheckpoint::GcLog(c) => Some((name, &mut c.state)),
+            SourceCheckpoint::Discovered(c) => Some((name, &mut c.state)),
+            _ => None,
+        }
+    }
+}
+
+impl SourceKey {
+    /// The name a stream's minutes, requests and stops are filed under in
+    /// the journal: a GC log's path, `jvm:PID@TICKS` for a discovered
+    /// JVM's own stream.
+    pub fn stream_name(&self) -> Option<String> {
+        match self {
+            SourceKey::GcLog(log) => Some(log.clone()),
+            SourceKey::RuntimeStats(jvm) => Some(format!("jvm:{jvm}")),
+            _ => None,
         }
     }
 }
@@ -617,6 +654,11 @@ impl Registry {
             }
             let mut labels = process.labels();
             labels.extend(self.config.discovery.labels_for(&command_line));
+            let jvm = SourceKey::RuntimeStats(format!("{}@{}", process.pid, process.start_ticks));
+            let restored = match self.restored.remove(&jvm) {
+                Some(SourceCheckpoint::Discovered(restored)) => Some(*restored),
+                _ => None,
+            };
             let (id, owns_stream, retires) = match measurement.stream {
                 measure::StreamChoice::Configured(id) => (id, false, false),
                 measure::StreamChoice::FollowLog(log) => {
@@ -641,6 +683,7 @@ impl Registry {
                     safepoint_source: measurement.safepoint_source,
                     pauses_from_start: measurement.pauses_from_start,
                     excluded_ports: self.config.discovery.excluded_ports(&command_line),
+                    restored: restored.filter(|_| owns_stream),
                 },
                 &self.config.runtime_stats,
                 self.config.discovery.grace,
@@ -651,6 +694,7 @@ impl Registry {
         if let Some(scanner) = &mut self.scanner {
             retry.into_iter().for_each(|pid| scanner.forget(pid));
         }
+        self.keep_exited_jvms(store);
         // A library takes milliseconds to attach: its JVMs are looked at
         // again soon, not a whole interval later.
         if attaching {
@@ -659,6 +703,28 @@ impl Registry {
         }
         found.extend(self.discover_go_programs(go_programs, store));
         found
+    }
+
+    /// The streams of JVMs that exited while the agent was down, from their
+    /// checkpoints: their minutes stay until `history` drops them.
+    fn keep_exited_jvms(&mut self, store: &Store) {
+        let exited: Vec<SourceKey> = (self.restored.iter())
+            .filter_map(|(key, restored)| match restored {
+                SourceCheckpoint::Discovered(jvm) => jvm
+                    .process()
+                    .is_none_or(|(pid, ticks)| {
+                        !proc_table::is_alive(Path::new(PROC_ROOT), pid, ticks)
+                    })
+                    .then(|| key.clone()),
+                _ => None,
+            })
+            .collect();
+        for key in exited {
+            if let Some(SourceCheckpoint::Discovered(jvm)) = self.restored.remove(&key) {
+                let id = self.next_id();
+                store.write().streams.insert(id, Arc::new(jvm.exited()));
+            }
+        }
     }
 
     /// The GC log a JVM writes (`logs`, the names it may have, trusted),

@@ -36,6 +36,10 @@ use crate::store::{
     AgentState, Discovered, PauseSource, SafepointSource, Store, StreamId, StreamState,
 };
 
+mod resume;
+
+pub use resume::DiscoveredCheckpoint;
+
 /// Reads of the counters that may disagree before a sample is given up (the
 /// next one will do): the JVM updates them during a collection.
 const MAX_READS: usize = 5;
@@ -249,6 +253,8 @@ pub struct Placement {
     pub pauses_from_start: bool,
     /// Listening ports the kernel is not to measure (`exclude_ports`).
     pub excluded_ports: Vec<u16>,
+    /// The previous run's checkpoint of this JVM's own stream.
+    pub restored: Option<DiscoveredCheckpoint>,
 }
 
 /// Samples one JVM's hsperfdata.
@@ -266,6 +272,11 @@ pub struct RuntimeStatsSource {
     recovers_pauses: bool,
     /// The stream goes when the JVM has exited for the grace period.
     retires: bool,
+    /// The stream is the JVM's own (no GC log): this source checkpoints it.
+    owns_stream: bool,
+    /// The minute (key) of the last poll: the stream's record is due when
+    /// it moves on, so that a restart knows which minutes it did not watch.
+    watched_minute: i64,
     file: Option<File>,
     buffer: Vec<u8>,
     layout: Option<Layout>,
@@ -331,6 +342,7 @@ impl RuntimeStatsSource {
             safepoint_source,
             pauses_from_start,
             excluded_ports,
+            restored,
         } = placement;
         let unavailable = if !config.enabled {
             Some("disabled".to_string())
@@ -342,6 +354,9 @@ impl RuntimeStatsSource {
         if let Some(reason) = &unavailable {
             tracing::warn!(pid = process.pid, jvm = %process.main(), reason, "no runtime stats: the JVM runs with -XX:-UsePerfData or -XX:+PerfDisableSharedMem; remove that option to see its counters");
         }
+        let now = Utc::now();
+        let watched_minute = minute_of(now);
+        let mut previous = BTreeMap::new();
         {
             let mut state = store.write();
             let discovered = Discovered {
@@ -358,10 +373,26 @@ impl RuntimeStatsSource {
                 excluded_ports,
             };
             if owns_stream {
-                let mut stream = StreamState {
-                    labels,
-                    readable: true,
-                    ..StreamState::default()
+                let mut stream = match restored {
+                    Some(restored) => {
+                        let (stream, counters) = restored.resumed(labels, now);
+                        previous = counters;
+                        stream
+                    }
+                    None => {
+                        let mut stream = StreamState {
+                            labels,
+                            readable: true,
+                            ..StreamState::default()
+                        };
+                        // A JVM that ran before it was watched: the minute
+                        // it was found in is not all seen.
+                        if !pauses_from_start {
+                            let jvm = &mut stream.jvm;
+                            jvm.mark_seen_partly(watched_minute, watched_minute, false);
+                        }
+                        stream
+                    }
                 };
                 stream.discovered = Some(discovered);
                 state.streams.insert(id, std::sync::Arc::new(stream));
@@ -382,10 +413,12 @@ impl RuntimeStatsSource {
             grace,
             recovers_pauses: pause_source == PauseSource::Hsperfdata,
             retires,
+            owns_stream,
+            watched_minute,
             file: None,
             buffer: Vec::new(),
             layout: None,
-            previous: BTreeMap::new(),
+            previous,
             mismatch_baseline: BTreeMap::new(),
             counter_history: BTreeMap::new(),
             threads: GcThreads::default(),
@@ -511,13 +544,14 @@ impl RuntimeStatsSource {
     /// Samples the file and applies what it says; a file that stays
     /// unusable for [`INVALID_AFTER`] is reported as invalid (a JVM being
     /// created shows zeros or an inaccessible prologue for a moment).
-    fn sample(&mut self, store: &Store) {
+    /// Whether pauses were recovered.
+    fn sample(&mut self, store: &Store) -> bool {
         match self.stable_sample() {
             Ok(Some((sample, sampled_ns))) => {
                 if self.invalid_since.take().is_some() {
                     self.report(store, None);
                 }
-                self.apply(&sample, sampled_ns, store);
+                return self.apply(&sample, sampled_ns, store);
             }
             Ok(None) => {}
             Err(detail) => {
@@ -531,9 +565,11 @@ impl RuntimeStatsSource {
                 }
             }
         }
+        false
     }
 
-    fn apply(&mut self, sample: &Sample, sampled_ns: u64, store: &Store) {
+    /// Applies a sample; whether it recovered pauses.
+    fn apply(&mut self, sample: &Sample, sampled_ns: u64, store: &Store) -> bool {
         // The eBPF source hands a JVM its probes see nothing of back to
         // these counters.
         let pause_source = {
@@ -547,7 +583,9 @@ impl RuntimeStatsSource {
         if let Some(pause_source) = pause_source {
             self.recovers_pauses = pause_source == PauseSource::Hsperfdata;
         }
-        let Some(layout) = &self.layout else { return };
+        let Some(layout) = &self.layout else {
+            return false;
+        };
         let (mut stats, counters) = sample.stats(layout);
         stats.sampled_monotonic_ns = sampled_ns;
         // As the RuntimeMXBean counts it (JDK 25 has no ticks counter).
@@ -591,10 +629,10 @@ impl RuntimeStatsSource {
         run.version.clone_from(&layout.version);
         let mut state = store.write();
         if !self.carried(&state) {
-            return;
+            return false;
         }
         let Some(stream) = state.stream_mut(self.id) else {
-            return;
+            return false;
         };
         let StreamState {
             jvm,
@@ -654,6 +692,7 @@ impl RuntimeStatsSource {
         // Compared by the eBPF source, which sees the safepoint in flight.
         stats.safepoint_probe_mismatch = runtime.as_ref().and_then(|r| r.safepoint_probe_mismatch);
         *runtime = Some(stats);
+        self.recovers_pauses && !events.is_empty()
     }
 }
 
@@ -885,7 +924,7 @@ impl Source for RuntimeStatsSource {
             self.exited = Some(Instant::now());
             // Its last counters: the file HotSpot removed at exit is still
             // open here, and holds the pauses since the previous sample.
-            self.sample(store);
+            return self.sample(store) && self.owns_stream;
         }
         if let Some(exited) = self.exited {
             // A configured log's stream stays, without the exited JVM's stats.
@@ -904,14 +943,31 @@ impl Source for RuntimeStatsSource {
         if self.file.is_none() {
             self.open(store);
         }
-        self.sample(store);
-        false
+        let recovered = self.sample(store);
+        // Its own stream's record is due when it changed, and when the
+        // minute moved on (which minutes a restart did not watch).
+        let minute = minute_of(Utc::now());
+        let moved = minute != self.watched_minute;
+        self.watched_minute = minute;
+        self.owns_stream && (recovered || moved)
     }
 
-    /// Nothing to resume: the JVM's counters are cumulative, and a restarted
-    /// agent takes its first sample as the baseline.
-    fn checkpoint(&self, _state: &AgentState) -> Option<SourceCheckpoint> {
-        None
+    /// The JVM's own stream (a JVM with a GC log is resumed from the log's
+    /// checkpoint); after its exit too, until the grace ends, so that a
+    /// restarted agent keeps its minutes.
+    fn checkpoint(&self, state: &AgentState) -> Option<SourceCheckpoint> {
+        let stream = state.streams.get(&self.id)?;
+        if !self.owns_stream || !self.carried(state) {
+            return None;
+        }
+        Some(SourceCheckpoint::Discovered(Box::new(
+            DiscoveredCheckpoint {
+                jvm: self.key.clone(),
+                watched_minute: self.watched_minute,
+                state: stream.clone(),
+                counters: self.previous.clone(),
+            },
+        )))
     }
 
     fn due(&self) -> bool {
