@@ -1058,54 +1058,78 @@ fn api_minutes(agent: &Agent, pid: u32) -> Vec<serde_json::Value> {
 }
 
 #[test]
-fn an_agent_killed_and_restarted_keeps_a_jvms_minutes_and_every_pause() {
+fn an_agent_killed_and_restarted_keeps_discovered_jvms_minutes_and_every_pause() {
     let Some((_one, dir, classes, marker)) = setup() else {
         return;
     };
     let agent = start_agent(dir.path(), &marker, "");
-    let snapshot = dir.path().join("mxbeans.json");
-    let mut child = g1_jvm(&[&marker], workload(25, 8, &classes, &snapshot));
-    let pid = child.id();
-    let pid_label = format!("pid=\"{pid}\"");
+    // One JVM without a log (its pauses from hsperfdata), one whose GC log
+    // discovery finds in its options.
+    let log = dir.path().join("logged-gc.log");
+    let xlog = format!("-Xlog:gc:file={}:time,uptime,level,tags", log.display());
+    let jvms: Vec<(&str, Child, PathBuf)> = [("own", None), ("logged", Some(xlog))]
+        .into_iter()
+        .map(|(name, flag)| {
+            let snapshot = dir.path().join(format!("{name}-mxbeans.json"));
+            let flags: Vec<&str> = [marker.as_str()]
+                .into_iter()
+                .chain(flag.as_deref())
+                .collect();
+            let child = g1_jvm(&flags, workload(25, 8, &classes, &snapshot));
+            (name, child, snapshot)
+        })
+        .collect();
+    let pid_label = |child: &Child| format!("pid=\"{}\"", child.id());
     agent.metrics_when(Duration::from_secs(30), |m| {
-        sum(m, "jvm_gc_pause_seconds_count", &[&pid_label]) > 0.0
+        (jvms.iter())
+            .all(|(_, child, _)| sum(m, "jvm_gc_pause_seconds_count", &[&pid_label(child)]) > 0.0)
     });
     std::thread::sleep(Duration::from_secs(2));
-    let before = api_minutes(&agent, pid);
+    let before: Vec<_> = (jvms.iter())
+        .map(|(_, child, _)| api_minutes(&agent, child.id()))
+        .collect();
     let killed = chrono::Utc::now();
     drop(agent); // SIGKILL: its last checkpoint is up to a second old.
     std::thread::sleep(Duration::from_secs(2));
     let agent = start_agent(dir.path(), &marker, "");
-    assert!(child.wait().unwrap().success());
-    // Every pause, those while it was down among them, as the JVM's
-    // MXBeans count them: the restarted agent resumes from the counters it
-    // checkpointed.
-    let beans = MxBeans::read(&snapshot);
-    let metrics = settled_metrics(&agent, &pid_label, &beans);
-    compare_pauses(&metrics, &pid_label, "restarted", &beans);
-    // G1's remark and cleanup pauses too, which JDK 17 has no bean for.
-    let total = sum(&metrics, "jvm_gc_pause_seconds_count", &[&pid_label]) as u64;
-    let after = api_minutes(&agent, pid);
-    let count = |minutes: &[serde_json::Value]| -> u64 {
-        minutes
+    for ((name, mut child, snapshot), before) in jvms.into_iter().zip(before) {
+        assert!(child.wait().unwrap().success(), "{name}");
+        // Every pause, those while it was down among them, as the JVM's
+        // MXBeans count them: the restarted agent resumes from the
+        // counters, or the log's position, it checkpointed.
+        let beans = MxBeans::read(&snapshot);
+        let pid_label = pid_label(&child);
+        let metrics = settled_metrics(&agent, &pid_label, &beans);
+        compare_pauses(&metrics, &pid_label, name, &beans);
+        // G1's remark and cleanup pauses too, which JDK 17 has no bean for.
+        let total = sum(&metrics, "jvm_gc_pause_seconds_count", &[&pid_label]) as u64;
+        let after = api_minutes(&agent, child.id());
+        let count = |minutes: &[serde_json::Value]| -> u64 {
+            minutes
+                .iter()
+                .map(|m| m["pause_count"].as_u64().unwrap())
+                .sum()
+        };
+        assert_eq!(count(&after), total, "{name}: {after:?}");
+        // The minutes before the kill are kept (a minute may have grown since).
+        for minute in &before {
+            let kept = after.iter().find(|m| m["start"] == minute["start"]);
+            let kept = kept.unwrap_or_else(|| panic!("{name}: {minute} is gone: {after:?}"));
+            assert!(kept["pause_count"].as_u64() >= minute["pause_count"].as_u64());
+        }
+        // Without a log, the minute of the kill is flagged: not seen whole,
+        // its maximum a lower bound. The log gave every pause of it.
+        let start = killed.format("%Y-%m-%dT%H:%M").to_string();
+        let minute = after
             .iter()
-            .map(|m| m["pause_count"].as_u64().unwrap())
-            .sum()
-    };
-    assert_eq!(count(&after), total, "{after:?}");
-    // The minutes before the kill are kept (a minute may have grown since).
-    for minute in &before {
-        let kept = after.iter().find(|m| m["start"] == minute["start"]);
-        let kept = kept.unwrap_or_else(|| panic!("{minute} is gone: {after:?}"));
-        assert!(kept["pause_count"].as_u64() >= minute["pause_count"].as_u64());
+            .find(|m| m["start"].as_str().unwrap().starts_with(&start))
+            .unwrap_or_else(|| panic!("{name}: no minute {start}: {after:?}"));
+        let unseen = name == "own";
+        assert_eq!(minute["seen_partly"] == true, unseen, "{name}: {minute}");
+        assert_eq!(
+            minute["pause_max_lower_bound"] == true,
+            unseen,
+            "{name}: {minute}"
+        );
     }
-    // The minute of the kill is flagged: not seen whole, its maximum a
-    // lower bound.
-    let start = killed.format("%Y-%m-%dT%H:%M").to_string();
-    let minute = after
-        .iter()
-        .find(|m| m["start"].as_str().unwrap().starts_with(&start))
-        .unwrap_or_else(|| panic!("no minute {start}: {after:?}"));
-    assert_eq!(minute["seen_partly"], true, "{minute}");
-    assert_eq!(minute["pause_max_lower_bound"], true, "{minute}");
 }

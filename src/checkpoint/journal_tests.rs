@@ -106,6 +106,7 @@ impl Stream {
             position: None,
             parser: self.parser.clone(),
             state: Arc::new(self.state.clone()),
+            writer: None,
         }))
     }
 }

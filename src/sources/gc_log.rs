@@ -88,6 +88,10 @@ pub struct GcLogCheckpoint {
     pub position: Option<Position>,
     pub parser: GcLogParser,
     pub state: Arc<StreamState>,
+    /// For a log discovery found: its writer, `pid@start_ticks`. Resumed
+    /// only for that process; after its exit the stream is kept as exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<String>,
 }
 
 pub struct GcLogSource {
@@ -107,8 +111,8 @@ pub struct GcLogSource {
     /// stream is dropped. A configured path is never dropped: its absence
     /// is what `StaleGcLog` reports.
     forget_after: Option<Duration>,
-    /// Off for a log discovery found: it is found again after a restart.
-    checkpointed: bool,
+    /// For a log discovery found, its writer (see [`GcLogCheckpoint::writer`]).
+    writer: Option<String>,
     /// Readable, lag and files followed as last written to the stream.
     reported: Option<(bool, u64, u64)>,
     /// The live file (device, inode) whose first timestamp was read, and
@@ -136,10 +140,11 @@ impl GcLogSource {
         }
     }
 
-    /// The same source, left out of checkpoints.
-    pub fn without_checkpoint(self) -> GcLogSource {
+    /// The same source, for the log discovery found that `writer`
+    /// (`pid@start_ticks`) writes.
+    pub fn found_for(self, writer: String) -> GcLogSource {
         GcLogSource {
-            checkpointed: false,
+            writer: Some(writer),
             ..self
         }
     }
@@ -195,7 +200,7 @@ impl GcLogSource {
             configured_start: source.jvm_start.is_some(),
             writers,
             forget_after: has_glob_chars(&source.path).then_some(source.forget_after),
-            checkpointed: true,
+            writer: None,
             reported: None,
             first_time_of: None,
         }
@@ -355,14 +360,12 @@ impl Source for GcLogSource {
     }
 
     fn checkpoint(&self, state: &AgentState) -> Option<SourceCheckpoint> {
-        if !self.checkpointed {
-            return None;
-        }
         Some(SourceCheckpoint::GcLog(Box::new(GcLogCheckpoint {
             log: self.follower.live_path().display().to_string(),
             position: self.follower.position(),
             parser: self.parser.clone(),
             state: state.streams.get(&self.id).cloned().unwrap_or_default(),
+            writer: self.writer.clone(),
         })))
     }
 

@@ -705,25 +705,37 @@ impl Registry {
         found
     }
 
-    /// The streams of JVMs that exited while the agent was down, from their
-    /// checkpoints: their minutes stay until `history` drops them.
+    /// The streams of processes discovery found that exited while the
+    /// agent was down, from their checkpoints: their minutes stay until
+    /// `history` drops them.
     fn keep_exited_jvms(&mut self, store: &Store) {
+        let gone = |process: &str| {
+            let (pid, ticks) = process.split_once('@').unwrap_or_default();
+            let (Ok(pid), Ok(ticks)) = (pid.parse(), ticks.parse()) else {
+                return true;
+            };
+            !proc_table::is_alive(Path::new(PROC_ROOT), pid, ticks)
+        };
         let exited: Vec<SourceKey> = (self.restored.iter())
-            .filter_map(|(key, restored)| match restored {
-                SourceCheckpoint::Discovered(jvm) => jvm
-                    .process()
-                    .is_none_or(|(pid, ticks)| {
-                        !proc_table::is_alive(Path::new(PROC_ROOT), pid, ticks)
-                    })
-                    .then(|| key.clone()),
-                _ => None,
+            .filter(|(_, restored)| match restored {
+                SourceCheckpoint::Discovered(jvm) => gone(&jvm.jvm),
+                SourceCheckpoint::GcLog(log) => log.writer.as_deref().is_some_and(gone),
+                _ => false,
             })
+            .map(|(key, _)| key.clone())
             .collect();
         for key in exited {
-            if let Some(SourceCheckpoint::Discovered(jvm)) = self.restored.remove(&key) {
-                let id = self.next_id();
-                store.write().streams.insert(id, Arc::new(jvm.exited()));
-            }
+            let stream = match self.restored.remove(&key) {
+                Some(SourceCheckpoint::Discovered(jvm)) => jvm.exited(),
+                Some(SourceCheckpoint::GcLog(log)) => {
+                    let mut stream = Arc::unwrap_or_clone(log.state);
+                    stream.exited = true;
+                    stream
+                }
+                _ => continue,
+            };
+            let id = self.next_id();
+            store.write().streams.insert(id, Arc::new(stream));
         }
     }
 
@@ -806,8 +818,9 @@ impl Registry {
     }
 
     /// A source following the GC log discovery found for the process
-    /// `writer`, as a configured `[[gc_log]]` would: from its beginning when
-    /// the process started after the agent, else from its end; not checkpointed.
+    /// `writer`, as a configured `[[gc_log]]` would: from where the previous
+    /// run's checkpoint of that process left it, else from its beginning
+    /// when the process started after the agent, else from its end.
     fn follow_discovered_log(
         &mut self,
         id: StreamId,
@@ -844,17 +857,27 @@ impl Registry {
             order: gc_log::oldest_first,
             written_since: Some(proc_table::started_to_the_tick(process.start_ticks)),
         };
+        let (pid, start_ticks) = (process.pid, process.start_ticks);
+        let writer = format!("{pid}@{start_ticks}");
+        let key = SourceKey::GcLog(source.path.clone());
+        let restored = match self.restored.remove(&key) {
+            Some(SourceCheckpoint::GcLog(c)) if c.writer.as_ref() != Some(&writer) => {
+                // Another process's, gone: kept as exited at the next scan.
+                self.restored.insert(key, SourceCheckpoint::GcLog(c));
+                None
+            }
+            restored => restored,
+        };
         let new = NewStream {
             id,
             live: log,
-            restored: None,
+            restored,
             follow,
         };
         let requests = gc_log::Requests::None;
-        let (pid, start_ticks) = (process.pid, process.start_ticks);
         let still_writing = move || proc_table::is_alive(Path::new(PROC_ROOT), pid, start_ticks);
         gc_log::GcLogSource::start(new, &source, requests, self.writers.clone(), store)
-            .without_checkpoint()
+            .found_for(writer)
             .of_one_writer(Box::new(still_writing))
     }
 

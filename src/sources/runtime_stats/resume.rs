@@ -62,10 +62,4 @@ impl DiscoveredCheckpoint {
         stream.jvm.mark_seen_partly(watched, watched, true);
         stream
     }
-
-    /// The JVM's pid and start ticks.
-    pub fn process(&self) -> Option<(u32, u64)> {
-        let (pid, ticks) = self.jvm.split_once('@')?;
-        Some((pid.parse().ok()?, ticks.parse().ok()?))
-    }
 }
