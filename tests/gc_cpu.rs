@@ -3,7 +3,8 @@
 //! `sun.threads.total_gc_cpu_time` read through `jcmd PID PerfCounter.print`;
 //! JDK 17 G1, Parallel and ZGC (no such counter) and JDK 25 ZGC (whose
 //! counter stays 0) against this test's own sum of the collector threads'
-//! `/proc/PID/task/TID/schedstat`. Within 5% or 20 ms. Serial, which
+//! `/proc/PID/task/TID/schedstat` (a JDK 17 G1 JVM without PerfData too,
+//! `-XX:-UsePerfData`). Within 5% or 20 ms. Serial, which
 //! collects on the VM Thread, has no collector CPU and says why; its VM
 //! Thread's CPU is beside it. The JVMs run at once.
 
@@ -134,26 +135,47 @@ fn collector_cpu_equals_the_jvms_counter_or_its_threads_schedstat() {
     let agent = agent(dir.path(), &marker, "");
     let jcmd25 = java25.with_file_name("jcmd");
     let java17 = PathBuf::from("java");
+    let no_perf_data = "-XX:-UsePerfData";
     let mut jvms: Vec<Jvm> = [
-        ("jdk25-g1", &java25, "-XX:+UseG1GC", Truth::Counter(jcmd25)),
-        ("jdk25-z", &java25, "-XX:+UseZGC", Truth::Threads),
-        ("jdk17-g1", &java17, "-XX:+UseG1GC", Truth::Threads),
+        (
+            "jdk25-g1",
+            &java25,
+            ["-XX:+UseG1GC", ""],
+            Truth::Counter(jcmd25),
+        ),
+        ("jdk25-z", &java25, ["-XX:+UseZGC", ""], Truth::Threads),
+        ("jdk17-g1", &java17, ["-XX:+UseG1GC", ""], Truth::Threads),
         (
             "jdk17-parallel",
             &java17,
-            "-XX:+UseParallelGC",
+            ["-XX:+UseParallelGC", ""],
             Truth::Threads,
         ),
-        ("jdk17-z", &java17, "-XX:+UseZGC", Truth::Threads),
-        ("jdk17-serial", &java17, "-XX:+UseSerialGC", Truth::VmThread),
+        ("jdk17-z", &java17, ["-XX:+UseZGC", ""], Truth::Threads),
+        (
+            "jdk17-serial",
+            &java17,
+            ["-XX:+UseSerialGC", ""],
+            Truth::VmThread,
+        ),
+        // No hsperfdata: the threads are read all the same.
+        (
+            "jdk17-g1-no-perfdata",
+            &java17,
+            ["-XX:+UseG1GC", no_perf_data],
+            Truth::Threads,
+        ),
     ]
     .into_iter()
-    .map(|(name, java, gc, truth)| Jvm {
+    .map(|(name, java, [gc, more], truth)| Jvm {
         name,
         child: start(
             java,
             name,
-            &[gc, "-Xmx64m", "-Dwl.rate=200", "-Dwl.quiesceMs=20000"],
+            &[gc, more, "-Xmx64m", "-Dwl.rate=200", "-Dwl.quiesceMs=20000"]
+                .into_iter()
+                .filter(|flag| !flag.is_empty())
+                .collect::<Vec<_>>(),
             "2",
             &classes,
             &marker,
@@ -193,6 +215,12 @@ fn collector_cpu_equals_the_jvms_counter_or_its_threads_schedstat() {
                 break (seconds, truth, metrics);
             }
         };
+        if jvm.name.ends_with("no-perfdata") {
+            let info = r#"from="schedstat""#;
+            if common::sum(&metrics, "pausewatch_gc_cpu_info", &[&selector, info]) != 1.0 {
+                failures.push(format!("{}: no gc_cpu_info from schedstat", jvm.name));
+            }
+        }
         if let Truth::VmThread = jvm.truth {
             let info = r#"reason="serial_collects_on_vm_thread""#;
             let said = common::sum(&metrics, "pausewatch_gc_cpu_info", &[&selector, info]);

@@ -25,7 +25,7 @@ use super::proc_table::{cpu_seconds, cpus_allowed, is_alive};
 use super::{Source, SourceCheckpoint, SourceKey};
 use crate::config::RuntimeStatsConfig;
 use crate::model::gc_cpu::{self, GcCpu};
-use crate::model::jvm::PauseSeries;
+use crate::model::jvm::{JvmState, PauseSeries};
 use crate::model::minutes::minute_of;
 use crate::model::mxbean::jdk_major;
 use crate::model::runtime::{
@@ -568,6 +568,32 @@ impl RuntimeStatsSource {
         false
     }
 
+    /// A JVM without PerfData (`-XX:-UsePerfData`), or whose file is not
+    /// readable: its collector's CPU from its threads' schedstat and its
+    /// process's from /proc, which need no hsperfdata. Without collector
+    /// threads (Serial and Epsilon run none) there is no figure, and
+    /// `pausewatch_gc_cpu_info` says so.
+    fn sample_threads(&mut self, store: &Store) {
+        let mut gc_cpu = self.threads.sample(&self.proc_root, self.process.pid);
+        if gc_cpu.kinds.is_empty() && gc_cpu.unavailable.is_none() {
+            gc_cpu.unavailable = Some(gc_cpu::NO_COLLECTOR_THREADS.to_string());
+        }
+        let process = cpu_seconds(&self.proc_root, self.process.pid);
+        let mut state = store.write();
+        if !self.carried(&state) {
+            return;
+        }
+        let Some(stream) = state.stream_mut(self.id) else {
+            return;
+        };
+        if let Some(process) = process {
+            let cpus = || cpus_allowed(&self.proc_root, self.process.pid);
+            let reading = (gc_cpu.total(), process);
+            add_cpu(&mut self.previous_cpu, cpus, &mut stream.jvm, reading);
+        }
+        stream.jvm.gc_cpu = gc_cpu;
+    }
+
     /// Applies a sample; whether it recovered pauses.
     fn apply(&mut self, sample: &Sample, sampled_ns: u64, store: &Store) -> bool {
         // The eBPF source hands a JVM its probes see nothing of back to
@@ -646,18 +672,13 @@ impl RuntimeStatsSource {
             .cpu_seconds
             .or(runtime.as_ref().and_then(|r| r.cpu_seconds));
         if let Some(process) = stats.cpu_seconds {
-            let gc = stats.gc_cpu.total();
-            if let Some((gc_before, process_before)) = self.previous_cpu {
-                let cpus = cpus_allowed(&self.proc_root, self.process.pid);
-                let key = minute_of(Utc::now());
-                jvm.add_cpu(
-                    key,
-                    (gc - gc_before).max(0.0),
-                    (process - process_before).max(0.0),
-                    cpus,
-                );
-            }
-            self.previous_cpu = Some((gc, process));
+            let cpus = || cpus_allowed(&self.proc_root, self.process.pid);
+            add_cpu(
+                &mut self.previous_cpu,
+                cpus,
+                jvm,
+                (stats.gc_cpu.total(), process),
+            );
         }
         if self.recovers_pauses {
             jvm.ingest(&run, &events, latency.as_mut());
@@ -694,6 +715,26 @@ impl RuntimeStatsSource {
         *runtime = Some(stats);
         self.recovers_pauses && !events.is_empty()
     }
+}
+
+/// Adds the collector's and the process's CPU since the `previous`
+/// reading to this minute of `jvm`; `reading` is both, cumulative seconds.
+fn add_cpu(
+    previous: &mut Option<(f64, f64)>,
+    cpus: impl FnOnce() -> Option<f64>,
+    jvm: &mut JvmState,
+    reading: (f64, f64),
+) {
+    let (gc, process) = reading;
+    if let Some((gc_before, process_before)) = *previous {
+        let key = minute_of(Utc::now());
+        let (gc, process) = (
+            (gc - gc_before).max(0.0),
+            (process - process_before).max(0.0),
+        );
+        jvm.add_cpu(key, gc, process, cpus());
+    }
+    *previous = Some(reading);
 }
 
 /// Samples of a collector's counters kept for a busy JVM's log to catch up
@@ -942,6 +983,9 @@ impl Source for RuntimeStatsSource {
         }
         if self.file.is_none() {
             self.open(store);
+        }
+        if self.file.is_none() && self.sampling {
+            self.sample_threads(store);
         }
         let recovered = self.sample(store);
         // Its own stream's record is due when it changed, and when the
