@@ -16,11 +16,14 @@
 //!   new JVM run: the GC log truncated, the JVM's start-up pauses again):
 //!   nothing fires.
 //!
-//! The rules run with short windows (`window = "150s"`, `for = "3m"`): the
-//! shortest window that always holds a minute's figure (each is stamped with
-//! its minute's start and published when the minute ends), and a `for`
-//! longer than two minutes' figures stay in it (150 s), so that a restart's
-//! start-up pauses cannot fire. VictoriaMetrics answers the same dashboard
+//! The rules run with the shortest window the configuration takes
+//! (`window = "2m"`, `for = "3m"`): each minute's figure is stamped with its
+//! minute's start and reaches Prometheus only after the minute ends, so the
+//! rules' range is a minute longer than the window and holds a minute at
+//! every evaluation (with the window as the range, the records vanished for
+//! seconds after every minute and the canary never fired); `for` is longer
+//! than a minute's figure stays in that range (2 minutes), so that a
+//! restart's start-up pauses cannot fire. VictoriaMetrics answers the same dashboard
 //! queries; where its values differ from Prometheus', the test says which
 //! (see `dashboards/README.md`).
 //!
@@ -60,8 +63,8 @@ const RESTART_STEP: f64 = 5.0;
 const FIRST_PHASE: f64 = 60.0;
 const PHASE_STEP: f64 = 45.0;
 /// The rules' configuration: the shipped rules with short windows.
-const RULES_CONFIG: &str = "[alerts.canary_pause]\nwindow = \"150s\"\nfor = \"3m\"\n\
-                            [alerts.canary_tail]\nwindow = \"150s\"\nfor = \"3m\"\n";
+const RULES_CONFIG: &str = "[alerts.canary_pause]\nwindow = \"2m\"\nfor = \"3m\"\n\
+                            [alerts.canary_tail]\nwindow = \"2m\"\nfor = \"3m\"\n";
 /// The canary's alerts fire about 4 minutes in: the first minute's
 /// figures, then `for`.
 const TEST_BUDGET: Duration = Duration::from_secs(480);

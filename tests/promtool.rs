@@ -333,12 +333,12 @@ fn canary_rules_follow_their_configuration_in_prometheus() {
         return;
     };
     let (dir, rules) = rules_for(
-        "[alerts.canary_pause]\nwindow = \"1m\"\nfor = \"2m\"\nratio = 2\nmin_pause = \"50ms\"\nmin_instances = 4\n[alerts.canary_tail]\nenabled = false\n",
+        "[alerts.canary_pause]\nwindow = \"2m\"\nfor = \"2m\"\nratio = 2\nmin_pause = \"50ms\"\nmin_instances = 4\n[alerts.canary_tail]\nenabled = false\n",
     );
     assert!(!rules.contains("alert: CanaryTailRegression"), "{rules}");
     assert!(
         rules.contains(
-            "record: service_instance:pausewatch_gc_pause_max_seconds:ratio_to_others_median1m"
+            "record: service_instance:pausewatch_gc_pause_max_seconds:ratio_to_others_median2m"
         ),
         "{rules}"
     );
@@ -367,7 +367,7 @@ fn canary_rules_follow_their_configuration_in_prometheus() {
               instance: h1:9464
             exp_annotations:
               summary: "h1:9464 pauses longer than the rest of pricing"
-              description: "For 2 minutes the longest GC pause of h1:9464 (100ms over 1 minute) has been more than 2 times the median of the other instances of pricing: now 5.00 times."
+              description: "For 2 minutes the longest GC pause of h1:9464 (100ms over 2 minutes) has been more than 2 times the median of the other instances of pricing: now 5.00 times."
 "#;
     let three = r#"      - eval_time: 4m
         alertname: CanaryPauseRegression

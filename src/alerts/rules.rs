@@ -65,6 +65,12 @@ fn percent(share: f64) -> String {
 fn canary_values(prefix: &str, rule: &CanaryRule) -> Vec<(String, String)> {
     [
         ("window", promql_duration(rule.window)),
+        // The minutes that ended in the window: each figure is stamped with
+        // its minute's start, a minute before the minute is over.
+        (
+            "range",
+            promql_duration(rule.window + Duration::from_secs(60)),
+        ),
         ("window_text", words(rule.window)),
         ("for", promql_duration(rule.for_duration)),
         ("for_text", words(rule.for_duration)),

@@ -16,8 +16,8 @@ use toml::Spanned;
 use super::http_client::{Endpoint, RawClient};
 use super::spans::{key, ConfigError, Ctx, Seg};
 use super::values::{
-    self, AlertLabel, Dur, Flag, IntIn, LabelValue, Pinned, Positive, Ratio, RuleShare, Statistic,
-    Url,
+    self, AlertLabel, CanaryWindow, Dur, Flag, IntIn, LabelValue, Pinned, Positive, Ratio,
+    RuleShare, Statistic, Url,
 };
 use crate::model::alerts::{AlertsConfig, CanaryRule, RuleKind, RuleSettings, Thresholds};
 
@@ -203,7 +203,7 @@ macro_rules! canary_tables {
         #[serde(deny_unknown_fields)]
         struct $raw {
             enabled: Option<Flag>,
-            window: Option<Positive>,
+            window: Option<CanaryWindow>,
             #[serde(rename = "for")]
             for_duration: Option<Dur>,
             ratio: Option<Ratio>,
@@ -228,7 +228,7 @@ canary_tables! {
 
 fn apply_canary(
     rule: &mut CanaryRule,
-    (enabled, window, for_duration): (Option<Flag>, Option<Positive>, Option<Dur>),
+    (enabled, window, for_duration): (Option<Flag>, Option<CanaryWindow>, Option<Dur>),
     ratio: Option<Ratio>,
     floor: Option<Duration>,
     min_instances: Option<IntIn<2, 10_000>>,
@@ -437,5 +437,13 @@ mod tests {
             "alerts.canary_pause.min_instances",
         );
         assert!(e.message.contains("out of range 2..="), "{e}");
+        // A window without a published minute in it for seconds after every
+        // minute's end: the rule could never fire.
+        let e = parse_err(
+            &["[alerts.canary_tail]", "window = '90s'"],
+            2,
+            "alerts.canary_tail.window",
+        );
+        assert!(e.message.contains("below the minimum of 2m"), "{e}");
     }
 }

@@ -246,6 +246,16 @@ checked! {
     /// `"250ms"`, `"2h 30m"`: humantime's words.
     Dur(Duration) = duration;
     Positive(Duration) = positive_duration;
+    /// A canary rule's window: Prometheus gets a minute's figure, stamped
+    /// with the minute's start, only after the minute ends, so a window
+    /// shorter than 2m holds no minute at all for those seconds.
+    CanaryWindow(Duration) = |v| {
+        let window = duration(v)?;
+        match window < Duration::from_secs(120) {
+            true => Err(format!("{} is below the minimum of 2m: each minute's figure is stamped with the minute's start and reaches Prometheus after the minute ends, so a shorter window holds none for a few seconds after every minute and the rule never fires", humantime::format_duration(window))),
+            false => Ok(window),
+        }
+    };
     Share(f64) = |v| share(v, "a number between 0 and 1");
     Url(String) = outgoing_url;
     Timestamp(DateTime<Utc>) = timestamp;
