@@ -629,6 +629,35 @@ fn another_users_jvm_is_listed_as_permission_denied_without_capabilities() {
         "pausewatch_log_readable",
     ];
     assert_eq!(common::any_series_of(&metrics, &unmeasured, jvm.id()), None);
+    // Nor in /api/v1/minutes, whose minutes have its CPU (its threads'
+    // schedstat is anyone's to read) and no pause figure.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let minutes = loop {
+        let minutes = api_minutes(&agent, jvm.id());
+        if minutes
+            .iter()
+            .any(|m| m["process_cpu_seconds"].as_f64() > Some(0.0))
+            || Instant::now() > deadline
+        {
+            break minutes;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(!minutes.is_empty(), "no minute of the JVM");
+    for minute in &minutes {
+        for figure in [
+            "pause_count",
+            "pause_max_seconds",
+            "safepoint_count",
+            "allocated_bytes",
+        ] {
+            assert!(minute.get(figure).is_none(), "{figure} in {minute}");
+        }
+    }
+    let body = agent.get("/api/v1/minutes").unwrap();
+    let pid = format!("\"pid\":\"{}\"", jvm.id());
+    let jvm_json = body.split("{\"log\"").find(|j| j.contains(&pid)).unwrap();
+    assert!(jvm_json.contains("\"pause_source\":\"none\""), "{jvm_json}");
     let log = std::fs::read_to_string(&stderr).unwrap();
     assert!(
         log.contains("CAP_DAC_READ_SEARCH") && log.contains("CAP_SYS_PTRACE"),

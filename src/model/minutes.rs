@@ -16,7 +16,10 @@ use crate::model::histogram::Histogram;
 use crate::model::minute_chunks::MinuteChunks;
 
 /// One wall-clock minute. Events belong to the minute in which they ended.
+/// `/api/v1/minutes` leaves out what nothing measures: read back, such a
+/// figure is its default.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Minute {
     pub start: DateTime<Utc>,
     pub pause_count: u64,

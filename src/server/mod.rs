@@ -30,7 +30,7 @@ use crate::config::HttpLimits;
 use crate::export::prometheus as metrics;
 use crate::model::correlate::{combine, CombinedMinute};
 use crate::model::minutes::FUTURE_TOLERANCE_SECONDS;
-use crate::store::{SharedStore, StreamState};
+use crate::store::{PauseSource, SafepointSource, SharedStore, StreamState};
 use crate::web::{require_basic_auth, Peer, WebGuard};
 use admission::{Admission, Admitted, RequestStarted, SPARE_HEADER_TIMEOUT};
 
@@ -311,8 +311,81 @@ pub struct JvmMinutes {
     pub labels: BTreeMap<String, String>,
     pub collector: String,
     pub jdk_version: Option<String>,
+    /// For a discovered JVM, the input its pauses come from (`none`: the
+    /// minutes have no pause figures) and its safepoints'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safepoint_source: Option<String>,
     /// With a latency source, each minute also carries `latency` and `attribution`.
     pub minutes: Vec<CombinedMinute>,
+}
+
+/// A minute's figures that only a measure of the JVM's pauses gives.
+const PAUSE_FIGURES: [&str; 12] = [
+    "pause_count",
+    "pause_total_seconds",
+    "pause_max_seconds",
+    "pause_max_lower_bound",
+    "records_lost",
+    "pause_histogram",
+    "full_gcs",
+    "evacuation_failures",
+    "degenerated_gcs",
+    "allocation_stalls",
+    "allocation_stall_seconds",
+    "concurrent_cycle_seconds",
+];
+/// ... of its safepoints.
+const SAFEPOINT_FIGURES: [&str; 4] = [
+    "safepoint_count",
+    "safepoint_total_seconds",
+    "safepoint_max_seconds",
+    "time_to_safepoint_max_seconds",
+];
+/// ... of its GC log (the heap before and after each collection).
+const LOG_FIGURES: [&str; 5] = [
+    "heap_after_gc_bytes",
+    "heap_committed_bytes",
+    "live_data_bytes",
+    "allocated_bytes",
+    "promoted_bytes",
+];
+
+/// The minute figures nothing measures for `stream`: absent from its
+/// minutes, as their series are from `/metrics`, never zeros that read as
+/// a healthy JVM.
+fn unmeasured_figures(stream: &StreamState) -> Vec<&'static str> {
+    let Some(discovered) = &stream.discovered else {
+        return Vec::new();
+    };
+    let mut unmeasured = Vec::new();
+    if discovered.pauses_measured_by().is_none() {
+        unmeasured.extend(PAUSE_FIGURES);
+    }
+    if discovered.safepoint_source == SafepointSource::None {
+        unmeasured.extend(SAFEPOINT_FIGURES);
+    }
+    if stream.log.is_empty() {
+        unmeasured.extend(LOG_FIGURES);
+    }
+    unmeasured
+}
+
+/// `jvm` as JSON, without the `unmeasured` figures of its minutes.
+fn write_jvm(out: &mut Vec<u8>, jvm: &JvmMinutes, unmeasured: &[&str]) -> serde_json::Result<()> {
+    if unmeasured.is_empty() {
+        return serde_json::to_writer(out, jvm);
+    }
+    let mut value = serde_json::to_value(jvm)?;
+    if let Some(minutes) = value["minutes"].as_array_mut() {
+        for minute in minutes.iter_mut().filter_map(|m| m.as_object_mut()) {
+            unmeasured.iter().for_each(|figure| {
+                minute.remove(*figure);
+            });
+        }
+    }
+    serde_json::to_writer(out, &value)
 }
 
 /// Minutes per stream in one response unless `limit` says otherwise: a day.
@@ -429,15 +502,22 @@ async fn minutes(
     let window = request.window(Utc::now());
     // The bytes serde_json writes for `MinutesResponse`, one JVM per chunk.
     let jvms = streams.into_iter().enumerate().map(move |(index, stream)| {
+        let discovered = stream.discovered.as_ref();
         let jvm = JvmMinutes {
             log: stream.log.clone(),
             labels: stream.labels.clone(),
             collector: stream.jvm.collector.as_str().to_string(),
             jdk_version: stream.jvm.jdk_version.clone(),
+            pause_source: discovered.map(|d| {
+                let source = d.pauses_measured_by();
+                source.map_or("none", PauseSource::as_str).to_string()
+            }),
+            safepoint_source: discovered.map(|d| d.safepoint_source.as_str().to_string()),
             minutes: window_minutes(&stream, window.clone(), &request),
         };
         let mut chunk = Vec::from(if index == 0 { "" } else { "," });
-        serde_json::to_writer(&mut chunk, &jvm).map(|()| Bytes::from(chunk))
+        let unmeasured = unmeasured_figures(&stream);
+        write_jvm(&mut chunk, &jvm, &unmeasured).map(|()| Bytes::from(chunk))
     });
     let chunks = std::iter::once(Ok(Bytes::from_static(b"{\"jvms\":[")))
         .chain(jvms)
