@@ -214,6 +214,16 @@ fn check(agent: &Agent, jvm: &Jvm, pid: u32) {
         &[&pid_label, "runtime_stats=\"available\""],
     );
     assert_eq!(discovered, 1.0, "{}: not discovered\n{metrics}", jvm.name);
+    // What only a GC log or the probes measure is absent, not a 0 that
+    // reads as measured (issue 38, item 3).
+    let unmeasured = [
+        "pausewatch_safepoint_time_to_safepoint_max_seconds",
+        "pausewatch_gc_evacuation_failures_total",
+        "pausewatch_gc_concurrent_cycles_total",
+        "pausewatch_allocation_stalls_total",
+    ];
+    let made_up = common::any_series_of(&metrics, &unmeasured, pid);
+    assert_eq!(made_up, None, "{}", jvm.name);
     if jvm.name == "serial" {
         assert!(
             metrics.contains("team=\"serial\""),

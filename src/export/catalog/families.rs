@@ -4,8 +4,9 @@ use std::sync::PoisonError;
 
 use super::readers::{
     age_seconds, alert_deliveries, by_kind, correlations, discovered, go_pauses, info, known,
-    last_complete, latency_minute, logged, measured, one, overhead, pauses, per_collector,
-    per_operation, per_pool, runtime, unparsed_lines, unseen_wait,
+    last_complete, latency_minute, log_count, logged, measured, one, overhead, pauses,
+    per_collector, per_operation, per_pool, runtime, safepoints_measured, unparsed_lines,
+    unseen_wait,
 };
 use super::{Family, Kind, Sample, Scope, Semconv, Unit, Value};
 use crate::export::gc_cpu;
@@ -130,8 +131,10 @@ pub static CATALOG: &[Family] = &[
         labels: &[],
         semconv: None,
         scopes: &[Scope::Stream(|s, now| {
-            last_complete(s, now, |m| {
-                Value::Float(m.map_or(0.0, |m| m.time_to_safepoint_max_seconds))
+            safepoints_measured(s, |s| {
+                last_complete(s, now, |m| {
+                    Value::Float(m.map_or(0.0, |m| m.time_to_safepoint_max_seconds))
+                })
             })
         })],
     },
@@ -142,7 +145,7 @@ pub static CATALOG: &[Family] = &[
         help: "Allocation stalls: application threads blocked until the collector freed memory (ZGC).",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.allocation_stalls)))],
+        scopes: &[Scope::Stream(|s, _| log_count(s, |c| Value::Int(c.allocation_stalls)))],
     },
     Family {
         name: "pausewatch_relocation_stalls_total",
@@ -151,7 +154,7 @@ pub static CATALOG: &[Family] = &[
         help: "Relocation stalls: application threads blocked on object relocation (ZGC).",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.relocation_stalls)))],
+        scopes: &[Scope::Stream(|s, _| log_count(s, |c| Value::Int(c.relocation_stalls)))],
     },
     Family {
         name: "pausewatch_gc_concurrent_cycles_total",
@@ -160,7 +163,7 @@ pub static CATALOG: &[Family] = &[
         help: "Concurrent GC cycles completed (G1 mark cycles, ZGC and Shenandoah cycles).",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.concurrent_cycles)))],
+        scopes: &[Scope::Stream(|s, _| log_count(s, |c| Value::Int(c.concurrent_cycles)))],
     },
     Family {
         name: "pausewatch_gc_full_total",
@@ -178,7 +181,7 @@ pub static CATALOG: &[Family] = &[
         help: "GC pauses with an evacuation failure (G1 to-space exhausted).",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.evacuation_failures)))],
+        scopes: &[Scope::Stream(|s, _| log_count(s, |c| Value::Int(c.evacuation_failures)))],
     },
     Family {
         name: "pausewatch_gc_degenerated_total",
@@ -187,7 +190,7 @@ pub static CATALOG: &[Family] = &[
         help: "Degenerated GCs (Shenandoah).",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.degenerated_gcs)))],
+        scopes: &[Scope::Stream(|s, _| log_count(s, |c| Value::Int(c.degenerated_gcs)))],
     },
     Family {
         name: "pausewatch_gc_humongous_allocations_total",
@@ -196,7 +199,7 @@ pub static CATALOG: &[Family] = &[
         help: "GC pauses caused by a humongous allocation (G1).",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| one(Value::Int(s.jvm.counters.humongous_allocations)))],
+        scopes: &[Scope::Stream(|s, _| log_count(s, |c| Value::Int(c.humongous_allocations)))],
     },
     Family {
         name: "pausewatch_gc_explicit_total",
@@ -253,9 +256,7 @@ pub static CATALOG: &[Family] = &[
         help: "Time application threads spent in allocation stalls (ZGC).",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| {
-            one(Value::Float(s.jvm.counters.allocation_stall_seconds))
-        })],
+        scopes: &[Scope::Stream(|s, _| log_count(s, |c| Value::Float(c.allocation_stall_seconds)))],
     },
     Family {
         name: "pausewatch_gc_concurrent_cycle_seconds_total",
@@ -264,9 +265,7 @@ pub static CATALOG: &[Family] = &[
         help: "Wall-clock duration of concurrent GC cycles; not pause time.",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| {
-            one(Value::Float(s.jvm.counters.concurrent_cycle_seconds))
-        })],
+        scopes: &[Scope::Stream(|s, _| log_count(s, |c| Value::Float(c.concurrent_cycle_seconds)))],
     },
     Family {
         name: "pausewatch_gc_concurrent_phase_seconds_total",
@@ -275,9 +274,7 @@ pub static CATALOG: &[Family] = &[
         help: "Duration of concurrent GC phases, which run alongside the application; not pause time.",
         labels: &[],
         semconv: None,
-        scopes: &[Scope::Stream(|s, _| {
-            one(Value::Float(s.jvm.counters.concurrent_phase_seconds))
-        })],
+        scopes: &[Scope::Stream(|s, _| log_count(s, |c| Value::Float(c.concurrent_phase_seconds)))],
     },
     Family {
         name: "pausewatch_jvm_info",

@@ -10,10 +10,10 @@ use pausewatch_parsers::{Collector, UnparsedKind};
 
 use super::{Sample, Value, OVERHEAD_WINDOWS};
 use crate::model::correlate::LatencyMinute;
-use crate::model::jvm::{PauseSeries, SafepointSeries};
+use crate::model::jvm::{EventCounters, PauseSeries, SafepointSeries};
 use crate::model::minutes::{last_complete_minute, Minute, CLOCK_OUTLIER};
 use crate::model::runtime::{CollectorStats, MemoryPool, RuntimeStats};
-use crate::store::{AgentState, EbpfReason, PauseSource, StreamState};
+use crate::store::{AgentState, EbpfReason, PauseSource, SafepointSource, StreamState};
 
 /// Every unparsed-line kind, so that each `kind` series exists from the first
 /// scrape (at 0) and `rate()` sees the first bad line.
@@ -135,6 +135,27 @@ pub(super) fn logged<'a>(
     match stream.log.is_empty() {
         true => Vec::new(),
         false => read(stream),
+    }
+}
+
+/// A count only a GC log gives (concurrent cycles, stalls, evacuation
+/// failures): absent for a JVM that writes none, not a 0 nothing measured.
+pub(super) fn log_count(
+    stream: &StreamState,
+    read: impl FnOnce(&EventCounters) -> Value<'static>,
+) -> Vec<Sample<'_>> {
+    logged(stream, |s| one(read(&s.jvm.counters)))
+}
+
+/// A figure of a discovered JVM's safepoints, none when nothing measures
+/// them (no GC log with the `safepoint` tag, no probes).
+pub(super) fn safepoints_measured<'a>(
+    stream: &'a StreamState,
+    read: impl FnOnce(&'a StreamState) -> Vec<Sample<'a>>,
+) -> Vec<Sample<'a>> {
+    match &stream.discovered {
+        Some(jvm) if jvm.safepoint_source == SafepointSource::None => Vec::new(),
+        _ => read(stream),
     }
 }
 
