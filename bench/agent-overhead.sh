@@ -168,7 +168,7 @@ PROBE_LOG="$WORK/logs/probe.log"
 mkdir -p "$WORK/logs"
 : > "$GC_LOG"
 : > "$PROBE_LOG"
-PORT=$(free_port)
+PORT=$(agent_port)
 cat > "$WORK/pausewatch.toml" <<EOF
 listen = "127.0.0.1:$PORT"
 checkpoint_dir = "$WORK/checkpoint"

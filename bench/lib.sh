@@ -1,6 +1,6 @@
 # Shared by the benchmark scripts (sourced): the tools they need, the
 # binary under test, a work directory removed at exit with every process
-# the script started, a free port, and a process's CPU time.
+# the script started, the agent's port, and a process's CPU time.
 
 # bench_setup NAME [CARGO_ARGS...]: checks tools, sets BIN (PAUSEWATCH_BIN, or
 # a release build with CARGO_ARGS such as `--features ebpf`), WORK and PIDS,
@@ -34,11 +34,17 @@ free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# The port of the agent under test: PAUSEWATCH_PORT (a firewall, a port kept
+# for the run), else a free one.
+agent_port() {
+    if [[ -n "${PAUSEWATCH_PORT:-}" ]]; then echo "$PAUSEWATCH_PORT"; else free_port; fi
+}
+
 # discovery_config INTERVAL REGEX: writes $WORK/pausewatch.toml for an agent on
 # a free port (sets PORT) that discovers, every INTERVAL, only the JVMs whose
 # command line matches REGEX (a TOML literal string: no single quote).
 discovery_config() {
-    PORT="$(free_port)"
+    PORT="$(agent_port)"
     cat > "$WORK/pausewatch.toml" <<TOML
 listen = "127.0.0.1:$PORT"
 checkpoint_dir = "$WORK/checkpoint"

@@ -99,7 +99,7 @@ else:
 PY
 
 mkdir -p "$WORK/logs"
-PORT=$(free_port)
+PORT=$(agent_port)
 {
     echo "listen = \"127.0.0.1:$PORT\""
     echo "checkpoint_dir = \"$WORK/checkpoint\""
@@ -155,31 +155,35 @@ PIDS+=("$TAIL")
 sleep "$WARMUP_SECONDS"
 
 TICKS=$(getconf CLK_TCK)
-# Bytes the agent wrote with write(2) and friends (checkpoints; no scrape runs in the window).
-written() { awk '$1 == "wchar:" { print $2 }' "/proc/$1/io"; }
+# Bytes the agent made the kernel write to storage (checkpoints; write_bytes
+# of /proc/PID/io, 0 on tmpfs), and all it wrote with write(2), sockets
+# included (wchar).
+written() { awk '$1 == "write_bytes:" { print $2 }' "/proc/$1/io"; }
+syscall_written() { awk '$1 == "wchar:" { print $2 }' "/proc/$1/io"; }
 
 scrape() { curl -s -o /dev/null "127.0.0.1:$PORT/metrics"; }
-agent0=$(cpu_ticks "$AGENT"); tail0=$(cpu_ticks "$TAIL"); bytes0=$(written "$AGENT")
+agent0=$(cpu_ticks "$AGENT"); tail0=$(cpu_ticks "$TAIL"); bytes0=$(written "$AGENT"); calls0=$(syscall_written "$AGENT")
 if [[ -n "$SCRAPE_EVERY" ]]; then
     end=$((SECONDS + SECONDS_MEASURED))
     while ((SECONDS < end)); do scrape; sleep "$SCRAPE_EVERY"; done
 else
     sleep "$SECONDS_MEASURED"
 fi
-agent1=$(cpu_ticks "$AGENT"); tail1=$(cpu_ticks "$TAIL"); bytes1=$(written "$AGENT")
+agent1=$(cpu_ticks "$AGENT"); tail1=$(cpu_ticks "$TAIL"); bytes1=$(written "$AGENT"); calls1=$(syscall_written "$AGENT")
 hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$AGENT/status")
 streams=$(curl -s "127.0.0.1:$PORT/healthz" 2>/dev/null || python3 -c "
 import socket; s = socket.create_connection(('127.0.0.1', $PORT)); s.sendall(b'GET /healthz HTTP/1.0\r\n\r\n'); print(s.makefile().read().split('\r\n\r\n')[1])")
 
-python3 - "$MODE" "$SECONDS_MEASURED" "$TICKS" $((agent1 - agent0)) $((tail1 - tail0)) $((bytes1 - bytes0)) "$hwm" "$streams" <<'PY'
+python3 - "$MODE" "$SECONDS_MEASURED" "$TICKS" $((agent1 - agent0)) $((tail1 - tail0)) $((bytes1 - bytes0)) $((calls1 - calls0)) "$hwm" "$streams" <<'PY'
 import sys
-mode, seconds, ticks, agent, tail, written, hwm, health = sys.argv[1:]
-seconds, ticks, agent, tail, written, hwm = float(seconds), float(ticks), int(agent), int(tail), int(written), int(hwm)
+mode, seconds, ticks, agent, tail, written, calls, hwm, health = sys.argv[1:]
+seconds, ticks, agent, tail, written, calls, hwm = float(seconds), float(ticks), int(agent), int(tail), int(written), int(calls), int(hwm)
 print("pausewatch on many streams: %s, %.0f s window, %s" % (mode, seconds, health))
 print("%-36s %12s" % ("agent CPU (share of one core)", "%.1f %%" % (100 * agent / ticks / seconds)))
 print("%-36s %12s" % ("tail -F CPU (share of one core)", "%.1f %%" % (100 * tail / ticks / seconds)))
 print("%-36s %12s" % ("agent / tail -F", "%.2fx" % (agent / tail) if tail else "inf"))
-print("%-36s %12s" % ("agent writes (checkpoints)", "%.2f MB/min" % (written / 1e6 / seconds * 60)))
+print("%-36s %12s" % ("agent block writes (checkpoints)", "%.2f MB/min" % (written / 1e6 / seconds * 60)))
+print("%-36s %12s" % ("agent write(2) bytes, sockets too", "%.2f MB/min" % (calls / 1e6 / seconds * 60)))
 print("%-36s %12s" % ("agent peak RSS", "%.1f MiB" % (hwm / 1024)))
 PY
 errors=$(grep -c -E ' (WARN|ERROR) ' "$WORK/agent.stderr" || true)
