@@ -709,13 +709,7 @@ impl Registry {
     /// agent was down, from their checkpoints: their minutes stay until
     /// `history` drops them.
     fn keep_exited_jvms(&mut self, store: &Store) {
-        let gone = |process: &str| {
-            let (pid, ticks) = process.split_once('@').unwrap_or_default();
-            let (Ok(pid), Ok(ticks)) = (pid.parse(), ticks.parse()) else {
-                return true;
-            };
-            !proc_table::is_alive(Path::new(PROC_ROOT), pid, ticks)
-        };
+        let gone = |process: &str| !proc_table::is_alive_key(Path::new(PROC_ROOT), process);
         let exited: Vec<SourceKey> = (self.restored.iter())
             .filter(|(_, restored)| match restored {
                 SourceCheckpoint::Discovered(jvm) => gone(&jvm.jvm),

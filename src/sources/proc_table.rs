@@ -248,6 +248,17 @@ pub fn is_alive(proc_root: &Path, pid: u32, ticks: u64) -> bool {
     start_ticks(proc_root, pid) == Some(ticks)
 }
 
+/// Whether the process a checkpoint names by `pid@start_ticks` still runs
+/// (a pid reused by another process is not it; a key that does not read is
+/// no process).
+pub fn is_alive_key(proc_root: &Path, key: &str) -> bool {
+    let (pid, ticks) = key.split_once('@').unwrap_or_default();
+    match (pid.parse(), ticks.parse()) {
+        (Ok(pid), Ok(ticks)) => is_alive(proc_root, pid, ticks),
+        _ => false,
+    }
+}
+
 /// CPU time a process used, user plus system, in seconds, read now.
 pub fn cpu_seconds(proc_root: &Path, pid: u32) -> Option<f64> {
     let stat = stat(proc_root, pid)?;

@@ -239,15 +239,7 @@ impl EbpfSource {
         // The JVMs still running: a pid in the checkpoint may be another's.
         let proc_root = Path::new("/proc");
         let mut restored = restored.reached;
-        restored.retain(|key, _| {
-            let (pid, ticks) = key.split_once('@').unwrap_or_default();
-            pid.parse()
-                .ok()
-                .zip(ticks.parse().ok())
-                .is_some_and(|(pid, ticks)| {
-                    crate::sources::proc_table::is_alive(proc_root, pid, ticks)
-                })
-        });
+        restored.retain(|key, _| crate::sources::proc_table::is_alive_key(proc_root, key));
         EbpfSource {
             probes,
             converters: HashMap::new(),
