@@ -14,6 +14,9 @@
 #   HISTORY_MINUTES=0    live: each log starts with a pause a minute for this many past minutes
 #   SCRAPE_EVERY=        seconds between scrapes of /metrics in the window (none by default;
 #                        the responses then count in the bytes written)
+#   API_CALLS=0          live: after the window, /api/v1/minutes this many times with its
+#                        defaults and as many for the whole day of every stream (the old
+#                        default), alternated: bytes and agent CPU per call
 #   PAUSEWATCH_BIN=...   use this binary instead of building target/release/pausewatch
 #   OTLP_ENDPOINT=...    also push over OTLP (http/protobuf) to this receiver
 #   OTLP_INTERVAL=15s    its export interval
@@ -27,6 +30,7 @@ REQUESTS="${REQUESTS:-800}"
 SECONDS_MEASURED="${SECONDS_MEASURED:-60}"
 HISTORY_MINUTES="${HISTORY_MINUTES:-0}"
 SCRAPE_EVERY="${SCRAPE_EVERY:-}"
+API_CALLS="${API_CALLS:-0}"
 # The agent reads a history of 1,440 minutes of 200 logs in about 10 s.
 WARMUP_SECONDS=$((5 + STREAMS * HISTORY_MINUTES / 20000))
 
@@ -190,4 +194,44 @@ errors=$(grep -c -E ' (WARN|ERROR) ' "$WORK/agent.stderr" || true)
 if (( errors > 0 )); then
     echo "agent warnings/errors ($errors), the first:" >&2
     grep -E ' (WARN|ERROR) ' "$WORK/agent.stderr" | head -5 >&2
+fi
+
+if (( API_CALLS > 0 )); then
+    # Agent CPU per call from its threads' schedstat (nanoseconds), less what
+    # it spends meanwhile without calls (measured as long right after each).
+    python3 - "$AGENT" "$PORT" "$API_CALLS" <<'PY'
+import glob, statistics, sys, time, urllib.request
+agent, port, calls = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def cpu_ns():
+    total = 0
+    for path in glob.glob("/proc/%s/task/*/schedstat" % agent):
+        try:
+            total += int(open(path).read().split()[0])
+        except (OSError, ValueError):
+            pass
+    return total
+def batch(query, calls):
+    """Agent CPU per call over `calls` calls in a row, less the CPU it spends
+    without calls for as long right after."""
+    cpu0, wall0 = cpu_ns(), time.monotonic()
+    for _ in range(calls):
+        size = len(urllib.request.urlopen("http://127.0.0.1:%d/api/v1/minutes%s" % (port, query)).read())
+    busy, wall = cpu_ns() - cpu0, time.monotonic() - wall0
+    cpu1 = cpu_ns()
+    time.sleep(wall)
+    idle = cpu_ns() - cpu1
+    return size, (busy - idle) / 1e6 / calls
+queries = {"defaults": ("", 20), "the day, every stream": ("?limit=1440&page_size=1000", 1)}
+results = {name: [] for name in queries}
+for _ in range(calls):
+    for name, (query, in_a_row) in queries.items():
+        results[name].append(batch(query, in_a_row))
+        time.sleep(0.2)
+day_ms = statistics.median(ms for _, ms in results["the day, every stream"])
+for name, runs in results.items():
+    size, ms = runs[-1][0], statistics.median(ms for _, ms in runs)
+    print("%-36s %12s %10s %8s" % ("/api/v1/minutes, " + name, "%.2f MB" % (size / 1e6),
+                                     "%.1f ms" % ms, "%.3fx" % (ms / day_ms if day_ms else 0)))
+    print("  runs (ms per call): " + " ".join("%.1f" % m for _, m in runs))
+PY
 fi

@@ -461,6 +461,19 @@ pub struct CombinedMinute {
     pub access_log_latency: Option<LatencySummary>,
 }
 
+impl From<Minute> for CombinedMinute {
+    /// A GC minute with no latency (yet).
+    fn from(gc: Minute) -> CombinedMinute {
+        CombinedMinute {
+            gc,
+            latency: None,
+            attribution: None,
+            ports: BTreeMap::new(),
+            access_log_latency: None,
+        }
+    }
+}
+
 /// Joins GC minutes and latency minutes by start. Minutes only one side has
 /// are kept; with `fill`, every minute gets a latency (zeros when quiet) so
 /// that the series has one shape.
@@ -469,31 +482,21 @@ pub fn combine<'a>(
     latency: impl IntoIterator<Item = (&'a i64, &'a LatencyMinute)>,
     fill: bool,
 ) -> Vec<CombinedMinute> {
+    let mut latency = latency.into_iter().peekable();
+    if latency.peek().is_none() && !fill {
+        // GC minutes alone (most streams): already in order, nothing to join.
+        return gc.into_iter().map(CombinedMinute::from).collect();
+    }
     let mut minutes: BTreeMap<i64, CombinedMinute> = gc
         .into_iter()
-        .map(|gc| {
-            (
-                gc.start.timestamp(),
-                CombinedMinute {
-                    gc,
-                    latency: None,
-                    attribution: None,
-                    ports: BTreeMap::new(),
-                    access_log_latency: None,
-                },
-            )
-        })
+        .map(|gc| (gc.start.timestamp(), CombinedMinute::from(gc)))
         .collect();
     for (key, latency_minute) in latency {
-        let entry = minutes.entry(*key).or_insert_with(|| CombinedMinute {
-            gc: Minute {
+        let entry = minutes.entry(*key).or_insert_with(|| {
+            CombinedMinute::from(Minute {
                 start: latency_minute.start,
                 ..Minute::default()
-            },
-            latency: None,
-            attribution: None,
-            ports: BTreeMap::new(),
-            access_log_latency: None,
+            })
         });
         entry.latency = Some(latency_minute.latency);
         entry.attribution = latency_minute.attribution;

@@ -5,39 +5,32 @@
 //! Handlers read a snapshot of the store and build their response without
 //! holding its lock.
 
-use std::collections::BTreeMap;
 use std::future::Future;
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
-use chrono::{DateTime, Utc};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use serde::{Deserialize, Serialize};
 
 mod admission;
+mod minutes;
 
 use crate::config::HttpLimits;
 use crate::export::prometheus as metrics;
-use crate::model::correlate::{combine, CombinedMinute};
-use crate::model::minutes::FUTURE_TOLERANCE_SECONDS;
-use crate::store::{PauseSource, SafepointSource, SharedStore, StreamState};
+use crate::store::SharedStore;
 use crate::web::{require_basic_auth, Peer, WebGuard};
 use admission::{Admission, Admitted, RequestStarted, SPARE_HEADER_TIMEOUT};
+pub use minutes::{JvmMinutes, MinutesResponse};
 
 /// How long to wait after a failed accept before the next.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
-/// JVMs of `/api/v1/minutes` written ahead of what the client has read.
-const MINUTES_CHUNKS_AHEAD: usize = 4;
 /// How often a failing accept is logged.
 const ACCEPT_ERROR_LOG_EVERY: Duration = Duration::from_secs(60);
 
@@ -52,7 +45,7 @@ pub fn router(store: SharedStore, registry: Arc<metrics::Exposition>) -> Router 
     Router::new()
         .route("/metrics", get(metrics_handler))
         .route("/healthz", get(healthz))
-        .route("/api/v1/minutes", get(minutes))
+        .route("/api/v1/minutes", get(minutes::minutes))
         .route("/api/v1/alerts", get(alerts))
         .with_state(App { store, registry })
 }
@@ -298,282 +291,8 @@ async fn healthz(State(app): State<App>) -> Response {
     }
 }
 
-/// `/api/v1/minutes` response.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct MinutesResponse {
-    pub jvms: Vec<JvmMinutes>,
-}
-
-/// One log stream's minutes, oldest first, quiet minutes included as zeros.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct JvmMinutes {
-    pub log: String,
-    pub labels: BTreeMap<String, String>,
-    pub collector: String,
-    pub jdk_version: Option<String>,
-    /// For a discovered JVM, the input its pauses come from (`none`: the
-    /// minutes have no pause figures) and its safepoints'.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pause_source: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub safepoint_source: Option<String>,
-    /// With a latency source, each minute also carries `latency` and `attribution`.
-    pub minutes: Vec<CombinedMinute>,
-}
-
-/// A minute's figures that only a measure of the JVM's pauses gives.
-const PAUSE_FIGURES: [&str; 12] = [
-    "pause_count",
-    "pause_total_seconds",
-    "pause_max_seconds",
-    "pause_max_lower_bound",
-    "records_lost",
-    "pause_histogram",
-    "full_gcs",
-    "evacuation_failures",
-    "degenerated_gcs",
-    "allocation_stalls",
-    "allocation_stall_seconds",
-    "concurrent_cycle_seconds",
-];
-/// ... of its safepoints.
-const SAFEPOINT_FIGURES: [&str; 4] = [
-    "safepoint_count",
-    "safepoint_total_seconds",
-    "safepoint_max_seconds",
-    "time_to_safepoint_max_seconds",
-];
-/// ... of its GC log (the heap before and after each collection).
-const LOG_FIGURES: [&str; 5] = [
-    "heap_after_gc_bytes",
-    "heap_committed_bytes",
-    "live_data_bytes",
-    "allocated_bytes",
-    "promoted_bytes",
-];
-
-/// The minute figures nothing measures for `stream`: absent from its
-/// minutes, as their series are from `/metrics`, never zeros that read as
-/// a healthy JVM.
-fn unmeasured_figures(stream: &StreamState) -> Vec<&'static str> {
-    let Some(discovered) = &stream.discovered else {
-        return Vec::new();
-    };
-    let mut unmeasured = Vec::new();
-    if discovered.pauses_measured_by().is_none() {
-        unmeasured.extend(PAUSE_FIGURES);
-    }
-    if discovered.safepoint_source == SafepointSource::None {
-        unmeasured.extend(SAFEPOINT_FIGURES);
-    }
-    if stream.log.is_empty() {
-        unmeasured.extend(LOG_FIGURES);
-    }
-    unmeasured
-}
-
-/// `jvm` as JSON, without the `unmeasured` figures of its minutes.
-fn write_jvm(out: &mut Vec<u8>, jvm: &JvmMinutes, unmeasured: &[&str]) -> serde_json::Result<()> {
-    if unmeasured.is_empty() {
-        return serde_json::to_writer(out, jvm);
-    }
-    let mut value = serde_json::to_value(jvm)?;
-    if let Some(minutes) = value["minutes"].as_array_mut() {
-        for minute in minutes.iter_mut().filter_map(|m| m.as_object_mut()) {
-            unmeasured.iter().for_each(|figure| {
-                minute.remove(*figure);
-            });
-        }
-    }
-    serde_json::to_writer(out, &value)
-}
-
-/// Minutes per stream in one response unless `limit` says otherwise: a day.
-const DEFAULT_MINUTES_LIMIT: u64 = 24 * 60;
-/// The most minutes per stream one response may ask for: a week.
-pub const MAX_MINUTES_LIMIT: u64 = 7 * 24 * 60;
-
-#[derive(Debug, Deserialize)]
-struct MinutesQuery {
-    since: Option<String>,
-    until: Option<String>,
-    log: Option<String>,
-    limit: Option<String>,
-}
-
-/// A checked `/api/v1/minutes` query.
-#[derive(Debug, Clone)]
-struct MinutesRequest {
-    since: Option<DateTime<Utc>>,
-    until: Option<DateTime<Utc>>,
-    log: Option<String>,
-    limit: u64,
-}
-
-/// Parses a time parameter. A `+` of the offset arrives as a space when the
-/// client did not percent-encode it (`?since=2026-11-30T01:45:00+00:00`);
-/// put it back.
-fn parse_time(name: &str, raw: Option<&str>) -> Result<Option<DateTime<Utc>>, String> {
-    raw.map(|raw| {
-        DateTime::parse_from_rfc3339(&raw.replace(' ', "+"))
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(|error| {
-                format!("{name} must be an RFC 3339 time such as 2026-11-30T01:45:00Z: {error}")
-            })
-    })
-    .transpose()
-}
-
-impl MinutesRequest {
-    fn parse(query: MinutesQuery) -> Result<MinutesRequest, String> {
-        let limit = match query.limit.as_deref() {
-            None => DEFAULT_MINUTES_LIMIT,
-            Some(raw) => raw
-                .parse()
-                .ok()
-                .filter(|limit| (1..=MAX_MINUTES_LIMIT).contains(limit))
-                .ok_or_else(|| {
-                    format!("limit must be a number of minutes from 1 to {MAX_MINUTES_LIMIT}")
-                })?,
-        };
-        Ok(MinutesRequest {
-            since: parse_time("since", query.since.as_deref())?,
-            until: parse_time("until", query.until.as_deref())?,
-            log: query.log,
-            limit,
-        })
-    }
-
-    /// The minute keys a stream may list: from `since` to `until`, and
-    /// nothing beyond the agent's clock, so a line dated years ahead cannot
-    /// stretch the series.
-    fn window(&self, now: DateTime<Utc>) -> Range<i64> {
-        let horizon = now.timestamp() + FUTURE_TOLERANCE_SECONDS + 1;
-        self.since.map_or(i64::MIN, |since| since.timestamp())
-            ..self
-                .until
-                .map_or(horizon, |until| until.timestamp().min(horizon))
-    }
-
-    /// At most `limit` minutes of what `listed` spans: the first ones after
-    /// `since` when it is given (to page forward), else the newest.
-    fn clip(&self, listed: Range<i64>) -> Range<i64> {
-        let span = i64::try_from(self.limit * 60).unwrap_or(i64::MAX);
-        if self.since.is_some() {
-            listed.start..listed.end.min(listed.start.saturating_add(span))
-        } else {
-            listed.start.max(listed.end.saturating_sub(span))..listed.end
-        }
-    }
-}
-
 fn error(status: StatusCode, message: String) -> Response {
     (status, Json(serde_json::json!({ "error": message }))).into_response()
-}
-
-/// The minutes of every stream, or of the one whose live path is `log`,
-/// streamed one JVM at a time: a response for hundreds of JVMs never exists
-/// in memory as a whole. They are written on a blocking thread, a few JVMs
-/// ahead of the client: 8 such responses for 200 JVMs once held up
-/// `/healthz` for 2.1 s on the server's one worker thread.
-async fn minutes(
-    State(app): State<App>,
-    query: Result<Query<MinutesQuery>, QueryRejection>,
-) -> Response {
-    // A query that does not parse (a duplicate `since`) answers JSON too.
-    let query = match query {
-        Ok(Query(query)) => query,
-        Err(rejection) => return error(StatusCode::BAD_REQUEST, rejection.body_text()),
-    };
-    let request = match MinutesRequest::parse(query) {
-        Ok(request) => request,
-        Err(message) => return error(StatusCode::BAD_REQUEST, message),
-    };
-    let streams: Vec<Arc<StreamState>> = app
-        .store
-        .snapshot()
-        .streams
-        .into_values()
-        .filter(|stream| request.log.as_ref().is_none_or(|log| &stream.log == log))
-        .collect();
-    if let (Some(log), true) = (&request.log, streams.is_empty()) {
-        return error(StatusCode::NOT_FOUND, format!("no GC log stream {log}"));
-    }
-    let window = request.window(Utc::now());
-    // The bytes serde_json writes for `MinutesResponse`, one JVM per chunk.
-    let jvms = streams.into_iter().enumerate().map(move |(index, stream)| {
-        let discovered = stream.discovered.as_ref();
-        let jvm = JvmMinutes {
-            log: stream.log.clone(),
-            labels: stream.labels.clone(),
-            collector: stream.jvm.collector.as_str().to_string(),
-            jdk_version: stream.jvm.jdk_version.clone(),
-            pause_source: discovered.map(|d| {
-                let source = d.pauses_measured_by();
-                source.map_or("none", PauseSource::as_str).to_string()
-            }),
-            safepoint_source: discovered.map(|d| d.safepoint_source.as_str().to_string()),
-            minutes: window_minutes(&stream, window.clone(), &request),
-        };
-        let mut chunk = Vec::from(if index == 0 { "" } else { "," });
-        let unmeasured = unmeasured_figures(&stream);
-        write_jvm(&mut chunk, &jvm, &unmeasured).map(|()| Bytes::from(chunk))
-    });
-    let chunks = std::iter::once(Ok(Bytes::from_static(b"{\"jvms\":[")))
-        .chain(jvms)
-        .chain(std::iter::once(Ok(Bytes::from_static(b"]}"))));
-    let (send, receive) = tokio::sync::mpsc::channel(MINUTES_CHUNKS_AHEAD);
-    tokio::task::spawn_blocking(move || {
-        for chunk in chunks {
-            // The client has gone: stop writing.
-            if send.blocking_send(chunk).is_err() {
-                break;
-            }
-        }
-    });
-    let body = futures_util::stream::unfold(receive, |mut receive| async move {
-        receive.recv().await.map(|chunk| (chunk, receive))
-    });
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        Body::from_stream(body),
-    )
-        .into_response()
-}
-
-/// The stream's minutes in `window`, quiet ones as zeros, cut to the
-/// request's limit, with the latency of each when the stream has a latency
-/// source.
-fn window_minutes(
-    stream: &StreamState,
-    window: Range<i64>,
-    request: &MinutesRequest,
-) -> Vec<CombinedMinute> {
-    let latency = stream.latency.as_ref().map(|latency| &latency.minutes);
-    let latency_keys = latency.and_then(|minutes| {
-        let mut keys = minutes.range(window.clone()).map(|(key, _)| *key);
-        let first = keys.next()?;
-        Some(first..keys.next_back().unwrap_or(first) + 60)
-    });
-    let listed = match (stream.jvm.minutes.listed(window), latency_keys) {
-        (Some(gc), Some(latency)) => gc.start.min(latency.start)..gc.end.max(latency.end),
-        (Some(listed), None) | (None, Some(listed)) => listed,
-        (None, None) => return Vec::new(),
-    };
-    let clip = request.clip(listed);
-    let gc = stream.jvm.minutes.filled(clip.clone(), u64::MAX).minutes;
-    let Some(latency) = latency else {
-        return combine(gc, [], false);
-    };
-    let mut minutes = combine(gc, latency.range(clip), true);
-    let server = (stream.latency.as_ref()).and_then(|latency| latency.server.as_deref());
-    if let Some(server) = server {
-        for minute in &mut minutes {
-            let at = minute.gc.start.timestamp();
-            minute.access_log_latency = server.minutes.get(&at).map(|m| m.latency);
-        }
-    }
-    minutes
 }
 
 /// Pending and firing alerts of the agent's own rules, and those resolved at
@@ -819,6 +538,85 @@ mod tests {
             "{}",
             reply.body
         );
+        server.abort();
+    }
+
+    /// `jvms` streams whose logs hold a pause a minute for `minutes` minutes.
+    fn long_streams(jvms: u64, minutes: u64) -> SharedStore {
+        let mut log = String::from("[2026-11-30T00:00:00.000+0000][1.000s][info][gc] Using G1\n");
+        for minute in 0..minutes {
+            let at = chrono::DateTime::parse_from_rfc3339("2026-11-30T00:00:30Z").unwrap()
+                + chrono::TimeDelta::minutes(minute as i64);
+            log += &format!(
+                "[{}][{}.000s][info][gc] GC({minute}) Pause Young (Normal) (G1 Evacuation Pause) 30M->20M(61M) 2.000ms\n",
+                at.format("%Y-%m-%dT%H:%M:%S%.3f+0000"),
+                30 + 60 * minute
+            );
+        }
+        let state = Arc::new(Store::default());
+        for id in 0..jvms {
+            let mut parser = GcLogParser::default();
+            let mut events = Vec::new();
+            parser.feed(log.as_bytes(), &mut events);
+            parser.finish(&mut events);
+            let mut jvm = JvmState::default();
+            jvm.ingest(parser.run(), &events, None);
+            let stream = StreamState {
+                log: format!("/var/log/jvm{id}/gc.log"),
+                jvm,
+                ..StreamState::default()
+            };
+            // Ids with gaps, as streams that went leave them.
+            state
+                .write()
+                .streams
+                .insert(StreamId(3 * id + 1), Arc::new(stream));
+        }
+        state
+    }
+
+    #[tokio::test]
+    async fn minutes_default_to_the_last_hour_of_a_page_of_streams_and_page_on() {
+        let (addr, server) = start(long_streams(5, 150)).await;
+        let logs = |response: &MinutesResponse| -> Vec<String> {
+            response.jvms.iter().map(|jvm| jvm.log.clone()).collect()
+        };
+        let all: Vec<String> = (0..5)
+            .map(|id| format!("/var/log/jvm{id}/gc.log"))
+            .collect();
+        // By default: every stream (one page), each its newest hour.
+        let response = minutes_of(&get(addr, "/api/v1/minutes").await);
+        assert_eq!(logs(&response), all);
+        assert_eq!(response.next_after, None);
+        for jvm in &response.jvms {
+            assert_eq!(jvm.minutes.len(), 60);
+            assert_eq!(
+                jvm.minutes[0].gc.start.to_rfc3339(),
+                "2026-11-30T01:30:00+00:00"
+            );
+        }
+        // The day on request.
+        let response = minutes_of(&get(addr, "/api/v1/minutes?limit=1440").await);
+        assert!(response.jvms.iter().all(|jvm| jvm.minutes.len() == 150));
+        // Two streams a page: three pages, every stream once, in order.
+        let mut paged = Vec::new();
+        let mut query = "/api/v1/minutes?page_size=2&limit=1".to_string();
+        let mut pages = 0;
+        loop {
+            let response = minutes_of(&get(addr, &query).await);
+            pages += 1;
+            assert!(response.jvms.len() <= 2);
+            paged.extend(logs(&response));
+            match response.next_after {
+                Some(after) => query = format!("/api/v1/minutes?page_size=2&limit=1&after={after}"),
+                None => break,
+            }
+        }
+        assert_eq!((pages, paged), (3, all));
+        for query in ["page_size=0", "page_size=1001", "after=first"] {
+            let reply = get(addr, &format!("/api/v1/minutes?{query}")).await;
+            assert_eq!(reply.status, 400, "{query}: {}", reply.body);
+        }
         server.abort();
     }
 
