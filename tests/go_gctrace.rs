@@ -451,7 +451,7 @@ fn requests(access: &Path) -> Vec<Request> {
 /// Slow requests (over the SLO) a quarter or more covered by `pauses`
 /// (`[start, end]` in epoch µs). Pauses are dated by when the shipper read
 /// their lines, so two placed pauses can overlap: time covered by both counts
-/// once, as README says of stops.
+/// once, as docs/offline.md says of stops.
 fn stop_affected(requests: &[Request], pauses: &[(f64, f64)], slo_us: f64) -> u64 {
     let mut sorted = pauses.to_vec();
     sorted.sort_by(|a, b| a.0.total_cmp(&b.0));

@@ -67,7 +67,7 @@ fn pause_counts_and_times_match_the_jvms_mxbeans() {
             let (count, seconds) = by_bean.remove(bean.name.as_str()).unwrap_or_default();
             let log_ms = seconds * 1000.0;
             // The bean truncates its total to whole milliseconds and times a
-            // span inside the log's (README, tests/zgc_pause_time.rs).
+            // span inside the log's (docs/validation.md, tests/zgc_pause_time.rs).
             let tolerance_ms = (log_ms * 0.01).max(count as f64);
             println!(
                 "  {:<22} jvm {:>5} pauses {:>9} ms | log {:>5} pauses {:>11.3} ms",

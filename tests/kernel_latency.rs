@@ -743,7 +743,7 @@ fn arrivals_from_tcp_probe_count_every_request_the_client_sent() {
     let client = one_at_a_time(port, 2000);
     let pid = format!("pid=\"{service}\"");
     // The bar, 1 %: through tcp_probe a request is missed now and
-    // then (1 of 2,000 in 1 of 9 runs; see README), never counted twice.
+    // then (1 of 2,000 in 1 of 9 runs; see docs/discovery.md), never counted twice.
     let metrics = agent.metrics_when(Duration::from_secs(20), |metrics| {
         sum(metrics, "pausewatch_requests_total", &[&pid]) >= 1980.0
     });

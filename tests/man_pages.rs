@@ -109,7 +109,7 @@ fn the_configuration_page_lists_every_key_with_its_default() {
             "{setting} not in the page"
         );
     }
-    // Keys of every section, with the defaults README's tables give.
+    // Keys of every section, with the defaults docs/configuration.md's tables give.
     for (table, setting) in [
         ("[[gc_log]]", "max_line_bytes = 65536"),
         ("[[access_log]]", "offset = \"0ms\""),

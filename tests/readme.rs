@@ -1,7 +1,9 @@
-//! The README against the program: its `analyze` and `compare` examples are
-//! what the commands print, its access-log formats are the ones the parser
-//! documents and parses, and its metric tables are what a running agent
-//! exports.
+//! The README and the user guide (`docs/*.md`) against the program: their
+//! `analyze` and `compare` examples are what the commands print
+//! (`docs/offline.md`), the access-log formats are the ones the parser
+//! documents and parses (`docs/access-logs.md`), the OpenTelemetry names are
+//! the catalog's (`docs/opentelemetry.md`), and the metric tables are what a
+//! running agent exports (`docs/metrics.md`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -12,15 +14,12 @@ use pausewatch_parsers::AccessFormat;
 
 mod common;
 
-fn readme() -> String {
-    std::fs::read_to_string(common::root().join("README.md")).unwrap()
-}
-
-/// Every preset's format, as the README tells users to configure it, is the
-/// one the parser documents (and parses lines of, parsers/tests/log_formats.rs).
+/// Every preset's format, as `docs/access-logs.md` tells users to configure
+/// it, is the one the parser documents (and parses lines of,
+/// parsers/tests/log_formats.rs).
 #[test]
 fn the_readme_shows_each_presets_documented_format() {
-    let readme = readme();
+    let page = common::docs::page("docs/access-logs.md");
     let doc = |name| AccessFormat::documented(name).unwrap();
     let snippets = [
         format!("log_format pausewatch '{}';", doc("nginx")),
@@ -34,17 +33,21 @@ fn the_readme_shows_each_presets_documented_format() {
         doc("envoy-json").to_string(),
     ];
     for snippet in snippets {
-        assert!(readme.contains(&snippet), "README lacks {snippet}");
+        assert!(
+            page.contains(&snippet),
+            "docs/access-logs.md lacks {snippet}"
+        );
     }
 }
 
-/// Every README block that starts with `$ pausewatch analyze ...` or
-/// `$ pausewatch compare ...` is that command's output: the whole of it, or
-/// its first lines when the block ends in `...`. A comparison whose gate
-/// fails exits 1, as documented.
+/// Every block of the README or a page of `docs/` that starts with
+/// `$ pausewatch analyze ...` or `$ pausewatch compare ...` is that command's
+/// output, run from the repository's root: the whole of it, or its first
+/// lines when the block ends in `...`. A comparison whose gate fails exits 1,
+/// as documented.
 #[test]
 fn the_readme_analyze_examples_are_what_the_commands_print() {
-    let readme = readme();
+    let pages = common::docs::pages();
     let bin = Path::new(common::PAUSEWATCH).parent().unwrap();
     let path = format!(
         "{}:{}",
@@ -52,19 +55,21 @@ fn the_readme_analyze_examples_are_what_the_commands_print() {
         std::env::var("PATH").unwrap_or_default()
     );
     let mut checked = 0;
-    let mut blocks: Vec<Vec<&str>> = Vec::new();
-    let mut open = false;
-    for line in readme.lines() {
-        if line.starts_with("```") {
-            open = !open;
-            if open {
-                blocks.push(Vec::new());
+    let mut blocks: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (page, text) in &pages {
+        let mut open = false;
+        for line in text.lines() {
+            if line.starts_with("```") {
+                open = !open;
+                if open {
+                    blocks.push((page, Vec::new()));
+                }
+            } else if open {
+                blocks.last_mut().expect("a block is open").1.push(line);
             }
-        } else if open {
-            blocks.last_mut().expect("a block is open").push(line);
         }
     }
-    for block in blocks {
+    for (page, block) in blocks {
         let Some(command) = block.first().and_then(|l| l.strip_prefix("$ ")) else {
             continue;
         };
@@ -81,27 +86,32 @@ fn the_readme_analyze_examples_are_what_the_commands_print() {
         let gate_failed = command.contains("--fail-if") && output.status.code() == Some(1);
         assert!(
             output.status.success() || gate_failed,
-            "{command}: {}",
+            "{page}: {command}: {}",
             String::from_utf8_lossy(&output.stderr)
         );
         let printed = String::from_utf8(output.stdout).unwrap();
         let shown = &block[1..];
         let printed: Vec<&str> = printed.lines().collect();
         match shown.iter().position(|l| *l == "...") {
-            Some(cut) => assert_eq!(shown[..cut], printed[..cut.min(printed.len())], "{command}"),
-            None => assert_eq!(shown, printed, "{command}"),
+            Some(cut) => assert_eq!(
+                shown[..cut],
+                printed[..cut.min(printed.len())],
+                "{page}: {command}"
+            ),
+            None => assert_eq!(shown, printed, "{page}: {command}"),
         }
         checked += 1;
     }
-    assert!(checked >= 2, "README examples found: {checked}");
+    assert!(checked >= 2, "examples found: {checked}");
 }
 
 /// Each family the OpenTelemetry conventions name, or that is not named by
-/// the rule, is on the README row of its OpenTelemetry name.
+/// the rule, is on the row of its OpenTelemetry name in
+/// `docs/opentelemetry.md`.
 #[test]
 fn the_readme_names_each_conventions_family_under_its_opentelemetry_name() {
     use pausewatch::export::catalog::CATALOG;
-    let readme = readme();
+    let page = common::docs::page("docs/opentelemetry.md");
     let renamed = |family: &&pausewatch::export::catalog::Family| {
         pausewatch::export::catalog::OTEL_NAMES
             .iter()
@@ -112,19 +122,22 @@ fn the_readme_names_each_conventions_family_under_its_opentelemetry_name() {
         .filter(|family| family.semconv.is_some() || renamed(family))
     {
         let otel = format!("| `{}` | `{}` |", family.otel_name(), family.name);
-        assert!(readme.contains(&otel), "README lacks the row {otel}");
+        assert!(
+            page.contains(&otel),
+            "docs/opentelemetry.md lacks the row {otel}"
+        );
     }
 }
 
-/// The README's metric tables against a real scrape: an agent following a
+/// The metric tables of `docs/metrics.md` (its `## Metrics` section, to the
+/// end of the page) against a real scrape: an agent following a
 /// GC log a real JVM wrote (tests/fixtures/jvm) exports every family the
 /// tables name, and the tables name every family it exports (the `# TYPE`
 /// lines, which the agent writes for each family from its first scrape).
 #[test]
 fn the_readme_metric_tables_name_exactly_the_families_a_running_agent_exports() {
-    let readme = readme();
-    let tables =
-        &readme[readme.find("### Metrics").unwrap()..readme.find("## Go services").unwrap()];
+    let page = common::docs::page("docs/metrics.md");
+    let tables = &page[page.find("\n## Metrics\n").expect("## Metrics")..];
     let documented: BTreeSet<&str> = tables
         .lines()
         .filter_map(|row| row.strip_prefix("| `"))
@@ -172,11 +185,14 @@ fn the_readme_metric_tables_name_exactly_the_families_a_running_agent_exports() 
         .collect();
     assert!(
         undocumented.is_empty(),
-        "exported, not in README: {undocumented:?}"
+        "exported, not in docs/metrics.md: {undocumented:?}"
     );
     let missing: Vec<&&str> = documented
         .iter()
         .filter(|name| !exported.contains(**name))
         .collect();
-    assert!(missing.is_empty(), "in README, not exported: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "in docs/metrics.md, not exported: {missing:?}"
+    );
 }

@@ -889,7 +889,7 @@ fn without_configuration_a_running_jvms_pauses_show() {
         .unwrap();
     let pid_label = format!("pid=\"{}\"", jvm.id());
     std::thread::sleep(Duration::from_secs(1));
-    // README's `pausewatch run` without `--config`, on its own port and
+    // README's first host: `pausewatch run` without `--config`, on its own port and
     // checkpoint directory. (`run --demo` shows its own service alone.)
     let port = common::free_port();
     let mut agent = Command::new(common::PAUSEWATCH)

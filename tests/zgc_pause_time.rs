@@ -15,7 +15,7 @@
 //!   "At safepoint" time encloses the log's pause.
 //!
 //! pausewatch reports the log's figure, the longest of the three GC timings;
-//! README's "Proof it matches the JVM" gives the figures measured.
+//! docs/validation.md, "Proof it matches the JVM", gives the figures measured.
 
 use std::process::Command;
 

@@ -153,7 +153,7 @@ fn a_custom_format_survives_a_checkpoint() {
 }
 
 /// Every preset parses a line written from the format it documents (the
-/// text the README tells users to configure).
+/// text docs/access-logs.md tells users to configure).
 #[test]
 fn every_preset_parses_a_line_written_from_its_documented_format() {
     // nginx: 14/Nov/2023:14:13:20 -0800 = 1700000000; $msec 1700000000.500

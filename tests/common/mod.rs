@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub mod docs;
 pub mod headline;
 pub mod packaged;
 pub mod pki;

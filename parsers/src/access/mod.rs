@@ -272,7 +272,7 @@ impl AccessFormat {
     }
 
     /// What a preset expects, as the text to put in the product's
-    /// configuration; `None` for other names. The README quotes these, and
+    /// configuration; `None` for other names. docs/access-logs.md quotes these, and
     /// tests parse lines written from them.
     pub fn documented(preset: &str) -> Option<&'static str> {
         Some(match preset {

@@ -304,7 +304,7 @@ fn a_lower_bound_maximum_is_flagged_in_the_same_minute_as_the_maximum() {
         scraped(sampled, "pausewatch_gc_pause_max_lower_bound"),
         ("1".to_string(), minute)
     );
-    // OTLP walks the same catalog, under the name README gives.
+    // OTLP walks the same catalog, under the name docs/discovery.md gives.
     let family = CATALOG
         .iter()
         .find(|f| f.name == "pausewatch_gc_pause_max_lower_bound")

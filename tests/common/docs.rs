@@ -1,0 +1,32 @@
+//! The documentation the tests hold to the program: `README.md` and the user
+//! guide's pages, `docs/*.md`.
+
+use super::root;
+
+/// One page, by its path from the repository's root (`README.md`,
+/// `docs/metrics.md`).
+pub fn page(path: &str) -> String {
+    let path = root().join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every page, `README.md` first, then `docs/*.md` by name: each with its
+/// path from the repository's root.
+pub fn pages() -> Vec<(String, String)> {
+    let mut paths: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .map(|path| format!("docs/{}", path.file_name().unwrap().to_string_lossy()))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 10, "docs/ has {paths:?}");
+    paths.insert(0, "README.md".to_string());
+    paths
+        .into_iter()
+        .map(|path| {
+            let text = page(&path);
+            (path, text)
+        })
+        .collect()
+}
