@@ -120,7 +120,13 @@ fn the_deb_installs_runs_with_four_capabilities_measures_through_ebpf_and_purges
         "/usr/share/man/man1/pausewatch-compare.1.gz",
         "/usr/share/man/man5/pausewatch.toml.5.gz",
         "/usr/share/bash-completion/completions/pausewatch",
-    ] {
+        "/usr/share/doc/pausewatch/README.md",
+    ]
+    .into_iter()
+    .map(str::to_string)
+    // The user guide README links to.
+    .chain(common::docs::guide_pages().map(|page| format!("/usr/share/doc/pausewatch/docs/{page}")))
+    {
         assert!(
             files.lines().any(|l| l == file),
             "{file} not in the package:\n{files}"

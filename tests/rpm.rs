@@ -33,7 +33,8 @@ const TMPFILES: &str = "/usr/lib/tmpfiles.d/pausewatch.conf";
 /// `pausewatch` user is not the host's): nobody, nogroup on Debian.
 const NOBODY: u32 = 65534;
 const NOBODY_ID: &str = "65534";
-/// Every file of the package, as `rpm -qlp` lists them (sorted).
+/// Every file of the package but the user guide, as `rpm -qlp` lists them
+/// (sorted).
 const FILES: [&str; 20] = [
     CONFFILE,
     "/usr/bin/pausewatch",
@@ -99,7 +100,13 @@ fn the_rpm_holds_the_debs_files_and_its_scripts_make_the_user_and_state_director
         .map(str::to_string)
         .collect();
     files.sort();
-    assert_eq!(files, FILES);
+    // ... and every page of the user guide, which README links to.
+    let mut expected: Vec<String> = FILES.iter().map(|f| f.to_string()).collect();
+    expected.extend(
+        common::docs::guide_pages().map(|page| format!("/usr/share/doc/pausewatch/docs/{page}")),
+    );
+    expected.sort();
+    assert_eq!(files, expected);
     // The configuration survives upgrades when edited (%config(noreplace)).
     assert_eq!(run_stdout("rpm", &["-qcp", path]).trim(), CONFFILE);
     let flags = query(&rpm, "[%{FILEFLAGS:fflags} %{FILENAMES}\n]");

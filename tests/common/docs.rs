@@ -10,20 +10,24 @@ pub fn page(path: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// Every page, `README.md` first, then `docs/*.md` by name: each with its
-/// path from the repository's root.
-pub fn pages() -> Vec<(String, String)> {
-    let mut paths: Vec<String> = std::fs::read_dir(root().join("docs"))
+/// The user guide's pages, `docs/*.md`, by file name in order.
+pub fn guide_pages() -> impl Iterator<Item = String> {
+    let mut names: Vec<String> = std::fs::read_dir(root().join("docs"))
         .expect("docs/")
         .map(|entry| entry.expect("directory entry").path())
         .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
-        .map(|path| format!("docs/{}", path.file_name().unwrap().to_string_lossy()))
+        .map(|path| path.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
-    paths.sort();
-    assert!(paths.len() >= 10, "docs/ has {paths:?}");
-    paths.insert(0, "README.md".to_string());
-    paths
-        .into_iter()
+    names.sort();
+    assert!(names.len() >= 10, "docs/ has {names:?}");
+    names.into_iter()
+}
+
+/// Every page, `README.md` first, then `docs/*.md` by name: each with its
+/// path from the repository's root.
+pub fn pages() -> Vec<(String, String)> {
+    std::iter::once("README.md".to_string())
+        .chain(guide_pages().map(|name| format!("docs/{name}")))
         .map(|path| {
             let text = page(&path);
             (path, text)
