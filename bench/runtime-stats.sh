@@ -7,6 +7,9 @@
 # 50 ms), from its own debug log.
 #
 # Usage: bench/runtime-stats.sh [JVMS] [OTHERS] [SECONDS]   (needs java)
+# DISCOVERY_INTERVAL=1s: how often the agent scans /proc (its default is 10s).
+# WARMUP=15: seconds between the agent's start and the window (an idle JVM
+# is sampled less often 10 s after its counters last moved).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=lib.sh
@@ -29,22 +32,21 @@ for ((i = 0; i < OTHERS; i++)); do
     PIDS+=($!)
 done
 sleep 5
-discovery_config 1s "bench\.runtime-stats=${WORK//./\\.}"
+discovery_config "${DISCOVERY_INTERVAL:-1s}" "bench\.runtime-stats=${WORK//./\\.}"
 RUST_LOG=pausewatch::sources=debug "$BIN" run --config "$WORK/pausewatch.toml" 2> "$WORK/agent.log" &
 agent=$!
 PIDS+=($agent)
-sleep 5
+sleep "${WARMUP:-15}"
 discovered=$(curl -s "127.0.0.1:$PORT/metrics" | grep -c '^pausewatch_jvm_discovered{.*runtime_stats="available"' || true)
-before=$(cpu_ticks "$agent")
+before=$(cpu_ns "$agent")
 sleep "$SECONDS_WINDOW"
-after=$(cpu_ticks "$agent")
-hz=$(getconf CLK_TCK)
+after=$(cpu_ns "$agent")
 processes=$(ls /proc | grep -c '^[0-9]')
 echo "JVMs discovered and sampled: $discovered of $JVMS; processes on the host: $processes"
-python3 - "$before" "$after" "$hz" "$SECONDS_WINDOW" <<'PY'
+python3 - "$before" "$after" "$SECONDS_WINDOW" <<'PY'
 import sys
-before, after, hz, window = map(float, sys.argv[1:])
-print(f"agent CPU while sampling: {100 * (after - before) / hz / window:.2f} % of one core (target <= 2 %)")
+before, after, window = map(float, sys.argv[1:])
+print(f"agent CPU while sampling: {100 * (after - before) / 1e9 / window:.3f} % of one core (target <= 2 %)")
 PY
 grep -o 'elapsed_us=[0-9]*' "$WORK/agent.log" | cut -d= -f2 | sort -n | python3 -c '
 import sys

@@ -1172,3 +1172,63 @@ fn an_agent_killed_and_restarted_keeps_discovered_jvms_minutes_and_every_pause()
         );
     }
 }
+
+/// An idle JVM is sampled every 2 s instead of every `interval` once its
+/// counters have been still for 10 s (issue 39: idle JVMs nearly free), and
+/// the pauses of its next burst, read at its first sample after it woke,
+/// still equal its MXBeans'.
+#[test]
+fn an_idle_jvm_is_sampled_less_often_and_its_next_burst_still_counts_every_pause() {
+    let Some((_one, dir, classes, marker)) = setup() else {
+        return;
+    };
+    let agent = start_agent(dir.path(), &marker, "");
+    let jvm_dir = dir.path().join("bursts");
+    std::fs::create_dir_all(&jvm_dir).unwrap();
+    // Allocation at full speed for 300 ms every 20 s, for 24 s: a burst at
+    // the start, still from about 0.3 s to 20 s, a second burst, still again.
+    let mut arguments = vec![
+        "-Dwl.burstMs=300".to_string(),
+        "-Dwl.periodMs=20000".to_string(),
+    ];
+    arguments.extend(workload(25, 24, &classes, &jvm_dir.join("mxbeans.json")));
+    let mut child = Command::new("java")
+        .args([
+            "-XX:+UseG1GC",
+            "-Xmx64m",
+            "-XX:ActiveProcessorCount=1",
+            &marker,
+        ])
+        .args(arguments)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let pid_label = format!("pid=\"{pid}\"");
+    // The JVM's uptime as the agent read it: one value per sample. Distinct
+    // values in 3 s windows until the second burst.
+    let started = Instant::now();
+    let mut windows = Vec::new();
+    while started.elapsed() < Duration::from_secs(18) {
+        let window = Instant::now();
+        let mut seen = std::collections::BTreeSet::new();
+        while window.elapsed() < Duration::from_secs(3) {
+            let metrics = agent.get("/metrics").unwrap_or_default();
+            let uptime = sum(&metrics, "process_uptime_seconds", &[&pid_label]);
+            if uptime > 0.0 {
+                seen.insert((uptime * 1e3) as u64);
+            }
+            std::thread::sleep(Duration::from_millis(40));
+        }
+        windows.push(seen.len());
+    }
+    println!("samples seen in 3 s windows: {windows:?}");
+    // Every 100 ms at first (the JVM starts and bursts)...
+    assert!(windows[0] >= 10, "{windows:?}");
+    // ... then no more than one every 2 s once it has been still for 10 s.
+    assert!(windows[4..].iter().any(|&n| n <= 2), "{windows:?}");
+    assert!(child.wait().unwrap().success());
+    let beans = MxBeans::read(&jvm_dir.join("mxbeans.json"));
+    let metrics = settled_metrics(&agent, &pid_label, &beans);
+    compare_pauses(&metrics, &pid_label, "bursts", &beans);
+}

@@ -137,7 +137,12 @@ pub const KEYS: &[Key] = &[
     note("discovery.rule", "labels", "{}", "Labels of the matching JVMs; service overrides the derived one."),
     note("discovery.rule", "exclude_ports", "[]", "Listening ports of the matching JVMs whose requests the kernel does not measure: long-poll, streaming, admin ports."),
     key("runtime_stats", "enabled", "true", "Sample each discovered JVM's hsperfdata and /proc."),
-    key("runtime_stats", "interval", "\"200ms\"", "Time between samples."),
+    key(
+        "runtime_stats",
+        "interval",
+        "\"200ms\"",
+        "Time between samples; an idle JVM (no collection or safepoint for 10 s) is sampled every 2 s until its counters move (every 10 s when a GC log or eBPF gives its pauses).",
+    ),
     key("ebpf", "enabled", "true", "Measure the pauses of discovered JVMs without a GC log through eBPF; where it cannot (no feature, no privilege), hsperfdata does and /metrics says why."),
     key("ebpf", "request_arrival", "\"auto\"", "The tracepoint a request's arrival is read from: sk_data_ready (Linux 6.6) where the kernel has it, else tcp_probe; name one to use it."),
     note("ebpf", "requests_dir", "none", "A directory to write the kernel's requests to, one JSON line each ({start, duration_ms, port}), one file per JVM (service-pid.jsonl), for analyze --latency, report and compare."),

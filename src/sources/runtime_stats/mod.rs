@@ -49,6 +49,19 @@ const MAX_READS: usize = 5;
 const LOG_FLUSH_ALLOWANCE_SECONDS: f64 = 1.0;
 /// How long a file must stay unusable before it is reported invalid.
 const INVALID_AFTER: Duration = Duration::from_secs(1);
+/// How often a JVM's CPU affinity is read again.
+const CPUS_READ_EVERY: Duration = Duration::from_secs(10);
+/// A JVM without a collection or a safepoint for this long is idle...
+const IDLE_AFTER: Duration = Duration::from_secs(10);
+/// ... and sampled this often (or at `interval` if that is longer) until
+/// its counters move, when its pauses come from them: an idle JVM costs the
+/// agent a tenth of a busy one's samples. The first sample after it wakes
+/// may find several pauses (their maximum then a lower bound, flagged).
+const IDLE_INTERVAL: Duration = Duration::from_secs(2);
+/// ... or this often when a GC log or the eBPF probes give its pauses: the
+/// samples are then only its runtime stats, whose gauges a scrape reads
+/// every 15 s or so.
+const IDLE_STATS_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Which stream a discovered JVM fills.
 pub struct Placement {
@@ -116,6 +129,11 @@ pub struct RuntimeStatsSource {
     /// growth goes into the minute.
     previous_cpu: Option<(f64, f64)>,
     last_sample: Option<Instant>,
+    /// The CPUs it may run on, and when they were read.
+    cpus: Option<(Instant, Option<f64>)>,
+    /// The collections and safepoints the counters said at the last
+    /// sample, and since when they have said so (see [`IDLE_AFTER`]).
+    activity: Option<(u64, Instant)>,
     last_lookup: Option<Instant>,
     /// Since when every sample found the bytes unusable.
     invalid_since: Option<Instant>,
@@ -243,6 +261,8 @@ impl RuntimeStatsSource {
             threads: GcThreads::default(),
             previous_cpu: started_after_agent.then_some((0.0, 0.0)),
             last_sample: None,
+            activity: None,
+            cpus: None,
             last_lookup: None,
             invalid_since: None,
             exited: None,
@@ -398,6 +418,7 @@ impl RuntimeStatsSource {
             gc_cpu.unavailable = Some(gc_cpu::NO_COLLECTOR_THREADS.to_string());
         }
         let process = cpu_seconds(&self.proc_root, self.process.pid);
+        let cpus = self.cpus_allowed();
         let mut state = store.write();
         if !self.carried(&state) {
             return;
@@ -406,11 +427,37 @@ impl RuntimeStatsSource {
             return;
         };
         if let Some(process) = process {
-            let cpus = || cpus_allowed(&self.proc_root, self.process.pid);
             let reading = (gc_cpu.total(), process);
             add_cpu(&mut self.previous_cpu, cpus, &mut stream.jvm, reading);
         }
         stream.jvm.gc_cpu = gc_cpu;
+    }
+
+    /// The CPUs the JVM may run on, read again every [`CPUS_READ_EVERY`]:
+    /// its affinity hardly changes, and `/proc/PID/status` is the biggest
+    /// file a sample read.
+    fn cpus_allowed(&mut self) -> Option<f64> {
+        match self.cpus {
+            Some((at, cpus)) if at.elapsed() < CPUS_READ_EVERY => cpus,
+            _ => {
+                let cpus = cpus_allowed(&self.proc_root, self.process.pid);
+                self.cpus = Some((Instant::now(), cpus));
+                cpus
+            }
+        }
+    }
+
+    /// How often the JVM is sampled now: `interval`, or less often once its
+    /// counters have not moved for [`IDLE_AFTER`].
+    fn period(&self) -> Duration {
+        let idle = match self.recovers_pauses {
+            true => IDLE_INTERVAL,
+            false => IDLE_STATS_INTERVAL,
+        };
+        match self.activity {
+            Some((_, since)) if since.elapsed() >= IDLE_AFTER => self.interval.max(idle),
+            _ => self.interval,
+        }
     }
 
     /// Applies a sample; whether it recovered pauses.
@@ -428,11 +475,14 @@ impl RuntimeStatsSource {
         if let Some(pause_source) = pause_source {
             self.recovers_pauses = pause_source == PauseSource::Hsperfdata;
         }
+        let cpus = self.cpus_allowed();
         let Some(layout) = &self.layout else {
             return false;
         };
         let (mut stats, counters) = sample.stats(layout);
         stats.sampled_monotonic_ns = sampled_ns;
+        let collections: u64 = counters.iter().map(|(_, _, c)| c.invocations).sum();
+        note_activity(&mut self.activity, collections + stats.safepoints);
         // As the RuntimeMXBean counts it (JDK 25 has no ticks counter).
         let uptime = Utc::now() - layout.jvm_start;
         stats.uptime_seconds = uptime.num_milliseconds().max(0) as f64 / 1e3;
@@ -491,7 +541,6 @@ impl RuntimeStatsSource {
             .cpu_seconds
             .or(runtime.as_ref().and_then(|r| r.cpu_seconds));
         if let Some(process) = stats.cpu_seconds {
-            let cpus = || cpus_allowed(&self.proc_root, self.process.pid);
             add_cpu(
                 &mut self.previous_cpu,
                 cpus,
@@ -536,11 +585,19 @@ impl RuntimeStatsSource {
     }
 }
 
+/// Notes in `activity` the collections and safepoints the counters say.
+fn note_activity(activity: &mut Option<(u64, Instant)>, collections_and_safepoints: u64) {
+    match activity {
+        Some((seen, _)) if *seen == collections_and_safepoints => {}
+        _ => *activity = Some((collections_and_safepoints, Instant::now())),
+    }
+}
+
 /// Adds the collector's and the process's CPU since the `previous`
 /// reading to this minute of `jvm`; `reading` is both, cumulative seconds.
 fn add_cpu(
     previous: &mut Option<(f64, f64)>,
-    cpus: impl FnOnce() -> Option<f64>,
+    cpus: Option<f64>,
     jvm: &mut JvmState,
     reading: (f64, f64),
 ) {
@@ -551,7 +608,7 @@ fn add_cpu(
             (gc - gc_before).max(0.0),
             (process - process_before).max(0.0),
         );
-        jvm.add_cpu(key, gc, process, cpus());
+        jvm.add_cpu(key, gc, process, cpus);
     }
     *previous = Some(reading);
 }
@@ -673,10 +730,7 @@ impl Source for RuntimeStatsSource {
     }
 
     fn poll(&mut self, store: &Store) -> bool {
-        if self
-            .last_sample
-            .is_some_and(|at| at.elapsed() < self.interval)
-        {
+        if !self.due() {
             return false;
         }
         self.last_sample = Some(Instant::now());
@@ -738,7 +792,7 @@ impl Source for RuntimeStatsSource {
 
     fn due(&self) -> bool {
         self.last_sample
-            .is_none_or(|at| at.elapsed() >= self.interval)
+            .is_none_or(|at| at.elapsed() >= self.period())
     }
 
     fn stream(&self) -> Option<StreamId> {
