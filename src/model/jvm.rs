@@ -121,7 +121,17 @@ pub struct PauseSeries {
     /// with a JVM's own counters takes its run's alone.
     #[serde(default, skip_serializing_if = "super::minutes::is_zero")]
     pub before_this_run: u64,
+    /// The latest pauses' ends, each with [`Self::this_run`] after it: the
+    /// cross-check finds how many pauses the log had when a counter sample
+    /// was taken, though a busy JVM's log is always a pause or two behind
+    /// (not checkpointed: a restarted agent compares once new pauses come).
+    #[serde(skip)]
+    pub recent_ends: std::collections::VecDeque<(pausewatch_parsers::LogTime, u64)>,
 }
+
+/// Pause ends a series keeps in `recent_ends`: a second of a JVM that
+/// collects 30 times a second, five of the 200 ms counter samples.
+const RECENT_ENDS: usize = 32;
 
 impl PauseSeries {
     /// The pauses of the JVM run now writing the stream.
@@ -332,6 +342,7 @@ impl JvmState {
                 self.counters.jvm_restarts += 1;
                 for series in &mut self.pauses {
                     series.before_this_run = series.histogram.count;
+                    series.recent_ends.clear();
                 }
                 self.in_run = false;
                 self.previous_heap_after = None;
@@ -455,12 +466,18 @@ impl JvmState {
                     histogram: Histogram::default(),
                     last_end: None,
                     before_this_run: 0,
+                    recent_ends: Default::default(),
                 });
                 self.pauses.last_mut().expect("just pushed")
             }
         };
         series.histogram.observe(pause.duration_s);
         series.last_end = Some(pause.end);
+        if series.recent_ends.len() == RECENT_ENDS {
+            series.recent_ends.pop_front();
+        }
+        let this_run = series.this_run();
+        series.recent_ends.push_back((pause.end, this_run));
         let counters = &mut self.counters;
         counters.full_gcs += u64::from(pause.full);
         counters.evacuation_failures += u64::from(pause.evacuation_failure);

@@ -622,22 +622,52 @@ const COUNTER_HISTORY: usize = 10;
 /// starts within one of `sun.rt.createVmBeginTime`.
 const SAME_PAUSE_SECONDS: f64 = 0.005;
 
-/// Whether the stream's latest pause of the bean `gc` is the collection
+/// The pauses of the bean `gc` the stream has of the JVM's run.
+fn log_total(pauses: &[PauseSeries], gc: &str) -> u64 {
+    (pauses.iter())
+        .filter(|series| series.gc == gc)
+        .map(PauseSeries::this_run)
+        .sum()
+}
+
+/// How many pauses of the bean `gc` the stream had when the collection
 /// that ended at `last_exit` (uptime seconds of the JVM started at
-/// `jvm_start`): then it has every pause the counter had counted by then.
-fn read_up_to(pauses: &[PauseSeries], gc: &str, last_exit: f64, jvm_start: DateTime<Utc>) -> bool {
-    let uptime_of = |end: pausewatch_parsers::LogTime| {
+/// `jvm_start`) ended, when one of its series' recent pauses is that
+/// collection and every series' recent pauses reach back to it; `None`
+/// when they do not tell.
+fn read_up_to(
+    pauses: &[PauseSeries],
+    gc: &str,
+    last_exit: f64,
+    jvm_start: DateTime<Utc>,
+) -> Option<u64> {
+    let uptime_of = |end: &pausewatch_parsers::LogTime| {
         let from_wall = end
             .wall
             .map(|wall| (wall - jvm_start).num_microseconds().unwrap_or(i64::MAX) as f64 / 1e6);
         end.uptime_s.or(from_wall)
     };
-    let latest = pauses
-        .iter()
-        .filter(|series| series.gc == gc)
-        .filter_map(|series| series.last_end.and_then(uptime_of))
-        .reduce(f64::max);
-    latest.is_some_and(|end| (end - last_exit).abs() <= SAME_PAUSE_SECONDS)
+    let mut found = false;
+    let mut total = 0;
+    for series in pauses.iter().filter(|series| series.gc == gc) {
+        let ends: Vec<(f64, u64)> = (series.recent_ends.iter())
+            .filter_map(|(end, count)| Some((uptime_of(end)?, *count)))
+            .collect();
+        found |= ends
+            .iter()
+            .any(|(end, _)| (end - last_exit).abs() <= SAME_PAUSE_SECONDS);
+        let by_then = ends
+            .iter()
+            .rev()
+            .find(|(end, _)| *end <= last_exit + SAME_PAUSE_SECONDS);
+        total += match by_then {
+            Some((_, count)) => *count,
+            // None of this series' pauses had ended by then, if it kept them all.
+            None if ends.len() as u64 == series.this_run() => 0,
+            None => return None,
+        };
+    }
+    found.then_some(total)
 }
 
 impl RuntimeStatsSource {
@@ -672,21 +702,17 @@ impl RuntimeStatsSource {
             }
             let settled =
                 !counter.mid_pause() && uptime - counter.last_exit >= LOG_FLUSH_ALLOWANCE_SECONDS;
-            let at_stream = match settled {
-                true => Some(counter),
-                false => {
-                    (history.iter().rev()).find(|c| read_up_to(pauses, &gc, c.last_exit, jvm_start))
-                }
+            // The log's pauses of this bean and the counter, at one moment.
+            let compared = match settled {
+                true => Some((log_total(pauses, &gc), counter.invocations)),
+                false => (history.iter().rev()).find_map(|c| {
+                    read_up_to(pauses, &gc, c.last_exit, jvm_start).map(|n| (n, c.invocations))
+                }),
             };
             let entry = by_gc.entry(compared_as(gc, pooled)).or_insert(Some(0.0));
             *entry = entry
-                .zip(at_stream)
-                .map(|(sum, c)| sum - c.invocations as f64);
-        }
-        for series in pauses {
-            if let Some(Some(difference)) = by_gc.get_mut(&compared_as(series.gc.clone(), pooled)) {
-                *difference += series.this_run() as f64;
-            }
+                .zip(compared)
+                .map(|(sum, (log, counter))| sum + log as f64 - counter as f64);
         }
         let previous: BTreeMap<String, f64> = previous.into_iter().collect();
         by_gc
