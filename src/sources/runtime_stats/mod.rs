@@ -635,7 +635,7 @@ fn log_total(pauses: &[PauseSeries], gc: &str) -> u64 {
 /// `jvm_start`) ended, when one of its series' recent pauses is that
 /// collection and every series' recent pauses reach back to it; `None`
 /// when they do not tell.
-fn read_up_to(
+fn log_count_at(
     pauses: &[PauseSeries],
     gc: &str,
     last_exit: f64,
@@ -650,20 +650,17 @@ fn read_up_to(
     let mut found = false;
     let mut total = 0;
     for series in pauses.iter().filter(|series| series.gc == gc) {
-        let ends: Vec<(f64, u64)> = (series.recent_ends.iter())
-            .filter_map(|(end, count)| Some((uptime_of(end)?, *count)))
-            .collect();
-        found |= ends
-            .iter()
-            .any(|(end, _)| (end - last_exit).abs() <= SAME_PAUSE_SECONDS);
-        let by_then = ends
-            .iter()
+        let ends = || {
+            (series.recent_ends.iter()).filter_map(|(end, count)| Some((uptime_of(end)?, *count)))
+        };
+        found |= ends().any(|(end, _)| (end - last_exit).abs() <= SAME_PAUSE_SECONDS);
+        let by_then = ends()
             .rev()
             .find(|(end, _)| *end <= last_exit + SAME_PAUSE_SECONDS);
         total += match by_then {
-            Some((_, count)) => *count,
+            Some((_, count)) => count,
             // None of this series' pauses had ended by then, if it kept them all.
-            None if ends.len() as u64 == series.this_run() => 0,
+            None if series.recent_ends.len() as u64 == series.this_run() => 0,
             None => return None,
         };
     }
@@ -706,7 +703,7 @@ impl RuntimeStatsSource {
             let compared = match settled {
                 true => Some((log_total(pauses, &gc), counter.invocations)),
                 false => (history.iter().rev()).find_map(|c| {
-                    read_up_to(pauses, &gc, c.last_exit, jvm_start).map(|n| (n, c.invocations))
+                    log_count_at(pauses, &gc, c.last_exit, jvm_start).map(|n| (n, c.invocations))
                 }),
             };
             let entry = by_gc.entry(compared_as(gc, pooled)).or_insert(Some(0.0));
