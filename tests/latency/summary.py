@@ -245,15 +245,23 @@ def main(argv):
         if nstart != s // 1000 or msec != (s + du) // 1000 or tl != msec // 1000:
             failures.append("nginx line does not match JSON line: %r vs %r" % ((s, du), (nstart, rt, msec, tl)))
             break
+    # gc-events.jsonl is closed before the snapshot, whose own allocation can
+    # start one more collection: it is in gc.log and the final count, not in
+    # the notifications.
+    after_close = 0
     for c in mx["collectors"]:
         got = len(by_gc.get(c["name"], []))
-        if got != c["count"]:
-            failures.append("%s: %d notifications in gc-events.jsonl, MXBean count %d" % (c["name"], got, c["count"]))
+        if got != c["count_at_close"]:
+            failures.append("%s: %d notifications in gc-events.jsonl, MXBean count %d when it was closed"
+                            % (c["name"], got, c["count_at_close"]))
+        after_close += c["count"] - c["count_at_close"]
+    if after_close:
+        print("collections after gc-events.jsonl was closed: %d" % after_close)
     # JDK 17 sends no notification for G1's Remark and Cleanup pauses
     notified_pauses = [p for p in log_pauses if not re.match(r"Pause (Remark|Cleanup)", p[3])]
-    if log_pauses and len(notified_pauses) != len(gcs):
+    if log_pauses and len(notified_pauses) != len(gcs) + after_close:
         failures.append("gc.log has %d pauses (other than Remark/Cleanup), gc-events.jsonl %d notifications"
-                        % (len(notified_pauses), len(gcs)))
+                        " and %d collections followed its close" % (len(notified_pauses), len(gcs), after_close))
     worst_margin = None
     for i, (fs, fe) in enumerate(fr):
         done_inside = [(s, du) for s, du in reqs if fs + TOL_US < s + du < fe - TOL_US]

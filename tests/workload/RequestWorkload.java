@@ -41,7 +41,9 @@
 //   <mxbean-json-out> GarbageCollectorMXBean / RuntimeMXBean snapshot taken as the
 //       very last action before Runtime.halt(0) (MxBeanSnapshot.java, as in GcWorkload),
 //       with the fields below added: requests, requests_scheduled, rate_per_second,
-//       t0_ms, drained_ms, clock_drift_us, and per collector its notifications.
+//       t0_ms, drained_ms, clock_drift_us, and per collector its notifications and
+//       count_at_close (its collection count when gc-events.jsonl was closed: the
+//       snapshot's own allocation can start a collection after that).
 //
 // Wall-clock times are derived from System.nanoTime() and one Instant.now() read at
 // start-up (so that they are monotonic and consistent with the latencies); the
@@ -508,6 +510,7 @@ public final class RequestWorkload {
         long[] counts = new long[n];
         // Wait (up to ~3 s) until every collection has been notified, then close the file.
         long[] notifiedCopy = new long[n];
+        long[] countsAtClose = new long[n];
         for (int wait = 0; wait < 60; wait++) {
             boolean complete = true;
             synchronized (gcLock) {
@@ -526,6 +529,7 @@ public final class RequestWorkload {
                         Runtime.getRuntime().halt(3);
                     }
                     System.arraycopy(notified, 0, notifiedCopy, 0, n);
+                    System.arraycopy(counts, 0, countsAtClose, 0, n);
                     break;
                 }
             }
@@ -548,6 +552,7 @@ public final class RequestWorkload {
                 + MxBeanSnapshot.field("drained_ms", wallUs(drainedNanos) / 1000L)
                 + MxBeanSnapshot.field("clock_drift_us", driftUs);
         MxBeanSnapshot.writeAndHalt(out, gcBeans, runtimeBean, "requests", extra,
-                i -> MxBeanSnapshot.member("notifications", notifiedCopy[i]));
+                i -> MxBeanSnapshot.member("notifications", notifiedCopy[i])
+                        + MxBeanSnapshot.member("count_at_close", countsAtClose[i]));
     }
 }
