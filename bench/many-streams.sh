@@ -31,8 +31,9 @@ SECONDS_MEASURED="${SECONDS_MEASURED:-60}"
 HISTORY_MINUTES="${HISTORY_MINUTES:-0}"
 SCRAPE_EVERY="${SCRAPE_EVERY:-}"
 API_CALLS="${API_CALLS:-0}"
-# The agent reads a history of 1,440 minutes of 200 logs in about 10 s.
-WARMUP_SECONDS=$((5 + STREAMS * HISTORY_MINUTES / 20000))
+# The agent reads a history of 1,440 minutes (about 2 pauses each) of 200
+# logs in about 20 s.
+WARMUP_SECONDS=$((5 + STREAMS * HISTORY_MINUTES / 10000))
 
 case "$MODE" in live | idle | requests) ;; *) echo "usage: $0 live|idle|requests" >&2; exit 2 ;; esac
 source "$ROOT/bench/lib.sh"
@@ -40,7 +41,7 @@ bench_setup many-streams
 
 # The writers: one write() per line, as HotSpot and web servers do.
 cat > "$WORK/write.py" <<'PY'
-import datetime, os, sys, time
+import datetime, os, random, sys, time
 
 def stamp(now):
     return datetime.datetime.fromtimestamp(now, datetime.timezone.utc).strftime(
@@ -48,17 +49,24 @@ def stamp(now):
 
 def gc_lines(paths, rate, history):
     """Round-robin over the logs: a G1 pause and its CPU line, `rate` lines/s in all,
-    after `history` minutes of the past with a pause each."""
+    after `history` minutes of the past with 1 to 3 pauses each, of varied
+    length and heap, as a busy JVM's minutes differ from one to the next."""
     fds = [os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) for p in paths]
     started = time.time()
-    for fd in fds:
+    for i, fd in enumerate(fds):
+        varied = random.Random(i)
         os.write(fd, ("[%s][1000ms][info][gc] Using G1\n" % stamp(started - 60 * history)).encode())
         lines = []
+        gc_id = 0
         for m in range(history):
-            at, uptime = started - 60 * (history - m), 1000 + 60000 * m
-            lines.append("[%s][%dms][info][gc] GC(%d) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) 3.210ms\n"
-                         "[%s][%dms][info][gc,cpu] GC(%d) User=0.01s Sys=0.00s Real=0.00s\n"
-                         % (stamp(at), uptime, m, stamp(at), uptime, m))
+            for p in range(varied.randint(1, 3)):
+                at, uptime = started - 60 * (history - m) + 15 * p, 1000 + 60000 * m + 15000 * p
+                after = varied.randint(4, 90)
+                lines.append("[%s][%dms][info][gc] GC(%d) Pause Young (Normal) (G1 Evacuation Pause) %dM->%dM(128M) %.3fms\n"
+                             "[%s][%dms][info][gc,cpu] GC(%d) User=0.01s Sys=0.00s Real=0.00s\n"
+                             % (stamp(at), uptime, gc_id, after + 24, after, varied.uniform(0.3, 40.0),
+                                stamp(at), uptime, gc_id))
+                gc_id += 1
         os.write(fd, "".join(lines).encode())
     n = 0
     while True:
@@ -67,7 +75,7 @@ def gc_lines(paths, rate, history):
         if due > now:
             time.sleep(due - now)
         fd = fds[(n // 2) % len(fds)]
-        gc_id = history + n // (2 * len(fds))
+        gc_id = 3 * history + n // (2 * len(fds))
         uptime = 1000 + 60000 * history + int((time.time() - started) * 1000)
         if n % 2 == 0:
             text = "GC(%d) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) 3.210ms" % gc_id
@@ -175,12 +183,13 @@ else
 fi
 agent1=$(cpu_ticks "$AGENT"); tail1=$(cpu_ticks "$TAIL"); bytes1=$(written "$AGENT"); calls1=$(syscall_written "$AGENT")
 hwm=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$AGENT/status")
+rss=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$AGENT/status")
 streams=$(curl -s "127.0.0.1:$PORT/healthz" 2>/dev/null || python3 -c "
 import socket; s = socket.create_connection(('127.0.0.1', $PORT)); s.sendall(b'GET /healthz HTTP/1.0\r\n\r\n'); print(s.makefile().read().split('\r\n\r\n')[1])")
 
-python3 - "$MODE" "$SECONDS_MEASURED" "$TICKS" $((agent1 - agent0)) $((tail1 - tail0)) $((bytes1 - bytes0)) $((calls1 - calls0)) "$hwm" "$streams" <<'PY'
+python3 - "$MODE" "$SECONDS_MEASURED" "$TICKS" $((agent1 - agent0)) $((tail1 - tail0)) $((bytes1 - bytes0)) $((calls1 - calls0)) "$hwm" "$rss" "$streams" <<'PY'
 import sys
-mode, seconds, ticks, agent, tail, written, calls, hwm, health = sys.argv[1:]
+mode, seconds, ticks, agent, tail, written, calls, hwm, rss, health = sys.argv[1:]
 seconds, ticks, agent, tail, written, calls, hwm = float(seconds), float(ticks), int(agent), int(tail), int(written), int(calls), int(hwm)
 print("pausewatch on many streams: %s, %.0f s window, %s" % (mode, seconds, health))
 print("%-36s %12s" % ("agent CPU (share of one core)", "%.1f %%" % (100 * agent / ticks / seconds)))
@@ -189,6 +198,7 @@ print("%-36s %12s" % ("agent / tail -F", "%.2fx" % (agent / tail) if tail else "
 print("%-36s %12s" % ("agent block writes (checkpoints)", "%.2f MB/min" % (written / 1e6 / seconds * 60)))
 print("%-36s %12s" % ("agent write(2) bytes, sockets too", "%.2f MB/min" % (calls / 1e6 / seconds * 60)))
 print("%-36s %12s" % ("agent peak RSS", "%.1f MiB" % (hwm / 1024)))
+print("%-36s %12s" % ("agent RSS at the end", "%.1f MiB" % (int(rss) / 1024)))
 PY
 errors=$(grep -c -E ' (WARN|ERROR) ' "$WORK/agent.stderr" || true)
 if (( errors > 0 )); then

@@ -6,6 +6,7 @@
 //! deliveries go through a queue to a sender thread per sink ([`sinks`])
 //! that retries with backoff.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -45,7 +46,7 @@ fn window_statistic(
     window: Duration,
     statistic: RegressionStatistic,
 ) -> Option<f64> {
-    let minutes: Vec<&Minute> = stream.jvm.minutes.window_ending(end, window).collect();
+    let minutes: Vec<Cow<Minute>> = stream.jvm.minutes.window_ending(end, window).collect();
     match statistic {
         RegressionStatistic::P99 => p99(&minutes),
         RegressionStatistic::Max => minutes
@@ -56,7 +57,7 @@ fn window_statistic(
     }
 }
 
-fn p99(minutes: &[&Minute]) -> Option<f64> {
+fn p99(minutes: &[Cow<Minute>]) -> Option<f64> {
     let mut merged = Histogram::default();
     for minute in minutes {
         merged.merge(&minute.pause_histogram);
@@ -92,7 +93,7 @@ fn baseline_statistic(
             .iter()
             .any(|&start| minute.start.max(start) < minute_end.min(start + warmup))
     };
-    let minutes: Vec<&Minute> = stream
+    let minutes: Vec<Cow<Minute>> = stream
         .jvm
         .minutes
         .window_ending(end, window)
@@ -124,6 +125,7 @@ pub fn evaluate(
 ) -> Finding {
     let last = last_complete_minute(now);
     let minute = stream.jvm.minutes.get(last);
+    let minute = minute.as_deref();
     let inactive = |value: f64| Finding {
         active: false,
         value,

@@ -222,53 +222,6 @@ impl Written {
     }
 }
 
-/// Appends every record of `source` (a `fresh` one first).
-fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Written> {
-    line(buf, &Record::Fresh(Cow::Borrowed(source)))?;
-    let mut written = Written {
-        base: Some(serde_json::to_value(source)?),
-        ..Written::default()
-    };
-    let Some((log, state)) = source.stream() else {
-        return Ok(written);
-    };
-    let log = log.as_str();
-    let minutes = &state.jvm.minutes;
-    written.minutes = minutes.changes().generation();
-    if let Some(newest) = minutes.iter().last() {
-        written.minute = Some((newest.start.timestamp(), serde_json::to_value(newest)?));
-        line(
-            buf,
-            &Record::Minutes {
-                log: Cow::Borrowed(log),
-                minutes: minutes.iter().map(Cow::Borrowed).collect(),
-            },
-        )?;
-    }
-    let Some(latency) = &state.latency else {
-        return Ok(written);
-    };
-    written.latency_minutes = latency.minute_changes().generation();
-    written.stops = latency.arrived_stops().total();
-    if !latency.minutes.is_empty() {
-        line(
-            buf,
-            &Record::LatencyMinutes {
-                log: Cow::Borrowed(log),
-                minutes: latency.minutes.values().map(Cow::Borrowed).collect(),
-            },
-        )?;
-    }
-    if let Some(record) = stops_record(log, latency.stops.iter()) {
-        line(buf, &record)?;
-    }
-    for (minute, requests) in latency.pending() {
-        line(buf, &requests_record(log, *minute, 0, requests))?;
-        written.requests.insert(*minute, requests.len());
-    }
-    Ok(written)
-}
-
 /// Appends the records of what changed in `source` since `before`; all of
 /// it when there is no `before` or the marks say the writer fell behind.
 /// `number` is the source's in the open journal, if it has one: deltas
@@ -307,7 +260,7 @@ fn changes(
         let log = log.as_str();
         let minutes = &state.jvm.minutes;
         let marks = minutes.changes();
-        if marks.generation() < before.minutes {
+        if !marks.covers(before.minutes) {
             return full(buf, source);
         }
         let mut changed = Vec::new();
@@ -315,7 +268,7 @@ fn changes(
             let Some(minute) = minutes.get(minute_start(key)) else {
                 continue;
             };
-            let value = serde_json::to_value(minute)?;
+            let value = serde_json::to_value(&minute)?;
             let base = match (&written.minute, number) {
                 (Some((written, base)), Some(number)) if *written == key => {
                     delta::diff(base, &value).map(|ops| (number, ops))
@@ -325,7 +278,7 @@ fn changes(
             match base {
                 Some((_, ops)) if ops.is_empty() => {}
                 Some((number, ops)) => line(&mut out, &Record::MinuteDelta(number, key, ops))?,
-                None => changed.push(Cow::Borrowed(minute)),
+                None => changed.push(minute),
             }
             if written
                 .minute
@@ -350,7 +303,7 @@ fn changes(
             let arrivals = latency.arrived_stops();
             let (Some(stops), true) = (
                 arrivals.since(before.stops),
-                marks.generation() >= before.latency_minutes,
+                marks.covers(before.latency_minutes),
             ) else {
                 return full(buf, source);
             };
@@ -593,6 +546,9 @@ pub struct Journal {
     /// A failure left the open journal in doubt: the next checkpoint
     /// starts a new one.
     compact_next: bool,
+    /// Records of one checkpoint past which a new journal is written
+    /// instead of appending them ([`COMPACT_FROM`]; lower in tests).
+    append_max: u64,
 }
 
 /// Numbers `key` next, unless it has a number: as the replay numbers the
@@ -637,6 +593,7 @@ impl Journal {
             written: BTreeMap::new(),
             numbers: BTreeMap::new(),
             compact_next: false,
+            append_max: COMPACT_FROM,
         }
     }
 
@@ -689,6 +646,7 @@ impl Journal {
             written,
             numbers: numbers.into_iter().zip(0..).collect(),
             compact_next: false,
+            append_max: COMPACT_FROM,
         };
         Ok((sources, journal))
     }
@@ -729,6 +687,16 @@ impl Journal {
                 self.written.get_mut(&key),
                 number,
             )?);
+            if buf.len() as u64 > self.append_max {
+                // Many sources changed a lot (a day of history read at
+                // start-up): a new journal written a source at a time
+                // holds one source's records in memory, not all of them.
+                // It writes every base anew.
+                self.compact_next = true;
+                self.compact(sources, kept)?;
+                self.compact_next = false;
+                return Ok(());
+            }
         }
         if buf.is_empty() {
             // Nothing to append, but the bases were moved out: put them back.
@@ -769,20 +737,7 @@ impl Journal {
         sources: &[SourceCheckpoint],
         kept: impl Iterator<Item = &'a SourceCheckpoint>,
     ) -> Result<()> {
-        let mut buf = Vec::new();
-        let mut written = BTreeMap::new();
-        let mut numbers = BTreeMap::new();
-        for source in sources {
-            number(&mut numbers, source.key());
-            written.insert(source.key(), full(&mut buf, source)?);
-        }
-        for source in kept {
-            full(&mut buf, source)?;
-            number(&mut numbers, source.key());
-            written.insert(source.key(), Written::restored(source));
-        }
         let sequence = self.sequence + 1;
-        seal(&mut buf, sequence)?;
         let number = journals_in(&self.dir)
             .into_iter()
             .chain(self.open.as_ref().map(|open| open.number))
@@ -790,15 +745,14 @@ impl Journal {
             .unwrap_or(0)
             + 1;
         let path = self.dir.join(name_of(number));
-        let created = File::create(&path).and_then(|mut file| {
-            file.write_all(&buf)?;
-            file.sync_all()
-        });
-        if let Err(error) = created {
-            // On a full disk the partial file would hold the space left.
-            let _ = std::fs::remove_file(&path);
-            return Err(error).with_context(|| format!("cannot write {}", path.display()));
-        }
+        let (len, written, numbers) = match write_full(&path, sources, kept, sequence) {
+            Ok(done) => done,
+            Err(error) => {
+                // On a full disk the partial file would hold the space left.
+                let _ = std::fs::remove_file(&path);
+                return Err(error).with_context(|| format!("cannot write {}", path.display()));
+            }
+        };
         let manifest = serde_json::to_vec(&Manifest {
             version: VERSION,
             journal: name_of(number),
@@ -811,7 +765,6 @@ impl Journal {
         for old in journals_in(&self.dir).into_iter().filter(|n| *n != number) {
             let _ = std::fs::remove_file(self.dir.join(name_of(old)));
         }
-        let len = buf.len() as u64;
         self.open = Some(Open {
             number,
             file,
@@ -941,6 +894,10 @@ fn unpack(packed: &str) -> Result<Vec<Record<'static>>> {
         .map(|line| Ok(serde_json::from_slice(line)?))
         .collect()
 }
+
+#[path = "journal_snapshot.rs"]
+mod snapshot;
+use snapshot::{full, write_full};
 
 #[cfg(test)]
 #[path = "journal_tests.rs"]

@@ -297,6 +297,47 @@ fn a_grown_journal_is_compacted_into_a_new_one() {
     assert_eq!(gc_figures(&sources[0]), gc_figures(&stream.checkpoint()));
 }
 
+/// Streams that all read a lot since the last checkpoint (a day of
+/// history each, read at start-up) go to a new journal written a source at
+/// a time, rather than appending one checkpoint that holds all of them.
+#[test]
+fn a_checkpoint_larger_than_a_journal_is_written_as_a_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = Journal::new(dir.path());
+    let mut streams: Vec<Stream> = (0..3)
+        .map(|i| Stream::named(&format!("/l/{i}.log")))
+        .collect();
+    let checkpoints =
+        |streams: &[Stream]| streams.iter().map(Stream::checkpoint).collect::<Vec<_>>();
+    journal
+        .write(&checkpoints(&streams), std::iter::empty())
+        .unwrap();
+    let mut one = Vec::new();
+    for stream in &mut streams {
+        stream.run(300);
+    }
+    full(&mut one, &streams[0].checkpoint()).unwrap();
+    journal.append_max = one.len() as u64 * 3 / 2;
+    journal
+        .write(&checkpoints(&streams), std::iter::empty())
+        .unwrap();
+    assert_eq!(
+        journals_in(dir.path()),
+        [2],
+        "a new journal, the old one gone"
+    );
+    // It is appended to from then on.
+    streams[1].run(1);
+    journal
+        .write(&checkpoints(&streams), std::iter::empty())
+        .unwrap();
+    assert_eq!(journals_in(dir.path()), [2]);
+    let Loaded { sources, .. } = load(dir.path()).unwrap().unwrap();
+    for (loaded, stream) in sources.iter().zip(&streams) {
+        assert_eq!(gc_figures(loaded), gc_figures(&stream.checkpoint()));
+    }
+}
+
 #[test]
 fn many_streams_are_written_as_deltas_packed_and_replay_exactly() {
     let dir = tempfile::tempdir().unwrap();

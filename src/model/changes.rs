@@ -5,12 +5,20 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-/// The generation at which each key of a keyed collection (minutes by
-/// start) last changed. Every change takes a new generation, so a reader
-/// that remembers the generation it saw finds exactly the keys changed since.
+/// How many recently changed keys are remembered: a checkpoint a second
+/// finds a few. Remembering every minute of a day cost more than the
+/// packed minutes themselves (and was copied with every snapshot).
+pub const CHANGES_KEPT: usize = 64;
+
+/// The generation at which each recently changed key of a keyed
+/// collection (minutes by start) last changed. Every change takes a new
+/// generation, so a reader that remembers the generation it saw finds
+/// exactly the keys changed since, or learns that it fell behind.
 #[derive(Debug, Clone, Default)]
 pub struct Changes {
     generation: u64,
+    /// The newest generation whose key is no longer remembered.
+    forgotten: u64,
     by_key: BTreeMap<i64, u64>,
     by_generation: BTreeMap<u64, i64>,
 }
@@ -23,10 +31,23 @@ impl Changes {
             self.by_generation.remove(&previous);
         }
         self.by_generation.insert(self.generation, key);
+        if self.by_generation.len() > CHANGES_KEPT {
+            if let Some((generation, key)) = self.by_generation.pop_first() {
+                self.by_key.remove(&key);
+                self.forgotten = generation;
+            }
+        }
     }
 
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Whether [`since`](Self::since) `generation` gives every key changed
+    /// after it: it is not from the future, and not so old that some are
+    /// forgotten.
+    pub fn covers(&self, generation: u64) -> bool {
+        (self.forgotten..=self.generation).contains(&generation)
     }
 
     /// Keys changed after `generation`, in the order of their last change.
@@ -108,6 +129,13 @@ mod tests {
         assert_eq!(changes.since(0).count(), 3);
         changes.prune_before(120);
         assert_eq!(changes.since(0).collect::<Vec<_>>(), [120, 180]);
+        assert!(changes.covers(0) && changes.covers(seen) && !changes.covers(5));
+        for key in 0..CHANGES_KEPT as i64 {
+            changes.touch(key);
+        }
+        assert!(!changes.covers(seen), "fell behind");
+        assert!(changes.covers(changes.generation() - CHANGES_KEPT as u64 + 1));
+        assert_eq!(changes.since(0).count(), CHANGES_KEPT);
     }
 
     #[test]

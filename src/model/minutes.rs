@@ -3,6 +3,7 @@
 //! figures of the collections that ended in the minute. This is the series that
 //! correlation, metrics and alerts line up with request latency.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -429,12 +430,12 @@ impl MinuteWindows {
     }
 
     /// The minute starting at `start`, if anything happened in it.
-    pub fn get(&self, start: DateTime<Utc>) -> Option<&Minute> {
+    pub fn get(&self, start: DateTime<Utc>) -> Option<Cow<'_, Minute>> {
         self.minutes.get(start.timestamp())
     }
 
     /// The last complete minute before `now`, if anything happened in it.
-    pub fn last_complete(&self, now: DateTime<Utc>) -> Option<&Minute> {
+    pub fn last_complete(&self, now: DateTime<Utc>) -> Option<Cow<'_, Minute>> {
         self.get(last_complete_minute(now))
     }
 
@@ -444,7 +445,7 @@ impl MinuteWindows {
         &self,
         now: DateTime<Utc>,
         window: Duration,
-    ) -> impl Iterator<Item = &Minute> {
+    ) -> impl Iterator<Item = Cow<'_, Minute>> {
         self.window_ending(last_complete_minute(now) + TimeDelta::minutes(1), window)
     }
 
@@ -453,7 +454,7 @@ impl MinuteWindows {
         &self,
         end: DateTime<Utc>,
         window: Duration,
-    ) -> impl Iterator<Item = &Minute> {
+    ) -> impl Iterator<Item = Cow<'_, Minute>> {
         let from = end - TimeDelta::from_std(window).unwrap_or_default();
         self.minutes
             .range(from.timestamp()..end.timestamp().max(from.timestamp()))
@@ -471,7 +472,7 @@ impl MinuteWindows {
     }
 
     /// Minutes that saw events, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &Minute> {
+    pub fn iter(&self) -> impl Iterator<Item = Cow<'_, Minute>> {
         self.minutes.values()
     }
 
@@ -482,10 +483,10 @@ impl MinuteWindows {
         let mut keys = self
             .minutes
             .range(window.start..window.end.max(window.start))
-            .map(|(key, _)| *key);
+            .map(|(key, _)| key);
         let first = keys.next()?;
         let last = keys.next_back().unwrap_or(first);
-        let start = match self.minutes.range(i64::MIN..window.start).next_back() {
+        let start = match self.minutes.first_key().filter(|key| *key < window.start) {
             Some(_) => window.start.saturating_add(59).div_euclid(60) * 60,
             None => first,
         };
@@ -518,8 +519,8 @@ impl MinuteWindows {
             } else {
                 filled.quiet_left_out += gap;
             }
-            filled.minutes.push(minute.clone());
-            previous = *key;
+            filled.minutes.push(minute.into_owned());
+            previous = key;
         }
         filled
     }

@@ -11,6 +11,7 @@ pub mod histogram;
 pub mod jvm;
 pub mod latency;
 mod minute_chunks;
+mod minute_codec;
 pub mod minutes;
 pub mod mxbean;
 pub mod rank_test;

@@ -279,12 +279,12 @@ pub(super) fn by_kind(errors: &BTreeMap<String, u64>) -> Vec<Sample<'_>> {
 pub(super) fn last_complete<'a>(
     stream: &'a StreamState,
     now: DateTime<Utc>,
-    value: impl FnOnce(Option<&'a Minute>) -> Value<'a>,
+    value: impl FnOnce(Option<&Minute>) -> Value<'a>,
 ) -> Vec<Sample<'a>> {
     let minute = last_complete_minute(now);
     vec![Sample {
         labels: Vec::new(),
-        value: value(stream.jvm.minutes.get(minute)),
+        value: value(stream.jvm.minutes.get(minute).as_deref()),
         minute: Some(minute),
     }]
 }
