@@ -107,6 +107,60 @@ pub(crate) fn lock_checkpoint_dir(dir: &Path) -> Result<File> {
 /// agent's wake-ups to 50 a second on a busy log, well inside the delay budget.
 const COALESCE_EVENTS_FOR: Duration = Duration::from_millis(20);
 
+/// How often a file whose events arrive is polled all the same: the net for
+/// an event the kernel dropped without saying so. Such a file is otherwise
+/// read when an event names it; polling 200 quiet logs every
+/// `poll_interval` cost 2 % of a core.
+const EVENT_DRIVEN_SAFETY_POLL: Duration = Duration::from_secs(10);
+
+/// File systems whose files change without inotify events on this host:
+/// network and FUSE file systems, written from elsewhere. Their files are
+/// polled every `poll_interval`.
+const NO_LOCAL_EVENTS: [i64; 10] = [
+    0x6969,      // NFS
+    0x517b,      // SMB
+    0xff53_4d42, // CIFS
+    0xfe53_4d42, // SMB2
+    0x6573_5546, // FUSE
+    0x00c3_6400, // Ceph
+    0x0102_1997, // 9P
+    0x5346_414f, // AFS
+    0x0bd0_0bd0, // Lustre
+    0x0116_1970, // GFS2
+];
+
+/// Whether file events are trusted for files in `dir`.
+#[allow(clippy::unnecessary_cast)] // `f_type` is an i64 here, a u32 elsewhere.
+fn events_arrive_in(dir: &Path) -> bool {
+    rustix::fs::statfs(dir).is_ok_and(|fs| !NO_LOCAL_EVENTS.contains(&(fs.f_type as i64)))
+}
+
+/// A source, and whether file events arrive for its file.
+struct Followed {
+    source: Box<dyn Source>,
+    /// Its file is watched on a local file system: it is read when an event
+    /// names it, and every [`EVENT_DRIVEN_SAFETY_POLL`], not every
+    /// `poll_interval`. Cleared when a poll finds data no event announced;
+    /// set again by the next event that names it.
+    events_arrive: bool,
+}
+
+/// Which sources a pass of the loop polls, besides those [`Source::due`].
+#[derive(Debug, Default)]
+struct PollScope {
+    /// Every source: at start, after an event that named no file (an
+    /// overflow of the event queue), and every [`EVENT_DRIVEN_SAFETY_POLL`].
+    all: bool,
+    /// The periodic safety poll: what a file whose events arrive has to
+    /// read then, no event announced.
+    safety: bool,
+    /// The sources whose file events do not arrive (or that have no file):
+    /// every `poll_interval`.
+    unwatched: bool,
+    /// Files that events named.
+    files: Vec<PathBuf>,
+}
+
 pub struct Agent {
     config: Config,
     /// Held for the agent's life: the lock on `checkpoint_dir`.
@@ -119,13 +173,15 @@ pub struct Agent {
     checkpoint_failure_logged: Option<Instant>,
     store: SharedStore,
     registry: Registry,
-    sources: Vec<Box<dyn Source>>,
+    sources: Vec<Followed>,
     checkpoint_path: PathBuf,
     journal: Journal,
     last_checkpoint: Instant,
     last_discovery: Option<Instant>,
     dirty: bool,
     watched_dirs: BTreeSet<PathBuf>,
+    /// Watched directories whose files' events are trusted.
+    event_dirs: BTreeSet<PathBuf>,
     engine: AlertEngine,
     last_evaluation: Instant,
     /// One channel per sink's delivery thread.
@@ -176,6 +232,7 @@ impl Agent {
             last_discovery: None,
             dirty: false,
             watched_dirs: BTreeSet::new(),
+            event_dirs: BTreeSet::new(),
             engine: AlertEngine::default(),
             last_evaluation: Instant::now(),
             notifications: Vec::new(),
@@ -197,14 +254,32 @@ impl Agent {
             .filter(|dir| self.watched_dirs.insert(dir.to_path_buf()))
             .map(|dir| dir.to_path_buf())
             .collect();
-        self.sources.extend(found);
         if let Some(watcher) = watcher {
             for dir in new_dirs {
-                if let Err(error) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
-                    tracing::warn!(dir = %dir.display(), %error, "cannot watch; polling only");
-                    self.store.write().count_error(ErrorKind::Watch);
+                match watcher.watch(&dir, RecursiveMode::NonRecursive) {
+                    Ok(()) if events_arrive_in(&dir) => drop(self.event_dirs.insert(dir)),
+                    Ok(()) => {
+                        tracing::info!(dir = %dir.display(), "a network or FUSE file system: polled every poll_interval")
+                    }
+                    Err(error) => {
+                        tracing::warn!(dir = %dir.display(), %error, "cannot watch; polling only");
+                        self.store.write().count_error(ErrorKind::Watch);
+                    }
                 }
             }
+        }
+        for source in found {
+            // A log reached through a symlink is written in another
+            // directory, whose events the watch does not see.
+            let is_file = |live: &Path| std::fs::symlink_metadata(live).is_ok_and(|m| m.is_file());
+            let events_arrive = source.live_path().is_some_and(is_file)
+                && source
+                    .watch_dir()
+                    .is_some_and(|dir| self.event_dirs.contains(dir));
+            self.sources.push(Followed {
+                source,
+                events_arrive,
+            });
         }
         self.last_discovery = Some(Instant::now());
     }
@@ -285,25 +360,39 @@ impl Agent {
 
     /// Polls every source once and applies what it found.
     pub fn poll_once(&mut self) {
-        self.poll_sources(None);
+        self.poll_sources(&PollScope {
+            all: true,
+            ..PollScope::default()
+        });
     }
 
-    /// Polls the sources whose files are among `changed` and those due on
-    /// their own; every source when `changed` is `None`. On a host with
-    /// hundreds of logs a file event then costs one read, not hundreds.
-    fn poll_sources(&mut self, changed: Option<&[PathBuf]>) {
-        let changed = changed.map(ChangedFiles::new);
-        for source in &mut self.sources {
-            let wanted = match &changed {
-                None => true,
-                Some(files) => {
-                    source.due() || source.live_path().is_some_and(|live| files.touch(live))
-                }
-            };
-            if wanted {
-                self.dirty |= source.poll(&self.store);
-                self.store.heartbeat.beat();
+    /// Polls the sources `scope` names and those due on their own. On a
+    /// host with hundreds of logs a file event then costs one read, not
+    /// hundreds, and quiet logs cost nothing between safety polls.
+    fn poll_sources(&mut self, scope: &PollScope) {
+        let named = ChangedFiles::new(&scope.files);
+        for followed in &mut self.sources {
+            let source = &mut followed.source;
+            let live = source.live_path();
+            let is_named = live.is_some_and(|live| named.touch(live));
+            let wanted = is_named
+                || scope.all
+                || (scope.unwatched && !followed.events_arrive)
+                || source.due();
+            if !wanted {
+                continue;
             }
+            let read = source.poll(&self.store);
+            self.dirty |= read;
+            if source.live_path().is_some() {
+                if is_named {
+                    followed.events_arrive = true;
+                } else if read && scope.safety {
+                    // What it read no event announced: poll it from now on.
+                    followed.events_arrive = false;
+                }
+            }
+            self.store.heartbeat.beat();
         }
         self.retire_gone_sources();
         self.finalize_latency();
@@ -316,18 +405,19 @@ impl Agent {
     fn retire_gone_sources(&mut self) {
         let (mut gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.sources)
             .into_iter()
-            .partition(|source| source.gone());
+            .partition(|followed| followed.source.gone());
         let exited: Vec<_> = gone
             .iter()
+            .map(|followed| &followed.source)
             .filter(|source| matches!(source.key(), SourceKey::RuntimeStats(_)))
             .filter_map(|source| source.stream())
             .collect();
-        let (with_exited, kept): (Vec<_>, Vec<_>) = kept
-            .into_iter()
-            .partition(|source| source.stream().is_some_and(|id| exited.contains(&id)));
+        let (with_exited, kept): (Vec<_>, Vec<_>) = kept.into_iter().partition(|followed| {
+            (followed.source.stream()).is_some_and(|id| exited.contains(&id))
+        });
         gone.extend(with_exited);
         self.sources = kept;
-        for source in gone {
+        for Followed { source, .. } in gone {
             let key = source.key();
             tracing::info!(source = ?key, "gone for good; its series are dropped");
             if let Some(id) = source.stream() {
@@ -410,7 +500,7 @@ impl Agent {
         let sources: Vec<SourceCheckpoint> = self
             .sources
             .iter()
-            .filter_map(|source| source.checkpoint(&snapshot))
+            .filter_map(|followed| followed.source.checkpoint(&snapshot))
             .collect();
         drop(snapshot);
         // Sources not seen this time keep their checkpoint for when they return.
@@ -442,6 +532,29 @@ impl Agent {
             .retain(|_, stream| !stream.exited || stream.jvm.minutes.iter().next().is_some());
     }
 
+    /// How long the loop may wait for an event: until the next poll of the
+    /// sources whose events do not arrive (when there are any), the next
+    /// safety poll, discovery, a checkpoint due, and a discovered JVM's sample.
+    fn next_pass_in(&self, last_unwatched_poll: Instant, last_safety_poll: Instant) -> Duration {
+        let until = |last: Instant, every: Duration| every.saturating_sub(last.elapsed());
+        let mut timeout = until(last_safety_poll, EVENT_DRIVEN_SAFETY_POLL);
+        if self.sources.iter().any(|followed| !followed.events_arrive) {
+            timeout = timeout.min(until(last_unwatched_poll, self.config.poll_interval));
+        }
+        if let Some(discovery) = self.last_discovery {
+            timeout = timeout.min(until(discovery, DISCOVERY_INTERVAL));
+        }
+        if self.dirty {
+            timeout = timeout.min(until(self.last_checkpoint, self.config.checkpoint_interval));
+        }
+        // Discovered JVMs are sampled on their own period, often shorter.
+        let sampling = &self.config.runtime_stats;
+        if self.config.discovery.enabled && sampling.enabled {
+            timeout = timeout.min(sampling.interval);
+        }
+        timeout
+    }
+
     /// Runs until a [`Wake::Shutdown`] arrives, then writes a final checkpoint.
     pub fn run(mut self) -> Result<()> {
         let wake = self.waker();
@@ -468,14 +581,21 @@ impl Agent {
             };
         self.discover_sources(watcher.as_mut());
         self.start_senders();
-        let mut changed: Option<Vec<PathBuf>> = None;
-        let mut last_full_poll = Instant::now();
+        let mut scope = PollScope {
+            all: true,
+            ..PollScope::default()
+        };
+        let mut last_unwatched_poll = Instant::now();
+        let mut last_safety_poll = Instant::now();
         loop {
             self.store.heartbeat.beat();
-            if changed.is_none() {
-                last_full_poll = Instant::now();
+            if scope.all {
+                last_safety_poll = Instant::now();
             }
-            self.poll_sources(changed.as_deref());
+            if scope.all || scope.unwatched {
+                last_unwatched_poll = Instant::now();
+            }
+            self.poll_sources(&scope);
             if self
                 .last_discovery
                 .is_none_or(|t| t.elapsed() >= DISCOVERY_INTERVAL)
@@ -486,20 +606,7 @@ impl Agent {
             if self.dirty && self.last_checkpoint.elapsed() >= self.config.checkpoint_interval {
                 self.checkpoint_or_report();
             }
-            // Woken by a file event or a signal, or the poll interval for
-            // file systems where events do not arrive (NFS, some containers).
-            let until_full_poll = self
-                .config
-                .poll_interval
-                .saturating_sub(last_full_poll.elapsed());
-            // Discovered JVMs are sampled on their own period, often shorter.
-            let sampling = &self.config.runtime_stats;
-            let sampled = self.config.discovery.enabled && sampling.enabled;
-            let timeout = if sampled {
-                until_full_poll.min(sampling.interval)
-            } else {
-                until_full_poll
-            };
+            let timeout = self.next_pass_in(last_unwatched_poll, last_safety_poll);
             let mut wakes = match self.woken.recv_timeout(timeout) {
                 Ok(files @ Wake::Files(_)) => {
                     // A busy log fires an event per write: gather them for
@@ -511,23 +618,21 @@ impl Agent {
                 Err(_) => Vec::new(),
             };
             wakes.extend(self.woken.try_iter());
-            // A full poll every poll interval; in between, the files that changed.
-            changed = if last_full_poll.elapsed() >= self.config.poll_interval {
-                None
-            } else {
-                let mut paths = Vec::new();
-                for wake in &wakes {
-                    match wake {
-                        Wake::Files(files) if files.is_empty() => {
-                            paths.clear();
-                            break;
-                        }
-                        Wake::Files(files) => paths.extend(files.iter().cloned()),
-                        _ => {}
-                    }
+            let mut files = Vec::new();
+            let mut overflow = false;
+            for wake in &wakes {
+                match wake {
+                    Wake::Files(named) if named.is_empty() => overflow = true,
+                    Wake::Files(named) => files.extend(named.iter().cloned()),
+                    _ => {}
                 }
-                // Woken only by the sampling period: the sources that are due.
-                (!paths.is_empty() || wakes.is_empty()).then_some(paths)
+            }
+            let safety = last_safety_poll.elapsed() >= EVENT_DRIVEN_SAFETY_POLL;
+            scope = PollScope {
+                all: overflow || safety,
+                safety,
+                unwatched: last_unwatched_poll.elapsed() >= self.config.poll_interval,
+                files,
             };
             if wakes.contains(&Wake::Shutdown) {
                 break;

@@ -189,3 +189,82 @@ fn hours_of_minutes_read_back_as_written_and_after_a_restart() {
         serde_json::to_string(&minutes).unwrap()
     );
 }
+
+/// The bytes of `log` the agent has read, once its metrics say.
+fn bytes_read(agent: &common::Agent, log: &str) -> Option<f64> {
+    let metrics = agent.get("/metrics")?;
+    let series = format!("pausewatch_log_bytes_total{{log=\"{log}\"");
+    let line = metrics.lines().find(|line| line.starts_with(&series))?;
+    common::line_value(line)
+}
+
+/// Waits until the agent has read `len` bytes of `log`: how long it took.
+fn read_within(agent: &common::Agent, log: &str, len: u64, limit: Duration) -> Duration {
+    let start = std::time::Instant::now();
+    while bytes_read(agent, log) != Some(len as f64) {
+        assert!(
+            start.elapsed() < limit,
+            "{log}: {len} bytes not read in {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    start.elapsed()
+}
+
+/// A log on a local file system is read on its file events, not polled
+/// every `poll_interval`. Written through a hard link in another directory,
+/// it sends no event to the watched one: the safety poll finds what was
+/// written (within 10 s), and from then on the log is polled every
+/// `poll_interval`, as on a file system without events.
+#[test]
+fn a_log_whose_writes_send_no_event_is_found_out_and_polled() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let watched = dir.path().join("watched");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&watched).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let log = watched.join("gc.log");
+    std::fs::write(
+        &log,
+        "[2026-12-06T10:00:00.000+0000][0.010s][info][gc] Using G1\n",
+    )
+    .unwrap();
+    let link = elsewhere.join("gc.log");
+    std::fs::hard_link(&log, &link).unwrap();
+    let port = common::free_port();
+    let agent = common::Agent::start(
+        dir.path(),
+        port,
+        &format!(
+            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = \"{dir}/checkpoint\"\npoll_interval = \"100ms\"\n[[gc_log]]\npath = \"{log}\"\nstart_at = \"beginning\"\n",
+            dir = dir.path().display(),
+            log = log.display()
+        ),
+    );
+    let name = log.display().to_string();
+    let len = || std::fs::metadata(&log).unwrap().len();
+    read_within(&agent, &name, len(), Duration::from_secs(10));
+    let write = |gc: u32| {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&link)
+            .unwrap();
+        let at = format!("[2026-12-06T10:00:0{gc}.000+0000][{gc}.000s]");
+        let lines = format!(
+            "{at}[info][gc] GC({gc}) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) 3.210ms\n\
+             {at}[info][gc,cpu] GC({gc}) User=0.01s Sys=0.00s Real=0.00s\n"
+        );
+        // One write, as HotSpot writes each line: no pause waits for its CPU line.
+        file.write_all(lines.as_bytes()).unwrap();
+    };
+    write(1);
+    let first = read_within(&agent, &name, len(), Duration::from_secs(15));
+    // The safety poll that found it came up to 10 s after the one before:
+    // another write is read at the next poll_interval, not 10 s later.
+    write(2);
+    let second = read_within(&agent, &name, len(), Duration::from_secs(4));
+    eprintln!("read after {first:?} (the safety poll), then after {second:?}");
+    // Until then a file whose events arrive is not polled every poll_interval.
+    assert!(first > Duration::from_secs(5), "read after {first:?}");
+}

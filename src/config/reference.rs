@@ -83,7 +83,7 @@ pub const SECTIONS: &[(&str, &str)] = &[
 pub const KEYS: &[Key] = &[
     key("", "listen", "\"127.0.0.1:9464\"", "Address (IP:PORT) of /metrics, /healthz and /api/v1/*; loopback only by default."),
     key("", "checkpoint_dir", "\"/var/lib/pausewatch\"", "Where positions, parser state and per-minute aggregates are checkpointed. Without a configuration file the agent uses this as root, else $XDG_STATE_HOME/pausewatch or ~/.local/state/pausewatch."),
-    key("", "poll_interval", "\"250ms\"", "Polling period when inotify events do not arrive (NFS, overlayfs); at least 10ms."),
+    key("", "poll_interval", "\"250ms\"", "Polling period of the files whose inotify events do not arrive (NFS, FUSE, a log reached through a symlink, one found written without an event); at least 10ms. Other files are read on their events, and polled every 10 s in case one was lost."),
     key("", "checkpoint_interval", "\"1s\"", "How often the checkpoint is written when something changed."),
     key("", "history", "\"24h\"", "Per-minute history kept in memory; 1h to 30d."),
     key("", "max_label_values", "100", "Distinct values of cause and operation per stream; further ones are counted as \"other\" (1 to 10000)."),
