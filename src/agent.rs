@@ -529,7 +529,7 @@ impl Agent {
         }
         state
             .streams
-            .retain(|_, stream| !stream.exited || stream.jvm.minutes.iter().next().is_some());
+            .retain(|_, stream| !stream.exited || !stream.jvm.minutes.is_empty());
     }
 
     /// How long the loop may wait for an event: until the next poll of the

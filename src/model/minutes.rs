@@ -471,6 +471,11 @@ impl MinuteWindows {
         paused / window.as_secs_f64().max(1.0)
     }
 
+    /// Whether no minute saw events: without unpacking any.
+    pub fn is_empty(&self) -> bool {
+        self.minutes.first_key().is_none()
+    }
+
     /// Minutes that saw events, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = Cow<'_, Minute>> {
         self.minutes.values()
