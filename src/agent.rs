@@ -268,10 +268,10 @@ impl Agent {
                 }
             }
         }
+        // A log reached through a symlink is written in another directory,
+        // whose events the watch does not see.
+        let is_file = |live: &Path| std::fs::symlink_metadata(live).is_ok_and(|m| m.is_file());
         for source in found {
-            // A log reached through a symlink is written in another
-            // directory, whose events the watch does not see.
-            let is_file = |live: &Path| std::fs::symlink_metadata(live).is_ok_and(|m| m.is_file());
             let events_arrive = source.live_path().is_some_and(is_file)
                 && source
                     .watch_dir()
@@ -374,6 +374,7 @@ impl Agent {
         for followed in &mut self.sources {
             let source = &mut followed.source;
             let live = source.live_path();
+            let has_file = live.is_some();
             let is_named = live.is_some_and(|live| named.touch(live));
             let wanted = is_named
                 || scope.all
@@ -384,7 +385,7 @@ impl Agent {
             }
             let read = source.poll(&self.store);
             self.dirty |= read;
-            if source.live_path().is_some() {
+            if has_file {
                 if is_named {
                     followed.events_arrive = true;
                 } else if read && scope.safety {

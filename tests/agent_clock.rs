@@ -3,6 +3,7 @@
 //! that process's start, so its pauses land in the right minutes.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -11,6 +12,16 @@ use common::{sample, sum};
 
 mod common;
 
+/// The configuration of an agent in `dir` (its checkpoint there) that
+/// reads `log` from its beginning and polls it, where it must, every 100 ms.
+fn one_log(dir: &Path, port: u16, log: &Path) -> String {
+    format!(
+        "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = \"{dir}/checkpoint\"\npoll_interval = \"100ms\"\n[[gc_log]]\npath = \"{log}\"\nstart_at = \"beginning\"\n",
+        dir = dir.display(),
+        log = log.display()
+    )
+}
+
 #[test]
 fn uptime_only_log_is_placed_by_the_running_jvms_start() {
     let Some((dir, classes, _)) = common::workloads_or_skip() else {
@@ -18,15 +29,7 @@ fn uptime_only_log_is_placed_by_the_running_jvms_start() {
     };
     let log = dir.path().join("gc.log");
     let port = common::free_port();
-    let agent = common::Agent::start(
-        dir.path(),
-        port,
-        &format!(
-            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = \"{dir}/checkpoint\"\npoll_interval = \"100ms\"\n[[gc_log]]\npath = \"{log}\"\nstart_at = \"beginning\"\n",
-            dir = dir.path().display(),
-            log = log.display()
-        ),
-    );
+    let agent = common::Agent::start(dir.path(), port, &one_log(dir.path(), port, &log));
     let started = Utc::now();
     let status = Command::new("java")
         .args(["-XX:+UseSerialGC", "-Xmx64m"])
@@ -134,11 +137,8 @@ fn hours_of_minutes_read_back_as_written_and_after_a_restart() {
     let (text, expected) = g1_log_of_the_last(200);
     let log = common::write_file(dir.path(), "gc.log", text);
     let port = common::free_port();
-    let config = format!(
-        "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = \"{dir}/checkpoint\"\ncheckpoint_interval = \"1s\"\npoll_interval = \"100ms\"\n[[gc_log]]\npath = \"{log}\"\nstart_at = \"beginning\"\n",
-        dir = dir.path().display(),
-        log = log.display()
-    );
+    // A checkpoint a second, the default.
+    let config = one_log(dir.path(), port, &log);
     let pauses: u64 = expected.values().map(|f| f.0).sum();
     let day = "/api/v1/minutes?limit=1440";
     let read = |agent: &common::Agent| {
@@ -190,24 +190,13 @@ fn hours_of_minutes_read_back_as_written_and_after_a_restart() {
     );
 }
 
-/// The bytes of `log` the agent has read, once its metrics say.
-fn bytes_read(agent: &common::Agent, log: &str) -> Option<f64> {
-    let metrics = agent.get("/metrics")?;
-    let series = format!("pausewatch_log_bytes_total{{log=\"{log}\"");
-    let line = metrics.lines().find(|line| line.starts_with(&series))?;
-    common::line_value(line)
-}
-
 /// Waits until the agent has read `len` bytes of `log`: how long it took.
 fn read_within(agent: &common::Agent, log: &str, len: u64, limit: Duration) -> Duration {
     let start = std::time::Instant::now();
-    while bytes_read(agent, log) != Some(len as f64) {
-        assert!(
-            start.elapsed() < limit,
-            "{log}: {len} bytes not read in {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let series = format!("log=\"{log}\"");
+    agent.metrics_when(limit, |m| {
+        sum(m, "pausewatch_log_bytes_total", &[&series]) == len as f64
+    });
     start.elapsed()
 }
 
@@ -233,15 +222,7 @@ fn a_log_whose_writes_send_no_event_is_found_out_and_polled() {
     let link = elsewhere.join("gc.log");
     std::fs::hard_link(&log, &link).unwrap();
     let port = common::free_port();
-    let agent = common::Agent::start(
-        dir.path(),
-        port,
-        &format!(
-            "listen = \"127.0.0.1:{port}\"\ncheckpoint_dir = \"{dir}/checkpoint\"\npoll_interval = \"100ms\"\n[[gc_log]]\npath = \"{log}\"\nstart_at = \"beginning\"\n",
-            dir = dir.path().display(),
-            log = log.display()
-        ),
-    );
+    let agent = common::Agent::start(dir.path(), port, &one_log(dir.path(), port, &log));
     let name = log.display().to_string();
     let len = || std::fs::metadata(&log).unwrap().len();
     read_within(&agent, &name, len(), Duration::from_secs(10));

@@ -111,6 +111,17 @@ impl Stream {
     }
 }
 
+/// `count` streams of logs of their own.
+fn streams(count: usize) -> Vec<Stream> {
+    (0..count)
+        .map(|i| Stream::named(&format!("/l/{i}/gc.log")))
+        .collect()
+}
+
+fn checkpoints(streams: &[Stream]) -> Vec<SourceCheckpoint> {
+    streams.iter().map(Stream::checkpoint).collect()
+}
+
 fn journal_len(dir: &Path) -> u64 {
     std::fs::metadata(dir.join("journal.1")).unwrap().len()
 }
@@ -304,11 +315,7 @@ fn a_grown_journal_is_compacted_into_a_new_one() {
 fn a_checkpoint_larger_than_a_journal_is_written_as_a_new_one() {
     let dir = tempfile::tempdir().unwrap();
     let mut journal = Journal::new(dir.path());
-    let mut streams: Vec<Stream> = (0..3)
-        .map(|i| Stream::named(&format!("/l/{i}.log")))
-        .collect();
-    let checkpoints =
-        |streams: &[Stream]| streams.iter().map(Stream::checkpoint).collect::<Vec<_>>();
+    let mut streams = streams(3);
     journal
         .write(&checkpoints(&streams), std::iter::empty())
         .unwrap();
@@ -342,11 +349,7 @@ fn a_checkpoint_larger_than_a_journal_is_written_as_a_new_one() {
 fn many_streams_are_written_as_deltas_packed_and_replay_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let mut journal = Journal::new(dir.path());
-    let mut streams: Vec<Stream> = (0..40)
-        .map(|i| Stream::named(&format!("/l/{i}/gc.log")))
-        .collect();
-    let checkpoints =
-        |streams: &[Stream]| streams.iter().map(Stream::checkpoint).collect::<Vec<_>>();
+    let mut streams = streams(40);
     let mut appended = Vec::new();
     for _ in 0..8 {
         for stream in &mut streams {

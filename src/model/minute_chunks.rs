@@ -4,7 +4,7 @@
 //! Readers (a scrape, the OTLP thread, the checkpoint, every second) hold
 //! snapshots of the stream; the next write copies only the open minutes and
 //! shares the packed chunks. A write to a packed minute (a late event, a
-//! clock set back) takes it out of its chunk, to be packed again later.
+//! clock set back) unpacks its chunk, to be packed again later.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -146,7 +146,11 @@ impl MinuteChunks {
                 .range(range)
                 .map(|(key, minute)| (*key, Cow::Borrowed(minute))),
         );
-        if minutes[..packed].last().map(|(k, _)| *k) > minutes.get(packed).map(|(k, _)| *k) {
+        // Open minutes are the newest but for those a late write unpacked.
+        let newest_packed = minutes[..packed].last().map(|(key, _)| *key);
+        if newest_packed
+            .is_some_and(|newest| minutes.get(packed).is_some_and(|(key, _)| *key < newest))
+        {
             minutes.sort_by_key(|(key, _)| *key);
         }
         minutes.into_iter()

@@ -147,17 +147,16 @@ fn figures(minute: &Minute) -> Figures {
     figures
 }
 
-/// Bits of `figures` as a float.
-fn f(figure: Figure) -> f64 {
-    match figure {
-        Figure::Int(bits) | Figure::Float(bits) => f64::from_bits(bits),
-    }
-}
-
+/// A figure's value, or a float's bits.
 fn int(figure: Figure) -> u64 {
     match figure {
         Figure::Int(value) | Figure::Float(value) => value,
     }
+}
+
+/// A float figure's value.
+fn f(figure: Figure) -> f64 {
+    f64::from_bits(int(figure))
 }
 
 fn minute_of_figures(key: i64, figures: &Figures) -> Minute {
@@ -360,6 +359,19 @@ mod tests {
         serde_json::to_string(minute).unwrap()
     }
 
+    /// Keyed minutes as JSON: equal when every figure is equal bit for bit
+    /// (serde_json writes the shortest decimal that reads back the same).
+    fn as_json(minutes: &[(i64, Minute)]) -> Vec<(i64, String)> {
+        minutes.iter().map(|(key, m)| (*key, json(m))).collect()
+    }
+
+    /// `minutes` packed, and read back.
+    fn round_trip(minutes: &[(i64, Minute)]) -> (Vec<u8>, Vec<(i64, Minute)>) {
+        let packed = pack(minutes.iter().map(|(k, m)| (*k, m)));
+        let back = unpack(&packed).collect();
+        (packed, back)
+    }
+
     fn busy(key: i64, i: u64) -> Minute {
         let mut minute = Minute {
             start: minute_start(key),
@@ -386,14 +398,9 @@ mod tests {
         let minutes: Vec<(i64, Minute)> = (0..60)
             .map(|i| (60 * i as i64, busy(60 * i as i64, i)))
             .collect();
-        let packed = pack(minutes.iter().map(|(k, m)| (*k, m)));
-        let back: Vec<(i64, Minute)> = unpack(&packed).collect();
-        assert_eq!(back.len(), minutes.len());
-        for ((key, minute), (back_key, back_minute)) in minutes.iter().zip(&back) {
-            assert_eq!(key, back_key);
-            assert_eq!(json(minute), json(back_minute));
-            assert_eq!(minute, back_minute);
-        }
+        let (packed, back) = round_trip(&minutes);
+        assert_eq!(as_json(&back), as_json(&minutes));
+        assert_eq!(back, minutes);
         let per_minute = packed.len() / minutes.len();
         assert!(per_minute <= 48, "{per_minute} bytes a minute");
     }
@@ -416,13 +423,8 @@ mod tests {
             (240, long),
             (-60, Minute::default()),
         ];
-        let packed = pack(minutes.iter().map(|(k, m)| (*k, m)));
-        let back: Vec<(i64, Minute)> = unpack(&packed).collect();
-        assert_eq!(back.len(), 4);
-        for ((key, minute), (back_key, back_minute)) in minutes.iter().zip(&back) {
-            assert_eq!(key, back_key);
-            assert_eq!(json(minute), json(back_minute));
-        }
+        let (_, back) = round_trip(&minutes);
+        assert_eq!(as_json(&back), as_json(&minutes));
     }
 
     /// A float as the model makes them (a duration parsed from a log, a sum
@@ -504,13 +506,8 @@ mod tests {
                     (key, minute)
                 })
                 .collect();
-            let packed = pack(keyed.iter().map(|(k, m)| (*k, m)));
-            let back: Vec<(i64, Minute)> = unpack(&packed).collect();
-            prop_assert_eq!(back.len(), keyed.len());
-            for ((key, minute), (back_key, back_minute)) in keyed.iter().zip(&back) {
-                prop_assert_eq!(key, back_key);
-                prop_assert_eq!(json(minute), json(back_minute));
-            }
+            let (_, back) = round_trip(&keyed);
+            prop_assert_eq!(as_json(&back), as_json(&keyed));
         }
 
         #[test]
