@@ -30,19 +30,24 @@ const PENDING_SLACK: Duration = Duration::from_secs(30);
 /// the safepoints recorded by the moment the counter was read. HotSpot
 /// counts a safepoint when it begins, and the probes stamp its begin on
 /// the same clock the sample is stamped with, so the two agree exactly at
-/// every sample, however busy the JVM.
+/// every sample taken outside a safepoint, however busy the JVM. A sample
+/// taken inside one is not compared: the probe fires just before HotSpot
+/// counts it, and a preempted VM thread can leave a sample in between.
 struct Check {
     /// `pid@start_ticks`: the JVM across agent restarts.
     key: String,
     /// Records taken, of every poll.
     taken: u64,
-    /// Begin times of records taken that began after the last sample
-    /// compared: a later sample may still precede them.
-    recent_begins: Vec<u64>,
+    /// Begin and end times of records taken that ended after the last
+    /// sample compared: a later sample may still precede or fall in them.
+    recent: Vec<(u64, u64)>,
     /// When the safepoint in flight at this poll's start began, unless its
     /// record was taken too.
     in_flight: Option<u64>,
-    /// CLOCK_MONOTONIC of the last sample compared.
+    /// CLOCK_MONOTONIC of the last sample compared, or of the poll that
+    /// began the check: a sample from before it may precede the probes'
+    /// attachment (an agent restarted beside a running JVM), and the
+    /// safepoints in between would be counted and never recorded.
     compared_ns: u64,
     /// Recorded minus counted at the first comparison: the probes see a
     /// JVM from their attachment, the counter from the JVM's start.
@@ -69,14 +74,15 @@ const RELEASE_EVERY: Duration = Duration::from_secs(5);
 const MAX_SAMPLE_AGE: Duration = Duration::from_secs(60);
 
 impl Check {
-    /// `in_flight`: when the safepoint it is at began, if it is at one.
-    fn new((pid, ticks): Process, in_flight: Option<u64>, dropped: u64) -> Check {
+    /// `in_flight`: when the safepoint it is at began, if it is at one;
+    /// `poll_ns`: the poll that begins it.
+    fn new((pid, ticks): Process, in_flight: Option<u64>, dropped: u64, poll_ns: u64) -> Check {
         Check {
             key: format!("{pid}@{ticks}"),
             taken: 0,
-            recent_begins: Vec::new(),
+            recent: Vec::new(),
             in_flight,
-            compared_ns: 0,
+            compared_ns: poll_ns,
             baseline: None,
             first_counted: None,
             dropped_before: dropped,
@@ -100,9 +106,8 @@ impl Check {
     fn take(&mut self, records: &[SafepointRecord], poll_ns: u64) {
         self.taken += records.len() as u64;
         let oldest = poll_ns.saturating_sub(MAX_SAMPLE_AGE.as_nanos() as u64);
-        self.recent_begins.retain(|begin| *begin > oldest);
-        self.recent_begins
-            .extend(records.iter().map(|r| r.begin_ns));
+        self.recent.retain(|(_, end)| *end > oldest);
+        (self.recent).extend(records.iter().map(|r| (r.begin_ns, r.end_ns)));
         // Ended between the in-flight read and the drain: taken once.
         if records.iter().any(|r| Some(r.begin_ns) == self.in_flight) {
             self.in_flight = None;
@@ -117,7 +122,8 @@ impl Check {
     /// Recorded minus counted at a sample not compared yet, less the
     /// baseline. A sample read after `poll_ns`, when the safepoint in
     /// flight was read, waits for the next poll: one that began in between
-    /// would be counted and not recorded.
+    /// would be counted and not recorded. One read inside a safepoint is
+    /// skipped (see [`Check`]).
     fn compare(
         &mut self,
         runtime: &crate::model::runtime::RuntimeStats,
@@ -128,13 +134,17 @@ impl Check {
         if sampled <= self.compared_ns || sampled >= poll_ns || stale {
             return None;
         }
-        let later = self.recent_begins.iter().filter(|b| **b > sampled).count() as u64;
+        let inside = |(begin, end): (u64, u64)| begin <= sampled && sampled < end;
         let in_flight = self.in_flight.is_some_and(|begin| begin <= sampled);
-        let recorded = self.taken.saturating_sub(later) + u64::from(in_flight);
+        if in_flight || self.recent.iter().any(|r| inside(*r)) {
+            return None;
+        }
+        let later = self.recent.iter().filter(|(b, _)| *b > sampled).count() as u64;
+        let recorded = self.taken.saturating_sub(later);
         let difference = recorded as f64 - runtime.safepoints as f64;
         self.first_counted.get_or_insert(runtime.safepoints);
         self.compared_ns = sampled;
-        self.recent_begins.retain(|begin| *begin > sampled);
+        self.recent.retain(|(_, end)| *end > sampled);
         Some(difference - *self.baseline.get_or_insert(difference))
     }
 
@@ -486,8 +496,9 @@ impl Source for EbpfSource {
                 .flat_map(|record| converter.events(record, collector, zero))
                 .collect();
             if role.records_safepoints() {
-                let check = (self.checks.entry(*process))
-                    .or_insert_with(|| Check::new(*process, begun.get(process).copied(), dropped));
+                let check = (self.checks.entry(*process)).or_insert_with(|| {
+                    Check::new(*process, begun.get(process).copied(), dropped, poll_ns)
+                });
                 check.take(pending, poll_ns);
             }
             let crate::store::StreamState { jvm, latency, .. } = stream;
@@ -551,8 +562,9 @@ impl Source for EbpfSource {
             let Some(runtime) = state.stream_mut(id).and_then(|s| s.runtime.as_mut()) else {
                 continue;
             };
-            let check = (self.checks.entry(process))
-                .or_insert_with(|| Check::new(process, begun.get(&process).copied(), dropped));
+            let check = (self.checks.entry(process)).or_insert_with(|| {
+                Check::new(process, begun.get(&process).copied(), dropped, poll_ns)
+            });
             runtime.safepoint_probe_mismatch = check
                 .compare(runtime, poll_ns)
                 .or(runtime.safepoint_probe_mismatch);
@@ -643,17 +655,9 @@ mod tests {
         }
     }
 
+    /// A check begun at the monotonic clock's zero.
     fn check(in_flight: Option<u64>) -> Check {
-        Check {
-            key: String::new(),
-            taken: 0,
-            recent_begins: Vec::new(),
-            in_flight,
-            compared_ns: 0,
-            baseline: None,
-            first_counted: None,
-            dropped_before: 0,
-        }
+        Check::new((1, 1), in_flight, 0, 0)
     }
 
     #[test]
@@ -687,11 +691,30 @@ mod tests {
         check.in_flight = Some(70);
         check.take(&[45, 55].map(record), 80);
         assert_eq!(check.recorded(), 7);
-        assert_eq!(check.compare(&sample(75, 107), 80), Some(0.0));
+        assert_eq!(check.compare(&sample(68, 106), 80), Some(0.0));
+        // A sample inside the one in flight is not compared.
+        assert_eq!(check.compare(&sample(75, 107), 80), None);
         // The record of the one at 70 lost: one short.
         check.in_flight = None;
         check.take(&[90].map(record), 120);
         assert_eq!(check.compare(&sample(110, 108), 120), Some(-1.0));
+        // Nor one inside a recorded safepoint: HotSpot may not have counted
+        // it yet.
+        check.take(&[130].map(record), 150);
+        assert_eq!(check.compare(&sample(132, 108), 150), None);
+        assert_eq!(check.compare(&sample(140, 109), 150), Some(-1.0));
+    }
+
+    #[test]
+    fn a_sample_from_before_the_check_began_is_not_compared() {
+        // An agent restarted beside a running JVM: the counter was read
+        // at 90, the probes were attached at 95 after a safepoint at 92,
+        // and the check began at the poll at 100.
+        let mut check = Check::new((1, 1), None, 0, 100);
+        check.take(&[110].map(record), 150);
+        assert_eq!(check.compare(&sample(90, 5), 150), None);
+        assert_eq!(check.compare(&sample(120, 7), 150), Some(0.0));
+        assert_eq!(check.compare(&sample(130, 7), 150), Some(0.0));
     }
 
     #[test]
@@ -699,10 +722,10 @@ mod tests {
         let mut check = check(None);
         check.take(&[10].map(record), 50);
         assert_eq!(check.compare(&sample(60, 2), 50), None);
-        // A safepoint began at 55, before the sample: in flight at 70.
-        check.in_flight = Some(55);
+        // A safepoint began at 65, after the sample: in flight at 70.
+        check.in_flight = Some(65);
         assert_eq!(check.compare(&sample(60, 2), 70), Some(0.0));
-        assert_eq!(check.reached(), Some(2));
+        assert_eq!(check.reached(), Some(3));
     }
 
     #[test]
@@ -717,7 +740,8 @@ mod tests {
         let mut second = check(Some(510));
         second.take(&[500].map(record), 520);
         assert_eq!(second.missed_since(reached), None);
-        assert_eq!(second.compare(&sample(515, 29), 520), Some(0.0));
+        assert_eq!(second.compare(&sample(515, 29), 520), None);
+        assert_eq!(second.compare(&sample(505, 28), 520), Some(0.0));
         assert_eq!(second.missed_since(reached), Some(7));
     }
 }
