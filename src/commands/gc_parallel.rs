@@ -3,7 +3,7 @@
 //! ahead on another thread ([`GcLogParser::read_ahead`]) while this one
 //! reads the first, then caught up with ([`GcLogParser::catch_up`]). The
 //! events, counts and state are those of a sequential parse by construction
-//! (`parsers/tests/speculation.rs` checks it).
+//! (`parsers/tests/it/speculation.rs` checks it).
 
 use std::io::{Seek, SeekFrom};
 use std::path::Path;

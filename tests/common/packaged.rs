@@ -1,6 +1,6 @@
 //! The packaged agent run as a service runs it: as an unprivileged user with
 //! exactly the capabilities the package grants (`setpriv`), and what the
-//! kernel says it holds. Used by tests/deb.rs and tests/rpm.rs.
+//! kernel says it holds. Used by tests/it/deb.rs and tests/it/rpm.rs.
 
 use std::path::Path;
 use std::process::Command;

@@ -1,5 +1,5 @@
 // A service's request-latency histogram served by Prometheus' own Go client
-// (client_golang), for tests/agent_histogram.rs. Before each scrape of
+// (client_golang), for tests/it/agent_histogram.rs. Before each scrape of
 // /metrics it observes, through the client's Histogram, the latencies given
 // on the command line (seconds, comma-separated), so every scrape adds the
 // same known requests. It prints its port, then serves until killed.

@@ -1,0 +1,22 @@
+//! The integration tests that need the host to themselves: their JVMs'
+//! figures are held to the JVMs' own counters (`runtime_stats`) or to
+//! the latency clients saw (`kernel_latency`), and another test's JVM
+//! beside them would make stops or slow requests that none of theirs
+//! caused. Cargo runs test binaries one after another, so these run after
+//! `tests/it/`, and [`ALONE`] runs them one at a time.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod kernel_latency;
+mod runtime_stats;
+
+/// Held by each test of this binary for its whole run.
+static ALONE: Mutex<()> = Mutex::new(());
+
+/// This test's turn: the host to itself.
+fn alone() -> MutexGuard<'static, ()> {
+    ALONE.lock().unwrap_or_else(PoisonError::into_inner)
+}
