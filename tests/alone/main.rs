@@ -1,15 +1,18 @@
 //! The integration tests that need the host to themselves: their JVMs'
-//! figures are held to the JVMs' own counters (`runtime_stats`) or to
-//! the latency clients saw (`kernel_latency`), and another test's JVM
-//! beside them would make stops or slow requests that none of theirs
-//! caused. Cargo runs test binaries one after another, so these run after
-//! `tests/it/`, and [`ALONE`] runs them one at a time.
+//! figures are held to the JVMs' own counters (`runtime_stats`, `ebpf`) or
+//! to the latency clients saw (`kernel_latency`), or their probes' ring
+//! buffer is filled on purpose (`hostile_probes`). The eBPF probes see
+//! every JVM of the host, and another test's JVM beside them would make
+//! stops, records or slow requests that none of theirs caused. Cargo runs test binaries one after another, so these never run
+//! beside `tests/it/`, and [`ALONE`] runs them one at a time.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 #[path = "../common/mod.rs"]
 mod common;
 
+mod ebpf;
+mod hostile_probes;
 mod kernel_latency;
 mod runtime_stats;
 

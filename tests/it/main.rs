@@ -22,7 +22,6 @@ mod dashboards;
 mod deb;
 mod demo;
 mod discovery_service;
-mod ebpf;
 mod fleet;
 mod gc_cpu;
 mod go_gctrace;

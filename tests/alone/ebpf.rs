@@ -233,6 +233,7 @@ fn prepared() -> Option<(tempfile::TempDir, String)> {
 
 #[test]
 fn jvms_without_a_gc_log_have_exact_pauses_and_an_agent_without_cap_bpf_says_why_not() {
+    let _alone = crate::alone();
     let Some((dir, marker)) = prepared() else {
         return;
     };
@@ -480,6 +481,7 @@ fn flagged_minutes(agent: &Agent, pid: u32, flag: &str) -> Vec<String> {
 
 #[test]
 fn an_agent_killed_mid_run_keeps_its_minutes_and_counts_what_it_missed() {
+    let _alone = crate::alone();
     let Some((dir, marker)) = prepared() else {
         return;
     };
@@ -628,6 +630,7 @@ fn agent_safepoints(metrics: &str, pid: u32) -> f64 {
 
 #[test]
 fn a_gc_log_keeps_its_pauses_and_the_probes_add_the_safepoints_it_lacks() {
+    let _alone = crate::alone();
     let Some((dir, marker)) = prepared() else {
         return;
     };
@@ -782,6 +785,7 @@ fn wait_stopped(pid: u32) {
 /// lower bound.
 #[test]
 fn a_stop_a_jvm_exits_in_is_counted_up_to_its_exit_as_a_lower_bound() {
+    let _alone = crate::alone();
     /// How long before the kill the agent's last poll may have been, on a
     /// host as loaded as CI's (it failed once by a few hundred ms there);
     /// without the fix the stop read 0.15 s.
@@ -875,6 +879,7 @@ fn a_stop_a_jvm_exits_in_is_counted_up_to_its_exit_as_a_lower_bound() {
 /// of a permanent difference that would fire `GcLogCounterMismatch`.
 #[test]
 fn a_jdk_attached_after_its_jvm_started_is_compared_from_the_attachment() {
+    let _alone = crate::alone();
     let Some((dir, marker)) = prepared() else {
         return;
     };

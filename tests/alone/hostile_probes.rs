@@ -1,4 +1,5 @@
-//! See the parent module: round 3, the root agent's discovery and eBPF
+//! The agent as a hostile host treats it, round 3 (the others are
+//! `tests/it/hostile_host.rs`): the root agent's discovery and eBPF
 //! paths as another local user attacks them, with real JVMs run as other
 //! users through `setpriv` and the agent's probes loaded.
 
@@ -201,6 +202,7 @@ impl Drop for RemoveOnDrop {
 /// of the victims' own `-Xlog:gc` output.
 #[test]
 fn another_users_hsperfdata_cannot_forge_or_hide_a_jvms_pauses() {
+    let _alone = crate::alone();
     let Some((dir, classes, marker)) = prepared() else {
         return;
     };
@@ -353,6 +355,7 @@ fn exits_on(agent: &mut std::process::Child, signal: &str, within: Duration) -> 
 /// not a JVM (case 4: it has no VM Thread), and exits at once on SIGTERM.
 #[test]
 fn a_fifo_for_a_libjvm_freezes_nothing() {
+    let _alone = crate::alone();
     let Some((dir, _classes, marker)) = prepared() else {
         return;
     };
@@ -423,6 +426,7 @@ fn a_fifo_for_a_libjvm_freezes_nothing() {
 /// safepoint its counter makes from then on is recorded.
 #[test]
 fn a_jdk_upgraded_in_place_leaves_its_running_jvm_measured() {
+    let _alone = crate::alone();
     let Some((dir, classes, marker)) = prepared() else {
         return;
     };
@@ -482,6 +486,7 @@ fn a_jdk_upgraded_in_place_leaves_its_running_jvm_measured() {
 /// checkpoint.
 #[test]
 fn the_probes_descriptors_are_counted_in_a_tight_open_files_limit() {
+    let _alone = crate::alone();
     let Some((dir, _classes, marker)) = prepared() else {
         return;
     };
@@ -579,6 +584,7 @@ fn pauses_by_bean(metrics: &str, pid: u32) -> std::collections::BTreeMap<String,
 /// under its G1 beans.
 #[test]
 fn a_pid_reused_within_a_discovery_interval_is_another_jvm() {
+    let _alone = crate::alone();
     let Some((dir, classes, marker)) = prepared() else {
         return;
     };
@@ -667,6 +673,7 @@ fn a_pid_reused_within_a_discovery_interval_is_another_jvm() {
 /// say they lost records.
 #[test]
 fn one_users_flood_of_safepoints_blinds_no_other_jvm() {
+    let _alone = crate::alone();
     let Some((dir, classes, marker)) = prepared() else {
         return;
     };
@@ -762,6 +769,7 @@ fn bpf_links(pid: u32) -> usize {
 /// their libraries are released.
 #[test]
 fn a_users_copies_of_libjvm_are_bounded_and_released() {
+    let _alone = crate::alone();
     let Some((dir, classes, marker)) = prepared() else {
         return;
     };
@@ -828,6 +836,7 @@ fn a_users_copies_of_libjvm_are_bounded_and_released() {
 /// second without a collection, so never).
 #[test]
 fn a_busy_jvms_log_is_held_to_its_counters_while_it_collects() {
+    let _alone = crate::alone();
     let Some((dir, classes, marker)) = prepared() else {
         return;
     };
@@ -906,6 +915,7 @@ time.sleep(600)
 /// neither grows nor stops answering.
 #[test]
 fn a_libjvm_with_absurdly_many_probe_sites_is_refused_before_it_is_parsed() {
+    let _alone = crate::alone();
     let Some((dir, _classes, marker)) = prepared() else {
         return;
     };
