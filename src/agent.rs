@@ -27,6 +27,8 @@ use crate::sources::{ChangedFiles, Registry, Source, SourceCheckpoint, SourceKey
 use crate::store::{EbpfReason, ErrorKind, PauseSource, SharedStore, StreamState};
 
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
+/// How often the heap's free pages are handed back to the kernel.
+const RETURN_FREED_MEMORY_EVERY: Duration = Duration::from_secs(10);
 /// A failing checkpoint is logged at once, then at most this often.
 const CHECKPOINT_ERROR_EVERY: Duration = Duration::from_secs(60);
 /// The file in `checkpoint_dir` that one agent at a time holds locked.
@@ -178,6 +180,8 @@ pub struct Agent {
     journal: Journal,
     last_checkpoint: Instant,
     last_discovery: Option<Instant>,
+    last_memory_return: Instant,
+    freed_memory: FreedMemory,
     dirty: bool,
     watched_dirs: BTreeSet<PathBuf>,
     /// Watched directories whose files' events are trusted.
@@ -230,6 +234,8 @@ impl Agent {
             journal,
             last_checkpoint: Instant::now(),
             last_discovery: None,
+            last_memory_return: Instant::now(),
+            freed_memory: FreedMemory::default(),
             dirty: false,
             watched_dirs: BTreeSet::new(),
             event_dirs: BTreeSet::new(),
@@ -511,6 +517,8 @@ impl Agent {
         Ok(())
     }
 
+    /// Drops the minutes older than `history`, and the streams of exited
+    /// JVMs that have none left.
     fn prune_history(&mut self) {
         let Ok(history) = chrono::Duration::from_std(self.config.history) else {
             return;
@@ -603,6 +611,10 @@ impl Agent {
             {
                 self.discover_sources(watcher.as_mut());
                 self.prune_history();
+                if self.last_memory_return.elapsed() >= RETURN_FREED_MEMORY_EVERY {
+                    self.last_memory_return = Instant::now();
+                    self.freed_memory.return_burst();
+                }
             }
             if self.dirty && self.last_checkpoint.elapsed() >= self.config.checkpoint_interval {
                 self.checkpoint_or_report();
@@ -661,6 +673,43 @@ fn changes_nothing(kind: &notify::EventKind) -> bool {
     matches!(kind, notify::EventKind::Access(access)
         if !matches!(access, AccessKind::Close(AccessMode::Write)))
 }
+
+/// Hands the heap's free pages back to the kernel after a burst freed
+/// memory. glibc keeps in its arenas what a burst freed (a day of history
+/// read at start-up and written into a new journal, the chunks packed
+/// since): 200 JVMs with a day each kept the agent at 37-39 MiB resident,
+/// 30-31 MiB once trimmed. Trimming every 10 s cost more than it saved
+/// (2.1-2.3 % of a core against 1.75 % at 200 logs: the loop's own churn
+/// faulted the pages back in), so it waits for the free bytes to grow by
+/// [`FREED_BURST`] since the last trim.
+#[derive(Default)]
+struct FreedMemory {
+    /// Free heap bytes after the last trim, or the fewest seen since.
+    free_since_trim: usize,
+}
+
+impl FreedMemory {
+    fn return_burst(&mut self) {
+        #[cfg(target_env = "gnu")]
+        // SAFETY: mallinfo2 and malloc_trim take no pointer; they read the
+        // allocator's figures and release free pages only.
+        unsafe {
+            let free = libc::mallinfo2().fordblks;
+            if free > self.free_since_trim.saturating_add(FREED_BURST) {
+                libc::malloc_trim(0);
+                // Trimmed pages still count as free: the next burst is
+                // measured from here.
+                self.free_since_trim = free;
+            } else {
+                // Or from less, once the churn reuses them.
+                self.free_since_trim = self.free_since_trim.min(free);
+            }
+        }
+    }
+}
+
+/// Free heap bytes a burst must add before they are handed back.
+const FREED_BURST: usize = 4 << 20;
 
 #[cfg(test)]
 mod file_event_tests {

@@ -27,6 +27,31 @@ pub struct ProcEntry {
     /// Whether it runs in another mount namespace than the agent: its files
     /// are then opened through `/proc/PID/root`.
     foreign_mounts: bool,
+    /// The program it runs, as [`image_of`] tells one `exec` from another.
+    image: Option<Image>,
+}
+
+/// Where the running program's text and stack begin and end, from
+/// `/proc/PID/stat`: an `exec` keeps the pid and the start, and replaces
+/// these (the stack's place is randomised at every `exec`, the text's
+/// bounds differ from one program to another). A process whose image is
+/// unchanged keeps its command line and mount namespace from the scan
+/// before, which saves reading them every second for every process.
+type Image = (u64, u64, u64);
+
+/// `PF_KTHREAD` in `/proc/PID/stat`'s flags: a kernel thread, which never
+/// runs a program.
+const KERNEL_THREAD: u32 = 0x0020_0000;
+
+/// The image of a process (see [`Image`]); `None` when the kernel hides
+/// it (all zeros: a process being torn down, or one whose memory this
+/// agent may not read), which makes every scan read it afresh.
+fn image_of(stat: &procfs::process::Stat) -> Option<Image> {
+    if stat.flags & KERNEL_THREAD != 0 {
+        return Some((0, 0, 0));
+    }
+    let image = (stat.startcode, stat.endcode, stat.startstack);
+    (image != (0, 0, 0)).then_some(image)
 }
 
 impl ProcEntry {
@@ -159,7 +184,8 @@ impl ProcTable {
         true
     }
 
-    /// Reads every process's start and command line: the one walk of /proc.
+    /// Reads every process's start and, when it runs another program than
+    /// at the scan before, its command line: the one walk of /proc.
     pub fn refresh(&mut self) {
         self.scanned = Some(Instant::now());
         self.boot = boot_time(&self.root);
@@ -169,18 +195,26 @@ impl ProcTable {
         for process in processes.into_iter().flatten().flatten() {
             let Ok(stat) = process.stat() else { continue };
             let pid = stat.pid as u32;
-            let dir = self.root.join(pid.to_string());
-            let mounts = std::fs::read_link(dir.join("ns/mnt")).ok();
-            entries.insert(
-                pid,
-                ProcEntry {
-                    pid,
-                    start_ticks: stat.starttime,
-                    arguments: process.cmdline().unwrap_or_default(),
-                    foreign_mounts: mounts != own_mounts,
-                    dir,
-                },
-            );
+            let image = image_of(&stat);
+            let same = |known: &&ProcEntry| {
+                known.start_ticks == stat.starttime && image.is_some() && known.image == image
+            };
+            let entry = match self.entries.get(&pid).filter(same) {
+                Some(known) => known.clone(),
+                None => {
+                    let dir = self.root.join(pid.to_string());
+                    let mounts = std::fs::read_link(dir.join("ns/mnt")).ok();
+                    ProcEntry {
+                        pid,
+                        start_ticks: stat.starttime,
+                        arguments: process.cmdline().unwrap_or_default(),
+                        foreign_mounts: mounts != own_mounts,
+                        dir,
+                        image,
+                    }
+                }
+            };
+            entries.insert(pid, entry);
         }
         if entries != self.entries {
             self.generation += 1;
@@ -304,6 +338,16 @@ pub(super) mod tests {
         fields[14 - 4] = "250".to_string();
         fields[15 - 4] = "150".to_string();
         fields[22 - 4] = ticks.to_string();
+        // Another command line is another program: its own image.
+        let image = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            cmdline.hash(&mut hasher);
+            hasher.finish() >> 20 << 12
+        };
+        fields[26 - 4] = image.to_string();
+        fields[27 - 4] = (image + 4096).to_string();
+        fields[28 - 4] = (image + 8192).to_string();
         let stat = format!("{pid} (java main) S {}\n", fields.join(" "));
         std::fs::write(dir.join("stat"), stat).unwrap();
         let status: String = std::fs::read_to_string("/proc/self/status")
@@ -377,6 +421,39 @@ pub(super) mod tests {
         assert!(age.num_seconds() >= 0 && age.num_hours() < 24, "{start}");
         assert_eq!(me.arguments, std::env::args().collect::<Vec<_>>());
         assert_eq!(me.seen(Path::new("/tmp/x")), PathBuf::from("/tmp/x"));
+    }
+
+    #[test]
+    fn a_process_that_execs_another_program_is_read_again() {
+        let mut shell = std::process::Command::new("sh")
+            .args(["-c", "read line; exec sleep 30", "exec-marker"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = shell.id();
+        let mut table = ProcTable::new(PathBuf::from("/proc"));
+        let arguments = |table: &ProcTable| {
+            let entry = table.entries().find(|e| e.pid == pid).unwrap();
+            (entry.arguments.clone(), entry.start_ticks)
+        };
+        table.refresh();
+        let (before, started) = arguments(&table);
+        assert_eq!(before.last().map(String::as_str), Some("exec-marker"));
+        table.refresh();
+        assert_eq!(arguments(&table), (before, started));
+        // The same pid and start, another program.
+        drop(shell.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            table.refresh();
+            if arguments(&table) == (vec!["sleep".to_string(), "30".to_string()], started) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{:?}", arguments(&table));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = shell.kill();
+        let _ = shell.wait();
     }
 
     #[test]
