@@ -65,7 +65,7 @@ const VARIABLES: [(&str, &str); 6] = [
 const ALLOWED_EMPTY: [(&str, &str); 6] = [
     (
         "jvm_memory_",
-        "ALLOWED EMPTY: hsperfdata's heap, drawn for a JVM without a GC log; these agents read a recorded GC log (tests/alone/runtime_stats.rs holds the pools to the MXBeans)",
+        "ALLOWED EMPTY: hsperfdata's heap, drawn for a JVM without a GC log; these agents read a recorded GC log (tests/solo/runtime_stats.rs holds the pools to the MXBeans)",
     ),
     (
         "ALERTS{",

@@ -14,5 +14,5 @@ mod limits;
 /// Running as a service: signals, checkpoints, the checkpoint directory.
 mod operations;
 // Round 3, discovery and the eBPF probes as another local user attacks
-// them, is `tests/alone/hostile_probes.rs`: the probes see every JVM of the
+// them, is `tests/solo/hostile_probes.rs`: the probes see every JVM of the
 // host, and another test's beside them would share their ring buffer.

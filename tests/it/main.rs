@@ -2,7 +2,7 @@
 //! crate is linked once instead of once a file, and tests of different
 //! files share the test threads. Each file is a module; `cargo test --test
 //! it FILE::` runs one file's tests. The tests that need the host to
-//! themselves are in `tests/alone/`.
+//! themselves are in `tests/solo/`.
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -1,6 +1,6 @@
 // A process that listens on many TCP ports of 127.0.0.1 and does nothing else:
 // the hostile user of the test that the agent's bounded map of listening ports
-// keeps room for every other JVM (tests/alone/kernel_latency.rs).
+// keeps room for every other JVM (tests/solo/kernel_latency.rs).
 //
 // Usage: java -cp DIR ManyListeners <count> <ready-file>
 // Opens <count> listening sockets on ephemeral ports, then writes "<count>\n" to

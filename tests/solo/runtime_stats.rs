@@ -19,7 +19,7 @@ use crate::common;
 
 /// An agent that follows only the JVMs whose command line has `marker`,
 /// and the sources of `extra` (TOML); eBPF off, since these tests hold
-/// the pauses recovered from hsperfdata to the MXBeans (tests/alone/ebpf.rs
+/// the pauses recovered from hsperfdata to the MXBeans (tests/solo/ebpf.rs
 /// holds the probes' to the JVMs' own logs).
 fn start_agent(dir: &Path, marker: &str, extra: &str) -> Agent {
     let port = common::free_port();
