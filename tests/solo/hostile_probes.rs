@@ -670,7 +670,10 @@ fn a_pid_reused_within_a_discovery_interval_is_another_jvm() {
 /// the shared ring buffer holds between two polls) beside an innocent JVM.
 /// Each process's budget in the BPF program keeps the flood from the ring
 /// buffer: the innocent JVM loses nothing, and the flooding JVMs' minutes
-/// say they lost records.
+/// say they lost records. The agent's loop is stalled for 4 s in the
+/// middle (more than the ring buffer holds of the floods at their budgets),
+/// as a slow disk or a loaded host stalls it: the ring buffer is read on a
+/// thread of its own, so the stall loses nothing either.
 #[test]
 fn one_users_flood_of_safepoints_blinds_no_other_jvm() {
     let _alone = crate::alone();
@@ -704,6 +707,8 @@ fn one_users_flood_of_safepoints_blinds_no_other_jvm() {
     );
     children.spawn_job("innocent", &mut innocent);
     let pid = children.pid("innocent");
+    std::thread::sleep(Duration::from_secs(2));
+    stall_main_thread(agent.pid(), Duration::from_secs(4));
     for name in ["innocent", "flood-1", "flood-2"] {
         children.wait_until(Instant::now() + Duration::from_secs(60), name, |c| {
             c.exited(name).is_some()
@@ -751,6 +756,33 @@ fn one_users_flood_of_safepoints_blinds_no_other_jvm() {
         ),
         0.0
     );
+}
+
+/// Stops the main thread of the process `pid` alone, where the agent's
+/// loop runs, for `how_long`: a ptrace stop holds one thread, where
+/// SIGSTOP would hold them all.
+fn stall_main_thread(pid: u32, how_long: Duration) {
+    let pid = pid as libc::pid_t;
+    let null = std::ptr::null_mut::<libc::c_void>();
+    // SAFETY: ptrace and waitpid on a child of this process, with no
+    // memory passed but `status`; the same thread seizes and detaches.
+    unsafe {
+        assert_eq!(
+            libc::ptrace(libc::PTRACE_SEIZE, pid, null, null),
+            0,
+            "seize"
+        );
+        assert_eq!(libc::ptrace(libc::PTRACE_INTERRUPT, pid, null, null), 0);
+        let mut status = 0;
+        assert_eq!(libc::waitpid(pid, &mut status, libc::__WALL), pid);
+        assert!(libc::WIFSTOPPED(status), "stopped: {status:#x}");
+        std::thread::sleep(how_long);
+        assert_eq!(
+            libc::ptrace(libc::PTRACE_DETACH, pid, null, null),
+            0,
+            "detach"
+        );
+    }
 }
 
 /// The agent's descriptors of BPF links (7 per library attached).

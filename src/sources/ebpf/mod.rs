@@ -4,8 +4,8 @@
 //!
 //! [`Ebpf`] is what discovery asks, for each JVM, whether eBPF measures
 //! it (attaching its libjvm.so on first sight) or why not; the one
-//! [`source::EbpfSource`] it hands out reads the ring buffer at every poll,
-//! without blocking, and folds each safepoint into its JVM's stream through
+//! [`source::EbpfSource`] it hands out takes the records the ring buffer's
+//! thread ([`ring`]) gathered at every poll, without blocking, and folds each safepoint into its JVM's stream through
 //! the same `JvmState::ingest` as GC log lines.
 
 use std::collections::BTreeMap;
@@ -33,6 +33,10 @@ mod record;
 pub(crate) use probes::probe_descriptors;
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
 pub(crate) use record::read as read_record;
+#[cfg(all(feature = "ebpf", target_os = "linux"))]
+mod ring;
+#[cfg(all(feature = "ebpf", target_os = "linux"))]
+pub(crate) use ring::RingReader;
 #[cfg(all(feature = "ebpf", target_os = "linux"))]
 mod source;
 

@@ -1,5 +1,5 @@
 //! The BPF program loaded once, attached once per libjvm.so file on a
-//! thread of its own, and its ring buffer read without blocking.
+//! thread of its own, and its ring buffer read by another (`ring.rs`).
 //!
 //! Uprobes are per inode, and attaching by path with pid -1 covers every
 //! process mapping that file, including JVMs started later and containers
@@ -22,11 +22,12 @@ use std::time::Duration;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{
-    ErrorKind, Link, MapCore, MapFlags, MapHandle, OpenObject, PrintLevel, ProgramMut, RingBuffer,
+    ErrorKind, Link, MapCore, MapFlags, MapHandle, OpenObject, PrintLevel, ProgramMut,
 };
 
 use super::library::{has_jvm_signs, mapped_libjvm, open_library, FileId, Library};
 use super::record::{read, SafepointRecord};
+use super::ring::RingReader;
 use super::skel::{types, SafepointsSkel, SafepointsSkelBuilder};
 use super::{Asking, Coverage};
 use crate::store::EbpfReason;
@@ -96,16 +97,13 @@ enum Request {
     Release(FileId),
 }
 
-/// The loaded program's maps, its ring buffer and the thread that attaches
-/// it. Fields drop in order: the ring buffer before the map it reads.
+/// The loaded program's maps, its ring buffer's reader and the thread that
+/// attaches it.
 pub struct Probes {
-    ring: RingBuffer<'static>,
-    /// Kept open: the ring buffer's epoll waits on this descriptor.
-    _events: MapHandle,
+    ring: RingReader<SafepointRecord>,
     inflight: MapHandle,
     drops: MapHandle,
     budgets: MapHandle,
-    received: Arc<Mutex<Vec<SafepointRecord>>>,
     /// Work for the attaching thread.
     requests: mpsc::Sender<Request>,
     /// How far each file is, by identity: a file that could not be
@@ -163,20 +161,8 @@ impl Probes {
             |map: &libbpf_rs::MapMut<'_>| MapHandle::try_from(map).map_err(|e| refused(&e));
         let (events, inflight) = (handle(&maps.events)?, handle(&maps.inflight)?);
         let (drops, budgets) = (handle(&maps.drops)?, handle(&maps.budgets)?);
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let sink = received.clone();
-        let mut builder = libbpf_rs::RingBufferBuilder::new();
-        builder
-            .add(&events, move |data: &[u8]| {
-                if let Some(record) = SafepointRecord::parse(data) {
-                    sink.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(record);
-                }
-                0
-            })
-            .map_err(|e| refused(&e))?;
-        let ring = builder.build().map_err(|e| refused(&e))?;
+        let ring = RingReader::start("ebpf-safepoints", events, SafepointRecord::parse)
+            .map_err(|error| (EbpfReason::LoadFailed, error))?;
         let held = probe_descriptors();
         if !crate::follow::room_for_probes(0, held) {
             return Err((
@@ -199,11 +185,9 @@ impl Probes {
             })?;
         Ok(Probes {
             ring,
-            _events: events,
             inflight,
             drops,
             budgets,
-            received,
             requests,
             attachments,
             uses: HashMap::new(),
@@ -355,12 +339,9 @@ impl Probes {
         }
     }
 
-    /// The records the ring buffer holds now, without waiting.
+    /// The records submitted since the last call, without waiting.
     pub fn drain(&mut self) -> Vec<SafepointRecord> {
-        // A negative count is an error of the ring buffer's epoll; the
-        // records it holds are read at the next call.
-        let _ = self.ring.poll_raw(Duration::ZERO);
-        std::mem::take(&mut *self.received.lock().unwrap_or_else(PoisonError::into_inner))
+        self.ring.drain()
     }
 
     /// When each of `pids` at a safepoint that has begun and not ended
@@ -379,14 +360,16 @@ impl Probes {
         })
     }
 
-    /// Records the ring buffer had no room for, since the program loaded.
+    /// Records the ring buffer, or the queue after it, had no room for,
+    /// since the program loaded.
     pub fn dropped(&self) -> u64 {
-        match self.drops.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
+        let in_kernel = match self.drops.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
             Ok(Some(value)) if value.len() == 8 => {
                 u64::from_ne_bytes(value.try_into().expect("8 bytes"))
             }
             _ => 0,
-        }
+        };
+        in_kernel + self.ring.overflowed()
     }
 }
 

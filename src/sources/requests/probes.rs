@@ -1,30 +1,26 @@
 //! The request-latency BPF program: loaded and attached once (three BTF
-//! tracepoints, which cover every process), its ring buffer read without
-//! blocking, its maps of listeners and connections kept by the agent.
+//! tracepoints, which cover every process), its ring buffer read on a
+//! thread of its own and taken without blocking, its maps of listeners and connections kept by the agent.
 
 use std::mem::MaybeUninit;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{ErrorKind, Link, MapCore, MapFlags, MapHandle, OpenObject, RingBuffer};
+use libbpf_rs::{ErrorKind, Link, MapCore, MapFlags, MapHandle, OpenObject};
 
 use super::listeners::Listener;
 use super::pairing::{Record, RecordKind};
 use super::skel::{types, RequestsSkel, RequestsSkelBuilder};
 use crate::config::RequestArrival;
-use crate::sources::ebpf::{probe_descriptors, read_record};
+use crate::sources::ebpf::{probe_descriptors, read_record, RingReader};
 use crate::store::LatencyReason;
 
 pub struct RequestProbes {
-    ring: RingBuffer<'static>,
-    received: Arc<Mutex<Vec<Record>>>,
+    ring: RingReader<Record>,
     listeners: MapHandle,
     connections: MapHandle,
     lost: MapHandle,
     /// Kept for as long as the probes run: dropping a link detaches it.
     _links: Vec<Link>,
-    _requests: MapHandle,
 }
 
 fn refused(error: &libbpf_rs::Error) -> (LatencyReason, String) {
@@ -81,21 +77,8 @@ impl RequestProbes {
         let maps = &skel.maps;
         let handle =
             |map: &libbpf_rs::MapMut<'_>| MapHandle::try_from(map).map_err(|e| refused(&e));
-        let requests = handle(&maps.requests)?;
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let sink = received.clone();
-        let mut builder = libbpf_rs::RingBufferBuilder::new();
-        builder
-            .add(&requests, move |data: &[u8]| {
-                if let Some(record) = Record::parse(data) {
-                    sink.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .push(record);
-                }
-                0
-            })
-            .map_err(|e| refused(&e))?;
-        let ring = builder.build().map_err(|e| refused(&e))?;
+        let ring = RingReader::start("ebpf-requests", handle(&maps.requests)?, Record::parse)
+            .map_err(|error| (LatencyReason::LoadFailed, error))?;
         // Every BPF descriptor of the agent, the safepoint probes' too, and
         // this ring buffer's epoll: out of the share planned for held files.
         let held = probe_descriptors() + 1;
@@ -108,12 +91,10 @@ impl RequestProbes {
         crate::follow::set_held_by_probes(held);
         Ok(RequestProbes {
             ring,
-            received,
             listeners: handle(&maps.listeners)?,
             connections: handle(&maps.connections)?,
             lost: handle(&maps.lost)?,
             _links: links,
-            _requests: requests,
         })
     }
 
@@ -150,10 +131,7 @@ impl RequestProbes {
 
     /// The records sent since the last call.
     pub fn drain(&mut self) -> Vec<Record> {
-        // A negative count is an error of the ring buffer's epoll; the
-        // records it holds are read at the next call.
-        let _ = self.ring.poll_raw(Duration::ZERO);
-        std::mem::take(&mut *self.received.lock().unwrap_or_else(PoisonError::into_inner))
+        self.ring.drain()
     }
 
     fn key(listener: Listener) -> Vec<u8> {
@@ -193,14 +171,14 @@ impl RequestProbes {
         Some((state.start_ns, state.last_send_ns))
     }
 
-    /// Records lost since the program loaded: to a full ring buffer, and to
-    /// a JVM's budget.
+    /// Records lost since the program loaded: to a full ring buffer (or
+    /// the queue after it), and to a JVM's budget.
     pub fn lost(&self) -> (u64, u64) {
         let count = |index: u32| match self.lost.lookup(&index.to_ne_bytes(), MapFlags::ANY) {
             Ok(Some(value)) => read_record::<u64>(&value).unwrap_or(0),
             _ => 0,
         };
-        (count(0), count(1))
+        (count(0) + self.ring.overflowed(), count(1))
     }
 }
 
