@@ -27,8 +27,6 @@ use crate::sources::{ChangedFiles, Registry, Source, SourceCheckpoint, SourceKey
 use crate::store::{EbpfReason, ErrorKind, PauseSource, SharedStore, StreamState};
 
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
-/// How often the heap's free pages are handed back to the kernel.
-const RETURN_FREED_MEMORY_EVERY: Duration = Duration::from_secs(10);
 /// A failing checkpoint is logged at once, then at most this often.
 const CHECKPOINT_ERROR_EVERY: Duration = Duration::from_secs(60);
 /// The file in `checkpoint_dir` that one agent at a time holds locked.
@@ -180,7 +178,6 @@ pub struct Agent {
     journal: Journal,
     last_checkpoint: Instant,
     last_discovery: Option<Instant>,
-    last_memory_return: Instant,
     freed_memory: FreedMemory,
     dirty: bool,
     watched_dirs: BTreeSet<PathBuf>,
@@ -234,8 +231,7 @@ impl Agent {
             journal,
             last_checkpoint: Instant::now(),
             last_discovery: None,
-            last_memory_return: Instant::now(),
-            freed_memory: FreedMemory::default(),
+            freed_memory: FreedMemory::new(),
             dirty: false,
             watched_dirs: BTreeSet::new(),
             event_dirs: BTreeSet::new(),
@@ -611,10 +607,7 @@ impl Agent {
             {
                 self.discover_sources(watcher.as_mut());
                 self.prune_history();
-                if self.last_memory_return.elapsed() >= RETURN_FREED_MEMORY_EVERY {
-                    self.last_memory_return = Instant::now();
-                    self.freed_memory.return_burst();
-                }
+                self.freed_memory.return_burst();
             }
             if self.dirty && self.last_checkpoint.elapsed() >= self.config.checkpoint_interval {
                 self.checkpoint_or_report();
@@ -681,15 +674,32 @@ fn changes_nothing(kind: &notify::EventKind) -> bool {
 /// 30-31 MiB once trimmed. Trimming every 10 s cost more than it saved
 /// (2.1-2.3 % of a core against 1.75 % at 200 logs: the loop's own churn
 /// faulted the pages back in), so it waits for the free bytes to grow by
-/// [`FREED_BURST`] since the last trim.
-#[derive(Default)]
+/// [`FREED_BURST`] since the last trim, looked at every
+/// [`LOOK_AT_FREED_MEMORY_EVERY`].
 struct FreedMemory {
     /// Free heap bytes after the last trim, or the fewest seen since.
     free_since_trim: usize,
+    last_look: Instant,
 }
 
+/// How often the heap's free bytes are looked at.
+const LOOK_AT_FREED_MEMORY_EVERY: Duration = Duration::from_secs(10);
+
 impl FreedMemory {
+    fn new() -> FreedMemory {
+        FreedMemory {
+            free_since_trim: 0,
+            last_look: Instant::now(),
+        }
+    }
+
+    /// Trims the heap if a burst freed memory since the last trim; does
+    /// nothing until [`LOOK_AT_FREED_MEMORY_EVERY`] has passed.
     fn return_burst(&mut self) {
+        if self.last_look.elapsed() < LOOK_AT_FREED_MEMORY_EVERY {
+            return;
+        }
+        self.last_look = Instant::now();
         #[cfg(target_env = "gnu")]
         // SAFETY: mallinfo2 and malloc_trim take no pointer; they read the
         // allocator's figures and release free pages only.
