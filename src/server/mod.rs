@@ -218,7 +218,14 @@ async fn serve_connection<S>(
 /// descriptor table is not spun on.
 async fn accept(listener: &tokio::net::TcpListener) -> Option<tokio::net::TcpStream> {
     match listener.accept().await {
-        Ok((stream, _)) => Some(stream),
+        Ok((stream, _)) => {
+            // Without it, Nagle's algorithm held the end of each response
+            // on a kept-alive connection until the client's delayed ACK:
+            // 44 ms per request from the second on (0.5 ms on a new one),
+            // in every scrape and API call that reuses its connection.
+            let _ = stream.set_nodelay(true);
+            Some(stream)
+        }
         Err(error) => {
             // Out of descriptors it fails on every try: one line a minute
             // (5,745 lines in 10 minutes once), with how many were not logged.
@@ -640,6 +647,18 @@ mod tests {
         state.heartbeat.beat();
         assert_eq!(get(addr, "/healthz").await.status, 200);
         server.abort();
+    }
+
+    /// A kept-alive connection's second response is not held back by
+    /// Nagle's algorithm until the client's delayed ACK (44 ms).
+    #[tokio::test]
+    async fn an_accepted_connection_sends_without_delay() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let accepted = accept(&listener).await.expect("accepted");
+        assert!(accepted.nodelay().unwrap());
+        drop(client);
     }
 
     #[tokio::test]
