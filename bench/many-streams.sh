@@ -14,6 +14,9 @@
 #   HISTORY_MINUTES=0    live: each log starts with a pause a minute for this many past minutes
 #   SCRAPE_EVERY=        seconds between scrapes of /metrics in the window (none by default;
 #                        the responses then count in the bytes written)
+#   LATENCY_PROBES=0     live: after the window, this many lines written one at a time to
+#                        4 more logs that only they write to, each timed from its write() to
+#                        the first answer of /api/v1/minutes that shows it (p50, p99, max)
 #   API_CALLS=0          live: after the window, /api/v1/minutes this many times with its
 #                        defaults and as many for the whole day of every stream (the old
 #                        default), alternated: bytes and agent CPU per call
@@ -31,6 +34,7 @@ SECONDS_MEASURED="${SECONDS_MEASURED:-60}"
 HISTORY_MINUTES="${HISTORY_MINUTES:-0}"
 SCRAPE_EVERY="${SCRAPE_EVERY:-}"
 API_CALLS="${API_CALLS:-0}"
+LATENCY_PROBES="${LATENCY_PROBES:-0}"
 # The agent reads a history of 1,440 minutes (about 2 pauses each) of 200
 # logs in about 20 s.
 WARMUP_SECONDS=$((5 + STREAMS * HISTORY_MINUTES / 10000))
@@ -130,6 +134,16 @@ case "$MODE" in
             fi
             FILES+=("$file")
         done
+        # The latency probes' logs: a JVM whose only lines are the probes'.
+        PROBED=()
+        if [[ "$MODE" == live ]] && ((LATENCY_PROBES > 0)); then
+            for i in 1 2 3 4; do
+                file="$WORK/logs/jvm-probed-$i/gc.log"
+                mkdir -p "$(dirname "$file")"
+                printf '[%s][1000ms][info][gc] Using G1\n' "$(date -u +%Y-%m-%dT%H:%M:%S.000+0000)" > "$file"
+                PROBED+=("$file")
+            done
+        fi
         printf '[[gc_log]]\npath = "%s/logs/jvm-*/gc.log"\n' "$WORK" >> "$WORK/pausewatch.toml"
         ;;
     requests)
@@ -205,6 +219,43 @@ errors=$(grep -c -E ' (WARN|ERROR) ' "$WORK/agent.stderr" || true)
 if (( errors > 0 )); then
     echo "agent warnings/errors ($errors), the first:" >&2
     grep -E ' (WARN|ERROR) ' "$WORK/agent.stderr" | head -5 >&2
+fi
+
+if (( LATENCY_PROBES > 0 )) && [[ "$MODE" == live ]]; then
+    # From the write() of a pause line (with its CPU line, as HotSpot writes
+    # them) to the first /api/v1/minutes answer, polled every 2 ms over one
+    # connection, whose last minute of that log has changed.
+    python3 - "$PORT" "$LATENCY_PROBES" "${PROBED[@]}" <<'PY'
+import datetime, http.client, json, os, random, sys, time, urllib.parse
+port, probes, paths = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+connection = http.client.HTTPConnection("127.0.0.1", port)
+def last_minute(path):
+    connection.request("GET", "/api/v1/minutes?limit=1&log=" + urllib.parse.quote(path))
+    jvms = json.loads(connection.getresponse().read())["jvms"]
+    minutes = jvms[0]["minutes"] if jvms else []
+    return (minutes[-1]["start"], minutes[-1]["pause_count"]) if minutes else None
+fds = {path: os.open(path, os.O_WRONLY | os.O_APPEND) for path in paths}
+latencies = []
+for k in range(probes):
+    path = random.choice(paths)
+    before = last_minute(path)
+    now = time.time()
+    stamp = datetime.datetime.fromtimestamp(now, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "+0000"
+    uptime = 2000 + int(now * 1000) % 10**9
+    lines = ("[%s][%dms][info][gc] GC(%d) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(128M) 3.210ms\n"
+             "[%s][%dms][info][gc,cpu] GC(%d) User=0.01s Sys=0.00s Real=0.00s\n" % (stamp, uptime, k, stamp, uptime, k))
+    written = time.monotonic()
+    os.write(fds[path], lines.encode())
+    while last_minute(path) == before and time.monotonic() - written < 10:
+        time.sleep(0.002)
+    latencies.append((time.monotonic() - written) * 1000)
+    time.sleep(random.uniform(0.1, 0.3))
+latencies.sort()
+pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+print("%-36s %12s" % ("line written -> figure, p50", "%.1f ms" % pick(0.5)))
+print("%-36s %12s" % ("line written -> figure, p99", "%.1f ms" % pick(0.99)))
+print("%-36s %12s" % ("line written -> figure, max", "%.1f ms" % latencies[-1]))
+PY
 fi
 
 if (( API_CALLS > 0 )); then
