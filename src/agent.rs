@@ -543,7 +543,11 @@ impl Agent {
     fn next_pass_in(&self, last_unwatched_poll: Instant, last_safety_poll: Instant) -> Duration {
         let until = |last: Instant, every: Duration| every.saturating_sub(last.elapsed());
         let mut timeout = until(last_safety_poll, EVENT_DRIVEN_SAFETY_POLL);
-        if self.sources.iter().any(|followed| !followed.events_arrive) {
+        // Files whose events do not arrive; a source without a file (eBPF,
+        // a scraped histogram) has no events to miss.
+        let unwatched =
+            |followed: &Followed| !followed.events_arrive && followed.source.live_path().is_some();
+        if self.sources.iter().any(unwatched) {
             timeout = timeout.min(until(last_unwatched_poll, self.config.poll_interval));
         }
         if let Some(discovery) = self.last_discovery {
@@ -552,12 +556,11 @@ impl Agent {
         if self.dirty {
             timeout = timeout.min(until(self.last_checkpoint, self.config.checkpoint_interval));
         }
-        // Discovered JVMs are sampled on their own period, often shorter.
-        let sampling = &self.config.runtime_stats;
-        if self.config.discovery.enabled && sampling.enabled {
-            timeout = timeout.min(sampling.interval);
-        }
-        timeout
+        // Each discovered JVM's next sample, a pause to flush, the eBPF
+        // records of measured JVMs: with none, an idle host's loop passes
+        // once a second instead of at every `[runtime_stats] interval`.
+        let wanted = self.sources.iter().filter_map(|f| f.source.wake_in());
+        wanted.fold(timeout, Duration::min)
     }
 
     /// Runs until a [`Wake::Shutdown`] arrives, then writes a final checkpoint.

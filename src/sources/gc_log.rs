@@ -382,6 +382,14 @@ impl Source for GcLogSource {
         self.parser.has_pending() && self.last_data.elapsed() >= PENDING_FLUSH_AFTER
     }
 
+    /// When a pause waiting for its CPU-times line is flushed. Once that is
+    /// past, the next pass polls it anyway (`due`): a source held back
+    /// (waiting for its JVM's start) must not keep the loop spinning.
+    fn wake_in(&self) -> Option<Duration> {
+        let flush_in = PENDING_FLUSH_AFTER.saturating_sub(self.last_data.elapsed());
+        (self.parser.has_pending() && !flush_in.is_zero()).then_some(flush_in)
+    }
+
     fn stream(&self) -> Option<StreamId> {
         Some(self.id)
     }

@@ -230,6 +230,10 @@ impl Source for GoTraceSource {
         self.trace.due() || !self.exited
     }
 
+    fn wake_in(&self) -> Option<Duration> {
+        self.trace.wake_in()
+    }
+
     fn stream(&self) -> Option<StreamId> {
         self.trace.stream()
     }

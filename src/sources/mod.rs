@@ -65,6 +65,12 @@ pub trait Source: Send {
     fn due(&self) -> bool {
         true
     }
+    /// How soon this source needs a pass of the loop that no file event
+    /// brings (its next sample, a pause waiting to be flushed); `None`:
+    /// none of its own. Otherwise the loop passes once a second.
+    fn wake_in(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// The stream this source fills in the store, when it has one.
     fn stream(&self) -> Option<StreamId> {
         None

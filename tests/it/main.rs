@@ -28,6 +28,7 @@ mod go_gctrace;
 mod histogram_source;
 mod hostile_host;
 mod hsperf_stats;
+mod idle_agent;
 mod jdk8_logs;
 mod jvm_fixtures;
 mod latency_attribution;

@@ -68,6 +68,9 @@ const OPEN_STOP_MIN: Duration = Duration::from_secs(1);
 
 /// How often libraries no running JVM was attached for are released.
 const RELEASE_EVERY: Duration = Duration::from_secs(5);
+/// How often the records of the JVMs eBPF measures are folded when nothing
+/// else wakes the loop sooner: `[runtime_stats] interval`'s default.
+const FOLD_EVERY: Duration = Duration::from_millis(200);
 
 /// The oldest sample compared, behind a poll: a record's begin is kept
 /// this long for a sample that may precede it.
@@ -238,6 +241,10 @@ pub struct EbpfSource {
     dropped: u64,
     /// The previous run's [`EbpfCheckpoint::reached`] of JVMs not compared yet.
     restored: BTreeMap<String, u64>,
+    /// When it last polled, and whether it measured a JVM then: with none,
+    /// it asks the loop for no pass of its own.
+    polled: std::time::Instant,
+    measuring: bool,
 }
 
 impl EbpfSource {
@@ -263,6 +270,8 @@ impl EbpfSource {
             closed_stops: std::collections::HashSet::new(),
             dropped: 0,
             restored,
+            polled: std::time::Instant::now(),
+            measuring: false,
         }
     }
 
@@ -375,6 +384,11 @@ impl Source for EbpfSource {
         SourceKey::Ebpf
     }
 
+    /// Its next fold, while it measures a JVM.
+    fn wake_in(&self) -> Option<Duration> {
+        (self.measuring).then(|| FOLD_EVERY.saturating_sub(self.polled.elapsed()))
+    }
+
     fn poll(&mut self, store: &Store) -> bool {
         // The streams as the poll starts: a JVM found after this waits for
         // the next poll, which reads its safepoint in flight.
@@ -390,6 +404,8 @@ impl Source for EbpfSource {
             .filter_map(|(process, target)| target.map(|_| *process))
             .collect();
         let pids = |processes: &[Process]| processes.iter().map(|p| p.0).collect::<Vec<_>>();
+        self.polled = std::time::Instant::now();
+        self.measuring = !measured.is_empty();
         // Their safepoints in flight before the drain: one that ends in
         // between is in both, and is taken once (see `Check::take`).
         let (poll_ns, in_flight, records, dropped, throttled) = {

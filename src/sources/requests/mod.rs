@@ -38,6 +38,9 @@ use pairing::{Pairing, Request};
 
 /// How often the JVMs' listening sockets are read again.
 const LOOK_EVERY: Duration = Duration::from_secs(2);
+/// How often the records are taken while a JVM's ports are measured, when
+/// nothing else wakes the loop sooner: `[runtime_stats] interval`'s default.
+const TAKE_EVERY: Duration = Duration::from_millis(200);
 /// Listening ports measured per JVM, the lowest first: the kernel's map
 /// of listeners is bounded (4,096), and one JVM listening on thousands of
 /// ports must not leave no room for the others'.
@@ -95,6 +98,7 @@ pub struct RequestSource {
     files: Option<written::RequestFiles>,
     /// JVMs whose ports were capped at [`PORTS_PER_JVM`], said once.
     capped: BTreeSet<u32>,
+    polled: Instant,
 }
 
 impl RequestSource {
@@ -116,6 +120,7 @@ impl RequestSource {
             ),
             files: (config.ebpf.requests_dir.clone()).map(written::RequestFiles::new),
             capped: BTreeSet::new(),
+            polled: Instant::now(),
         })
     }
 
@@ -272,7 +277,13 @@ impl Source for RequestSource {
         SourceKey::Requests
     }
 
+    /// Its next take of the records, while it measures a port.
+    fn wake_in(&self) -> Option<Duration> {
+        (!self.listening.is_empty()).then(|| TAKE_EVERY.saturating_sub(self.polled.elapsed()))
+    }
+
     fn poll(&mut self, store: &Store) -> bool {
+        self.polled = Instant::now();
         if self.looked.is_none_or(|at| at.elapsed() >= LOOK_EVERY) {
             self.looked = Some(Instant::now());
             self.look(store);

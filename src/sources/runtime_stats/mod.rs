@@ -818,6 +818,12 @@ impl Source for RuntimeStatsSource {
             .is_none_or(|at| at.elapsed() >= self.period())
     }
 
+    /// Its next sample.
+    fn wake_in(&self) -> Option<Duration> {
+        let since = self.last_sample.map_or(Duration::MAX, |at| at.elapsed());
+        Some(self.period().saturating_sub(since))
+    }
+
     fn stream(&self) -> Option<StreamId> {
         self.retires.then_some(self.id)
     }
