@@ -238,6 +238,12 @@ const PROC_ROOT: &str = "/proc";
 /// this recently (for a GC log's writer), else scans it again.
 const DISCOVERY_SCAN_REUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How often a source whose records come from the kernel (the eBPF
+/// safepoint and request programs) asks for a pass while it measures a JVM,
+/// when nothing else wakes the loop sooner: `[runtime_stats] interval`'s
+/// default, the pace the loop kept for them before each source said its own.
+pub const KERNEL_RECORDS_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// CLOCK_MONOTONIC now: the clock `bpf_ktime_get_ns` stamps the eBPF
 /// probes' records with, so that a counter read can be placed among them.
 pub fn monotonic_now() -> std::time::Duration {

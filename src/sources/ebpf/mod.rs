@@ -5,8 +5,9 @@
 //! [`Ebpf`] is what discovery asks, for each JVM, whether eBPF measures
 //! it (attaching its libjvm.so on first sight) or why not; the one
 //! [`source::EbpfSource`] it hands out takes the records the ring buffer's
-//! thread ([`ring`]) gathered at every poll, without blocking, and folds each safepoint into its JVM's stream through
-//! the same `JvmState::ingest` as GC log lines.
+//! thread ([`ring`]) gathered at every poll, without blocking, and folds
+//! each safepoint into its JVM's stream through the same
+//! `JvmState::ingest` as GC log lines.
 
 use std::collections::BTreeMap;
 use std::path::Path;

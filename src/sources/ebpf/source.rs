@@ -68,9 +68,6 @@ const OPEN_STOP_MIN: Duration = Duration::from_secs(1);
 
 /// How often libraries no running JVM was attached for are released.
 const RELEASE_EVERY: Duration = Duration::from_secs(5);
-/// How often the records of the JVMs eBPF measures are folded when nothing
-/// else wakes the loop sooner: `[runtime_stats] interval`'s default.
-const FOLD_EVERY: Duration = Duration::from_millis(200);
 
 /// The oldest sample compared, behind a poll: a record's begin is kept
 /// this long for a sample that may precede it.
@@ -386,7 +383,8 @@ impl Source for EbpfSource {
 
     /// Its next fold, while it measures a JVM.
     fn wake_in(&self) -> Option<Duration> {
-        (self.measuring).then(|| FOLD_EVERY.saturating_sub(self.polled.elapsed()))
+        (self.measuring)
+            .then(|| crate::sources::KERNEL_RECORDS_EVERY.saturating_sub(self.polled.elapsed()))
     }
 
     fn poll(&mut self, store: &Store) -> bool {

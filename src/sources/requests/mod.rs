@@ -38,9 +38,6 @@ use pairing::{Pairing, Request};
 
 /// How often the JVMs' listening sockets are read again.
 const LOOK_EVERY: Duration = Duration::from_secs(2);
-/// How often the records are taken while a JVM's ports are measured, when
-/// nothing else wakes the loop sooner: `[runtime_stats] interval`'s default.
-const TAKE_EVERY: Duration = Duration::from_millis(200);
 /// Listening ports measured per JVM, the lowest first: the kernel's map
 /// of listeners is bounded (4,096), and one JVM listening on thousands of
 /// ports must not leave no room for the others'.
@@ -279,7 +276,8 @@ impl Source for RequestSource {
 
     /// Its next take of the records, while it measures a port.
     fn wake_in(&self) -> Option<Duration> {
-        (!self.listening.is_empty()).then(|| TAKE_EVERY.saturating_sub(self.polled.elapsed()))
+        (!self.listening.is_empty())
+            .then(|| crate::sources::KERNEL_RECORDS_EVERY.saturating_sub(self.polled.elapsed()))
     }
 
     fn poll(&mut self, store: &Store) -> bool {

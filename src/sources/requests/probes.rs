@@ -1,6 +1,7 @@
 //! The request-latency BPF program: loaded and attached once (three BTF
 //! tracepoints, which cover every process), its ring buffer read on a
-//! thread of its own and taken without blocking, its maps of listeners and connections kept by the agent.
+//! thread of its own and taken without blocking, its maps of listeners and
+//! connections kept by the agent.
 
 use std::mem::MaybeUninit;
 
