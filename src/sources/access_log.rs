@@ -10,11 +10,13 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::{AccessFormat, AccessLogParser, AccessStats, Request};
 use serde::{Deserialize, Serialize};
 
-use super::{read_batched, report_note, NewStream, Source, SourceCheckpoint, SourceKey};
+use super::reading::{FileRead, Reading, Update};
+use super::{read_batched, report_notes, NewStream, Source, SourceCheckpoint, SourceKey};
 use crate::config::{self, AccessTarget};
 use crate::follow::{Follower, Position};
 use crate::model::correlate::RequestTiming;
-use crate::store::{AccessStreamState, AgentState, Store, StreamId};
+use crate::model::latency::MalformedWindow;
+use crate::store::{AccessStreamState, AgentState, StreamId};
 
 /// Requests held for a GC stream that does not exist yet: the service's
 /// log is often found before its JVM's (a glob that matches once the JVM
@@ -50,6 +52,7 @@ pub struct AccessLogSource {
     target: AccessTarget,
     offset: chrono::Duration,
     held: VecDeque<HeldRequest>,
+    malformed: Malformed,
 }
 
 impl AccessLogSource {
@@ -57,7 +60,7 @@ impl AccessLogSource {
     pub fn start(
         mut new: NewStream,
         source: &config::AccessLogSource,
-        store: &Store,
+        reading: &mut Reading,
     ) -> Option<AccessLogSource> {
         let (log, restored) = new.resume(|checkpoint| match checkpoint {
             SourceCheckpoint::AccessLog(checkpoint) => Some(checkpoint),
@@ -88,7 +91,12 @@ impl AccessLogSource {
             }
         };
         tracing::info!(log = %log, resumed = position.is_some(), "following access log");
-        store.write().access_streams.insert(new.id, state.into());
+        let malformed = Malformed {
+            window: state.malformed_window,
+            warned: state.malformed_warned,
+            counted: counted(&state.stats),
+        };
+        reading.push(Update::AccessStream(new.id, state.into()));
         Some(AccessLogSource {
             id: new.id,
             follower: new.follower(position),
@@ -96,6 +104,7 @@ impl AccessLogSource {
             target: source.target.clone(),
             offset: pausewatch_parsers::seconds_to_duration(source.offset_seconds),
             held,
+            malformed,
         })
     }
 }
@@ -116,13 +125,13 @@ fn target_stream(state: &AgentState, target: &AccessTarget) -> Option<StreamId> 
 }
 
 /// Hands `held`, then `requests`, to the stream of the JVM `target` names
-/// (beside the kernel's figures when the kernel measures it), under one
-/// lock; while that stream does not exist, holds them (bounded) and counts
-/// those given up on unattributed. `true` when held requests were handed
-/// over or given up on.
+/// (beside the kernel's figures when the kernel measures it); while that
+/// stream does not exist, holds them (bounded) and counts those given up
+/// on unattributed. `true` when held requests were handed over or given up
+/// on.
 fn hand_over(
-    store: &Store,
-    id: StreamId,
+    reading: &mut Reading,
+    access: StreamId,
     target: &AccessTarget,
     offset: chrono::Duration,
     held: &mut VecDeque<HeldRequest>,
@@ -132,23 +141,21 @@ fn hand_over(
         return false;
     }
     let was_held = held.len();
-    let mut state = store.write();
-    let target = target_stream(&state, target);
-    let target_labels = target.and_then(|target| {
-        let stream = state.stream_mut(target)?;
-        let latency = stream.service_latency();
+    if let Some(target) = reading.look(|state| target_stream(state, target)) {
         let waited = held.drain(..).map(|held| held.request);
-        for request in waited.chain(requests.drain(..)) {
-            latency.add_request(RequestTiming {
-                start: request
-                    .start
-                    .checked_add_signed(offset)
-                    .unwrap_or(request.start),
+        let requests = waited
+            .chain(requests.drain(..))
+            .map(|request| RequestTiming {
+                start: (request.start.checked_add_signed(offset)).unwrap_or(request.start),
                 duration_s: request.duration_s,
             });
-        }
-        Some((stream.log.clone(), stream.labels.clone()))
-    });
+        reading.push(Update::ServiceRequests {
+            access,
+            target,
+            requests: requests.collect(),
+        });
+        return was_held > 0;
+    }
     let now = Utc::now();
     held.extend(requests.drain(..).map(|request| HeldRequest {
         read_at: now,
@@ -159,14 +166,11 @@ fn hand_over(
         held.pop_front();
         given_up += 1;
     }
-    if let Some(access) = state.access_mut(id) {
-        match target_labels {
-            Some((log, labels)) => {
-                access.target = Some(log);
-                access.labels = labels;
-            }
-            None => access.unattributed_requests += given_up,
-        }
+    if given_up > 0 {
+        reading.push(Update::Unattributed {
+            access,
+            requests: given_up,
+        });
     }
     held.len() != was_held
 }
@@ -177,44 +181,55 @@ const WARN_AFTER_LINES: u64 = 100;
 /// Share of malformed lines above which the format is taken to be wrong.
 const WARN_ABOVE_RATIO: f64 = 0.5;
 
-/// Counts the lines read since `access.stats` into its malformed window;
-/// the warning to log when the share first rises above half of at least
-/// 100 lines (quoting the first bad line and the format expected), once
-/// until it falls back.
-fn note_malformed(
-    access: &mut AccessStreamState,
-    stats: &AccessStats,
-    format: &AccessFormat,
-) -> Option<String> {
-    let counted = |s: &AccessStats| {
-        (
-            s.requests + s.malformed + s.too_long,
-            s.malformed + s.too_long,
-        )
-    };
-    let (lines, bad) = counted(stats);
-    let (lines_before, bad_before) = counted(&access.stats);
-    access.malformed_window.add(
-        lines.saturating_sub(lines_before),
-        bad.saturating_sub(bad_before),
-    );
-    let window = access.malformed_window;
-    let wrong = window.lines() >= WARN_AFTER_LINES
-        && window.ratio().is_some_and(|ratio| ratio > WARN_ABOVE_RATIO);
-    if !wrong {
-        access.malformed_warned = false;
-        return None;
+/// Lines read and lines not parsed, by the parser's counters.
+fn counted(stats: &AccessStats) -> (u64, u64) {
+    let bad = stats.malformed + stats.too_long;
+    (stats.requests + bad, bad)
+}
+
+/// The share of malformed lines among the last ones read
+/// (`pausewatch_access_log_malformed_ratio`, kept in the access stream),
+/// for a wrong format.
+#[derive(Debug, Clone, Copy, Default)]
+struct Malformed {
+    window: MalformedWindow,
+    /// The wrong-format warning was logged and the share has not fallen
+    /// back since: it is logged once per crossing, not every poll.
+    warned: bool,
+    /// [`counted`] at the last look.
+    counted: (u64, u64),
+}
+
+impl Malformed {
+    /// Counts the lines read since the last look into the window; the
+    /// warning to log when the share first rises above half of at least
+    /// 100 lines (quoting the first bad line and the format expected), once
+    /// until it falls back.
+    fn note(&mut self, stats: &AccessStats, format: &AccessFormat) -> Option<String> {
+        let (lines, bad) = counted(stats);
+        let (lines_before, bad_before) = std::mem::replace(&mut self.counted, (lines, bad));
+        self.window.add(
+            lines.saturating_sub(lines_before),
+            bad.saturating_sub(bad_before),
+        );
+        let window = self.window;
+        let wrong = window.lines() >= WARN_AFTER_LINES
+            && window.ratio().is_some_and(|ratio| ratio > WARN_ABOVE_RATIO);
+        if !wrong {
+            self.warned = false;
+            return None;
+        }
+        if std::mem::replace(&mut self.warned, true) {
+            return None;
+        }
+        Some(format!(
+            "{} of the last {} lines of the access log do not parse; first bad line: {:?}; expected {}",
+            window.malformed(),
+            window.lines(),
+            stats.first_malformed.as_deref().unwrap_or_default(),
+            format.expected()
+        ))
     }
-    if std::mem::replace(&mut access.malformed_warned, true) {
-        return None;
-    }
-    Some(format!(
-        "{} of the last {} lines of the access log do not parse; first bad line: {:?}; expected {}",
-        window.malformed(),
-        window.lines(),
-        stats.first_malformed.as_deref().unwrap_or_default(),
-        format.expected()
-    ))
 }
 
 impl Source for AccessLogSource {
@@ -222,26 +237,32 @@ impl Source for AccessLogSource {
         SourceKey::AccessLog(self.follower.live_path().display().to_string())
     }
 
-    fn poll(&mut self, store: &Store) -> bool {
+    fn poll(&mut self, reading: &mut Reading) -> bool {
         let (id, target, offset) = (self.id, &self.target, self.offset);
         let held = &mut self.held;
         let mut held_changed = false;
         let outcome = read_batched(&mut self.follower, &mut self.parser, |_, requests| {
-            held_changed |= hand_over(store, id, target, offset, held, requests);
+            held_changed |= hand_over(reading, id, target, offset, held, requests);
         });
-        let mut state = store.write();
-        if let Some(access) = state.access_mut(self.id) {
-            if let Some(warning) = note_malformed(access, self.parser.stats(), self.parser.format())
-            {
-                tracing::warn!(log = %access.log, "{warning}");
-            }
-            access.stats = self.parser.stats().clone();
-            access.read_lag_bytes = outcome.lag_bytes;
-            access.readable = outcome.readable;
-            for note in &outcome.notes {
-                report_note(note, self.follower.live_path(), &mut access.errors);
-            }
+        let live = self.follower.live_path();
+        if let Some(warning) = self
+            .malformed
+            .note(self.parser.stats(), self.parser.format())
+        {
+            tracing::warn!(log = %live.display(), "{warning}");
         }
+        reading.push(Update::AccessLogRead {
+            access: id,
+            read: FileRead {
+                stats: self.parser.stats().clone(),
+                lag_bytes: outcome.lag_bytes,
+                files_followed: outcome.files_known,
+                readable: outcome.readable,
+                errors: report_notes(&outcome.notes, live),
+            },
+            malformed: self.malformed.window,
+            malformed_warned: self.malformed.warned,
+        });
         outcome.bytes_read > 0 || held_changed
     }
 
@@ -279,7 +300,7 @@ impl Source for AccessLogSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Discovered, StreamState};
+    use crate::store::{Discovered, Store, StreamState};
 
     fn request() -> Request {
         Request {
@@ -295,30 +316,24 @@ mod tests {
         let format = AccessFormat::preset("nginx").unwrap();
         let mut parser = AccessLogParser::new(format.clone(), 64 * 1024).unwrap();
         let line = "1700000000.500 0.250 \"GET /api/orders HTTP/1.1\" 200\n";
-        let mut access = AccessStreamState::default();
+        let mut malformed = Malformed::default();
         let mut out = Vec::new();
         parser.feed(line.repeat(99).as_bytes(), &mut out);
         assert_eq!(
-            note_malformed(&mut access, parser.stats(), &format),
+            malformed.note(parser.stats(), &format),
             None,
             "under 100 lines"
         );
-        access.stats = parser.stats().clone();
         parser.feed(line.repeat(2901).as_bytes(), &mut out);
-        let warning = note_malformed(&mut access, parser.stats(), &format).expect("a warning");
+        let warning = malformed.note(parser.stats(), &format).expect("a warning");
         assert!(
             warning.contains(line.trim_end().replace('"', "\\\"").as_str()),
             "{warning}"
         );
         assert!(warning.contains("$request_time $msec"), "{warning}");
-        assert_eq!(access.malformed_window.ratio(), Some(1.0));
-        access.stats = parser.stats().clone();
+        assert_eq!(malformed.window.ratio(), Some(1.0));
         parser.feed(line.as_bytes(), &mut out);
-        assert_eq!(
-            note_malformed(&mut access, parser.stats(), &format),
-            None,
-            "once"
-        );
+        assert_eq!(malformed.note(parser.stats(), &format), None, "once");
         assert!(out.is_empty());
     }
 
@@ -334,7 +349,7 @@ mod tests {
         let mut requests = vec![request(), request()];
         let gc_log = AccessTarget::GcLog("gc.log".into());
         assert!(hand_over(
-            &store,
+            &mut Reading::new(&store, crate::agent::apply),
             id,
             &gc_log,
             chrono::Duration::zero(),
@@ -351,7 +366,7 @@ mod tests {
             }),
         );
         hand_over(
-            &store,
+            &mut Reading::new(&store, crate::agent::apply),
             id,
             &gc_log,
             chrono::Duration::zero(),
@@ -395,8 +410,14 @@ mod tests {
                 .streams
                 .insert(StreamId(4), jvm(12, &[8080, 8081], false).into());
         }
-        let (offset, mut held) = (chrono::Duration::zero(), VecDeque::new());
-        hand_over(&store, id, &target, offset, &mut held, &mut vec![request()]);
+        let mut held = VecDeque::new();
+        let mut read = |count: usize| {
+            let mut requests = (0..count).map(|_| request()).collect();
+            let reading = &mut Reading::new(&store, crate::agent::apply);
+            let offset = chrono::Duration::zero();
+            hand_over(reading, id, &target, offset, &mut held, &mut requests);
+        };
+        read(1);
         let latency = |state: &AgentState, id| state.streams[&StreamId(id)].latency.clone();
         {
             let state = store.write();
@@ -412,14 +433,7 @@ mod tests {
         let stream = state.stream_mut(StreamId(4)).unwrap();
         stream.kernel_latency().add_port_request(timing, 8080);
         drop(state);
-        hand_over(
-            &store,
-            id,
-            &target,
-            offset,
-            &mut held,
-            &mut vec![request(), request()],
-        );
+        read(2);
         let state = store.write();
         let kernel = latency(&state, 4).unwrap();
         assert_eq!(kernel.counters.requests, 1);

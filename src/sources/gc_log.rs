@@ -9,16 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
 use pausewatch_parsers::{line_time, GcEvent, GcLogParser, LogTime, ParserOptions};
 use serde::{Deserialize, Serialize};
 
 use super::procfs::JvmLogWriters;
-use super::{read_batched, report_note, NewStream, Source, SourceCheckpoint, SourceKey};
+use super::reading::{FileRead, Origin, Reading, Update};
+use super::{read_batched, report_notes, NewStream, Source, SourceCheckpoint, SourceKey};
 use crate::config;
 use crate::follow::{has_glob_chars, open_regular, Follower, Position};
 use crate::model::jvm::LabelCap;
-use crate::store::{AgentState, Store, StreamId, StreamState};
+use crate::store::{AgentState, StreamId, StreamState};
 
 /// A pause waits for its CPU-times line; after this much quiet it is emitted without.
 const PENDING_FLUSH_AFTER: Duration = Duration::from_millis(200);
@@ -150,13 +150,13 @@ impl GcLogSource {
     }
 
     /// Starts following `live`, resuming from `restored` when there is one,
-    /// and registers its stream in the store.
+    /// and hands over its stream.
     pub fn start(
         mut new: NewStream,
         source: &config::GcLogSource,
         requests: Requests,
         writers: Arc<Mutex<JvmLogWriters>>,
-        store: &Store,
+        reading: &mut Reading,
     ) -> GcLogSource {
         let (log, restored) = new.resume(|checkpoint| match checkpoint {
             SourceCheckpoint::GcLog(checkpoint) => Some(checkpoint),
@@ -189,7 +189,7 @@ impl GcLogSource {
         }
         state.readable = true;
         tracing::info!(log = %log, resumed = position.is_some(), "following");
-        store.write().streams.insert(new.id, state.into());
+        reading.push(Update::Stream(new.id, state.into()));
         GcLogSource {
             id: new.id,
             follower: new.follower(position),
@@ -212,7 +212,7 @@ impl GcLogSource {
     /// with wall-clock decorations needs no anchor (and must not be logged
     /// as uptime-only).
     /// `true` while the first read should wait for the JVM's start.
-    fn probe_jvm_start(&mut self, store: &Store) -> bool {
+    fn probe_jvm_start(&mut self, reading: &mut Reading) -> bool {
         // Past its wait, a first read is no longer held back, and the probe
         // goes back to its interval: a file read from its end may give no
         // line for days.
@@ -232,11 +232,10 @@ impl GcLogSource {
         let needed = if first_read {
             self.first_time_has_no_wall_clock()
         } else {
-            store
-                .write()
-                .streams
-                .get(&self.id)
-                .is_some_and(|s| s.jvm.minutes.unplaced_events > 0)
+            let id = self.id;
+            reading.look(|state| {
+                (state.streams.get(&id)).is_some_and(|s| s.jvm.minutes.unplaced_events > 0)
+            })
         };
         if !needed {
             return false;
@@ -296,22 +295,17 @@ impl GcLogSource {
     }
 }
 
-/// Folds `events` into stream `id` under one lock.
-fn apply(store: &Store, id: StreamId, parser: &GcLogParser, events: &mut Vec<GcEvent>) {
+/// Hands over the events read for stream `id`.
+fn hand_over(reading: &mut Reading, id: StreamId, parser: &GcLogParser, events: &mut Vec<GcEvent>) {
     if events.is_empty() {
         return;
     }
-    let mut state = store.write();
-    let Some(stream) = state.stream_mut(id) else {
-        return;
-    };
-    if events.iter().any(|e| matches!(e, GcEvent::JvmRestart(_))) {
-        tracing::info!(log = %stream.log, "JVM restarted");
-    }
-    let StreamState { jvm, latency, .. } = stream;
-    jvm.ingest(parser.run(), events, latency.as_mut());
-    stream.last_event_processed_at = Some(Utc::now());
-    events.clear();
+    reading.push(Update::GcEvents {
+        stream: id,
+        run: parser.run().clone(),
+        events: std::mem::take(events),
+        origin: Origin::GcLog,
+    });
 }
 
 impl Source for GcLogSource {
@@ -319,13 +313,13 @@ impl Source for GcLogSource {
         SourceKey::GcLog(self.follower.live_path().display().to_string())
     }
 
-    fn poll(&mut self, store: &Store) -> bool {
-        if self.probe_jvm_start(store) {
+    fn poll(&mut self, reading: &mut Reading) -> bool {
+        if self.probe_jvm_start(reading) {
             return false;
         }
         let id = self.id;
         let outcome = read_batched(&mut self.follower, &mut self.parser, |parser, events| {
-            apply(store, id, parser, events)
+            hand_over(reading, id, parser, events)
         });
         let parser = &mut self.parser;
         let mut changed = outcome.bytes_read > 0;
@@ -335,7 +329,7 @@ impl Source for GcLogSource {
             let mut events = Vec::new();
             parser.flush(&mut events);
             changed = !events.is_empty();
-            apply(store, id, parser, &mut events);
+            hand_over(reading, id, parser, &mut events);
         }
         // A quiet poll leaves the stream alone: a write copies a stream that
         // a snapshot (a scrape, a probe, a checkpoint) still shares.
@@ -344,18 +338,16 @@ impl Source for GcLogSource {
             return false;
         }
         self.reported = Some(reported);
-        let mut state = store.write();
-        if let Some(stream) = state.stream_mut(id) {
-            stream.parse = parser.stats().clone();
-            stream.read_lag_bytes = outcome.lag_bytes;
-            stream.files_followed = outcome.files_known;
-            // A live file that is missing, with no file of the set open,
-            // leaves nothing to read: not readable, so StaleGcLog can say so.
-            stream.readable = outcome.readable && outcome.files_known > 0;
-            for note in &outcome.notes {
-                report_note(note, self.follower.live_path(), &mut stream.errors);
-            }
-        }
+        reading.push(Update::GcLogRead {
+            stream: id,
+            read: FileRead {
+                stats: parser.stats().clone(),
+                lag_bytes: outcome.lag_bytes,
+                files_followed: outcome.files_known,
+                readable: outcome.readable,
+                errors: report_notes(&outcome.notes, self.follower.live_path()),
+            },
+        });
         changed
     }
 
@@ -405,6 +397,7 @@ impl Source for GcLogSource {
 mod tests {
     use super::*;
     use crate::follow::FollowOptions;
+    use crate::store::Store;
 
     fn source_of(dir: &Path, line: &str) -> GcLogSource {
         let live = dir.join("gc.log");
@@ -431,7 +424,7 @@ mod tests {
             &config,
             Requests::None,
             Arc::default(),
-            &Store::default(),
+            &mut Reading::new(&Store::default(), crate::agent::apply),
         )
     }
 
@@ -442,11 +435,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let wall = "[2026-11-30T01:53:02.123+0000][0.207s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\n";
         let mut source = source_of(dir.path(), wall);
-        source.probe_jvm_start(&Store::default());
+        source.probe_jvm_start(&mut Reading::new(&Store::default(), crate::agent::apply));
         assert!(source.last_clock_probe.is_none(), "wall-clock log probed");
         let uptime = "[0.207s][info][gc] GC(0) Pause Young (Normal) (G1 Evacuation Pause) 14M->12M(128M) 7.033ms\n";
         let mut source = source_of(dir.path(), uptime);
-        source.probe_jvm_start(&Store::default());
+        source.probe_jvm_start(&mut Reading::new(&Store::default(), crate::agent::apply));
         assert!(
             source.last_clock_probe.is_some(),
             "uptime-only log not probed"

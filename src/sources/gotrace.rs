@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use super::proc_table::{cpu_seconds, is_alive, ProcEntry, ProcTable};
+use super::reading::{CpuGrowth, Reading, Update};
 use super::{gc_log::GcLogSource, Source, SourceCheckpoint, SourceKey};
 use crate::model::minutes::minute_of;
-use crate::store::{AgentState, Store, StreamId};
+use crate::store::{AgentState, StreamId};
 
 /// How often a followed Go program is checked for having exited.
 const LIVENESS_CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -171,7 +172,7 @@ impl GoTraceSource {
 impl GoTraceSource {
     /// Adds the program's CPU since the last check to the current minute,
     /// so that its collector's CPU is also a share of the process's.
-    fn add_process_cpu(&mut self, store: &Store) {
+    fn add_process_cpu(&mut self, reading: &mut Reading) {
         let Some(now) = cpu_seconds(&self.proc_root, self.pid) else {
             return;
         };
@@ -179,12 +180,13 @@ impl GoTraceSource {
         let (Some(before), Some(id)) = (before, self.trace.stream()) else {
             return;
         };
-        if let Some(stream) = store.write().stream_mut(id) {
-            let minute = minute_of(Utc::now());
-            stream
-                .jvm
-                .add_cpu(minute, 0.0, (now - before).max(0.0), None);
-        }
+        let growth = CpuGrowth {
+            minute: minute_of(Utc::now()),
+            gc_seconds: 0.0,
+            process_seconds: (now - before).max(0.0),
+            cpus: None,
+        };
+        reading.push(Update::Cpu { stream: id, growth });
     }
 }
 
@@ -193,8 +195,8 @@ impl Source for GoTraceSource {
         self.trace.key()
     }
 
-    fn poll(&mut self, store: &Store) -> bool {
-        let changed = self.trace.poll(store);
+    fn poll(&mut self, reading: &mut Reading) -> bool {
+        let changed = self.trace.poll(reading);
         if changed {
             self.last_data = Instant::now();
         }
@@ -208,7 +210,7 @@ impl Source for GoTraceSource {
                 tracing::info!(pid = self.pid, grace = %humantime::format_duration(self.grace), "Go program exited; its series go after the grace period");
                 self.exited = true;
             } else {
-                self.add_process_cpu(store);
+                self.add_process_cpu(reading);
             }
         }
         changed

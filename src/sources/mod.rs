@@ -1,9 +1,10 @@
 //! Every input of the agent behind one trait: GC logs, access logs, latency
 //! histograms, and the runtime stats of the JVMs /proc discovery finds.
 //!
-//! A [`Source`] reads without holding the store's lock, applies what it read
-//! under one short lock, reports its own health in its stream's state and
-//! says what a restart needs to resume ([`SourceCheckpoint`]). The
+//! A [`Source`] reads without the store's lock and hands over what it read,
+//! its own health included, as typed updates ([`reading`]) that the agent
+//! alone writes into the store; it says what a restart needs to resume
+//! ([`SourceCheckpoint`]). The
 //! [`Registry`] builds sources from the configuration, finds the streams a
 //! glob names as they appear, and hands each its checkpoint back.
 
@@ -22,7 +23,8 @@ use crate::follow::{
 };
 use crate::model::correlate::AttributionOptions;
 use crate::model::latency::CorrelationSettings;
-use crate::store::{AgentState, ErrorKind, Store, StreamId, StreamState};
+use crate::store::{AgentState, ErrorKind, StreamId, StreamState};
+use reading::{Reading, Update};
 
 pub mod access_log;
 pub mod discovery;
@@ -36,6 +38,7 @@ mod launcher;
 pub mod measure;
 pub mod proc_table;
 pub mod procfs;
+pub mod reading;
 pub mod requests;
 pub mod runtime_stats;
 
@@ -43,9 +46,9 @@ pub mod runtime_stats;
 pub trait Source: Send {
     /// What the checkpoint file knows this source by.
     fn key(&self) -> SourceKey;
-    /// Reads what is new and applies it to the store; `true` when anything
-    /// changed that a checkpoint should record.
-    fn poll(&mut self, store: &Store) -> bool;
+    /// Reads what is new and hands it over to `reading`; `true` when
+    /// anything changed that a checkpoint should record.
+    fn poll(&mut self, reading: &mut Reading) -> bool;
     /// What a restart needs to resume exactly where this source is now,
     /// given a snapshot of the store.
     /// `None` for a source with nothing to resume.
@@ -262,12 +265,8 @@ pub fn clock_now(clock: libc::clockid_t) -> std::time::Duration {
     std::time::Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
 }
 
-/// Records applied to the store under one lock at most: a catch-up read of
-/// a large file must not hold gigabytes of records, nor the lock for long.
-const APPLY_BATCH: usize = 4096;
-
 /// Reads what is new in a followed file through `parser`, handing the
-/// records to `apply` in batches of at most [`APPLY_BATCH`] (and once more
+/// records to `apply` in batches of at most [`reading::APPLY_BATCH`] (and once more
 /// at the end, possibly empty): the one read loop of every file source.
 pub fn read_batched<P: StreamParser>(
     follower: &mut Follower,
@@ -277,7 +276,7 @@ pub fn read_batched<P: StreamParser>(
     let mut records = Vec::new();
     let outcome = follower.poll(&mut |chunk| {
         parser.feed(chunk, &mut records);
-        if records.len() >= APPLY_BATCH {
+        if records.len() >= reading::APPLY_BATCH {
             apply(parser, &mut records);
         }
     });
@@ -288,39 +287,37 @@ pub fn read_batched<P: StreamParser>(
 /// How often running out of descriptors is logged, whatever the sources.
 const OUT_OF_DESCRIPTORS_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Logs a follower's note and counts the errors among them in `errors`;
-/// the same for every file source.
-pub fn report_note(note: &Note, live: &Path, errors: &mut BTreeMap<String, u64>) {
+/// Logs a follower's note; the error it is, when it is one. The same for
+/// every file source.
+fn report_note(note: &Note, live: &Path) -> Option<ErrorKind> {
     let log = live.display();
-    let count = crate::store::count_error;
     match note {
         Note::Opened(path) => tracing::info!(log = %log, file = %path.display(), "reading"),
         Note::Rotated => tracing::info!(log = %log, "rotated"),
         Note::Truncated => {
             tracing::warn!(log = %log, "truncated or rewritten in place");
-            count(errors, ErrorKind::Truncated);
+            return Some(ErrorKind::Truncated);
         }
         Note::RecoveredFromCopy(path) => {
             tracing::info!(log = %log, copy = %path.display(), "read the unread tail from the rotated copy")
         }
         Note::CheckpointFileGone => {
             tracing::warn!(log = %log, "checkpointed file is gone; reading the live file from its start");
-            count(errors, ErrorKind::CheckpointFileGone);
+            return Some(ErrorKind::CheckpointFileGone);
         }
         Note::Unreadable(message) => {
             tracing::error!(log = %log, error = %message, "unreadable");
-            count(errors, ErrorKind::Unreadable);
+            return Some(ErrorKind::Unreadable);
         }
         Note::Missing => {
             tracing::warn!(log = %log, "log file missing");
-            count(errors, ErrorKind::Missing);
+            return Some(ErrorKind::Missing);
         }
         Note::SymlinkOutside { path, real } => {
             tracing::error!(log = %log, file = %path.display(), target = %real.display(), "not read: a symlink out of the configured directories (follow_symlinks_outside = true allows it)");
-            count(errors, ErrorKind::SymlinkOutside);
+            return Some(ErrorKind::SymlinkOutside);
         }
         Note::OutOfDescriptors => {
-            count(errors, ErrorKind::DescriptorsExhausted);
             // Every source meets it at once: one line for all of them.
             static LOGGED: Mutex<Option<std::time::Instant>> = Mutex::new(None);
             let mut logged = LOGGED
@@ -330,15 +327,25 @@ pub fn report_note(note: &Note, live: &Path, errors: &mut BTreeMap<String, u64>)
                 *logged = Some(std::time::Instant::now());
                 tracing::warn!(log = %log, "out of file descriptors; files are opened again at the next poll (logged at most once a minute)");
             }
+            return Some(ErrorKind::DescriptorsExhausted);
         }
         Note::NotRegular { path, kind } => {
             tracing::error!(log = %log, file = %path.display(), kind, "not read: not a regular file");
-            count(errors, ErrorKind::NotRegularFile);
+            return Some(ErrorKind::NotRegularFile);
         }
         Note::WriterExited => {
             tracing::info!(log = %log, "its process exited and the file was replaced: the new file is another run's stream")
         }
     }
+    None
+}
+
+/// The errors among a poll's notes, each logged.
+pub fn report_notes(notes: &[Note], live: &Path) -> Vec<ErrorKind> {
+    notes
+        .iter()
+        .filter_map(|note| report_note(note, live))
+        .collect()
 }
 
 /// How the agent attributes and correlates, from `[correlation]`.
@@ -474,7 +481,7 @@ impl Registry {
     fn candidates<'a>(
         &mut self,
         paths: impl Iterator<Item = (&'a String, bool)>,
-        store: &Store,
+        reading: &mut Reading,
     ) -> Vec<(usize, PathBuf)> {
         let mut candidates = Vec::new();
         for (index, (pattern, follow_symlinks_outside)) in paths.enumerate() {
@@ -482,7 +489,7 @@ impl Registry {
             let found = discover_with(pattern, &confine, &mut self.listings);
             if found.capped && self.capped.insert(pattern.clone()) {
                 tracing::error!(path = %pattern, cap = MAX_MATCHES, "glob matches too many files; the rest are not followed");
-                store.write().count_error(ErrorKind::GlobCapped);
+                reading.push(Update::Errors(ErrorKind::GlobCapped, 1));
             }
             candidates.extend(found.live.into_iter().map(|live| (index, live)));
         }
@@ -524,11 +531,11 @@ impl Registry {
 
     /// Sources for streams that appeared since the last call; new GC
     /// streams first, so that an access log finds the stream it feeds.
-    pub fn discover(&mut self, store: &Store) -> Vec<Box<dyn Source>> {
+    pub fn discover(&mut self, reading: &mut Reading) -> Vec<Box<dyn Source>> {
         let mut found: Vec<Box<dyn Source>> = Vec::new();
         let gc_logs = self.config.gc_log.clone();
         let paths = gc_logs.iter().map(|s| (&s.path, s.follow_symlinks_outside));
-        let candidates = self.candidates(paths, store);
+        let candidates = self.candidates(paths, reading);
         for (index, live, restored) in self.claim(SourceKey::GcLog, candidates) {
             let source = &gc_logs[index];
             let follow = FollowOptions {
@@ -550,14 +557,14 @@ impl Registry {
                 source,
                 requests,
                 self.writers.clone(),
-                store,
+                reading,
             )));
         }
         let access_logs = self.config.access_log.clone();
         let paths = access_logs
             .iter()
             .map(|s| (&s.path, s.follow_symlinks_outside));
-        let candidates = self.candidates(paths, store);
+        let candidates = self.candidates(paths, reading);
         for (index, live, restored) in self.claim(SourceKey::AccessLog, candidates) {
             let source = &access_logs[index];
             let new = NewStream {
@@ -566,7 +573,7 @@ impl Registry {
                 live,
                 restored,
             };
-            if let Some(access) = access_log::AccessLogSource::start(new, source, store) {
+            if let Some(access) = access_log::AccessLogSource::start(new, source, reading) {
                 found.push(Box::new(access));
             }
         }
@@ -585,7 +592,7 @@ impl Registry {
         if let Some(requests) = self.requests.take() {
             found.push(Box::new(requests));
         }
-        found.extend(self.discover_jvms(store));
+        found.extend(self.discover_jvms(reading));
         self.looked_before = true;
         found
     }
@@ -593,7 +600,7 @@ impl Registry {
     /// Sources for the Java processes that started since the last scan, once
     /// per `[discovery] interval`: each fills a stream of its own, or the
     /// stream of the `[[gc_log]]` it writes, which then supplies its pauses.
-    fn discover_jvms(&mut self, store: &Store) -> Vec<Box<dyn Source>> {
+    fn discover_jvms(&mut self, reading: &mut Reading) -> Vec<Box<dyn Source>> {
         let interval = self.config.discovery.interval;
         let (Some(scanner), Some(go_scanner)) = (&mut self.scanner, &mut self.go_scanner) else {
             return Vec::new();
@@ -647,7 +654,7 @@ impl Registry {
                 });
             let inputs = measure::JvmInputs {
                 ebpf,
-                log: self.jvm_log(&gc_logs.files, store),
+                log: self.jvm_log(&gc_logs.files, reading),
                 log_has_safepoints: gc_logs.safepoints,
                 young: young(&process),
                 started_after_agent,
@@ -662,7 +669,7 @@ impl Registry {
             };
             for (log, why) in untrusted {
                 tracing::warn!(pid = process.pid, jvm = %process.main(), log = %log.display(), why, "not followed as the JVM's GC log: it is not the JVM's user's alone");
-                store.write().count_error(ErrorKind::UntrustedGcLog);
+                reading.push(Update::Errors(ErrorKind::UntrustedGcLog, 1));
             }
             let mut labels = process.labels();
             labels.extend(self.config.discovery.labels_for(&command_line));
@@ -676,7 +683,7 @@ impl Registry {
                 measure::StreamChoice::FollowLog(log) => {
                     let id = self.next_id();
                     let writer = Writer::at(process.pid, process.start_ticks, process.started);
-                    let source = self.follow_discovered_log(id, log, &writer, &labels, store);
+                    let source = self.follow_discovered_log(id, log, &writer, &labels, reading);
                     found.push(Box::new(source));
                     (id, false, true)
                 }
@@ -700,27 +707,27 @@ impl Registry {
                 &self.config.runtime_stats,
                 self.config.discovery.grace,
                 started_after_agent,
-                store,
+                reading,
             )));
         }
         if let Some(scanner) = &mut self.scanner {
             retry.into_iter().for_each(|pid| scanner.forget(pid));
         }
-        self.keep_exited_jvms(store);
+        self.keep_exited_jvms(reading);
         // A library takes milliseconds to attach: its JVMs are looked at
         // again soon, not a whole interval later.
         if attaching {
             let soon = interval.saturating_sub(ATTACHING_RECHECK);
             self.last_scan = scan_started.checked_sub(soon);
         }
-        found.extend(self.discover_go_programs(go_programs, store));
+        found.extend(self.discover_go_programs(go_programs, reading));
         found
     }
 
     /// The streams of processes discovery found that exited while the
     /// agent was down, from their checkpoints: their minutes stay until
     /// `history` drops them.
-    fn keep_exited_jvms(&mut self, store: &Store) {
+    fn keep_exited_jvms(&mut self, reading: &mut Reading) {
         let gone = |process: &str| !proc_table::is_alive_key(Path::new(PROC_ROOT), process);
         let exited: Vec<SourceKey> = (self.restored.iter())
             .filter(|(_, restored)| match restored {
@@ -741,13 +748,13 @@ impl Registry {
                 _ => continue,
             };
             let id = self.next_id();
-            store.write().streams.insert(id, Arc::new(stream));
+            reading.push(Update::Stream(id, Arc::new(stream)));
         }
     }
 
     /// The GC log a JVM writes (`logs`, the names it may have, trusted),
     /// as the configuration and the streams followed know it.
-    fn jvm_log(&self, logs: &[PathBuf], store: &Store) -> measure::JvmLog {
+    fn jvm_log(&self, logs: &[PathBuf], reading: &mut Reading) -> measure::JvmLog {
         let logs: Vec<PathBuf> = logs.iter().map(|file| procfs::canonical(file)).collect();
         let configured = |log: &Path| {
             let patterns = self.config.gc_log.iter();
@@ -758,8 +765,7 @@ impl Registry {
         // A configured log's stream carries one JVM at a time: a JVM
         // restarted into it takes it from the run that exited. (The stream
         // of a log discovery found is its JVM's alone.)
-        let followed = {
-            let state = store.write();
+        let followed = reading.look(|state| {
             let writes = |log: &str| logs.contains(&procfs::canonical(Path::new(log)));
             let free = |log: &str, discovered: &Option<crate::store::Discovered>| match discovered {
                 None => true,
@@ -773,7 +779,7 @@ impl Registry {
                 .iter()
                 .find(|(_, s)| writes(&s.log) && free(&s.log, &s.discovered))
                 .map(|(id, _)| *id)
-        };
+        });
         match (followed, logs.first()) {
             (Some(id), _) => measure::JvmLog::Followed(id),
             (None, None) => measure::JvmLog::None,
@@ -793,7 +799,7 @@ impl Registry {
     fn discover_go_programs(
         &mut self,
         processes: Vec<gotrace::GoProcess>,
-        store: &Store,
+        reading: &mut Reading,
     ) -> Vec<Box<dyn Source>> {
         let mut found: Vec<Box<dyn Source>> = Vec::new();
         for process in processes {
@@ -812,7 +818,7 @@ impl Registry {
             labels.extend(self.config.discovery.labels_for(&process.command_line));
             let id = self.next_id();
             let writer = Writer::at(process.pid, process.start_ticks, process.started);
-            let source = self.follow_discovered_log(id, trace, &writer, &labels, store);
+            let source = self.follow_discovered_log(id, trace, &writer, &labels, reading);
             found.push(Box::new(gotrace::GoTraceSource::new(
                 source,
                 &process,
@@ -833,7 +839,7 @@ impl Registry {
         log: PathBuf,
         process: &Writer,
         labels: &BTreeMap<String, String>,
-        store: &Store,
+        reading: &mut Reading,
     ) -> gc_log::GcLogSource {
         let start_at = if process.start_ticks >= self.started_ticks {
             StartAt::Beginning
@@ -882,7 +888,7 @@ impl Registry {
         };
         let requests = gc_log::Requests::None;
         let still_writing = move || proc_table::is_alive(Path::new(PROC_ROOT), pid, start_ticks);
-        gc_log::GcLogSource::start(new, &source, requests, self.writers.clone(), store)
+        gc_log::GcLogSource::start(new, &source, requests, self.writers.clone(), reading)
             .found_for(writer)
             .of_one_writer(Box::new(still_writing))
     }

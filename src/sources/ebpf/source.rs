@@ -12,10 +12,9 @@ use pausewatch_parsers::{Collector, GcEvent, JvmRun};
 use super::probes::Probes;
 use super::record::{Converter, SafepointRecord};
 use super::EbpfCheckpoint;
+use crate::sources::reading::{Origin, Reading, Update};
 use crate::sources::{monotonic_now, Source, SourceCheckpoint, SourceKey};
-use crate::store::{
-    add_errors, AgentState, EbpfReason, ErrorKind, PauseSource, SafepointSource, Store, StreamId,
-};
+use crate::store::{AgentState, ErrorKind, PauseSource, SafepointSource, StreamId};
 
 /// Records of one JVM kept while no stream takes them, at most: a JVM that
 /// started after its libjvm.so was attached is covered from its first
@@ -244,6 +243,15 @@ pub struct EbpfSource {
     measuring: bool,
 }
 
+/// What [`EbpfSource::compare`] found.
+#[derive(Default)]
+struct Compared {
+    updates: Vec<Update>,
+    /// Whether a figure a checkpoint records changed.
+    changed: bool,
+    missed_while_down: u64,
+}
+
 impl EbpfSource {
     pub fn new(
         probes: Arc<Mutex<Probes>>,
@@ -270,6 +278,80 @@ impl EbpfSource {
             polled: std::time::Instant::now(),
             measuring: false,
         }
+    }
+
+    /// Each JVM's records against what its GC log and its counters say,
+    /// with this poll's records in: the mismatches to show, the JVMs the
+    /// probes see nothing of, and the safepoints missed while the agent
+    /// was down.
+    fn compare(
+        &mut self,
+        state: &AgentState,
+        streams: &HashMap<Process, Option<(StreamId, Role)>>,
+        (begun, dropped): (&HashMap<Process, u64>, u64),
+        (poll_ns, now_ns): (u64, u64),
+    ) -> Compared {
+        let mut compared = Compared::default();
+        for (process, id) in streams.iter().filter_map(|(process, target)| match target {
+            Some((id, Role::ChecksLog { .. })) => Some((*process, *id)),
+            _ => None,
+        }) {
+            let Some(stream) = state.streams.get(&id) else {
+                continue;
+            };
+            let logged = stream.jvm.pauses.iter().map(|p| p.histogram.count).sum();
+            let shown = stream.discovered.as_ref().map(|d| d.log_probe_mismatch);
+            let check = self.log_checks.entry(process).or_default();
+            let mismatch = check.compare(logged, now_ns);
+            if let (Some(mismatch), Some(shown)) = (mismatch, shown) {
+                if Some(mismatch) == shown {
+                    continue;
+                }
+                compared.updates.push(Update::LogProbeMismatch {
+                    stream: id,
+                    mismatch,
+                });
+                compared.changed = true;
+            }
+        }
+        let safepoints_recorded = streams.iter().filter_map(|(process, target)| match target {
+            Some((id, role)) if role.records_safepoints() => Some((*process, *id)),
+            _ => None,
+        });
+        for (process, id) in safepoints_recorded {
+            let Some(stream) = state.streams.get(&id) else {
+                continue;
+            };
+            let Some(runtime) = stream.runtime.as_ref() else {
+                continue;
+            };
+            let check = (self.checks.entry(process)).or_insert_with(|| {
+                Check::new(process, begun.get(&process).copied(), dropped, poll_ns)
+            });
+            let shown = runtime.safepoint_probe_mismatch;
+            let mismatch = check.compare(runtime, poll_ns).or(shown);
+            if mismatch != shown {
+                compared.updates.push(Update::SafepointProbeMismatch {
+                    stream: id,
+                    mismatch,
+                });
+            }
+            // Never reported measured by probes that see nothing of it: its
+            // counters measure it instead, and the reason says why.
+            if check.blind(runtime.safepoints, dropped) && stream.discovered.is_some() {
+                tracing::warn!(pid = process.0, counted = runtime.safepoints, "eBPF records nothing of this JVM while its counter moves: its pauses come from hsperfdata");
+                compared.updates.push(Update::ProbesBlind(id));
+                compared.changed = true;
+            }
+            // A JVM the agent measured before it restarted: what ran while
+            // it was down is lost, and counted.
+            let before = self.restored.get(&check.key);
+            if let Some(missed) = before.and_then(|r| check.missed_since(*r)) {
+                self.restored.remove(&check.key);
+                compared.missed_while_down += missed;
+            }
+        }
+        compared
     }
 
     /// The discovered JVMs by process, with their stream and what the
@@ -387,10 +469,16 @@ impl Source for EbpfSource {
             .then(|| crate::sources::KERNEL_RECORDS_EVERY.saturating_sub(self.polled.elapsed()))
     }
 
-    fn poll(&mut self, store: &Store) -> bool {
+    fn poll(&mut self, reading: &mut Reading) -> bool {
         // The streams as the poll starts: a JVM found after this waits for
         // the next poll, which reads its safepoint in flight.
-        let streams = Self::streams(&store.write());
+        let (streams, collectors) = reading.look(|state| {
+            let streams = Self::streams(state);
+            let collectors: HashMap<StreamId, Collector> = (streams.values().flatten())
+                .filter_map(|(id, _)| Some((*id, state.streams.get(id)?.jvm.collector)))
+                .collect();
+            (streams, collectors)
+        });
         // The JVMs whose safepoints are compared with their counter.
         let compared: Vec<Process> = (streams.iter())
             .filter_map(|(process, target)| match target {
@@ -464,17 +552,12 @@ impl Source for EbpfSource {
         let zero = Utc::now() - chrono::Duration::from_std(monotonic).unwrap_or_default();
         let expired = monotonic.saturating_sub(self.keep_pending).as_nanos() as u64;
         let mut changed = false;
-        let mut state = store.write();
         // Records lost since the last poll, by JVM: those its budget
         // refused, and, when the ring buffer was full, the host's drops
         // (whose JVMs cannot be told apart). Their minutes are flagged.
         let newly_dropped = dropped.saturating_sub(self.dropped);
         if newly_dropped > 0 {
-            add_errors(
-                &mut state.errors,
-                ErrorKind::EbpfEventsDropped,
-                newly_dropped,
-            );
+            reading.push(Update::Errors(ErrorKind::EbpfEventsDropped, newly_dropped));
             self.dropped = dropped;
         }
         let minute = crate::model::minutes::minute_of(Utc::now());
@@ -486,8 +569,12 @@ impl Source for EbpfSource {
             let Some((id, _)) = streams.get(process).copied().flatten() else {
                 continue;
             };
-            if let Some(stream) = state.stream_mut(id).filter(|_| lost > 0) {
-                stream.jvm.mark_records_lost(minute, lost);
+            if lost > 0 {
+                reading.push(Update::RecordsLost {
+                    stream: id,
+                    minute,
+                    records: lost,
+                });
                 changed = true;
             }
         }
@@ -500,11 +587,10 @@ impl Source for EbpfSource {
                     return !pending.is_empty();
                 }
             };
-            let Some(stream) = state.stream_mut(id) else {
+            let Some(&collector) = collectors.get(&id) else {
                 return false;
             };
             let converter = self.converters.entry(*process).or_default();
-            let collector = stream.jvm.collector;
             let mut events: Vec<_> = pending
                 .iter()
                 .flat_map(|record| converter.events(record, collector, zero))
@@ -515,10 +601,9 @@ impl Source for EbpfSource {
                 });
                 check.take(pending, poll_ns);
             }
-            let crate::store::StreamState { jvm, latency, .. } = stream;
+            let mut run = JvmRun::default();
             match role {
                 Role::Measures => {
-                    let mut run = JvmRun::default();
                     if collector == Collector::Unknown {
                         run.collector = pending
                             .iter()
@@ -526,7 +611,6 @@ impl Source for EbpfSource {
                             .find(|c| *c != Collector::Unknown)
                             .unwrap_or_default();
                     }
-                    jvm.ingest(&run, &events, latency.as_mut());
                 }
                 Role::ChecksLog { safepoints } => {
                     let check = self.log_checks.entry(*process).or_default();
@@ -537,79 +621,33 @@ impl Source for EbpfSource {
                     }
                     // The log's pauses stay the log's: only what it lacks.
                     events.retain(|e| safepoints && matches!(e, GcEvent::Safepoint(_)));
-                    jvm.ingest_events(&events, true, latency.as_mut());
                 }
+            }
+            if !events.is_empty() || run.collector != Collector::Unknown {
+                reading.push(Update::GcEvents {
+                    stream: id,
+                    run,
+                    events,
+                    origin: Origin::Probes,
+                });
             }
             changed = true;
             false
         });
         let now_ns = monotonic.as_nanos() as u64;
-        for (process, id) in streams.iter().filter_map(|(process, target)| match target {
-            Some((id, Role::ChecksLog { .. })) => Some((*process, *id)),
-            _ => None,
-        }) {
-            // Read first: writing a stream copies it after a snapshot.
-            let Some(stream) = state.streams.get(&id) else {
-                continue;
-            };
-            let logged = stream.jvm.pauses.iter().map(|p| p.histogram.count).sum();
-            let shown = stream
-                .discovered
-                .as_ref()
-                .and_then(|d| d.log_probe_mismatch);
-            let check = self.log_checks.entry(process).or_default();
-            let mismatch = check.compare(logged, now_ns);
-            if mismatch.is_some() && mismatch != shown {
-                if let Some(discovered) = state.stream_mut(id).and_then(|s| s.discovered.as_mut()) {
-                    discovered.log_probe_mismatch = mismatch;
-                    changed = true;
-                }
-            }
-        }
-        let mut missed_while_down = 0;
-        let safepoints_recorded = streams.iter().filter_map(|(process, target)| match target {
-            Some((id, role)) if role.records_safepoints() => Some((*process, *id)),
-            _ => None,
-        });
-        let mut blind = Vec::new();
-        for (process, id) in safepoints_recorded {
-            let Some(runtime) = state.stream_mut(id).and_then(|s| s.runtime.as_mut()) else {
-                continue;
-            };
-            let check = (self.checks.entry(process)).or_insert_with(|| {
-                Check::new(process, begun.get(&process).copied(), dropped, poll_ns)
-            });
-            runtime.safepoint_probe_mismatch = check
-                .compare(runtime, poll_ns)
-                .or(runtime.safepoint_probe_mismatch);
-            if check.blind(runtime.safepoints, dropped) {
-                blind.push((process.0, id, runtime.safepoints));
-            }
-            // A JVM the agent measured before it restarted: what ran while
-            // it was down is lost, and counted.
-            let before = self.restored.get(&check.key);
-            if let Some(missed) = before.and_then(|r| check.missed_since(*r)) {
-                self.restored.remove(&check.key);
-                missed_while_down += missed;
-            }
-        }
-        // Never reported measured by probes that see nothing of it: its
-        // counters measure it instead, and the reason says why.
-        for (pid, id, counted) in blind {
-            let Some(discovered) = state.stream_mut(id).and_then(|s| s.discovered.as_mut()) else {
-                continue;
-            };
-            tracing::warn!(pid, counted, "eBPF records nothing of this JVM while its counter moves: its pauses come from hsperfdata");
-            if discovered.pause_source == PauseSource::Ebpf {
-                discovered.pause_source = PauseSource::Hsperfdata;
-            }
-            discovered.safepoint_source = SafepointSource::None;
-            discovered.ebpf_reason = Some(EbpfReason::NoRecords);
-            changed = true;
-        }
+        // Each JVM's records against its log and its counters, with this
+        // poll's records in.
+        let compared = reading
+            .look(|state| self.compare(state, &streams, (&begun, dropped), (poll_ns, now_ns)));
+        changed |= compared.changed;
+        compared
+            .updates
+            .into_iter()
+            .for_each(|update| reading.push(update));
+        let missed_while_down = compared.missed_while_down;
         if missed_while_down > 0 {
             let missed = ErrorKind::EbpfSafepointsMissedWhileDown;
-            add_errors(&mut state.errors, missed, missed_while_down);
+            reading.push(Update::Errors(missed, missed_while_down));
         }
         // A stop that never ended makes the minute's maxima lower bounds.
         for (process, record) in &never_ended {
@@ -617,11 +655,11 @@ impl Source for EbpfSource {
                 continue;
             };
             let ended = zero + chrono::Duration::nanoseconds(record.end_ns as i64);
-            if let Some(stream) = state.stream_mut(id) {
-                let key = crate::model::minutes::minute_of(ended);
-                stream.jvm.mark_max_lower_bound_at(key);
-                tracing::warn!(pid = process.0, seconds = (record.end_ns - record.begin_ns) as f64 / 1e9, operation = %record.operation, "a stop that never ended: the JVM exited in it; counted up to when it was last seen, as a lower bound");
-            }
+            reading.push(Update::StopNeverEnded {
+                stream: id,
+                minute: crate::model::minutes::minute_of(ended),
+            });
+            tracing::warn!(pid = process.0, seconds = (record.end_ns - record.begin_ns) as f64 / 1e9, operation = %record.operation, "a stop that never ended: the JVM exited in it; counted up to when it was last seen, as a lower bound");
         }
         let attached = |process: &Process| streams.get(process).is_some_and(Option::is_some);
         self.converters.retain(|process, _| attached(process));

@@ -33,9 +33,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::reading::{Reading, Update};
 use super::{Source, SourceCheckpoint, SourceKey};
 use crate::config::LatencyHistogramSource;
-use crate::store::{AgentState, Store};
+use crate::store::{AgentState, ErrorKind};
 use exposition::format_matchers;
 
 mod accumulator;
@@ -136,28 +137,20 @@ impl Source for HistogramSource {
         SourceKey::LatencyHistogram(self.key.clone())
     }
 
-    fn poll(&mut self, store: &Store) -> bool {
+    fn poll(&mut self, reading: &mut Reading) -> bool {
         let scraped: Vec<Scraped> = self.scrapes.try_iter().collect();
         if scraped.is_empty() {
             return false;
         }
-        let mut state = store.write();
-        let target = state.stream_by_log(&self.link);
         for (at, result) in scraped {
             match result {
-                Ok(buckets) => {
-                    let minutes = self.accumulator.observe(at, buckets);
-                    let Some(stream) = target.and_then(|id| state.stream_mut(id)) else {
-                        continue;
-                    };
-                    let latency = stream.service_latency();
-                    for (start, summary) in minutes {
-                        latency.add_histogram_minute(start, summary);
-                    }
-                }
+                Ok(buckets) => reading.push(Update::HistogramMinutes {
+                    log: self.link.clone(),
+                    minutes: self.accumulator.observe(at, buckets),
+                }),
                 Err(error) => {
                     tracing::warn!(%error, "latency histogram scrape failed");
-                    state.count_error(crate::store::ErrorKind::LatencyHistogramScrape);
+                    reading.push(Update::Errors(ErrorKind::LatencyHistogramScrape, 1));
                 }
             }
         }

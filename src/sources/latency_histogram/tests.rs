@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::model::correlate::LatencySummary;
 use crate::model::histogram::histogram_quantile;
+use crate::store::Store;
 use chrono::TimeZone;
 
 const INF: f64 = f64::INFINITY;
@@ -534,7 +535,10 @@ fn a_restart_resumes_the_minute_in_progress() {
         for scrape in scrapes {
             sender.send(scrape).unwrap();
         }
-        histogram.poll(&store);
+        histogram.poll(&mut crate::sources::reading::Reading::new(
+            &store,
+            crate::agent::apply,
+        ));
         let checkpoint = histogram.checkpoint(&store.snapshot()).unwrap();
         let latency = store
             .snapshot()

@@ -29,10 +29,11 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
+use super::reading::{Reading, Update};
 use super::{Source, SourceCheckpoint, SourceKey};
 use crate::config::{AccessTarget, Config};
 use crate::model::correlate::RequestTiming;
-use crate::store::{AgentState, ErrorKind, LatencyReason, Store, StreamId};
+use crate::store::{AgentState, ErrorKind, LatencyReason, StreamId};
 use listeners::Listener;
 use pairing::{Pairing, Request};
 
@@ -148,18 +149,19 @@ impl RequestSource {
     /// Reads each JVM's listening sockets, puts them in the kernel's map
     /// (and takes out those gone), and says per JVM whether its requests
     /// are measured.
-    fn look(&mut self, store: &Store) {
-        let (jvms, excluded) = {
-            let state = store.write();
-            let jvms = Self::jvms(&state);
-            let excluded: HashMap<StreamId, Vec<u16>> = (jvms.values())
+    fn look(&mut self, reading: &mut Reading) {
+        // Per JVM: its ports not to measure, and what was said of it.
+        type Known = (u32, Vec<u16>, Option<Result<(), LatencyReason>>);
+        let (jvms, known) = reading.look(|state| {
+            let jvms = Self::jvms(state);
+            let known: HashMap<StreamId, Known> = (jvms.values())
                 .filter_map(|id| {
                     let jvm = state.streams.get(id)?.discovered.as_ref()?;
-                    Some((*id, jvm.excluded_ports.clone()))
+                    Some((*id, (jvm.pid, jvm.excluded_ports.clone(), jvm.requests)))
                 })
                 .collect();
-            (jvms, excluded)
-        };
+            (jvms, known)
+        });
         let mut verdicts: Vec<(StreamId, Result<(), LatencyReason>, Vec<u16>)> = Vec::new();
         let mut wanted: HashMap<Listener, u32> = HashMap::new();
         for (pid, id) in &jvms {
@@ -177,7 +179,9 @@ impl RequestSource {
                     Err(LatencyReason::NoListener)
                 }
                 (Kernel::Probes(_), Some(found)) => {
-                    let excluded = excluded.get(id).map_or(&[][..], Vec::as_slice);
+                    let excluded = known
+                        .get(id)
+                        .map_or(&[][..], |(_, ports, _)| ports.as_slice());
                     let mut measured = (found.into_iter())
                         .filter(|listener| !excluded.contains(&listener.port))
                         .map(|listener| (listener, *pid))
@@ -221,27 +225,28 @@ impl RequestSource {
             }
         }
         self.listening = wanted;
-        let mut state = store.write();
         for (id, verdict, ports) in verdicts {
-            let Some(discovered) = state.stream_mut(id).and_then(|s| s.discovered.as_mut()) else {
+            let Some((pid, _, said)) = known.get(&id) else {
                 continue;
             };
-            discovered.ports = ports;
-            if discovered.requests != Some(verdict) {
-                if let Err(reason) = verdict {
-                    tracing::info!(
-                        pid = discovered.pid,
-                        reason = reason.as_str(),
-                        "the kernel does not measure this JVM's requests"
-                    );
-                }
-                discovered.requests = Some(verdict);
+            match verdict {
+                Err(reason) if *said != Some(verdict) => tracing::info!(
+                    pid,
+                    reason = reason.as_str(),
+                    "the kernel does not measure this JVM's requests"
+                ),
+                _ => {}
             }
+            reading.push(Update::Listening {
+                stream: id,
+                ports,
+                verdict,
+            });
         }
     }
 
     /// The records since the last poll, paired into whole requests.
-    fn requests(&mut self, store: &Store) -> Vec<Request> {
+    fn requests(&mut self, reading: &mut Reading) -> Vec<Request> {
         let mut done = Vec::new();
         if let Kernel::Probes(probes) = &mut self.kernel {
             // States first, then the records: see `pairing`.
@@ -256,12 +261,7 @@ impl RequestSource {
             let lost = probes.lost();
             let newly = lost.0.saturating_sub(self.lost.0) + lost.1.saturating_sub(self.lost.1);
             if newly > 0 {
-                let mut state = store.write();
-                crate::store::add_errors(
-                    &mut state.errors,
-                    ErrorKind::RequestRecordsDropped,
-                    newly,
-                );
+                reading.push(Update::Errors(ErrorKind::RequestRecordsDropped, newly));
             }
             self.lost = lost;
         }
@@ -280,13 +280,13 @@ impl Source for RequestSource {
             .then(|| crate::sources::KERNEL_RECORDS_EVERY.saturating_sub(self.polled.elapsed()))
     }
 
-    fn poll(&mut self, store: &Store) -> bool {
+    fn poll(&mut self, reading: &mut Reading) -> bool {
         self.polled = Instant::now();
         if self.looked.is_none_or(|at| at.elapsed() >= LOOK_EVERY) {
             self.looked = Some(Instant::now());
-            self.look(store);
+            self.look(reading);
         }
-        let done = self.requests(store);
+        let done = self.requests(reading);
         let multiplexed = std::mem::take(&mut self.pairing.multiplexed);
         if done.is_empty() && multiplexed.is_empty() {
             return false;
@@ -294,23 +294,28 @@ impl Source for RequestSource {
         // The wall-clock time of CLOCK_MONOTONIC's zero, as the clock is now.
         let zero =
             Utc::now() - chrono::Duration::from_std(super::monotonic_now()).unwrap_or_default();
-        let mut state = store.write();
-        let jvms = Self::jvms(&state);
-        let mut served: BTreeSet<StreamId> = BTreeSet::new();
-        let mut to_write: BTreeMap<StreamId, written::JvmRequests> = BTreeMap::new();
+        // The JVMs alive, and the service each serves (for the files).
+        let (jvms, services) = reading.look(|state| {
+            let jvms = Self::jvms(state);
+            let services: HashMap<StreamId, String> = (jvms.values())
+                .filter_map(|id| Some((*id, state.streams.get(id)?.labels.get("service")?.clone())))
+                .collect();
+            (jvms, services)
+        });
         for ((tgid, _), connections) in multiplexed {
-            if let Some(stream) = jvms.get(&tgid).and_then(|id| state.stream_mut(*id)) {
-                stream.multiplexed_connections += connections;
+            if let Some(id) = jvms.get(&tgid) {
+                reading.push(Update::Multiplexed {
+                    stream: *id,
+                    connections,
+                });
             }
         }
+        let mut served: BTreeMap<StreamId, Vec<(RequestTiming, u16)>> = BTreeMap::new();
+        let mut to_write: BTreeMap<StreamId, written::JvmRequests> = BTreeMap::new();
         for request in done {
             let Some(id) = jvms.get(&request.tgid) else {
                 continue;
             };
-            let Some(stream) = state.stream_mut(*id) else {
-                continue;
-            };
-            served.insert(*id);
             let timing = RequestTiming {
                 start: zero + chrono::Duration::nanoseconds(request.start_ns as i64),
                 duration_s: request.end_ns.saturating_sub(request.start_ns) as f64 / 1e9,
@@ -318,26 +323,29 @@ impl Source for RequestSource {
             if self.files.is_some() {
                 let jvm = to_write.entry(*id).or_insert_with(|| written::JvmRequests {
                     id: *id,
-                    service: stream.labels.get("service").cloned().unwrap_or_default(),
+                    service: services.get(id).cloned().unwrap_or_default(),
                     pid: request.tgid,
                     requests: Vec::new(),
                 });
                 jvm.requests.push((timing, request.port));
             }
-            stream
-                .kernel_latency()
-                .add_port_request(timing, request.port);
+            served.entry(*id).or_default().push((timing, request.port));
         }
-        // Written without the store's lock: a slow disk holds up no reader.
-        drop(state);
+        let any_served = !served.is_empty();
+        for (stream, requests) in served {
+            reading.push(Update::KernelRequests { stream, requests });
+        }
+        // Written after the requests are handed over: a slow disk holds up
+        // no reader.
+        reading.flush();
         if let Some(files) = &mut self.files {
             files.keep_only(&jvms.values().copied().collect());
             if let Err(error) = files.write(to_write.into_values().collect()) {
                 tracing::warn!(error, "cannot write the kernel's requests ([ebpf] requests_dir); the JVM's are not written");
-                store.write().count_error(ErrorKind::RequestsUnwritten);
+                reading.push(Update::Errors(ErrorKind::RequestsUnwritten, 1));
             }
         }
-        !served.is_empty()
+        any_served
     }
 
     fn checkpoint(&self, _: &AgentState) -> Option<SourceCheckpoint> {

@@ -22,16 +22,15 @@ use super::discovery::JavaProcess;
 use super::gc_threads::GcThreads;
 use super::hsperf_file::{self, Unreadable};
 use super::proc_table::{cpu_seconds, cpus_allowed, is_alive};
+use super::reading::{self, CpuGrowth, JvmChange, JvmSample, Reading, Update};
 use super::{Source, SourceCheckpoint, SourceKey};
 use crate::config::RuntimeStatsConfig;
 use crate::model::gc_cpu::{self, GcCpu};
-use crate::model::jvm::{JvmState, PauseSeries};
+use crate::model::jvm::PauseSeries;
 use crate::model::minutes::minute_of;
 use crate::model::mxbean::jdk_major;
 use crate::model::runtime::{gc_label_of_counter, recover_pauses, PauseCounters, Recovered};
-use crate::store::{
-    AgentState, Discovered, PauseSource, SafepointSource, Store, StreamId, StreamState,
-};
+use crate::store::{AgentState, Discovered, PauseSource, SafepointSource, StreamId, StreamState};
 
 mod resume;
 mod sample;
@@ -166,7 +165,7 @@ impl RuntimeStatsSource {
         config: &RuntimeStatsConfig,
         grace: Duration,
         started_after_agent: bool,
-        store: &Store,
+        reading: &mut Reading,
     ) -> RuntimeStatsSource {
         let Placement {
             id,
@@ -195,7 +194,6 @@ impl RuntimeStatsSource {
         let watched_minute = minute_of(now);
         let mut previous = BTreeMap::new();
         {
-            let mut state = store.write();
             let discovered = Discovered {
                 user: process.user.clone(),
                 unavailable,
@@ -232,9 +230,9 @@ impl RuntimeStatsSource {
                     }
                 };
                 stream.discovered = Some(discovered);
-                state.streams.insert(id, std::sync::Arc::new(stream));
-            } else if let Some(stream) = state.stream_mut(id) {
-                stream.discovered = Some(discovered);
+                reading.push(Update::Stream(id, std::sync::Arc::new(stream)));
+            } else {
+                reading.push(Update::Discovered(id, discovered));
             }
         }
         tracing::info!(pid = process.pid, nspid = process.nspid, jvm = %process.main(), container = process.container.as_deref().unwrap_or(""), "JVM discovered");
@@ -272,7 +270,7 @@ impl RuntimeStatsSource {
 
     /// Opens the hsperfdata file, at most once per second while it is missing
     /// (a JVM creates it a moment after it starts); says why when it cannot.
-    fn open(&mut self, store: &Store) {
+    fn open(&mut self, reading: &mut Reading) {
         if !self.sampling
             || self.process.perf_data_disabled()
             || self
@@ -285,30 +283,29 @@ impl RuntimeStatsSource {
         match hsperf_file::find(&self.proc_root, self.process.hsperf_owner()) {
             Ok((_, file)) => {
                 self.file = Some(file);
-                self.report(store, None);
+                self.report(reading, None);
             }
             // A JVM exiting during the lookup takes its /proc/PID/root with
             // it: that says nothing of its file (the exit is seen next).
             Err(_) if !is_alive(&self.proc_root, self.process.pid, self.process.start_ticks) => {}
-            Err(unreadable) => self.report(store, Some(unreadable)),
+            Err(unreadable) => self.report(reading, Some(unreadable)),
         }
     }
 
     /// Records why the counters cannot be read (`None`: they can), with a
     /// warning that says what was found when the reason changes.
-    fn report(&self, store: &Store, unreadable: Option<Unreadable>) {
-        let mut state = store.write();
-        if !self.carried(&state) {
+    fn report(&self, reading: &mut Reading, unreadable: Option<Unreadable>) {
+        let said = reading.look(|state| {
+            let jvm = state.streams.get(&self.id)?.discovered.as_ref();
+            jvm.filter(|_| self.carried(state))
+                .map(|jvm| jvm.unavailable.clone())
+        });
+        let reason = unreadable.as_ref().map(|u| u.reason.to_string());
+        // Not its stream any more, or nothing new to say.
+        if said.is_none_or(|said| said == reason) {
             return;
         }
-        let Some(discovered) = state
-            .stream_mut(self.id)
-            .and_then(|s| s.discovered.as_mut())
-        else {
-            return;
-        };
-        let reason = unreadable.as_ref().map(|u| u.reason.to_string());
-        if let Some(unreadable) = unreadable.filter(|_| discovered.unavailable != reason) {
+        if let Some(unreadable) = unreadable {
             let (pid, jvm, found) = (self.process.pid, self.process.main(), &unreadable.detail);
             match unreadable.reason {
                 hsperf_file::DENIED => {
@@ -322,7 +319,16 @@ impl RuntimeStatsSource {
                 }
             }
         }
-        discovered.unavailable = reason;
+        reading.push(self.change(JvmChange::Unavailable(reason)));
+    }
+
+    /// `change` for this JVM's stream, while the stream carries it.
+    fn change(&self, change: JvmChange) -> Update {
+        Update::Jvm {
+            stream: self.id,
+            process: (self.process.pid, self.process.start_ticks),
+            change,
+        }
     }
 
     /// Reads the file into the buffer: `Ok(false)` when there is none open.
@@ -384,13 +390,13 @@ impl RuntimeStatsSource {
     /// unusable for [`INVALID_AFTER`] is reported as invalid (a JVM being
     /// created shows zeros or an inaccessible prologue for a moment).
     /// Whether pauses were recovered.
-    fn sample(&mut self, store: &Store) -> bool {
+    fn sample(&mut self, reading: &mut Reading) -> bool {
         match self.stable_sample() {
             Ok(Some((sample, sampled_ns))) => {
                 if self.invalid_since.take().is_some() {
-                    self.report(store, None);
+                    self.report(reading, None);
                 }
-                return self.apply(&sample, sampled_ns, store);
+                return self.hand_over(&sample, sampled_ns, reading);
             }
             Ok(None) => {}
             Err(detail) => {
@@ -400,7 +406,7 @@ impl RuntimeStatsSource {
                         reason: hsperf_file::INVALID,
                         detail,
                     };
-                    self.report(store, Some(unreadable));
+                    self.report(reading, Some(unreadable));
                 }
             }
         }
@@ -412,25 +418,20 @@ impl RuntimeStatsSource {
     /// process's from /proc, which need no hsperfdata. Without collector
     /// threads (Serial and Epsilon run none) there is no figure, and
     /// `pausewatch_gc_cpu_info` says so.
-    fn sample_threads(&mut self, store: &Store) {
+    fn sample_threads(&mut self, reading: &mut Reading) {
         let mut gc_cpu = self.threads.sample(&self.proc_root, self.process.pid);
         if gc_cpu.kinds.is_empty() && gc_cpu.unavailable.is_none() {
             gc_cpu.unavailable = Some(gc_cpu::NO_COLLECTOR_THREADS.to_string());
         }
         let process = cpu_seconds(&self.proc_root, self.process.pid);
         let cpus = self.cpus_allowed();
-        let mut state = store.write();
-        if !self.carried(&state) {
+        if !reading.look(|state| self.carried(state)) {
             return;
         }
-        let Some(stream) = state.stream_mut(self.id) else {
-            return;
-        };
-        if let Some(process) = process {
-            let reading = (gc_cpu.total(), process);
-            add_cpu(&mut self.previous_cpu, cpus, &mut stream.jvm, reading);
-        }
-        stream.jvm.gc_cpu = gc_cpu;
+        let growth = process.and_then(|process| {
+            cpu_growth(&mut self.previous_cpu, cpus, (gc_cpu.total(), process))
+        });
+        reading.push(self.change(JvmChange::ThreadsCpu { gc_cpu, growth }));
     }
 
     /// The CPUs the JVM may run on, read again every [`CPUS_READ_EVERY`]:
@@ -460,18 +461,17 @@ impl RuntimeStatsSource {
         }
     }
 
-    /// Applies a sample; whether it recovered pauses.
-    fn apply(&mut self, sample: &Sample, sampled_ns: u64, store: &Store) -> bool {
+    /// Hands over a sample; whether it recovered pauses.
+    fn hand_over(&mut self, sample: &Sample, sampled_ns: u64, reading: &mut Reading) -> bool {
         // The eBPF source hands a JVM its probes see nothing of back to
         // these counters.
-        let pause_source = {
-            let state = store.write();
-            let carried = self.carried(&state);
+        let pause_source = reading.look(|state| {
+            let carried = self.carried(state);
             (state.streams.get(&self.id))
                 .and_then(|s| s.discovered.as_ref())
                 .filter(|_| carried)
                 .map(|d| d.pause_source)
-        };
+        });
         if let Some(pause_source) = pause_source {
             self.recovers_pauses = pause_source == PauseSource::Hsperfdata;
         }
@@ -522,66 +522,54 @@ impl RuntimeStatsSource {
         let mut run = JvmRun::default();
         run.collector = layout.collector;
         run.version.clone_from(&layout.version);
-        let mut state = store.write();
-        if !self.carried(&state) {
-            return false;
-        }
-        let Some(stream) = state.stream_mut(self.id) else {
+        let major = layout.version.as_deref().and_then(jdk_major);
+        let jvm_start = layout.jvm_start;
+        let pooled =
+            pause_source == Some(PauseSource::Ebpf) && layout.collector == Collector::ZGenerational;
+        // What the stream has: the process's last CPU reading (the last
+        // sample, taken after the exit, finds no /proc/PID/stat) and, when
+        // a log or the probes give the pauses, their count against these
+        // counters.
+        let seen = reading.look(|state| {
+            let stream = state
+                .streams
+                .get(&self.id)
+                .filter(|_| self.carried(state))?;
+            let runtime = stream.runtime.as_ref();
+            let mismatch = (!self.recovers_pauses).then(|| {
+                let previous = runtime.map(|r| r.log_counter_mismatch.clone());
+                self.log_counter_mismatch(
+                    &counters,
+                    &stream.jvm.pauses,
+                    (major, pooled),
+                    (stats.uptime_seconds, jvm_start),
+                    previous.unwrap_or_default(),
+                )
+            });
+            Some((runtime.and_then(|r| r.cpu_seconds), mismatch))
+        });
+        let Some((cpu_seconds_before, mismatch)) = seen else {
             return false;
         };
-        let StreamState {
-            jvm,
-            latency,
-            runtime,
-            ..
-        } = stream;
-        stats.unresolved_pauses = runtime.as_ref().map_or(0, |r| r.unresolved_pauses) + unresolved;
-        // The last sample, taken after the exit, finds no /proc/PID/stat.
-        stats.cpu_seconds = stats
-            .cpu_seconds
-            .or(runtime.as_ref().and_then(|r| r.cpu_seconds));
-        if let Some(process) = stats.cpu_seconds {
-            add_cpu(
+        let growth = (stats.cpu_seconds.or(cpu_seconds_before)).and_then(|process| {
+            cpu_growth(
                 &mut self.previous_cpu,
                 cpus,
-                jvm,
                 (stats.gc_cpu.total(), process),
-            );
+            )
+        });
+        if let Some(mismatch) = mismatch {
+            stats.log_counter_mismatch = mismatch;
         }
-        if self.recovers_pauses {
-            jvm.ingest(&run, &events, latency.as_mut());
-            if unresolved > 0 {
-                jvm.mark_max_lower_bound(&events);
-            }
-        } else {
-            // A log picked up mid-file missed its `Version:` and `Using`
-            // lines; the JVM writing it knows both.
-            if jvm.jdk_version.is_none() {
-                jvm.jdk_version.clone_from(&layout.version);
-            }
-            if jvm.collector == Collector::Unknown {
-                jvm.collector = layout.collector;
-            }
-            let major = layout.version.as_deref().and_then(jdk_major);
-            let previous = runtime
-                .as_ref()
-                .map(|r| r.log_counter_mismatch.clone())
-                .unwrap_or_default();
-            let uptime = stats.uptime_seconds;
-            let pooled = pause_source == Some(PauseSource::Ebpf)
-                && layout.collector == Collector::ZGenerational;
-            stats.log_counter_mismatch = self.log_counter_mismatch(
-                &counters,
-                &jvm.pauses,
-                (major, pooled),
-                (uptime, layout.jvm_start),
-                previous,
-            );
-        }
-        // Compared by the eBPF source, which sees the safepoint in flight.
-        stats.safepoint_probe_mismatch = runtime.as_ref().and_then(|r| r.safepoint_probe_mismatch);
-        *runtime = Some(stats);
-        self.recovers_pauses && !events.is_empty()
+        let recovered_any = self.recovers_pauses && !events.is_empty();
+        let recovered = (self.recovers_pauses).then_some(reading::Recovered { events, unresolved });
+        reading.push(self.change(JvmChange::Sample(Box::new(JvmSample {
+            stats,
+            growth,
+            run,
+            recovered,
+        }))));
+        recovered_any
     }
 }
 
@@ -593,24 +581,21 @@ fn note_activity(activity: &mut Option<(u64, Instant)>, collections_and_safepoin
     }
 }
 
-/// Adds the collector's and the process's CPU since the `previous`
-/// reading to this minute of `jvm`; `reading` is both, cumulative seconds.
-fn add_cpu(
+/// The collector's and the process's CPU since the `previous` reading,
+/// for this minute; `reading` is both, cumulative seconds.
+fn cpu_growth(
     previous: &mut Option<(f64, f64)>,
     cpus: Option<f64>,
-    jvm: &mut JvmState,
     reading: (f64, f64),
-) {
+) -> Option<CpuGrowth> {
     let (gc, process) = reading;
-    if let Some((gc_before, process_before)) = *previous {
-        let key = minute_of(Utc::now());
-        let (gc, process) = (
-            (gc - gc_before).max(0.0),
-            (process - process_before).max(0.0),
-        );
-        jvm.add_cpu(key, gc, process, cpus);
-    }
-    *previous = Some(reading);
+    let (gc_before, process_before) = previous.replace(reading)?;
+    Some(CpuGrowth {
+        minute: minute_of(Utc::now()),
+        gc_seconds: (gc - gc_before).max(0.0),
+        process_seconds: (process - process_before).max(0.0),
+        cpus,
+    })
 }
 
 /// Samples of a collector's counters kept for a busy JVM's log to catch up
@@ -752,7 +737,7 @@ impl Source for RuntimeStatsSource {
         SourceKey::RuntimeStats(self.key.clone())
     }
 
-    fn poll(&mut self, store: &Store) -> bool {
+    fn poll(&mut self, reading: &mut Reading) -> bool {
         if !self.due() {
             return false;
         }
@@ -764,29 +749,23 @@ impl Source for RuntimeStatsSource {
             self.exited = Some(Instant::now());
             // Its last counters: the file HotSpot removed at exit is still
             // open here, and holds the pauses since the previous sample.
-            return self.sample(store) && self.owns_stream;
+            return self.sample(reading) && self.owns_stream;
         }
         if let Some(exited) = self.exited {
             // A configured log's stream stays, without the exited JVM's stats.
             if !self.retires && !self.released && exited.elapsed() >= self.grace {
-                let mut state = store.write();
-                if self.carried(&state) {
-                    if let Some(stream) = state.stream_mut(self.id) {
-                        stream.runtime = None;
-                        stream.discovered = None;
-                    }
-                }
+                reading.push(self.change(JvmChange::Released));
                 self.released = true;
             }
             return false;
         }
         if self.file.is_none() {
-            self.open(store);
+            self.open(reading);
         }
         if self.file.is_none() && self.sampling {
-            self.sample_threads(store);
+            self.sample_threads(reading);
         }
-        let recovered = self.sample(store);
+        let recovered = self.sample(reading);
         // Its own stream's record is due when it changed, and when the
         // minute moved on (which minutes a restart did not watch).
         let minute = minute_of(Utc::now());

@@ -1,6 +1,7 @@
 //! `pausewatch run`: the agent's loop. It asks the source registry for the
 //! streams that appeared, polls every source (each reads without the store's
-//! lock and applies what it read under one short lock), finalizes latency
+//! lock and hands over what it read, which [`apply`] writes into the store
+//! under one short lock per batch), finalizes latency
 //! minutes, evaluates the alert rules on a snapshot, and checkpoints what
 //! changed in every source in one journal commit, so that a restart after
 //! `kill -9` neither loses nor double-counts a pause.
@@ -23,8 +24,12 @@ use crate::checkpoint::{self, Journal};
 use crate::config::Config;
 use crate::model::alerts::Notification;
 use crate::model::minutes::KeepFrom;
+use crate::sources::reading::Reading;
 use crate::sources::{ChangedFiles, Registry, Source, SourceCheckpoint, SourceKey};
 use crate::store::{EbpfReason, ErrorKind, PauseSource, SharedStore, StreamState};
+
+mod apply;
+pub use apply::apply;
 
 const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
 /// A failing checkpoint is logged at once, then at most this often.
@@ -249,7 +254,7 @@ impl Agent {
     /// Adds sources for streams seen for the first time, and watches their
     /// directories.
     fn discover_sources(&mut self, watcher: Option<&mut notify::RecommendedWatcher>) {
-        let found = self.registry.discover(&self.store);
+        let found = (self.registry).discover(&mut Reading::new(&self.store, apply));
         let new_dirs: Vec<PathBuf> = found
             .iter()
             .filter_map(|s| s.watch_dir())
@@ -385,7 +390,7 @@ impl Agent {
             if !wanted {
                 continue;
             }
-            let read = source.poll(&self.store);
+            let read = source.poll(&mut Reading::new(&self.store, apply));
             self.dirty |= read;
             if has_file {
                 if is_named {
