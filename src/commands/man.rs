@@ -1,11 +1,11 @@
 //! The man page text clap does not write: `pausewatch.toml(5)`, every
-//! configuration key with its default (from [`crate::config::reference`],
-//! which its tests hold to the parser), and the main page's FILES,
+//! configuration key with its default (from [`crate::config::reference`]:
+//! the doc comments of the parser's own fields), and the main page's FILES,
 //! SIGNALS, EXIT STATUS and ENVIRONMENT.
 
 use std::fmt::Write;
 
-use crate::config::reference::{KeyDefault, KEYS, SECTIONS};
+use crate::config::reference::{keys, KeyDefault, SECTIONS};
 
 /// The configuration page's file name in `man --dir`.
 pub const CONFIG_PAGE: &str = "pausewatch.toml.5";
@@ -46,6 +46,7 @@ pub fn config_page(version: &str) -> String {
         "DESCRIPTION",
         "The TOML file `pausewatch run --config FILE` reads; `pausewatch check-config FILE` checks it (exit 0 when valid, 2 naming the line and key of every mistake, in file order, when not). Unknown keys are an error. Durations are strings such as \"250ms\", \"1s\", \"90m\", \"24h\". Every key below is listed with its default: a key left out takes it. Files a key names are relative to the configuration file's directory.",
     ));
+    let keys = keys();
     for (section, about) in SECTIONS {
         let _ = writeln!(
             page,
@@ -53,12 +54,12 @@ pub fn config_page(version: &str) -> String {
             roff(&table_header(section)),
             roff(about)
         );
-        for key in KEYS.iter().filter(|k| k.section == *section) {
+        for key in keys.iter().filter(|k| k.section == *section) {
             let default = match key.default {
                 KeyDefault::Value(value) => format!("\\fB{}\\fR = {}", roff(key.name), roff(value)),
                 KeyDefault::Note(note) => format!("\\fB{}\\fR ({})", roff(key.name), roff(note)),
             };
-            let _ = writeln!(page, ".TP\n{default}\n{}", roff(key.meaning));
+            let _ = writeln!(page, ".TP\n{default}\n{}", roff(&key.meaning));
         }
     }
     page.push_str(&roff_paragraph("ENVIRONMENT", "The [otlp] keys left out are read from OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_CERTIFICATE, OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE, OTEL_EXPORTER_OTLP_CLIENT_KEY, OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE, OTEL_METRIC_EXPORT_INTERVAL and OTEL_RESOURCE_ATTRIBUTES (the metrics-specific variable first); a key in the file wins."));

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use documented::DocumentedFields;
 use pausewatch_parsers::AccessFormat;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -70,24 +71,74 @@ pub(super) struct RawJvmSelector {
     labels: BTreeMap<String, Text>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, DocumentedFields)]
 #[serde(deny_unknown_fields, expecting = "an [[access_log]] table")]
 pub(super) struct RawAccessLog {
+    /// The access log, a path or a glob, followed like a GC log.
+    ///
+    /// Default: required
     path: Option<NonEmpty>,
+    /// nginx, apache, tomcat, tomcat9, tomcat-begin-msec, tomcat9-begin-msec,
+    /// envoy, envoy-json, json or regex.
+    ///
+    /// Default: required unless log_format is given
     format: Option<Spanned<Text>>,
-    gc_log: Option<Spanned<Text>>,
-    jvm: Option<Spanned<RawJvmSelector>>,
-    start_at: Option<StartAt>,
-    offset: Option<Offset>,
-    max_line_bytes: Option<LineCap>,
-    follow_symlinks_outside: Option<bool>,
-    time_field: Option<Text>,
-    duration_field: Option<Text>,
-    pattern: Option<Text>,
-    time_format: Option<TimeFormatName>,
-    duration_unit: Option<DurationUnitName>,
-    timestamp: Option<TimestampName>,
+    /// Any other nginx or Apache layout: the server's own format string.
+    ///
+    /// Default: none
     log_format: Option<Spanned<Text>>,
+    /// Live path of the GC log of the JVM serving these requests; required with
+    /// several GC sources or a glob.
+    ///
+    /// Default: the only [[gc_log]] path
+    gc_log: Option<Spanned<Text>>,
+    /// Instead of gc_log: the discovered JVM serving these requests, by a port
+    /// it listens on and labels it has, e.g. { port = 8080 } or { labels = {
+    /// service = "pricing" } }; the newest match. Beside the kernel's request
+    /// latency it is kept as the server's view.
+    ///
+    /// Default: none
+    jvm: Option<Spanned<RawJvmSelector>>,
+    /// As for [[gc_log]].
+    ///
+    /// Default: `"end"`
+    start_at: Option<StartAt>,
+    /// Added to request times for clock skew; may be negative.
+    ///
+    /// Default: `"0ms"`
+    offset: Option<Offset>,
+    /// As for [[gc_log]].
+    ///
+    /// Default: `65536`
+    max_line_bytes: Option<LineCap>,
+    /// As for [[gc_log]].
+    ///
+    /// Default: `false`
+    follow_symlinks_outside: Option<bool>,
+    /// json: the field holding the time (dotted for nested fields).
+    ///
+    /// Default: none
+    time_field: Option<Text>,
+    /// json: the field holding the duration.
+    ///
+    /// Default: none
+    duration_field: Option<Text>,
+    /// regex: named groups duration and start, end or time.
+    ///
+    /// Default: none
+    pattern: Option<Text>,
+    /// json, regex: rfc3339, epoch_seconds, epoch_millis, epoch_micros or clf.
+    ///
+    /// Default: none
+    time_format: Option<TimeFormatName>,
+    /// json, regex: s, ms, us or ns.
+    ///
+    /// Default: none
+    duration_unit: Option<DurationUnitName>,
+    /// json, regex: start or end, which instant the time is.
+    ///
+    /// Default: none
+    timestamp: Option<TimestampName>,
 }
 
 impl Ctx<'_> {

@@ -8,12 +8,14 @@ use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::time::Duration;
 
+use documented::DocumentedFields;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::http_client::{Endpoint, RawClient};
+use super::reference::Fields;
 use super::spans::{key, ConfigError, Ctx, Seg};
 use super::values::{
     self, AlertLabel, CanaryWindow, Dur, Flag, IntIn, LabelValue, Pinned, Positive, Ratio,
@@ -108,47 +110,64 @@ fn apply_common(
     }
 }
 
-/// The rule tables (`name: Raw Kind { own keys: type => threshold }`) and
-/// the `[alerts]` table that holds them.
+/// The rule tables (`name: Raw Kind { own keys: type => threshold }`, each
+/// key's doc comment its entry in [`super::reference`]; `for { docs }` before
+/// the keys when the rule's `for` has a default of its own) and the
+/// `[alerts]` table that holds them.
 macro_rules! alert_tables {
-    ($($name:ident: $raw:ident $kind:ident { $($key:ident: $ty:ty => $target:ident),* })*) => {
-        $(
-            #[derive(Deserialize)]
-            #[serde(deny_unknown_fields)]
-            struct $raw {
-                enabled: Option<Flag>,
-                #[serde(rename = "for")]
-                for_duration: Option<Dur>,
-                labels: Option<Labels>,
-                annotations: Option<Annotations>,
-                $($key: Option<$ty>,)*
-            }
-
-            impl $raw {
-                fn apply(self, settings: &mut RuleSettings, _thresholds: &mut Thresholds) {
-                    apply_common(settings, self.enabled, self.for_duration, self.labels, self.annotations);
-                    $(if let Some(v) = self.$key {
-                        _thresholds.$target = v.0;
-                    })*
-                }
-            }
-        )*
+    ($($name:ident: $raw:ident $kind:ident $(for { $(#[$for_doc:meta])* })? {
+        $($(#[$doc:meta])* $key:ident: $ty:ty => $target:ident),*
+    })*) => {
+        $(rule_table! {
+            $raw [$($(#[$for_doc])*)?] { $($(#[$doc])* $key: $ty => $target),* }
+        })*
 
         /// The `[alerts]` table's keys.
-        #[derive(Deserialize)]
+        #[derive(Deserialize, DocumentedFields)]
         #[serde(deny_unknown_fields)]
-        struct AlertsFields {
+        pub(super) struct AlertsFields {
+            /// Alertmanager (API v2) to send alerts to.
+            ///
+            /// Default: none
             alertmanager_url: Option<Url>,
+            /// URL each alert transition is posted to as JSON.
+            ///
+            /// Default: none
             webhook_url: Option<Url>,
+            /// The [alerts.alertmanager] table, below.
+            ///
+            /// Default: none
             alertmanager: Option<Spanned<SinkSettings>>,
+            /// The [alerts.webhook] table: keys as [alerts.alertmanager].
+            ///
+            /// Default: none
             webhook: Option<Spanned<SinkSettings>>,
+            /// Time between rule evaluations.
+            ///
+            /// Default: `"1m"`
             evaluation_interval: Option<Positive>,
+            /// Alertmanager re-sends while firing.
+            ///
+            /// Default: `"1m"`
             resend_interval: Option<Positive>,
+            /// Labels on every alert.
+            ///
+            /// Default: `{}`
             labels: Option<Labels>,
+            /// The [alerts.canary_pause] table.
             canary_pause: Option<Rule<RawCanaryPause>>,
+            /// The [alerts.canary_tail] table.
             canary_tail: Option<Rule<RawCanaryTail>>,
-            $($name: Option<Rule<$raw>>,)*
+            $(
+                #[doc = concat!("The [alerts.", stringify!($name), "] table.")]
+                $name: Option<Rule<$raw>>,
+            )*
         }
+
+        /// Each rule's table, by section, for [`super::reference`].
+        pub(super) const RULE_TABLES: &[(&str, Fields)] = &[
+            $((concat!("alerts.", stringify!($name)), Fields::of::<$raw>()),)*
+        ];
 
         impl AlertsFields {
             /// The rules' settings and thresholds.
@@ -164,66 +183,222 @@ macro_rules! alert_tables {
     };
 }
 
+/// One rule's table: the settings every rule has, then its own keys; `[]`
+/// gives `for` its usual doc comment and default.
+macro_rules! rule_table {
+    ($raw:ident [] $keys:tt) => {
+        rule_table! {
+            $raw [
+                /// How long the condition must hold before the alert fires.
+                ///
+                /// Default: `"0s"`
+            ] $keys
+        }
+    };
+    ($raw:ident [$(#[$for_doc:meta])+] {
+        $($(#[$doc:meta])* $key:ident: $ty:ty => $target:ident),*
+    }) => {
+        #[derive(Deserialize, DocumentedFields)]
+        #[serde(deny_unknown_fields)]
+        struct $raw {
+            /// Whether the rule is evaluated.
+            ///
+            /// Default: `true`
+            enabled: Option<Flag>,
+            $(#[$for_doc])+
+            r#for: Option<Dur>,
+            /// Labels of the rule's alerts (severity is "warning" unless set).
+            ///
+            /// Default: `{}`
+            labels: Option<Labels>,
+            /// Annotations of the rule's alerts; summary replaces the generated
+            /// one.
+            ///
+            /// Default: `{}`
+            annotations: Option<Annotations>,
+            $($(#[$doc])* $key: Option<$ty>,)*
+        }
+
+        impl $raw {
+            fn apply(self, settings: &mut RuleSettings, _thresholds: &mut Thresholds) {
+                apply_common(settings, self.enabled, self.r#for, self.labels, self.annotations);
+                $(if let Some(v) = self.$key {
+                    _thresholds.$target = v.0;
+                })*
+            }
+        }
+    };
+}
+
 alert_tables! {
-    pause_budget: RawPauseBudget PauseBudget { max_pause: Dur => max_pause }
+    pause_budget: RawPauseBudget PauseBudget {
+        /// The callers' timeout.
+        ///
+        /// Default: `"50ms"`
+        max_pause: Dur => max_pause
+    }
     pause_regression: RawPauseRegression PauseRegression {
+        /// The window compared with its baseline.
+        ///
+        /// Default: `"15m"`
         window: Dur => regression_window,
+        /// Factor on the baseline above which the window regressed.
+        ///
+        /// Default: `1.5`
         ratio: Ratio => regression_ratio,
+        /// "p99" or "max".
+        ///
+        /// Default: `"p99"`
         statistic: Statistic => regression_statistic,
+        /// Baseline when there is no day-old data.
+        ///
+        /// Default: `"3h"`
         trailing: Dur => regression_trailing,
+        /// A pinned baseline pause instead.
+        ///
+        /// Default: none
         baseline: Pinned => regression_pinned,
+        /// Each JVM run's first minutes are left out of baselines.
+        ///
+        /// Default: `"5m"`
         warmup: Dur => regression_warmup,
+        /// Minutes with pauses a baseline needs.
+        ///
+        /// Default: `"30m"`
         min_baseline: Dur => regression_min_baseline,
+        /// Pauses are never a regression below this.
+        ///
+        /// Default: `"10ms"`
         min_pause: Dur => regression_min_pause
     }
     gc_overhead: RawGcOverhead GcOverhead {
+        /// Share of wall time.
+        ///
+        /// Default: `0.1`
         threshold: RuleShare => overhead_ratio,
+        /// Over this window.
+        ///
+        /// Default: `"5m"`
         window: Dur => overhead_window
     }
-    gc_cpu: RawGcCpu GcCpu { threshold: RuleShare => gc_cpu_share }
-    heap_pressure: RawHeapPressure HeapPressure { share: RuleShare => heap_share }
+    gc_cpu: RawGcCpu GcCpu for {
+        /// As under [alerts.RULE], with this default.
+        ///
+        /// Default: `"10m"`
+    } {
+        /// Share of the process's CPU.
+        ///
+        /// Default: `0.2`
+        threshold: RuleShare => gc_cpu_share
+    }
+    heap_pressure: RawHeapPressure HeapPressure for {
+        /// As under [alerts.RULE], with this default.
+        ///
+        /// Default: `"5m"`
+    } {
+        /// Share of the max heap.
+        ///
+        /// Default: `0.9`
+        share: RuleShare => heap_share
+    }
     full_gc: RawFullGc FullGc {}
     evacuation_failure: RawEvacuationFailure EvacuationFailure {}
     degenerated_gc: RawDegeneratedGc DegeneratedGc {}
     allocation_stall: RawAllocationStall AllocationStall {}
     gc_driven_tail: RawGcDrivenTail GcDrivenTail {
+        /// The p99.9 above which the tail is slow.
+        ///
+        /// Default: [correlation] slo, else "50ms"
         slo: Dur => tail_slo,
+        /// Share of the slow requests that were stop-affected or queued behind
+        /// a stop.
+        ///
+        /// Default: `0.5`
         share: RuleShare => tail_affected_share
     }
-    time_to_safepoint: RawTimeToSafepoint TimeToSafepoint { max: Dur => max_time_to_safepoint }
-    stale_log: RawStaleLog StaleLog { after: Dur => stale_after }
-    log_counter_mismatch: RawLogCounterMismatch LogCounterMismatch {}
+    time_to_safepoint: RawTimeToSafepoint TimeToSafepoint {
+        /// Longest accepted time to safepoint.
+        ///
+        /// Default: `"100ms"`
+        max: Dur => max_time_to_safepoint
+    }
+    stale_log: RawStaleLog StaleLog {
+        /// Time without an event.
+        ///
+        /// Default: `"10m"`
+        after: Dur => stale_after
+    }
+    log_counter_mismatch: RawLogCounterMismatch LogCounterMismatch for {
+        /// As under [alerts.RULE], with this default.
+        ///
+        /// Default: `"10m"`
+    } {}
 }
 
 /// `[alerts.canary_pause]` and `[alerts.canary_tail]`: the same keys but
-/// the floor's name.
+/// the window's meaning and the floor's name.
 macro_rules! canary_tables {
-    ($($raw:ident { $floor:ident })*) => {$(
-        #[derive(Deserialize)]
+    ($($raw:ident { $(#[$window_doc:meta])* window, $(#[$floor_doc:meta])* $floor:ident })*) => {$(
+        #[derive(Deserialize, DocumentedFields)]
         #[serde(deny_unknown_fields)]
-        struct $raw {
+        pub(super) struct $raw {
+            /// Whether the rule is written into the Prometheus rules.
+            ///
+            /// Default: `true`
             enabled: Option<Flag>,
+            $(#[$window_doc])*
             window: Option<CanaryWindow>,
-            #[serde(rename = "for")]
-            for_duration: Option<Dur>,
+            /// How long the difference must last: longer than a restart's
+            /// warm-up.
+            ///
+            /// Default: `"30m"`
+            r#for: Option<Dur>,
+            /// Factor on the other instances' median.
+            ///
+            /// Default: `1.5`
             ratio: Option<Ratio>,
+            $(#[$floor_doc])*
             $floor: Option<Dur>,
-            /// Fewer than two: no other instance to compare with.
+            // Fewer than two: no other instance to compare with.
+            /// Instances the service needs for a comparison.
+            ///
+            /// Default: `3`
             min_instances: Option<IntIn<2, 10_000>>,
         }
 
         impl $raw {
             fn apply(self, rule: &mut CanaryRule) {
                 let floor = self.$floor.map(|v| v.0);
-                apply_canary(rule, (self.enabled, self.window, self.for_duration), self.ratio, floor, self.min_instances);
+                apply_canary(rule, (self.enabled, self.window, self.r#for), self.ratio, floor, self.min_instances);
             }
         }
     )*};
 }
 
 canary_tables! {
-    RawCanaryPause { min_pause }
-    RawCanaryTail { min_latency }
+    RawCanaryPause {
+        /// Each instance's longest pause of the minutes that ended in this
+        /// window, at least 2m (a minute's figure reaches Prometheus after the
+        /// minute ends); the recording rules' names end in it.
+        ///
+        /// Default: `"5m"`
+        window,
+        /// Never a regression below this.
+        ///
+        /// Default: `"10ms"`
+        min_pause
+    }
+    RawCanaryTail {
+        /// Each instance's highest p99.9 of the minutes that ended in this
+        /// window, at least 2m.
+        ///
+        /// Default: `"5m"`
+        window,
+        /// Never a regression below this.
+        ///
+        /// Default: `"10ms"`
+        min_latency
+    }
 }
 
 fn apply_canary(

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use documented::DocumentedFields;
 use serde::Deserializer;
 use serde::{Deserialize, Serialize};
 use toml::Value;
@@ -42,13 +43,28 @@ impl Default for CorrelationConfig {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, DocumentedFields)]
 #[serde(deny_unknown_fields, expecting = "a [correlation] table")]
 pub(super) struct RawCorrelation {
+    /// Requests slower than this are slow.
+    ///
+    /// Default: none (each minute's p99.9)
     slo: Option<Dur>,
+    /// Share of a request's time stops must cover to make it stop-affected.
+    ///
+    /// Default: `0.25`
     affected_share: Option<Share>,
+    /// Sliding window of the pause/latency correlation.
+    ///
+    /// Default: `"60m"`
     window: Option<Dur>,
+    /// Minutes with requests a correlation needs.
+    ///
+    /// Default: `10`
     min_minutes: Option<MinMinutes>,
+    /// How long after a minute ends its requests are attributed (late lines).
+    ///
+    /// Default: `"15s"`
     finalize_after: Option<Dur>,
 }
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use documented::DocumentedFields;
 use regex::Regex;
 use serde::{Deserialize, Serialize, Serializer};
 use toml::Spanned;
@@ -170,41 +171,88 @@ fn serialize_regexes<S: Serializer>(r: &[Regex], s: S) -> Result<S::Ok, S::Error
     s.collect_seq(r.iter().map(Regex::as_str))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, DocumentedFields)]
 #[serde(deny_unknown_fields, expecting = "a [discovery] table")]
 pub(super) struct RawDiscovery {
+    /// Scan /proc for JVMs and Go programs.
+    ///
+    /// Default: `true`
     enabled: Option<Flag>,
+    /// Time between scans.
+    ///
+    /// Default: `"10s"`
     interval: Option<Positive>,
+    /// Regexes on the command line; empty: every JVM.
+    ///
+    /// Default: `[]`
     include: Option<Patterns>,
+    /// Regexes on the command line of JVMs left alone.
+    ///
+    /// Default: `[]`
     exclude: Option<Patterns>,
+    /// How long an exited JVM's series stay.
+    ///
+    /// Default: `"5m"`
     grace: Option<Dur>,
+    /// The [[discovery.rule]] tables.
     #[serde(default)]
     rule: Vec<Spanned<RawRule>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, DocumentedFields)]
 #[serde(deny_unknown_fields, expecting = "a [[discovery.rule]] table")]
 pub(super) struct RawRule {
-    #[serde(rename = "match")]
-    pattern: Option<RulePattern>,
+    /// Regex on the command line.
+    ///
+    /// Default: required
+    r#match: Option<RulePattern>,
+    /// Labels of the matching JVMs; service overrides the derived one.
+    ///
+    /// Default: {}
     #[serde(default)]
     labels: BTreeMap<RuleLabel, String>,
+    /// Listening ports of the matching JVMs whose requests the kernel does not
+    /// measure: long-poll, streaming, admin ports.
+    ///
+    /// Default: []
     #[serde(default)]
     exclude_ports: Vec<Port>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, DocumentedFields)]
 #[serde(deny_unknown_fields, expecting = "a [runtime_stats] table")]
 pub(super) struct RawRuntimeStats {
+    /// Sample each discovered JVM's hsperfdata and /proc.
+    ///
+    /// Default: `true`
     enabled: Option<Flag>,
+    /// Time between samples; an idle JVM (no collection or safepoint for 10 s)
+    /// is sampled every 2 s until its counters move (every 10 s when a GC log
+    /// or eBPF gives its pauses).
+    ///
+    /// Default: `"200ms"`
     interval: Option<Within<{ MIN_SAMPLE_INTERVAL.as_millis() as u64 }, { u64::MAX }>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, DocumentedFields)]
 #[serde(deny_unknown_fields, expecting = "an [ebpf] table")]
 pub(super) struct RawEbpf {
+    /// Measure the pauses of discovered JVMs without a GC log through eBPF;
+    /// where it cannot (no feature, no privilege), hsperfdata does and /metrics
+    /// says why.
+    ///
+    /// Default: `true`
     enabled: Option<Flag>,
+    /// The tracepoint a request's arrival is read from: sk_data_ready (Linux
+    /// 6.6) where the kernel has it, else tcp_probe; name one to use it.
+    ///
+    /// Default: `"auto"`
     request_arrival: Option<ArrivalName>,
+    /// A directory to write the kernel's requests to, one JSON line each
+    /// ({start, duration_ms, port}), one file per JVM (service-pid.jsonl), for
+    /// analyze --latency, report and compare.
+    ///
+    /// Default: none
     requests_dir: Option<NonEmpty>,
 }
 
@@ -216,7 +264,7 @@ impl Ctx<'_> {
         for (i, rule) in raw.rule.into_iter().enumerate() {
             let span = rule.span();
             let rule = rule.into_inner();
-            let Some(pattern) = rule.pattern else {
+            let Some(pattern) = rule.r#match else {
                 let path = [key("discovery"), key("rule"), Seg::Index(i), key("match")];
                 return Err(self.missing(span, &path, "a regex on the command line"));
             };

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use documented::DocumentedFields;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
@@ -49,16 +50,39 @@ pub struct GcLogSource {
 /// `forget_after` unless configured: long enough for any rotation.
 pub const DEFAULT_FORGET_AFTER: Duration = Duration::from_secs(300);
 
-#[derive(Deserialize)]
+#[derive(Deserialize, DocumentedFields)]
 #[serde(deny_unknown_fields, expecting = "a [[gc_log]] table")]
 pub(super) struct RawGcLog {
+    /// A path or a glob; rotated files belong to their live file, and each live
+    /// file is one JVM.
+    ///
+    /// Default: required
     path: Option<Spanned<GlobPath>>,
+    /// "end" or "beginning": where to start in a file seen for the first time.
+    ///
+    /// Default: `"end"`
     start_at: Option<StartAt>,
+    /// Labels added to every series of the source.
+    ///
+    /// Default: `{}`
     #[serde(default)]
     labels: BTreeMap<SeriesLabel, String>,
+    /// RFC 3339 JVM start, for logs decorated with uptime only.
+    ///
+    /// Default: none
     jvm_start: Option<Timestamp>,
+    /// Longer lines are counted and skipped (256 to 16777216).
+    ///
+    /// Default: `65536`
     max_line_bytes: Option<LineCap>,
+    /// Read files through symlinks that lead out of the configured directories.
+    ///
+    /// Default: `false`
     follow_symlinks_outside: Option<bool>,
+    /// How long a file a glob matched may be missing before its stream is
+    /// dropped with its series.
+    ///
+    /// Default: `"5m"`
     forget_after: Option<Positive>,
 }
 

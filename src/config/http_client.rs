@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use base64::Engine as _;
+use documented::DocumentedFields;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde::Deserialize;
@@ -139,13 +140,29 @@ pub fn tls_from_pem(
 }
 
 /// The connection settings of one outgoing URL, as read.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, DocumentedFields, Default)]
 #[serde(deny_unknown_fields, expecting = "a table of connection settings")]
 pub(super) struct RawClient {
+    /// { ca_file, cert_file, key_file, server_name, insecure_skip_verify },
+    /// files relative to this file.
+    ///
+    /// Default: none
     pub(super) tls_config: Option<Table<RawTls>>,
+    /// { username, password or password_file }.
+    ///
+    /// Default: none
     pub(super) basic_auth: Option<Table<RawBasicAuth>>,
+    /// { type, credentials or credentials_file }.
+    ///
+    /// Default: none
     pub(super) authorization: Option<Table<RawAuthorization>>,
+    /// Sent as Authorization: Bearer.
+    ///
+    /// Default: none
     pub(super) bearer_token: Option<Trimmed>,
+    /// A file holding the bearer token.
+    ///
+    /// Default: none
     pub(super) bearer_token_file: Option<Trimmed>,
 }
 

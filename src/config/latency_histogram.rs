@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use documented::DocumentedFields;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
@@ -31,19 +32,49 @@ pub struct LatencyHistogramSource {
     pub client: HttpClientConfig,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, DocumentedFields)]
 #[serde(deny_unknown_fields, expecting = "a [[latency_histogram]] table")]
 pub(super) struct RawHistogram {
+    /// The application's Prometheus endpoint, http:// or https://.
+    ///
+    /// Default: required
     url: Option<Url>,
+    /// The histogram's name.
+    ///
+    /// Default: `"http_server_requests_seconds"`
     metric: Option<Text>,
+    /// Label values the series must have.
+    ///
+    /// Default: none
     #[serde(default)]
     matchers: BTreeMap<String, String>,
+    /// Time between scrapes.
+    ///
+    /// Default: `"15s"`
     interval: Option<Dur>,
+    /// As for [[access_log]].
+    ///
+    /// Default: the only [[gc_log]] path
     gc_log: Option<Spanned<Text>>,
+    /// As under [alerts.alertmanager].
+    ///
+    /// Default: none
     tls_config: Option<Table<RawTls>>,
+    /// As under [alerts.alertmanager].
+    ///
+    /// Default: none
     basic_auth: Option<Table<RawBasicAuth>>,
+    /// As under [alerts.alertmanager].
+    ///
+    /// Default: none
     authorization: Option<Table<RawAuthorization>>,
+    /// As under [alerts.alertmanager].
+    ///
+    /// Default: none
     bearer_token: Option<Trimmed>,
+    /// As under [alerts.alertmanager].
+    ///
+    /// Default: none
     bearer_token_file: Option<Trimmed>,
 }
 

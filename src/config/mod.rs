@@ -33,6 +33,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use documented::DocumentedFields;
 use serde::{Deserialize, Serialize, Serializer};
 use toml::Spanned;
 
@@ -244,30 +245,80 @@ fn parse_with_env(text: &str, origin: &Path, env: otlp::Env) -> Result<Config, C
     ctx.validate(raw, env)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, DocumentedFields)]
 #[serde(deny_unknown_fields, expecting = "a pausewatch config table")]
 struct RawConfig {
+    /// Address (IP:PORT) of /metrics, /healthz and /api/v1/*; loopback only by
+    /// default.
+    ///
+    /// Default: `"127.0.0.1:9464"`
     listen: Option<Listen>,
+    /// Where positions, parser state and per-minute aggregates are
+    /// checkpointed. Without a configuration file the agent uses this as root,
+    /// else $XDG_STATE_HOME/pausewatch or ~/.local/state/pausewatch.
+    ///
+    /// Default: `"/var/lib/pausewatch"`
     checkpoint_dir: Option<NonEmpty>,
+    /// Polling period of the files whose inotify events do not arrive (NFS,
+    /// FUSE, a log reached through a symlink, one found written without an
+    /// event); at least 10ms. Other files are read on their events, and polled
+    /// every 10 s in case one was lost.
+    ///
+    /// Default: `"250ms"`
     poll_interval: Option<Within<{ MIN_POLL_INTERVAL.as_millis() as u64 }, { u64::MAX }>>,
+    /// How often the checkpoint is written when something changed.
+    ///
+    /// Default: `"1s"`
     checkpoint_interval: Option<Positive>,
+    /// Per-minute history kept in memory; 1h to 30d.
+    ///
+    /// Default: `"24h"`
     history: Option<Within<{ MIN_HISTORY.as_millis() as u64 }, { MAX_HISTORY.as_millis() as u64 }>>,
+    /// Distinct values of cause and operation per stream; further ones are
+    /// counted as "other" (1 to 10000).
+    ///
+    /// Default: `100`
     max_label_values: Option<IntIn<1, MAX_MAX_LABEL_VALUES>>,
+    /// HTTP connections served at once; beyond them 8 spare connections serve
+    /// /healthz only, and the rest are closed.
+    ///
+    /// Default: `256`
     max_connections: Option<IntIn<1, MAX_MAX_CONNECTIONS>>,
+    /// Of those, how many one client address may hold; its further connections
+    /// get the spare ones.
+    ///
+    /// Default: `32`
     max_connections_per_client: Option<IntIn<1, MAX_MAX_CONNECTIONS>>,
+    /// A connection that sends no complete request header for this long is
+    /// closed.
+    ///
+    /// Default: `"10s"`
     http_header_timeout: Option<Positive>,
+    /// TLS and basic auth of the endpoints: an exporter-toolkit web config
+    /// file, relative to this file.
+    ///
+    /// Default: none
     web_config: Option<NonEmpty>,
+    /// The [[gc_log]] tables.
     #[serde(default)]
     gc_log: Vec<Spanned<RawGcLog>>,
+    /// The [[access_log]] tables.
     #[serde(default)]
     access_log: Vec<Spanned<RawAccessLog>>,
+    /// The [[latency_histogram]] tables.
     #[serde(default)]
     latency_histogram: Vec<Spanned<RawHistogram>>,
+    /// The [correlation] table.
     correlation: Option<RawCorrelation>,
+    /// The [discovery] table.
     discovery: Option<RawDiscovery>,
+    /// The [runtime_stats] table.
     runtime_stats: Option<RawRuntimeStats>,
+    /// The [ebpf] table.
     ebpf: Option<discovery::RawEbpf>,
+    /// The [alerts] table.
     alerts: Option<RawAlerts>,
+    /// The [otlp] table.
     otlp: Option<RawOtlp>,
 }
 

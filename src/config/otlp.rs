@@ -10,6 +10,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
+use documented::DocumentedFields;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -78,20 +79,54 @@ const LOGS_PATH: &str = "/v1/logs";
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(15);
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
-#[derive(Deserialize)]
+#[derive(Deserialize, DocumentedFields)]
 #[serde(deny_unknown_fields, expecting = "an [otlp] table")]
 pub(super) struct RawOtlp {
+    /// The receiver; /v1/metrics is added to an http/protobuf URL without a
+    /// path (OTEL_EXPORTER_OTLP_ENDPOINT).
+    ///
+    /// Default: "http://localhost:4318" (gRPC: "http://localhost:4317")
     endpoint: Option<Spanned<Text>>,
+    /// Or "grpc" (OTEL_EXPORTER_OTLP_PROTOCOL).
+    ///
+    /// Default: `"http/protobuf"`
     protocol: Option<Spanned<Text>>,
+    /// Time between exports (OTEL_METRIC_EXPORT_INTERVAL).
+    ///
+    /// Default: `"15s"`
     interval: Option<Positive>,
+    /// Of one export request (OTEL_EXPORTER_OTLP_TIMEOUT).
+    ///
+    /// Default: `"10s"`
     timeout: Option<Positive>,
+    /// Sent with every request (OTEL_EXPORTER_OTLP_HEADERS).
+    ///
+    /// Default: `{}`
     headers: Option<BTreeMap<Spanned<String>, String>>,
+    /// Or "delta" (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE).
+    ///
+    /// Default: `"cumulative"`
     temporality: Option<Spanned<Text>>,
+    /// { ca_file, cert_file, key_file } for an https:// endpoint.
+    ///
+    /// Default: none
     tls_config: Option<Spanned<Table<RawTls>>>,
+    /// Attributes of every resource (merged with OTEL_RESOURCE_ATTRIBUTES).
+    ///
+    /// Default: `{}`
     #[serde(default)]
     resource_attributes: BTreeMap<AttributeName, String>,
+    /// jvm.gc.cause on jvm.gc.duration.
+    ///
+    /// Default: `false`
     gc_cause: Option<Flag>,
+    /// Each pause also as a jvm.gc.pause log record.
+    ///
+    /// Default: `false`
     pause_events: Option<Spanned<Flag>>,
+    /// Where the pause records go (OTEL_EXPORTER_OTLP_LOGS_ENDPOINT).
+    ///
+    /// Default: the endpoint with /v1/logs
     logs_endpoint: Option<Spanned<Text>>,
 }
 

@@ -1,7 +1,31 @@
-//! Every configuration key with its default and meaning: the source of
-//! `pausewatch.toml(5)` (`pausewatch man`). The tests below hold it to the
-//! parser: each key the parser accepts is listed, and each listed default
-//! gives the same configuration as leaving the key out.
+//! Every configuration key with its default and meaning, the source of
+//! `pausewatch.toml(5)` (`pausewatch man`), generated from the serde structs
+//! that read the file (`Raw*`), so that the page cannot drift from them.
+//!
+//! A field's doc comment is its meaning; a key's ends in a paragraph
+//! `Default: ...` on one line: `` Default: `VALUE` `` when writing that TOML
+//! value changes nothing, else a note in words (`Default: required`,
+//! `Default: none`). A field without it is a table with a section of its own
+//! (`gc_log` in the top level). `DocumentedFields` refuses a field without a
+//! doc comment at compile time. A key that is a Rust keyword is a raw
+//! identifier (`r#for`), which serde reads without its `r#`, never a
+//! `#[serde(rename)]` that the names here would not follow.
+//!
+//! The tests hold the result to the parser: each key it accepts is listed,
+//! each listed key is accepted, and each `` `VALUE` `` gives the same
+//! configuration as leaving the key out.
+
+use documented::DocumentedFields;
+
+use super::access_log::RawAccessLog;
+use super::alerts::{AlertsFields, RawCanaryPause, RawCanaryTail, RULE_TABLES};
+use super::correlation::RawCorrelation;
+use super::discovery::{RawDiscovery, RawEbpf, RawRule, RawRuntimeStats};
+use super::gc_log::RawGcLog;
+use super::http_client::RawClient;
+use super::latency_histogram::RawHistogram;
+use super::otlp::RawOtlp;
+use super::RawConfig;
 
 /// What a key is when it is left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,42 +37,112 @@ pub enum KeyDefault {
 }
 
 /// One key of the configuration file.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Key {
     /// The table it belongs in: `""` for the top level, `gc_log` for
     /// `[[gc_log]]`, `alerts.RULE` for the settings every rule has.
     pub section: &'static str,
     pub name: &'static str,
     pub default: KeyDefault,
-    pub meaning: &'static str,
+    /// The doc comment's lines joined into one.
+    pub meaning: String,
 }
 
-const fn key(
-    section: &'static str,
-    name: &'static str,
-    default: &'static str,
-    meaning: &'static str,
-) -> Key {
-    Key {
-        section,
-        name,
-        default: KeyDefault::Value(default),
-        meaning,
+/// A serde struct's field names and doc comments, in field order.
+#[derive(Clone, Copy)]
+pub(super) struct Fields {
+    names: &'static [&'static str],
+    docs: &'static [&'static str],
+}
+
+impl Fields {
+    pub(super) const fn of<T: DocumentedFields>() -> Self {
+        Fields {
+            names: T::FIELD_NAMES,
+            docs: T::FIELD_DOCS,
+        }
+    }
+
+    /// Each field's TOML name (serde's: without `r#`) and doc comment.
+    fn iter(self) -> impl Iterator<Item = (&'static str, &'static str)> {
+        let names = (self.names.iter()).map(|name| name.strip_prefix("r#").unwrap_or(name));
+        names.zip(self.docs.iter().copied())
     }
 }
 
-const fn note(
-    section: &'static str,
-    name: &'static str,
-    note: &'static str,
-    meaning: &'static str,
-) -> Key {
-    Key {
+/// The struct that reads each section's table; the rules' are
+/// [`RULE_TABLES`].
+const TABLES: &[(&str, Fields)] = &[
+    ("", Fields::of::<RawConfig>()),
+    ("gc_log", Fields::of::<RawGcLog>()),
+    ("access_log", Fields::of::<RawAccessLog>()),
+    ("latency_histogram", Fields::of::<RawHistogram>()),
+    ("correlation", Fields::of::<RawCorrelation>()),
+    ("discovery", Fields::of::<RawDiscovery>()),
+    ("discovery.rule", Fields::of::<RawRule>()),
+    ("runtime_stats", Fields::of::<RawRuntimeStats>()),
+    ("ebpf", Fields::of::<RawEbpf>()),
+    ("alerts", Fields::of::<AlertsFields>()),
+    ("alerts.alertmanager", Fields::of::<RawClient>()),
+    ("alerts.canary_pause", Fields::of::<RawCanaryPause>()),
+    ("alerts.canary_tail", Fields::of::<RawCanaryTail>()),
+    ("otlp", Fields::of::<RawOtlp>()),
+];
+
+/// The key a field is, `None` for a table (no `Default:` paragraph).
+fn key(section: &'static str, name: &'static str, doc: &'static str) -> Option<Key> {
+    let (meaning, default) = doc.rsplit_once("\n\nDefault: ")?;
+    let default = match default.strip_prefix('`').and_then(|d| d.strip_suffix('`')) {
+        Some(value) => KeyDefault::Value(value),
+        None => KeyDefault::Note(default),
+    };
+    let meaning = meaning.split_whitespace().collect::<Vec<_>>().join(" ");
+    Some(Key {
         section,
         name,
-        default: KeyDefault::Note(note),
+        default,
         meaning,
+    })
+}
+
+/// Each rule's doc comment of its field `name`, if every rule has one.
+fn rule_docs(name: &str) -> Option<Vec<&'static str>> {
+    (RULE_TABLES.iter())
+        .map(|(_, rule)| rule.iter().find(|(n, _)| *n == name).map(|(_, doc)| doc))
+        .collect()
+}
+
+/// Whether a rule's field is a setting every rule has, with the doc comment
+/// most rules give it (the others have a default of their own).
+fn every_rule_has(&(name, doc): &(&str, &str)) -> bool {
+    rule_docs(name).is_some_and(|docs| docs.iter().filter(|d| **d == doc).count() * 2 > docs.len())
+}
+
+/// Every key: each table's in field order; the settings every rule has, once
+/// as `alerts.RULE`; then each rule's own keys and own defaults.
+pub fn keys() -> Vec<Key> {
+    let mut fields: Vec<(&str, (&str, &str))> = (TABLES.iter())
+        .flat_map(|&(section, table)| table.iter().map(move |field| (section, field)))
+        .collect();
+    let rule_fields = RULE_TABLES.iter().flat_map(|(_, rule)| rule.iter());
+    for field in rule_fields.filter(every_rule_has) {
+        if !fields.contains(&("alerts.RULE", field)) {
+            fields.push(("alerts.RULE", field));
+        }
     }
+    for &(section, rule) in RULE_TABLES {
+        let (defaults, own): (Vec<_>, Vec<_>) = (rule.iter())
+            .filter(|field| !every_rule_has(field))
+            .partition(|(name, _)| rule_docs(name).is_some());
+        fields.extend(
+            own.into_iter()
+                .chain(defaults)
+                .map(|field| (section, field)),
+        );
+    }
+    (fields.into_iter())
+        .filter_map(|(section, (name, doc))| key(section, name, doc))
+        .collect()
 }
 
 /// The sections in the order the page lists them, each with a sentence.
@@ -77,134 +171,6 @@ pub const SECTIONS: &[(&str, &str)] = &[
     ("alerts.canary_pause", "CanaryPauseRegression, in the Prometheus rules only (pausewatch rules; one agent sees one instance): an instance's longest pause over window above ratio times the median of the other instances of its service."),
     ("alerts.canary_tail", "CanaryTailRegression, in the Prometheus rules only: the same for an instance's p99.9 request latency."),
     ("otlp", "OpenTelemetry export, on when the file has an [otlp] table (even empty). Keys left out come from the OTEL_EXPORTER_OTLP_* environment variables, then from these defaults."),
-];
-
-/// Every key, section by section.
-pub const KEYS: &[Key] = &[
-    key("", "listen", "\"127.0.0.1:9464\"", "Address (IP:PORT) of /metrics, /healthz and /api/v1/*; loopback only by default."),
-    key("", "checkpoint_dir", "\"/var/lib/pausewatch\"", "Where positions, parser state and per-minute aggregates are checkpointed. Without a configuration file the agent uses this as root, else $XDG_STATE_HOME/pausewatch or ~/.local/state/pausewatch."),
-    key("", "poll_interval", "\"250ms\"", "Polling period of the files whose inotify events do not arrive (NFS, FUSE, a log reached through a symlink, one found written without an event); at least 10ms. Other files are read on their events, and polled every 10 s in case one was lost."),
-    key("", "checkpoint_interval", "\"1s\"", "How often the checkpoint is written when something changed."),
-    key("", "history", "\"24h\"", "Per-minute history kept in memory; 1h to 30d."),
-    key("", "max_label_values", "100", "Distinct values of cause and operation per stream; further ones are counted as \"other\" (1 to 10000)."),
-    key("", "max_connections", "256", "HTTP connections served at once; beyond them 8 spare connections serve /healthz only, and the rest are closed."),
-    key("", "max_connections_per_client", "32", "Of those, how many one client address may hold; its further connections get the spare ones."),
-    key("", "http_header_timeout", "\"10s\"", "A connection that sends no complete request header for this long is closed."),
-    note("", "web_config", "none", "TLS and basic auth of the endpoints: an exporter-toolkit web config file, relative to this file."),
-    note("gc_log", "path", "required", "A path or a glob; rotated files belong to their live file, and each live file is one JVM."),
-    key("gc_log", "start_at", "\"end\"", "\"end\" or \"beginning\": where to start in a file seen for the first time."),
-    key("gc_log", "labels", "{}", "Labels added to every series of the source."),
-    note("gc_log", "jvm_start", "none", "RFC 3339 JVM start, for logs decorated with uptime only."),
-    key("gc_log", "max_line_bytes", "65536", "Longer lines are counted and skipped (256 to 16777216)."),
-    key("gc_log", "follow_symlinks_outside", "false", "Read files through symlinks that lead out of the configured directories."),
-    key("gc_log", "forget_after", "\"5m\"", "How long a file a glob matched may be missing before its stream is dropped with its series."),
-    note("access_log", "path", "required", "The access log, a path or a glob, followed like a GC log."),
-    note("access_log", "format", "required unless log_format is given", "nginx, apache, tomcat, tomcat9, tomcat-begin-msec, tomcat9-begin-msec, envoy, envoy-json, json or regex."),
-    note("access_log", "log_format", "none", "Any other nginx or Apache layout: the server's own format string."),
-    note("access_log", "gc_log", "the only [[gc_log]] path", "Live path of the GC log of the JVM serving these requests; required with several GC sources or a glob."),
-    note("access_log", "jvm", "none", "Instead of gc_log: the discovered JVM serving these requests, by a port it listens on and labels it has, e.g. { port = 8080 } or { labels = { service = \"pricing\" } }; the newest match. Beside the kernel's request latency it is kept as the server's view."),
-    key("access_log", "start_at", "\"end\"", "As for [[gc_log]]."),
-    key("access_log", "offset", "\"0ms\"", "Added to request times for clock skew; may be negative."),
-    key("access_log", "max_line_bytes", "65536", "As for [[gc_log]]."),
-    key("access_log", "follow_symlinks_outside", "false", "As for [[gc_log]]."),
-    note("access_log", "time_field", "none", "json: the field holding the time (dotted for nested fields)."),
-    note("access_log", "duration_field", "none", "json: the field holding the duration."),
-    note("access_log", "pattern", "none", "regex: named groups duration and start, end or time."),
-    note("access_log", "time_format", "none", "json, regex: rfc3339, epoch_seconds, epoch_millis, epoch_micros or clf."),
-    note("access_log", "duration_unit", "none", "json, regex: s, ms, us or ns."),
-    note("access_log", "timestamp", "none", "json, regex: start or end, which instant the time is."),
-    note("latency_histogram", "url", "required", "The application's Prometheus endpoint, http:// or https://."),
-    key("latency_histogram", "metric", "\"http_server_requests_seconds\"", "The histogram's name."),
-    note("latency_histogram", "matchers", "none", "Label values the series must have."),
-    key("latency_histogram", "interval", "\"15s\"", "Time between scrapes."),
-    note("latency_histogram", "gc_log", "the only [[gc_log]] path", "As for [[access_log]]."),
-    note("latency_histogram", "tls_config", "none", "As under [alerts.alertmanager]."),
-    note("latency_histogram", "basic_auth", "none", "As under [alerts.alertmanager]."),
-    note("latency_histogram", "authorization", "none", "As under [alerts.alertmanager]."),
-    note("latency_histogram", "bearer_token", "none", "As under [alerts.alertmanager]."),
-    note("latency_histogram", "bearer_token_file", "none", "As under [alerts.alertmanager]."),
-    note("correlation", "slo", "none (each minute's p99.9)", "Requests slower than this are slow."),
-    key("correlation", "affected_share", "0.25", "Share of a request's time stops must cover to make it stop-affected."),
-    key("correlation", "window", "\"60m\"", "Sliding window of the pause/latency correlation."),
-    key("correlation", "min_minutes", "10", "Minutes with requests a correlation needs."),
-    key("correlation", "finalize_after", "\"15s\"", "How long after a minute ends its requests are attributed (late lines)."),
-    key("discovery", "enabled", "true", "Scan /proc for JVMs and Go programs."),
-    key("discovery", "interval", "\"10s\"", "Time between scans."),
-    key("discovery", "include", "[]", "Regexes on the command line; empty: every JVM."),
-    key("discovery", "exclude", "[]", "Regexes on the command line of JVMs left alone."),
-    key("discovery", "grace", "\"5m\"", "How long an exited JVM's series stay."),
-    note("discovery.rule", "match", "required", "Regex on the command line."),
-    note("discovery.rule", "labels", "{}", "Labels of the matching JVMs; service overrides the derived one."),
-    note("discovery.rule", "exclude_ports", "[]", "Listening ports of the matching JVMs whose requests the kernel does not measure: long-poll, streaming, admin ports."),
-    key("runtime_stats", "enabled", "true", "Sample each discovered JVM's hsperfdata and /proc."),
-    key(
-        "runtime_stats",
-        "interval",
-        "\"200ms\"",
-        "Time between samples; an idle JVM (no collection or safepoint for 10 s) is sampled every 2 s until its counters move (every 10 s when a GC log or eBPF gives its pauses).",
-    ),
-    key("ebpf", "enabled", "true", "Measure the pauses of discovered JVMs without a GC log through eBPF; where it cannot (no feature, no privilege), hsperfdata does and /metrics says why."),
-    key("ebpf", "request_arrival", "\"auto\"", "The tracepoint a request's arrival is read from: sk_data_ready (Linux 6.6) where the kernel has it, else tcp_probe; name one to use it."),
-    note("ebpf", "requests_dir", "none", "A directory to write the kernel's requests to, one JSON line each ({start, duration_ms, port}), one file per JVM (service-pid.jsonl), for analyze --latency, report and compare."),
-    note("alerts", "alertmanager_url", "none", "Alertmanager (API v2) to send alerts to."),
-    note("alerts", "webhook_url", "none", "URL each alert transition is posted to as JSON."),
-    note("alerts", "alertmanager", "none", "The [alerts.alertmanager] table, below."),
-    note("alerts", "webhook", "none", "The [alerts.webhook] table: keys as [alerts.alertmanager]."),
-    key("alerts", "evaluation_interval", "\"1m\"", "Time between rule evaluations."),
-    key("alerts", "resend_interval", "\"1m\"", "Alertmanager re-sends while firing."),
-    key("alerts", "labels", "{}", "Labels on every alert."),
-    note("alerts.alertmanager", "tls_config", "none", "{ ca_file, cert_file, key_file, server_name, insecure_skip_verify }, files relative to this file."),
-    note("alerts.alertmanager", "basic_auth", "none", "{ username, password or password_file }."),
-    note("alerts.alertmanager", "authorization", "none", "{ type, credentials or credentials_file }."),
-    note("alerts.alertmanager", "bearer_token", "none", "Sent as Authorization: Bearer."),
-    note("alerts.alertmanager", "bearer_token_file", "none", "A file holding the bearer token."),
-    key("alerts.RULE", "enabled", "true", "Whether the rule is evaluated."),
-    key("alerts.RULE", "for", "\"0s\"", "How long the condition must hold before the alert fires."),
-    key("alerts.RULE", "labels", "{}", "Labels of the rule's alerts (severity is \"warning\" unless set)."),
-    key("alerts.RULE", "annotations", "{}", "Annotations of the rule's alerts; summary replaces the generated one."),
-    key("alerts.pause_budget", "max_pause", "\"50ms\"", "The callers' timeout."),
-    key("alerts.pause_regression", "window", "\"15m\"", "The window compared with its baseline."),
-    key("alerts.pause_regression", "ratio", "1.5", "Factor on the baseline above which the window regressed."),
-    key("alerts.pause_regression", "statistic", "\"p99\"", "\"p99\" or \"max\"."),
-    key("alerts.pause_regression", "trailing", "\"3h\"", "Baseline when there is no day-old data."),
-    note("alerts.pause_regression", "baseline", "none", "A pinned baseline pause instead."),
-    key("alerts.pause_regression", "min_pause", "\"10ms\"", "Pauses are never a regression below this."),
-    key("alerts.pause_regression", "warmup", "\"5m\"", "Each JVM run's first minutes are left out of baselines."),
-    key("alerts.pause_regression", "min_baseline", "\"30m\"", "Minutes with pauses a baseline needs."),
-    key("alerts.gc_overhead", "threshold", "0.1", "Share of wall time."),
-    key("alerts.gc_overhead", "window", "\"5m\"", "Over this window."),
-    key("alerts.gc_cpu", "threshold", "0.2", "Share of the process's CPU."),
-    key("alerts.gc_cpu", "for", "\"10m\"", "As under [alerts.RULE], with this default."),
-    key("alerts.heap_pressure", "share", "0.9", "Share of the max heap."),
-    key("alerts.heap_pressure", "for", "\"5m\"", "As under [alerts.RULE], with this default."),
-    note("alerts.gc_driven_tail", "slo", "[correlation] slo, else \"50ms\"", "The p99.9 above which the tail is slow."),
-    key("alerts.gc_driven_tail", "share", "0.5", "Share of the slow requests that were stop-affected or queued behind a stop."),
-    key("alerts.time_to_safepoint", "max", "\"100ms\"", "Longest accepted time to safepoint."),
-    key("alerts.stale_log", "after", "\"10m\"", "Time without an event."),
-    key("alerts.log_counter_mismatch", "for", "\"10m\"", "As under [alerts.RULE], with this default."),
-    key("alerts.canary_pause", "enabled", "true", "Whether the rule is written into the Prometheus rules."),
-    key("alerts.canary_pause", "window", "\"5m\"", "Each instance's longest pause of the minutes that ended in this window, at least 2m (a minute's figure reaches Prometheus after the minute ends); the recording rules' names end in it."),
-    key("alerts.canary_pause", "for", "\"30m\"", "How long the difference must last: longer than a restart's warm-up."),
-    key("alerts.canary_pause", "ratio", "1.5", "Factor on the other instances' median."),
-    key("alerts.canary_pause", "min_pause", "\"10ms\"", "Never a regression below this."),
-    key("alerts.canary_pause", "min_instances", "3", "Instances the service needs for a comparison."),
-    key("alerts.canary_tail", "enabled", "true", "As under [alerts.canary_pause]."),
-    key("alerts.canary_tail", "window", "\"5m\"", "Each instance's highest p99.9 of the minutes that ended in this window, at least 2m."),
-    key("alerts.canary_tail", "for", "\"30m\"", "As under [alerts.canary_pause]."),
-    key("alerts.canary_tail", "ratio", "1.5", "Factor on the other instances' median."),
-    key("alerts.canary_tail", "min_latency", "\"10ms\"", "Never a regression below this."),
-    key("alerts.canary_tail", "min_instances", "3", "Instances the service needs for a comparison."),
-    note("otlp", "endpoint", "\"http://localhost:4318\" (gRPC: \"http://localhost:4317\")", "The receiver; /v1/metrics is added to an http/protobuf URL without a path (OTEL_EXPORTER_OTLP_ENDPOINT)."),
-    key("otlp", "protocol", "\"http/protobuf\"", "Or \"grpc\" (OTEL_EXPORTER_OTLP_PROTOCOL)."),
-    key("otlp", "interval", "\"15s\"", "Time between exports (OTEL_METRIC_EXPORT_INTERVAL)."),
-    key("otlp", "timeout", "\"10s\"", "Of one export request (OTEL_EXPORTER_OTLP_TIMEOUT)."),
-    key("otlp", "headers", "{}", "Sent with every request (OTEL_EXPORTER_OTLP_HEADERS)."),
-    key("otlp", "temporality", "\"cumulative\"", "Or \"delta\" (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE)."),
-    note("otlp", "tls_config", "none", "{ ca_file, cert_file, key_file } for an https:// endpoint."),
-    key("otlp", "resource_attributes", "{}", "Attributes of every resource (merged with OTEL_RESOURCE_ATTRIBUTES)."),
-    key("otlp", "gc_cause", "false", "jvm.gc.cause on jvm.gc.duration."),
-    key("otlp", "pause_events", "false", "Each pause also as a jvm.gc.pause log record."),
-    note("otlp", "logs_endpoint", "the endpoint with /v1/logs", "Where the pause records go (OTEL_EXPORTER_OTLP_LOGS_ENDPOINT)."),
 ];
 
 #[cfg(test)]

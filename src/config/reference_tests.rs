@@ -45,14 +45,14 @@ fn rule_sections(section: &str, name: &str) -> Vec<String> {
     }
     (RuleKind::ALL.iter())
         .map(|kind| format!("alerts.{}", kind.config_name()))
-        .filter(|own| !KEYS.iter().any(|k| k.section == own && k.name == name))
+        .filter(|own| !keys().iter().any(|k| k.section == own && k.name == name))
         .collect()
 }
 
 #[test]
 fn each_documented_default_is_the_default() {
     let mut checked = 0;
-    for key in KEYS {
+    for key in keys() {
         let KeyDefault::Value(value) = key.default else {
             continue;
         };
@@ -150,7 +150,7 @@ fn every_key_the_parser_accepts_is_documented_and_no_other() {
             && parser_keys.contains(&("alerts.RULE".to_string(), k.name.to_string()))
             && k.section != "alerts.RULE"
     };
-    let documented: BTreeSet<(String, String)> = (KEYS.iter())
+    let documented: BTreeSet<(String, String)> = (keys().iter())
         .filter(|k| !generic(k))
         .map(|k| (k.section.to_string(), k.name.to_string()))
         .collect();
@@ -158,7 +158,35 @@ fn every_key_the_parser_accepts_is_documented_and_no_other() {
     assert!(missing.is_empty(), "not documented: {missing:?}");
     let stale: Vec<_> = documented.difference(&parser_keys).collect();
     assert!(stale.is_empty(), "not accepted: {stale:?}");
-    for key in KEYS {
+    for key in keys() {
         assert!(SECTIONS.iter().any(|(s, _)| *s == key.section), "{key:?}");
     }
+}
+
+/// A field without a `Default:` paragraph is a table with a section of its
+/// own, and each key has a meaning, a one-line default and one entry.
+#[test]
+fn every_field_is_a_documented_key_or_a_table_with_a_section() {
+    let rules: Vec<&str> = RULE_TABLES.iter().map(|(section, _)| *section).collect();
+    for &(section, table) in TABLES.iter().chain(RULE_TABLES) {
+        for (name, doc) in table.iter() {
+            let Some(key) = key(section, name, doc) else {
+                let path = [section, name].join(".");
+                let path = path.trim_start_matches('.');
+                assert!(
+                    SECTIONS.iter().any(|(s, _)| *s == path) || rules.contains(&path),
+                    "[{section}] {name}: no `Default:` paragraph, and no section {path}"
+                );
+                continue;
+            };
+            let (KeyDefault::Value(default) | KeyDefault::Note(default)) = key.default;
+            assert!(
+                !key.meaning.is_empty() && !default.is_empty() && !default.contains('\n'),
+                "[{section}] {name}: {doc:?}"
+            );
+        }
+    }
+    let keys = keys();
+    let entries: BTreeSet<(&str, &str)> = keys.iter().map(|k| (k.section, k.name)).collect();
+    assert_eq!(entries.len(), keys.len(), "a key listed twice");
 }
