@@ -190,3 +190,24 @@ fn every_field_is_a_documented_key_or_a_table_with_a_section() {
     let entries: BTreeSet<(&str, &str)> = keys.iter().map(|k| (k.section, k.name)).collect();
     assert_eq!(entries.len(), keys.len(), "a key listed twice");
 }
+
+/// The user guide (docs/) names every key the page lists, so a key added
+/// to the parser with its doc comment is also explained where users read
+/// first.
+#[test]
+fn the_guide_names_every_key() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let guide: String = (std::fs::read_dir(&docs).unwrap())
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect();
+    let missing: Vec<String> = (keys().into_iter())
+        .filter(|key| {
+            let word = regex::Regex::new(&format!(r"\b{}\b", key.name)).unwrap();
+            !word.is_match(&guide)
+        })
+        .map(|key| format!("[{}] {}", key.section, key.name))
+        .collect();
+    assert!(missing.is_empty(), "not in docs/*.md: {missing:?}");
+}
