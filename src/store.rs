@@ -416,6 +416,9 @@ pub struct AgentState {
     pub errors: BTreeMap<String, u64>,
     /// What the OTLP exporter's thread counts.
     pub otlp: Arc<Mutex<OtlpCounters>>,
+    /// eBPF safepoint records of processes the agent does not measure;
+    /// `None` while no eBPF source runs.
+    pub ebpf_records_unclaimed: Option<u64>,
 }
 
 /// The OTLP exporter's counts; empty while it is off.

@@ -195,6 +195,9 @@ pub fn apply(state: &mut AgentState, update: Update) {
                 jvm.ebpf_reason = Some(EbpfReason::NoRecords);
             }
         }
+        Update::UnclaimedRecords(records) => {
+            *state.ebpf_records_unclaimed.get_or_insert(0) += records;
+        }
     }
 }
 

@@ -628,6 +628,7 @@ impl Registry {
         for process in processes {
             let command_line = process.command_line();
             if !self.config.discovery.selects(&command_line) {
+                self.ebpf.leave_out(process.pid, process.start_ticks);
                 continue;
             }
             let proc_root = PathBuf::from(PROC_ROOT);

@@ -110,6 +110,9 @@ pub enum Update {
     /// Probes that see nothing of a JVM whose counter moves: its counters
     /// measure it instead.
     ProbesBlind(StreamId),
+    /// eBPF safepoint records no measured JVM took (of a poll: the
+    /// counter exists from the eBPF source's first).
+    UnclaimedRecords(u64),
 }
 
 /// Where events come from: a GC log's are what makes it fresh

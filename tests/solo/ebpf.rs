@@ -923,3 +923,63 @@ fn a_jdk_attached_after_its_jvm_started_is_compared_from_the_attachment() {
         "{mismatches:?}"
     );
 }
+
+/// A JVM the configuration leaves out runs the JDK the probes are attached
+/// to: its safepoints still trap, but the program sends no record of it
+/// (the agent would read and drop each one), while the JVM measured beside
+/// it has every safepoint recorded.
+#[test]
+fn a_jvm_the_configuration_leaves_out_sends_no_record() {
+    let _alone = crate::alone();
+    let Some((dir, marker)) = prepared() else {
+        return;
+    };
+    let dir = dir.path();
+    let agent = start_agent(&dir.join("agent"), &marker, &[]);
+    let left_out_marker = marker.replace("pausewatch.test", "pausewatch.left-out");
+    let java = Path::new("java");
+    let mut measured_jvm = start_jvm(java, dir, "measured", &[], &marker);
+    let mut left_out = start_jvm(java, dir, "left-out", &[], &left_out_marker);
+    let pid = measured_jvm.id();
+    if let Err(line) = measured(&agent, pid) {
+        common::skip(format!("bpf() is refused here: {line}"));
+        for mut child in [measured_jvm, left_out] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        return;
+    }
+    assert!(
+        measured_jvm.wait().unwrap().success(),
+        "measured JVM failed"
+    );
+    assert!(left_out.wait().unwrap().success(), "left-out JVM failed");
+    let safepoints_of = |name: &str| {
+        let log = dir.join(format!("{name}.log"));
+        log_stops(&log, r#"Safepoint ".*Total: (\d+) ns"#, 1e-9).len() as f64
+    };
+    let (measured_safepoints, left_out_safepoints) =
+        (safepoints_of("measured"), safepoints_of("left-out"));
+    assert!(
+        left_out_safepoints >= 10.0,
+        "{left_out_safepoints} safepoints"
+    );
+    let mut metrics = String::new();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        metrics = agent.get("/metrics").unwrap_or_default();
+        if agent_safepoints(&metrics, pid) == measured_safepoints {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(agent_safepoints(&metrics, pid), measured_safepoints);
+    // Only what it sent before discovery found it (every 200 ms) can have
+    // come; each record it sent after would be counted here at once.
+    let unclaimed = common::sum(&metrics, "pausewatch_ebpf_records_unclaimed_total", &[]);
+    eprintln!("left out: {left_out_safepoints} safepoints, {unclaimed} records read and dropped; measured: {measured_safepoints}");
+    assert!(
+        unclaimed * 4.0 < left_out_safepoints,
+        "{unclaimed} records of the left-out JVM's {left_out_safepoints} safepoints"
+    );
+}

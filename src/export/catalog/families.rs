@@ -348,6 +348,17 @@ pub static CATALOG: &[Family] = &[
         })],
     },
     Family {
+        name: "pausewatch_ebpf_records_unclaimed_total",
+        kind: Kind::Counter,
+        unit: Unit::None,
+        help: "eBPF safepoint records of processes the agent does not measure, read and dropped; a JVM the configuration leaves out sends none.",
+        labels: &[],
+        semconv: None,
+        scopes: &[Scope::Agent(|agent, _| {
+            known(agent.ebpf_records_unclaimed.map(Value::Int))
+        })],
+    },
+    Family {
         name: "pausewatch_gc_log_counter_mismatch",
         kind: Kind::Gauge,
         unit: Unit::None,

@@ -155,6 +155,7 @@ fn every_scope() -> AgentState {
         resolved_at: None,
     };
     let mut state = AgentState::from_streams([stream, go_stream()]);
+    state.ebpf_records_unclaimed = Some(3);
     let mut access = AccessStreamState::default();
     access.malformed_window.add(10, 1);
     state.access_streams.insert(StreamId(2), Arc::new(access));

@@ -155,6 +155,19 @@ impl Ebpf {
         Coverage::NotMeasured(EbpfReason::NotBuilt, String::new())
     }
 
+    /// Silences the probes for a JVM the configuration leaves out (see
+    /// `Probes::leave_out`).
+    pub fn leave_out(&self, pid: u32, start_ticks: u64) {
+        #[cfg(all(feature = "ebpf", target_os = "linux"))]
+        if let Some(probes) = &self.probes {
+            (probes
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner))
+            .leave_out(pid, start_ticks);
+        }
+        let _ = (pid, start_ticks);
+    }
+
     /// The source that reads the probes' records, once, resuming the
     /// count of missed safepoints from `restored`.
     pub fn source(

@@ -29,6 +29,9 @@ use super::library::{has_jvm_signs, mapped_libjvm, open_library, FileId, Library
 use super::record::{read, SafepointRecord};
 use super::ring::RingReader;
 use super::skel::{types, SafepointsSkel, SafepointsSkelBuilder};
+
+// `Probes::leave_out` writes the program's `struct left_out` as two u64s.
+const _: () = assert!(std::mem::size_of::<types::left_out>() == 16);
 use super::{Asking, Coverage};
 use crate::store::EbpfReason;
 
@@ -104,6 +107,10 @@ pub struct Probes {
     inflight: MapHandle,
     drops: MapHandle,
     budgets: MapHandle,
+    /// The JVMs the configuration leaves out (`left_out_jvms`)...
+    left_out: MapHandle,
+    /// ...as the map holds them, so that those that exit are taken out.
+    left_out_processes: HashSet<(u32, u64)>,
     /// Work for the attaching thread.
     requests: mpsc::Sender<Request>,
     /// How far each file is, by identity: a file that could not be
@@ -161,6 +168,7 @@ impl Probes {
             |map: &libbpf_rs::MapMut<'_>| MapHandle::try_from(map).map_err(|e| refused(&e));
         let (events, inflight) = (handle(&maps.events)?, handle(&maps.inflight)?);
         let (drops, budgets) = (handle(&maps.drops)?, handle(&maps.budgets)?);
+        let left_out = handle(&maps.left_out_jvms)?;
         let ring = RingReader::start("ebpf-safepoints", events, SafepointRecord::parse)
             .map_err(|error| (EbpfReason::LoadFailed, error))?;
         let held = probe_descriptors();
@@ -188,6 +196,8 @@ impl Probes {
             inflight,
             drops,
             budgets,
+            left_out,
+            left_out_processes: HashSet::new(),
             requests,
             attachments,
             uses: HashMap::new(),
@@ -284,9 +294,44 @@ impl Probes {
         }
     }
 
+    /// Silences the probes for the JVM `pid` started at `start_ticks` (as
+    /// /proc/PID/stat says), which the configuration leaves out: its
+    /// safepoints still trap in the kernel, but send no record for the
+    /// agent to read and throw away. Another process given the pid later
+    /// is not silenced: the program compares the starts.
+    pub fn leave_out(&mut self, pid: u32, start_ticks: u64) {
+        let tick_ns = 1_000_000_000 / procfs::ticks_per_second().max(1);
+        let value: Vec<u8> = [start_ticks, tick_ns]
+            .iter()
+            .flat_map(|field| field.to_ne_bytes())
+            .collect();
+        match (self.left_out).update(&pid.to_ne_bytes(), &value, MapFlags::ANY) {
+            Ok(()) => drop(self.left_out_processes.insert((pid, start_ticks))),
+            // A full map (16,384 JVMs left out at once): this one's
+            // records are read and dropped, as before.
+            Err(error) => {
+                tracing::debug!(pid, error = %error, "a JVM left out still sends its records")
+            }
+        }
+    }
+
+    /// The JVMs left out (pid, start ticks), while they run.
+    pub fn left_out(&self) -> &HashSet<(u32, u64)> {
+        &self.left_out_processes
+    }
+
     /// Releases the libraries attached for processes none of which is
-    /// `alive` any more (installed JDKs stay attached).
+    /// `alive` any more (installed JDKs stay attached), and forgets the
+    /// JVMs left out that exited.
     pub fn release_unused(&mut self, alive: impl Fn(u32, u64) -> bool) {
+        let left_out = &self.left_out;
+        self.left_out_processes.retain(|(pid, ticks)| {
+            let alive = alive(*pid, *ticks);
+            if !alive {
+                let _ = left_out.delete(&pid.to_ne_bytes());
+            }
+            alive
+        });
         let mut released = Vec::new();
         for (id, known) in &mut self.uses {
             known.processes.retain(|(pid, ticks)| alive(*pid, *ticks));

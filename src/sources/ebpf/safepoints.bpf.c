@@ -9,12 +9,15 @@
 // second: one process flooding its probe sites (any user can attach the
 // agent to a copy of libjvm.so of their own) cannot fill the ring buffer
 // that every JVM's records share; what it loses is counted in its budget.
+// A JVM the configuration leaves out sends nothing: its probes still trap,
+// but the agent reads no record of it.
 // The licence is GPL because bpf_probe_read_user_str is a GPL-only helper.
 #include <stdbool.h>
 #include <linux/types.h>
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 
 #include "safepoints.h"
@@ -65,9 +68,36 @@ struct {
 	__type(value, struct inflight);
 } zero SEC(".maps");
 
+/* The JVMs the configuration leaves out, by tgid; the agent writes them as
+ * discovery finds them and takes out those that exited. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct left_out);
+} left_out_jvms SEC(".maps");
+
+/* The kernel's own type, reduced to the fields read here (CO-RE). */
+struct task_struct {
+	struct task_struct *group_leader;
+	__u64 start_boottime;
+} __attribute__((preserve_access_index));
+
 static __always_inline __u32 tgid(void)
 {
 	return bpf_get_current_pid_tgid() >> 32;
+}
+
+/* Whether the current process is a JVM left out: its pid is in the map
+ * with this process's start, not the start of one that had the pid before. */
+static __always_inline bool is_left_out(__u32 key)
+{
+	struct left_out *out = bpf_map_lookup_elem(&left_out_jvms, &key);
+	if (!out || !out->tick_ns)
+		return false;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 started_ns = BPF_CORE_READ(task, group_leader, start_boottime);
+	return started_ns / out->tick_ns == out->start_ticks;
 }
 
 static __always_inline struct inflight *current(void)
@@ -92,6 +122,8 @@ SEC("usdt")
 int BPF_USDT(safepoint_begin)
 {
 	__u32 key = tgid(), index = 0;
+	if (is_left_out(key))
+		return 0;
 	struct inflight *fresh = bpf_map_lookup_elem(&zero, &index);
 	if (!fresh)
 		return 0;

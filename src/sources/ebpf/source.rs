@@ -494,7 +494,7 @@ impl Source for EbpfSource {
         self.measuring = !measured.is_empty();
         // Their safepoints in flight before the drain: one that ends in
         // between is in both, and is taken once (see `Check::take`).
-        let (poll_ns, in_flight, records, dropped, throttled) = {
+        let (poll_ns, in_flight, records, dropped, throttled, left_out) = {
             let mut probes = self.probes.lock().unwrap_or_else(PoisonError::into_inner);
             let poll_ns = monotonic_now().as_nanos() as u64;
             if self.released.elapsed() >= RELEASE_EVERY {
@@ -512,6 +512,7 @@ impl Source for EbpfSource {
                 probes.drain(),
                 probes.dropped(),
                 throttled,
+                probes.left_out().clone(),
             )
         };
         let mut owners = Owners::new();
@@ -538,13 +539,20 @@ impl Source for EbpfSource {
                 .push(record.clone());
         }
         let known: Vec<Process> = streams.keys().copied().collect();
+        // Records no measured JVM takes: of processes gone, left out (sent
+        // before discovery left them out), left waiting too long, or not
+        // measured by the probes.
+        let mut unclaimed = 0;
         for record in records {
-            let Some(process) = owners.of(record.tgid, record.begin_ns, &known) else {
+            let owner = owners.of(record.tgid, record.begin_ns, &known);
+            let Some(process) = owner.filter(|process| !left_out.contains(process)) else {
+                unclaimed += 1;
                 continue;
             };
             let pending = self.pending.entry(process).or_default();
-            if pending.len() < MAX_PENDING {
-                pending.push(record);
+            match pending.len() < MAX_PENDING {
+                true => pending.push(record),
+                false => unclaimed += 1,
             }
         }
         let monotonic = monotonic_now();
@@ -579,16 +587,20 @@ impl Source for EbpfSource {
             }
         }
         self.pending.retain(|process, pending| {
-            let (id, role) = match streams.get(process) {
-                Some(Some(target)) => *target,
-                Some(None) => return false,
+            let (id, role, collector) = match streams.get(process) {
+                Some(Some((id, role))) if collectors.contains_key(id) => {
+                    (*id, *role, collectors[id])
+                }
+                Some(_) => {
+                    unclaimed += pending.len() as u64;
+                    return false;
+                }
                 None => {
+                    let waiting = pending.len();
                     pending.retain(|record| record.end_ns > expired);
+                    unclaimed += (waiting - pending.len()) as u64;
                     return !pending.is_empty();
                 }
-            };
-            let Some(&collector) = collectors.get(&id) else {
-                return false;
             };
             let converter = self.converters.entry(*process).or_default();
             let mut events: Vec<_> = pending
@@ -634,6 +646,7 @@ impl Source for EbpfSource {
             changed = true;
             false
         });
+        reading.push(Update::UnclaimedRecords(unclaimed));
         let now_ns = monotonic.as_nanos() as u64;
         // Each JVM's records against its log and its counters, with this
         // poll's records in.
