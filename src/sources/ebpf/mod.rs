@@ -70,6 +70,13 @@ pub struct Asking {
     pub young: bool,
 }
 
+impl Asking {
+    /// The process: (pid, start ticks).
+    pub fn process(&self) -> (u32, u64) {
+        (self.pid, self.start_ticks)
+    }
+}
+
 /// What a restarted agent needs to count the safepoints it missed while
 /// down: an event stream has no offset to resume from, so each JVM's
 /// `sun.rt.safepoints` value its records reached stands in for one.

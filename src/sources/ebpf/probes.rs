@@ -29,9 +29,6 @@ use super::library::{has_jvm_signs, mapped_libjvm, open_library, FileId, Library
 use super::record::{read, SafepointRecord};
 use super::ring::RingReader;
 use super::skel::{types, SafepointsSkel, SafepointsSkelBuilder};
-
-// `Probes::leave_out` writes the program's `struct left_out` as two u64s.
-const _: () = assert!(std::mem::size_of::<types::left_out>() == 16);
 use super::{Asking, Coverage};
 use crate::store::EbpfReason;
 
@@ -107,10 +104,14 @@ pub struct Probes {
     inflight: MapHandle,
     drops: MapHandle,
     budgets: MapHandle,
-    /// The JVMs the configuration leaves out (`left_out_jvms`)...
+    /// The JVMs the configuration leaves out (`left_out_jvms`, by pid)...
     left_out: MapHandle,
-    /// ...as the map holds them, so that those that exit are taken out.
-    left_out_processes: HashSet<(u32, u64)>,
+    /// ...and the start of the process each pid was left out for, so that
+    /// the pid is taken out when it exits or another process has it.
+    left_out_processes: HashMap<u32, u64>,
+    /// Measured JVMs whose pid was still left out for a process that had
+    /// exited: their records before discovery were not sent.
+    sent_late: HashSet<(u32, u64)>,
     /// Work for the attaching thread.
     requests: mpsc::Sender<Request>,
     /// How far each file is, by identity: a file that could not be
@@ -197,7 +198,8 @@ impl Probes {
             drops,
             budgets,
             left_out,
-            left_out_processes: HashSet::new(),
+            left_out_processes: HashMap::new(),
+            sent_late: HashSet::new(),
             requests,
             attachments,
             uses: HashMap::new(),
@@ -209,6 +211,17 @@ impl Probes {
     /// unless the process shows no JVM's signs, the file is another user's
     /// to change, or its user (or the host) has as many attached as allowed.
     pub fn cover(&mut self, proc_root: &Path, asking: &Asking) -> Coverage {
+        self.measure_pid(asking.pid, asking.start_ticks);
+        match self.cover_library(proc_root, asking) {
+            Coverage::Measured { .. } if self.sent_late.contains(&asking.process()) => {
+                Coverage::Measured { from_start: false }
+            }
+            coverage => coverage,
+        }
+    }
+
+    /// [`Self::cover`] but for a pid that was left out.
+    fn cover_library(&mut self, proc_root: &Path, asking: &Asking) -> Coverage {
         let library = match mapped_libjvm(proc_root, asking.pid) {
             Ok(library) => library,
             Err((reason, detail)) => return Coverage::NotMeasured(reason, detail),
@@ -229,7 +242,7 @@ impl Probes {
         if let Some(why) = library.untrusted_for(uid) {
             return Coverage::NotMeasured(EbpfReason::UntrustedLibrary, why);
         }
-        let process = (asking.pid, asking.start_ticks);
+        let process = asking.process();
         if let Some(known) = self.uses.get_mut(&library.id) {
             known.processes.insert(process);
             return self.request(library, asking.start_ticks);
@@ -297,16 +310,10 @@ impl Probes {
     /// Silences the probes for the JVM `pid` started at `start_ticks` (as
     /// /proc/PID/stat says), which the configuration leaves out: its
     /// safepoints still trap in the kernel, but send no record for the
-    /// agent to read and throw away. Another process given the pid later
-    /// is not silenced: the program compares the starts.
+    /// agent to read and throw away.
     pub fn leave_out(&mut self, pid: u32, start_ticks: u64) {
-        let tick_ns = 1_000_000_000 / procfs::ticks_per_second().max(1);
-        let value: Vec<u8> = [start_ticks, tick_ns]
-            .iter()
-            .flat_map(|field| field.to_ne_bytes())
-            .collect();
-        match (self.left_out).update(&pid.to_ne_bytes(), &value, MapFlags::ANY) {
-            Ok(()) => drop(self.left_out_processes.insert((pid, start_ticks))),
+        match (self.left_out).update(&pid.to_ne_bytes(), &[1], MapFlags::ANY) {
+            Ok(()) => drop(self.left_out_processes.insert(pid, start_ticks)),
             // A full map (16,384 JVMs left out at once): this one's
             // records are read and dropped, as before.
             Err(error) => {
@@ -316,16 +323,32 @@ impl Probes {
     }
 
     /// The JVMs left out (pid, start ticks), while they run.
-    pub fn left_out(&self) -> &HashSet<(u32, u64)> {
-        &self.left_out_processes
+    pub fn left_out(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.left_out_processes
+            .iter()
+            .map(|(pid, ticks)| (*pid, *ticks))
+    }
+
+    /// Takes `pid` out of the JVMs left out, for the JVM started at
+    /// `start_ticks` that discovery selects: when the pid was in for a
+    /// process that exited (the map is cleaned every few seconds, a pid may
+    /// come back sooner), this JVM's records were not sent until now.
+    fn measure_pid(&mut self, pid: u32, start_ticks: u64) {
+        if let Some(ticks) = self.left_out_processes.remove(&pid) {
+            let _ = self.left_out.delete(&pid.to_ne_bytes());
+            if ticks != start_ticks {
+                self.sent_late.insert((pid, start_ticks));
+            }
+        }
     }
 
     /// Releases the libraries attached for processes none of which is
-    /// `alive` any more (installed JDKs stay attached), and forgets the
-    /// JVMs left out that exited.
+    /// `alive` any more (installed JDKs stay attached), and takes the JVMs
+    /// left out that exited out of the map.
     pub fn release_unused(&mut self, alive: impl Fn(u32, u64) -> bool) {
+        self.sent_late.retain(|(pid, ticks)| alive(*pid, *ticks));
         let left_out = &self.left_out;
-        self.left_out_processes.retain(|(pid, ticks)| {
+        self.left_out_processes.retain(|pid, ticks| {
             let alive = alive(*pid, *ticks);
             if !alive {
                 let _ = left_out.delete(&pid.to_ne_bytes());

@@ -17,7 +17,6 @@
 #include <linux/bpf.h>
 #include <linux/ptrace.h>
 #include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
 #include <bpf/usdt.bpf.h>
 
 #include "safepoints.h"
@@ -68,36 +67,20 @@ struct {
 	__type(value, struct inflight);
 } zero SEC(".maps");
 
-/* The JVMs the configuration leaves out, by tgid; the agent writes them as
- * discovery finds them and takes out those that exited. */
+/* The JVMs the configuration leaves out, by tgid: the agent writes them as
+ * discovery finds them, and takes out those that exited and a pid a JVM it
+ * measures was given. No kernel type is read here (CO-RE would need the
+ * kernel's BTF, which a host or a chroot may lack). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, struct left_out);
+	__type(value, __u8);
 } left_out_jvms SEC(".maps");
-
-/* The kernel's own type, reduced to the fields read here (CO-RE). */
-struct task_struct {
-	struct task_struct *group_leader;
-	__u64 start_boottime;
-} __attribute__((preserve_access_index));
 
 static __always_inline __u32 tgid(void)
 {
 	return bpf_get_current_pid_tgid() >> 32;
-}
-
-/* Whether the current process is a JVM left out: its pid is in the map
- * with this process's start, not the start of one that had the pid before. */
-static __always_inline bool is_left_out(__u32 key)
-{
-	struct left_out *out = bpf_map_lookup_elem(&left_out_jvms, &key);
-	if (!out || !out->tick_ns)
-		return false;
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	__u64 started_ns = BPF_CORE_READ(task, group_leader, start_boottime);
-	return started_ns / out->tick_ns == out->start_ticks;
 }
 
 static __always_inline struct inflight *current(void)
@@ -122,7 +105,7 @@ SEC("usdt")
 int BPF_USDT(safepoint_begin)
 {
 	__u32 key = tgid(), index = 0;
-	if (is_left_out(key))
+	if (bpf_map_lookup_elem(&left_out_jvms, &key))
 		return 0;
 	struct inflight *fresh = bpf_map_lookup_elem(&zero, &index);
 	if (!fresh)

@@ -32,11 +32,4 @@ struct safepoint_record {
 	struct gc_record gcs[MAX_GCS];
 };
 
-/* A JVM the configuration leaves out, as /proc/PID/stat dates it: its
- * start in clock ticks since boot, and the length of a tick. */
-struct left_out {
-	__u64 start_ticks;
-	__u64 tick_ns;
-};
-
 #endif

@@ -1,7 +1,7 @@
 //! The source that reads the safepoint probes' ring buffer at every poll
 //! and folds each safepoint into the stream of the JVM it came from.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -512,7 +512,7 @@ impl Source for EbpfSource {
                 probes.drain(),
                 probes.dropped(),
                 throttled,
-                probes.left_out().clone(),
+                probes.left_out().collect::<HashSet<Process>>(),
             )
         };
         let mut owners = Owners::new();
