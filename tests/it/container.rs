@@ -6,11 +6,12 @@
 //! mount namespace of its own, as the image's user: `/healthz` must answer,
 //! the state directory must take the checkpoint lock, the kernel must show
 //! exactly CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE, CAP_BPF and CAP_PERFMON
-//! effective, and the static binary, built with `--features ebpf`, must
-//! hold its eBPF probes' programs (one per `SEC("usdt")` of the source).
+//! effective, and the binary, built with `--features ebpf` and loaded with
+//! the libraries the image carries, must hold its eBPF probes' programs (one
+//! per `SEC("usdt")` of the source).
 //!
-//! The static build recompiles every dependency (2 min 47 s on 2 cores),
-//! so this test runs only with `PAUSEWATCH_CONTAINER_TEST=1`, which
+//! The image takes the packages' release build (about 3 minutes on 2 cores,
+//! shared with tests/it/deb.rs and rpm.rs), so this test runs only with `PAUSEWATCH_CONTAINER_TEST=1`, which
 //! `.ci/run` sets, and is skipped otherwise (`common::skip`); it needs root,
 //! and buildah and podman that work here (their `info` with vfs storage),
 //! and setcap: without them it is skipped too.
@@ -57,7 +58,7 @@ fn agent_pid(pid: u32) -> Option<u32> {
 fn the_image_builds_and_its_entrypoint_serves_healthz_with_four_capabilities_and_its_probes() {
     if std::env::var_os(MARKER).is_none_or(|v| v != "1") {
         return common::skip(format_args!(
-            "set {MARKER}=1 to build the static binary and the image (about 3 minutes)"
+            "set {MARKER}=1 to build the release binary and the image (about 3 minutes)"
         ));
     }
     for tool in ["setcap", "unshare", "chroot"] {
