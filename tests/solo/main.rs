@@ -5,10 +5,10 @@
 //! every JVM of the host, and another test's JVM beside them would make
 //! stops, records or slow requests that none of theirs caused. Cargo runs
 //! test binaries one after another, in the order of their names, so these
-//! run after `tests/it/` (and after `.ci/run`'s lane of fleet tests has
-//! ended: beside its Prometheus and agents, a client's slowest request
-//! took 20 ms where the kernel saw 13), and [`ALONE`] runs them one at a
-//! time.
+//! run after `tests/it/`; `.ci/run` runs them once its lane of `tests/it`
+//! has ended too (beside the fleet's Prometheus and agents, a client's
+//! slowest request took 20 ms where the kernel saw 13). [`ALONE`] runs them
+//! one at a time.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
