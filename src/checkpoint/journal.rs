@@ -902,3 +902,7 @@ use snapshot::{full, write_full};
 #[cfg(test)]
 #[path = "journal_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "journal_format_tests.rs"]
+mod format_tests;
