@@ -30,7 +30,7 @@ use crate::model::runtime::RuntimeStats;
 pub struct StreamId(pub u64);
 
 /// One followed GC log stream: a JVM's `gc.log` and its rotated files.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct StreamState {
     /// The stream's live path (`/var/log/app/gc.log`); the `log` label.
     pub log: String,
@@ -53,22 +53,17 @@ pub struct StreamState {
     /// is configured for it.
     pub latency: Option<LatencyState>,
     /// Where `latency`'s requests come from, once any came.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_source: Option<LatencySource>,
     /// Server connections the kernel's latency leaves out: they carried
     /// more than one request at a time (HTTP/2, gRPC, pipelining).
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub multiplexed_connections: u64,
     /// Runtime stats from the JVM's hsperfdata, when it is sampled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeStats>,
     /// The discovered JVM exited and its grace period passed: it has no
     /// series and no alerts any more, and its minutes stay in
     /// `/api/v1/minutes` until `history` drops them.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exited: bool,
     /// How discovery found this JVM, when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovered: Option<Discovered>,
 }
 
@@ -231,10 +226,6 @@ impl EbpfReason {
     }
 }
 
-fn is_zero(count: &u64) -> bool {
-    *count == 0
-}
-
 /// Where a stream's request latency comes from: the service's access log
 /// (or its latency histogram), or the kernel's view of its connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -307,14 +298,13 @@ impl SafepointSource {
 }
 
 /// One followed access log, feeding the latency state of a GC stream.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct AccessStreamState {
     pub log: String,
     /// The GC stream (its `log`) the requests are lined up with, once found.
     pub target: Option<String>,
     /// That GC stream's configured labels, so the access log's series carry
     /// the same `service`.
-    #[serde(default)]
     pub labels: BTreeMap<String, String>,
     pub stats: AccessStats,
     pub read_lag_bytes: u64,
@@ -324,11 +314,9 @@ pub struct AccessStreamState {
     pub errors: BTreeMap<String, u64>,
     /// Malformed lines among the last ones: the figure of
     /// `pausewatch_access_log_malformed_ratio`, for a wrong format.
-    #[serde(default)]
     pub malformed_window: MalformedWindow,
     /// The wrong-format warning was logged and the share has not fallen
     /// back since: it is logged once per crossing, not every poll.
-    #[serde(default)]
     pub malformed_warned: bool,
 }
 

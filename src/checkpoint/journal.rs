@@ -54,6 +54,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::delta;
+use super::records::SourceV5;
 use super::timeline::{nanos, seconds_of, time, whole_nanos, Timeline};
 use super::{write_atomically, Manifest, FILE_NAME, VERSION};
 use crate::model::correlate::{LatencyMinute, RequestTiming, Stop};
@@ -78,8 +79,8 @@ const PACKED_MAX: u64 = 1 << 30;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Record<'a> {
-    Source(Cow<'a, SourceCheckpoint>),
-    Fresh(Cow<'a, SourceCheckpoint>),
+    Source(SourceV5<'a>),
+    Fresh(SourceV5<'a>),
     /// A source's number and the change of its state.
     Delta(usize, Vec<Value>),
     Minutes {
@@ -238,7 +239,8 @@ fn changes(
         return full(buf, source);
     };
     let mut out = Vec::new();
-    let value = serde_json::to_value(source)?;
+    let record = SourceV5::from(source);
+    let value = serde_json::to_value(&record)?;
     let base = before.base.take().filter(|_| number.is_some());
     match (base.map(|base| delta::diff(&base, &value)), number) {
         (Some(Some(ops)), Some(number)) => {
@@ -246,7 +248,7 @@ fn changes(
                 line(&mut out, &Record::Delta(number, ops))?;
             }
         }
-        _ => line(&mut out, &Record::Source(Cow::Borrowed(source)))?,
+        _ => line(&mut out, &Record::Source(record))?,
     }
     let mut written = Written {
         base: Some(value),
@@ -362,7 +364,8 @@ impl Replay {
         if !self.sources.contains_key(&key) {
             self.numbers.push(key.clone());
         }
-        self.sources.insert(key, serde_json::to_value(source)?);
+        self.sources
+            .insert(key, serde_json::to_value(SourceV5::from(source))?);
         Ok(())
     }
 
@@ -375,8 +378,9 @@ impl Replay {
 
     fn apply(&mut self, record: Record<'static>) -> Result<()> {
         match record {
-            Record::Source(source) => self.insert(&source)?,
+            Record::Source(source) => self.insert(&source.into_model())?,
             Record::Fresh(source) => {
+                let source = source.into_model();
                 if let Some((log, _)) = source.stream() {
                     self.minutes.remove(&log);
                     self.latency_minutes.remove(&log);
@@ -472,9 +476,9 @@ impl Replay {
     fn finish(mut self) -> Result<Vec<SourceCheckpoint>> {
         let mut sources = Vec::with_capacity(self.sources.len());
         for (key, value) in std::mem::take(&mut self.sources) {
-            let source = serde_json::from_value(value)
+            let source: SourceV5 = serde_json::from_value(value)
                 .with_context(|| format!("the state of {key:?} does not read back"))?;
-            sources.push(self.put_back(source));
+            sources.push(self.put_back(source.into_model()));
         }
         Ok(sources)
     }

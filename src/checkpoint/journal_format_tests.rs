@@ -227,7 +227,7 @@ fn figures(source: &SourceCheckpoint) -> String {
     let mut figures = format!(
         "{:?}\n{}",
         source.key(),
-        serde_json::to_string(source).unwrap()
+        serde_json::to_string(&SourceV5::from(source)).unwrap()
     );
     if let Some((_, state)) = source.stream() {
         figures += &format!("\n{:?}", state.jvm.minutes.iter().collect::<Vec<_>>());

@@ -11,11 +11,12 @@ use super::*;
 
 /// Appends every record of `source` (a `fresh` one first).
 pub(super) fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Written> {
-    line(buf, &Record::Fresh(Cow::Borrowed(source)))?;
+    let record = SourceV5::from(source);
     let mut written = Written {
-        base: Some(serde_json::to_value(source)?),
+        base: Some(serde_json::to_value(&record)?),
         ..Written::default()
     };
+    line(buf, &Record::Fresh(record))?;
     let Some((log, state)) = source.stream() else {
         return Ok(written);
     };

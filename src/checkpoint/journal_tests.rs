@@ -421,7 +421,7 @@ fn a_discovered_jvms_stream_replays_beside_a_gc_logs() {
         let latency = state.latency.as_ref().unwrap();
         format!(
             "{name}\n{}\n{:?}\n{:?}\n{:?}\n{:?}",
-            serde_json::to_string(source).unwrap(),
+            serde_json::to_string(&SourceV5::from(source)).unwrap(),
             state.jvm.minutes.iter().collect::<Vec<_>>(),
             latency.minutes,
             latency.pending(),

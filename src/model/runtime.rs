@@ -184,7 +184,7 @@ pub fn collector_of(policy: &str, collector_names: &[&str]) -> Collector {
 
 /// One collector's pause counters at one sample, in seconds since the JVM
 /// started (HotSpot's elapsed counter).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PauseCounters {
     pub invocations: u64,
     pub seconds: f64,

@@ -31,7 +31,6 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
 use super::reading::{Reading, Update};
 use super::{Source, SourceCheckpoint, SourceKey};
@@ -63,7 +62,7 @@ pub fn source_key(source: &LatencyHistogramSource) -> String {
     )
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct HistogramCheckpoint {
     pub key: String,
     pub accumulator: MinuteAccumulator,
