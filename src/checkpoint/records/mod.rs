@@ -20,10 +20,9 @@
 //!
 //! Not mirrored yet, so still in the format through their own serde
 //! derives (a change to them changes the format: the fixture test says
-//! so): the model's `JvmState`, `LatencyState`, `RuntimeStats`, `Discovered`
-//! and their parts, `MalformedWindow`, the histogram source's
-//! `MinuteAccumulator`, and the journal's `Minute` and `LatencyMinute`
-//! records. The parsers' states (`GcLogParser`, `AccessLogParser`,
+//! so): the model's `JvmState`, `LatencyState` and their parts, `GcCpu`,
+//! `MalformedWindow`, the histogram source's `MinuteAccumulator`, and the
+//! journal's `Minute` and `LatencyMinute` records. The parsers' states (`GcLogParser`, `AccessLogParser`,
 //! `ParseStats`, `AccessStats`) stay the parsers crate's own: it is pure,
 //! its state is private and serialisable by design for this use, and
 //! mirroring it here would mean opening its internals.
@@ -46,6 +45,36 @@ macro_rules! both_ways {
     };
 }
 
+/// A record enum of unit variants, named as the model's are (snake case),
+/// with `From` both ways.
+macro_rules! unit_enum {
+    ($(#[$doc:meta])* $record:ident <=> $model:ident { $($(#[$attr:meta])* $variant:ident),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $record {
+            $($(#[$attr])* $variant),*
+        }
+
+        impl From<$model> for $record {
+            fn from(value: $model) -> Self {
+                match value {
+                    $($model::$variant => $record::$variant),*
+                }
+            }
+        }
+
+        impl From<$record> for $model {
+            fn from(value: $record) -> Self {
+                match value {
+                    $($record::$variant => $model::$variant),*
+                }
+            }
+        }
+    };
+}
+
+mod runtime;
 mod sources;
 mod stream;
 

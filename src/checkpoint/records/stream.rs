@@ -8,11 +8,11 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::{AccessStats, ParseStats};
 use serde::{Deserialize, Serialize};
 
+use super::runtime::{DiscoveryV5, LatencySourceV5, RuntimeV5};
 use crate::model::jvm::JvmState;
 use crate::model::latency::{LatencyState, MalformedWindow};
 use crate::model::minutes::is_zero;
-use crate::model::runtime::RuntimeStats;
-use crate::store::{AccessStreamState, Discovered, LatencySource, StreamState};
+use crate::store::{AccessStreamState, StreamState};
 
 type Counts = BTreeMap<String, u64>;
 
@@ -31,15 +31,15 @@ pub struct StreamV5<'a> {
     errors: Cow<'a, Counts>,
     latency: Option<Cow<'a, LatencyState>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    latency_source: Option<LatencySource>,
+    latency_source: Option<LatencySourceV5>,
     #[serde(default, skip_serializing_if = "is_zero")]
     multiplexed_connections: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    runtime: Option<Cow<'a, RuntimeStats>>,
+    runtime: Option<RuntimeV5<'a>>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     exited: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    discovered: Option<Cow<'a, Discovered>>,
+    discovered: Option<DiscoveryV5>,
 }
 
 impl<'a> From<&'a StreamState> for StreamV5<'a> {
@@ -55,11 +55,11 @@ impl<'a> From<&'a StreamState> for StreamV5<'a> {
             readable: state.readable,
             errors: Cow::Borrowed(&state.errors),
             latency: state.latency.as_ref().map(Cow::Borrowed),
-            latency_source: state.latency_source,
+            latency_source: state.latency_source.map(Into::into),
             multiplexed_connections: state.multiplexed_connections,
-            runtime: state.runtime.as_ref().map(Cow::Borrowed),
+            runtime: state.runtime.as_ref().map(Into::into),
             exited: state.exited,
-            discovered: state.discovered.as_ref().map(Cow::Borrowed),
+            discovered: state.discovered.clone().map(Into::into),
         }
     }
 }
@@ -77,11 +77,11 @@ impl StreamV5<'_> {
             readable: self.readable,
             errors: self.errors.into_owned(),
             latency: self.latency.map(Cow::into_owned),
-            latency_source: self.latency_source,
+            latency_source: self.latency_source.map(Into::into),
             multiplexed_connections: self.multiplexed_connections,
-            runtime: self.runtime.map(Cow::into_owned),
+            runtime: self.runtime.map(RuntimeV5::into_model),
             exited: self.exited,
-            discovered: self.discovered.map(Cow::into_owned),
+            discovered: self.discovered.map(Into::into),
         }
     }
 }
