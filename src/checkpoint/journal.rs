@@ -54,7 +54,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::delta;
-use super::records::SourceV5;
+use super::records::{MinuteV5, SourceV5};
 use super::timeline::{nanos, seconds_of, time, whole_nanos, Timeline};
 use super::{write_atomically, Manifest, FILE_NAME, VERSION};
 use crate::model::correlate::{LatencyMinute, RequestTiming, Stop};
@@ -85,7 +85,7 @@ enum Record<'a> {
     Delta(usize, Vec<Value>),
     Minutes {
         log: Cow<'a, str>,
-        minutes: Vec<Cow<'a, Minute>>,
+        minutes: Vec<MinuteV5>,
     },
     /// A source's number, the minute's key and the minute's change.
     MinuteDelta(usize, i64, Vec<Value>),
@@ -270,6 +270,7 @@ fn changes(
             let Some(minute) = minutes.get(minute_start(key)) else {
                 continue;
             };
+            let minute = MinuteV5::from(minute.into_owned());
             let value = serde_json::to_value(&minute)?;
             let base = match (&written.minute, number) {
                 (Some((written, base)), Some(number)) if *written == key => {
@@ -403,15 +404,14 @@ impl Replay {
                     .get_mut(&log)
                     .and_then(|minutes| minutes.get_mut(&key))
                     .with_context(|| format!("no minute {key} to change"))?;
-                let mut value = serde_json::to_value(&*minute)?;
+                let mut value = serde_json::to_value(MinuteV5::from(minute.clone()))?;
                 delta::apply(&mut value, &ops)?;
-                *minute = serde_json::from_value(value)?;
+                *minute = serde_json::from_value::<MinuteV5>(value)?.into();
             }
             Record::Minutes { log, minutes } => {
                 let kept = self.minutes.entry(log.into_owned()).or_default();
                 for minute in minutes {
-                    let minute = minute.into_owned();
-                    kept.insert(minute.start.timestamp(), minute);
+                    kept.insert(minute.key(), minute.into());
                 }
             }
             Record::LatencyMinutes { log, minutes } => {

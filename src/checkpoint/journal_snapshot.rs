@@ -23,9 +23,9 @@ pub(super) fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Writt
     let log = log.as_str();
     let minutes = &state.jvm.minutes;
     written.minutes = minutes.changes().generation();
-    let all: Vec<Cow<Minute>> = minutes.iter().collect();
+    let all: Vec<MinuteV5> = minutes.iter().map(|m| m.into_owned().into()).collect();
     if let Some(newest) = all.last() {
-        written.minute = Some((newest.start.timestamp(), serde_json::to_value(newest)?));
+        written.minute = Some((newest.key(), serde_json::to_value(newest)?));
         line(
             buf,
             &Record::Minutes {

@@ -25,7 +25,7 @@ use crate::sources::SourceCheckpoint;
 pub enum SourceV5<'a> {
     GcLog(Box<GcLogV5<'a>>),
     AccessLog(Box<AccessLogV5<'a>>),
-    LatencyHistogram(HistogramV5<'a>),
+    LatencyHistogram(LatencyHistogramV5<'a>),
     Ebpf(EbpfV5<'a>),
     Discovered(Box<DiscoveredV5<'a>>),
 }
@@ -184,21 +184,21 @@ impl AccessLogV5<'_> {
 
 /// Version 5 of [`HistogramCheckpoint`].
 #[derive(Debug, Serialize, Deserialize)]
-pub struct HistogramV5<'a> {
+pub struct LatencyHistogramV5<'a> {
     key: Cow<'a, str>,
     accumulator: Cow<'a, MinuteAccumulator>,
 }
 
-impl<'a> From<&'a HistogramCheckpoint> for HistogramV5<'a> {
+impl<'a> From<&'a HistogramCheckpoint> for LatencyHistogramV5<'a> {
     fn from(HistogramCheckpoint { key, accumulator }: &'a HistogramCheckpoint) -> Self {
-        HistogramV5 {
+        LatencyHistogramV5 {
             key: Cow::Borrowed(key),
             accumulator: Cow::Borrowed(accumulator),
         }
     }
 }
 
-impl HistogramV5<'_> {
+impl LatencyHistogramV5<'_> {
     fn into_model(self) -> HistogramCheckpoint {
         HistogramCheckpoint {
             key: self.key.into_owned(),
