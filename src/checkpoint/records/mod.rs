@@ -20,13 +20,15 @@
 //!
 //! Not mirrored yet, so still in the format through their own serde
 //! derives (a change to them changes the format: the fixture test says
-//! so): the model's `JvmState`, `LatencyState` and their parts, `GcCpu`,
-//! `MalformedWindow`, the histogram source's `MinuteAccumulator`, and the
-//! journal's `LatencyMinute` records. `Minute` keeps its derives for the
-//! HTTP API, which the checkpoint no longer depends on. The parsers' states (`GcLogParser`, `AccessLogParser`,
-//! `ParseStats`, `AccessStats`) stay the parsers crate's own: it is pure,
-//! its state is private and serialisable by design for this use, and
-//! mirroring it here would mean opening its internals.
+//! so): the model's `LatencyState` and its parts, `MalformedWindow`, the
+//! histogram source's `MinuteAccumulator`, and the journal's
+//! `LatencyMinute` records. `Minute`, `Histogram`, `EventCounters` and
+//! `GcCpu` keep `Serialize` for the HTTP API and `analyze`, which the
+//! checkpoint no longer depends on. The parsers' states and types
+//! (`GcLogParser`, `AccessLogParser`, `ParseStats`, `AccessStats`,
+//! `Collector`, `LogTime`) stay the parsers crate's own: it is pure, its
+//! state is private and serialisable by design for this use, and mirroring
+//! it here would mean opening its internals.
 
 /// `From` both ways between a plain model type and its record, each field
 /// converted by one expression of `$v` that serves both directions.
@@ -75,6 +77,7 @@ macro_rules! unit_enum {
     };
 }
 
+mod jvm;
 mod minutes;
 mod runtime;
 mod sources;

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::gc_cpu::GcCpu;
+use super::jvm::GcCpuV5;
 use crate::model::runtime::{CollectorStats, MemoryPool, RuntimeStats};
 use crate::store::{
     Discovered, EbpfReason, LatencyReason, LatencySource, PauseSource, SafepointSource,
@@ -162,7 +162,7 @@ pub struct RuntimeV5<'a> {
     #[serde(default)]
     cpu_seconds: Option<f64>,
     #[serde(default)]
-    gc_cpu: Cow<'a, GcCpu>,
+    gc_cpu: GcCpuV5,
     unresolved_pauses: u64,
     pauses_available: bool,
     log_counter_mismatch: Cow<'a, [(String, f64)]>,
@@ -188,7 +188,7 @@ impl<'a> From<&'a RuntimeStats> for RuntimeV5<'a> {
             threads_peak: stats.threads_peak,
             uptime_seconds: stats.uptime_seconds,
             cpu_seconds: stats.cpu_seconds,
-            gc_cpu: Cow::Borrowed(&stats.gc_cpu),
+            gc_cpu: stats.gc_cpu.clone().into(),
             unresolved_pauses: stats.unresolved_pauses,
             pauses_available: stats.pauses_available,
             log_counter_mismatch: Cow::Borrowed(&stats.log_counter_mismatch),
@@ -217,7 +217,7 @@ impl RuntimeV5<'_> {
             // The previous run's clock: no record of this run is placed by it.
             sampled_monotonic_ns: 0,
             cpu_seconds: self.cpu_seconds,
-            gc_cpu: self.gc_cpu.into_owned(),
+            gc_cpu: self.gc_cpu.into(),
             unresolved_pauses: self.unresolved_pauses,
             pauses_available: self.pauses_available,
             log_counter_mismatch: self.log_counter_mismatch.into_owned(),

@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::{AccessStats, ParseStats};
 use serde::{Deserialize, Serialize};
 
+use super::jvm::JvmV5;
 use super::runtime::{DiscoveryV5, LatencySourceV5, RuntimeV5};
-use crate::model::jvm::JvmState;
 use crate::model::latency::{LatencyState, MalformedWindow};
 use crate::model::minutes::is_zero;
 use crate::store::{AccessStreamState, StreamState};
@@ -22,7 +22,7 @@ type Counts = BTreeMap<String, u64>;
 pub struct StreamV5<'a> {
     log: Cow<'a, str>,
     labels: Cow<'a, BTreeMap<String, String>>,
-    jvm: Cow<'a, JvmState>,
+    jvm: JvmV5<'a>,
     parse: Cow<'a, ParseStats>,
     files_followed: u64,
     read_lag_bytes: u64,
@@ -47,7 +47,7 @@ impl<'a> From<&'a StreamState> for StreamV5<'a> {
         StreamV5 {
             log: Cow::Borrowed(&state.log),
             labels: Cow::Borrowed(&state.labels),
-            jvm: Cow::Borrowed(&state.jvm),
+            jvm: (&state.jvm).into(),
             parse: Cow::Borrowed(&state.parse),
             files_followed: state.files_followed,
             read_lag_bytes: state.read_lag_bytes,
@@ -69,7 +69,7 @@ impl StreamV5<'_> {
         StreamState {
             log: self.log.into_owned(),
             labels: self.labels.into_owned(),
-            jvm: self.jvm.into_owned(),
+            jvm: self.jvm.into_model(),
             parse: self.parse.into_owned(),
             files_followed: self.files_followed,
             read_lag_bytes: self.read_lag_bytes,
