@@ -31,11 +31,14 @@
 //!   before) and of that number. Journals of version 3 end each checkpoint
 //!   with `commit`, its sequence number alone; they still replay.
 //!
-//! The collections are left out of a state's record by serde attributes on
-//! the model (`skip_serializing`), so checkpoints of versions 1 and 2, which
-//! hold them, still load. The writer finds what changed from a snapshot
-//! through the marks the model leaves ([`crate::model::changes`]); when it
-//! cannot (it fell behind), it writes the source in full.
+//! A source's state and a minute are written as the checkpoint's record
+//! types (`records`: `SourceV5`, `MinuteV5`), the deltas taken over their
+//! JSON. The records leave the collections out, and read them from
+//! checkpoints of versions 1 and 2, which hold them (the latency state's
+//! still through serde attributes on the model). The writer finds what
+//! changed from a snapshot through the marks the model leaves
+//! ([`crate::model::changes`]); when it cannot (it fell behind), it writes
+//! the source in full.
 //!
 //! When the journal has grown past [`COMPACT_FROM`] and twice the full
 //! snapshot it started with, the next checkpoint writes `journal.N+1` with a
