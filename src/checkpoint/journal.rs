@@ -32,11 +32,10 @@
 //!   with `commit`, its sequence number alone; they still replay.
 //!
 //! A source's state and a minute are written as the checkpoint's record
-//! types (`records`: `SourceV5`, `MinuteV5`), the deltas taken over their
-//! JSON. The records leave the collections out, and read them from
-//! checkpoints of versions 1 and 2, which hold them (the latency state's
-//! still through serde attributes on the model). The writer finds what
-//! changed from a snapshot through the marks the model leaves
+//! types (`records`: `SourceV5`, `MinuteV5`, `LatencyMinuteV5`), the deltas
+//! taken over their JSON. The records leave the collections out, and read
+//! them from checkpoints of versions 1 and 2, which hold them. The writer
+//! finds what changed from a snapshot through the marks the model leaves
 //! ([`crate::model::changes`]); when it cannot (it fell behind), it writes
 //! the source in full.
 //!
@@ -57,7 +56,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::delta;
-use super::records::{MinuteV5, SourceV5};
+use super::records::{LatencyMinuteV5, MinuteV5, SourceV5};
 use super::timeline::{nanos, seconds_of, time, whole_nanos, Timeline};
 use super::{write_atomically, Manifest, FILE_NAME, VERSION};
 use crate::model::correlate::{LatencyMinute, RequestTiming, Stop};
@@ -94,7 +93,7 @@ enum Record<'a> {
     MinuteDelta(usize, i64, Vec<Value>),
     LatencyMinutes {
         log: Cow<'a, str>,
-        minutes: Vec<Cow<'a, LatencyMinute>>,
+        minutes: Vec<LatencyMinuteV5>,
     },
     Requests {
         log: Cow<'a, str>,
@@ -315,7 +314,7 @@ fn changes(
             };
             let changed: Vec<_> = marks
                 .since(before.latency_minutes)
-                .filter_map(|key| latency.minutes.get(&key).map(Cow::Borrowed))
+                .filter_map(|key| latency.minutes.get(&key).map(Into::into))
                 .collect();
             if !changed.is_empty() {
                 line(
@@ -420,7 +419,7 @@ impl Replay {
             Record::LatencyMinutes { log, minutes } => {
                 let kept = self.latency_minutes.entry(log.into_owned()).or_default();
                 for minute in minutes {
-                    let minute = minute.into_owned();
+                    let minute = LatencyMinute::from(minute);
                     kept.insert(minute.start.timestamp(), minute);
                 }
             }

@@ -44,7 +44,7 @@ pub(super) fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Writt
             buf,
             &Record::LatencyMinutes {
                 log: Cow::Borrowed(log),
-                minutes: latency.minutes.values().map(Cow::Borrowed).collect(),
+                minutes: latency.minutes.values().map(Into::into).collect(),
             },
         )?;
     }

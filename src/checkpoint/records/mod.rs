@@ -18,17 +18,17 @@
 //! read the older version with its own types, migrated to the model on
 //! load; commit a fixture of the new version, and keep the old one loading.
 //!
-//! Not mirrored yet, so still in the format through their own serde
-//! derives (a change to them changes the format: the fixture test says
-//! so): the model's `LatencyState` and its parts, `MalformedWindow`, the
-//! histogram source's `MinuteAccumulator`, and the journal's
-//! `LatencyMinute` records. `Minute`, `Histogram`, `EventCounters` and
-//! `GcCpu` keep `Serialize` for the HTTP API and `analyze`, which the
-//! checkpoint no longer depends on. The parsers' states and types
-//! (`GcLogParser`, `AccessLogParser`, `ParseStats`, `AccessStats`,
-//! `Collector`, `LogTime`) stay the parsers crate's own: it is pure, its
-//! state is private and serialisable by design for this use, and mirroring
-//! it here would mean opening its internals.
+//! Not mirrored yet, so still in the format through its own serde derives
+//! (a change to it changes the format: the fixture test says so): the
+//! histogram source's `MinuteAccumulator`, whose scrapes are private to its
+//! module. `Minute`, `Histogram`, `LatencySummary`, `Attribution`,
+//! `EventCounters`, `GcCpu` and `Correlation` keep their derives for the
+//! HTTP API and `analyze`, which the checkpoint no longer depends on. The
+//! parsers' states and types (`GcLogParser`, `AccessLogParser`,
+//! `ParseStats`, `AccessStats`, `Collector`, `LogTime`, `Name`) stay the
+//! parsers crate's own: it is pure, its state is private and serialisable
+//! by design for this use, and mirroring it here would mean opening its
+//! internals.
 
 /// `From` both ways between a plain model type and its record, each field
 /// converted by one expression of `$v` that serves both directions.
@@ -78,10 +78,12 @@ macro_rules! unit_enum {
 }
 
 mod jvm;
+mod latency;
 mod minutes;
 mod runtime;
 mod sources;
 mod stream;
 
+pub use latency::LatencyMinuteV5;
 pub use minutes::MinuteV5;
 pub use sources::{AccessLogV5, GcLogV5, SourceV5};

@@ -9,8 +9,8 @@ use pausewatch_parsers::{AccessStats, ParseStats};
 use serde::{Deserialize, Serialize};
 
 use super::jvm::JvmV5;
+use super::latency::{LatencyV5, MalformedWindowV5};
 use super::runtime::{DiscoveryV5, LatencySourceV5, RuntimeV5};
-use crate::model::latency::{LatencyState, MalformedWindow};
 use crate::model::minutes::is_zero;
 use crate::store::{AccessStreamState, StreamState};
 
@@ -29,7 +29,7 @@ pub struct StreamV5<'a> {
     last_event_processed_at: Option<DateTime<Utc>>,
     readable: bool,
     errors: Cow<'a, Counts>,
-    latency: Option<Cow<'a, LatencyState>>,
+    latency: Option<LatencyV5>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     latency_source: Option<LatencySourceV5>,
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -54,7 +54,7 @@ impl<'a> From<&'a StreamState> for StreamV5<'a> {
             last_event_processed_at: state.last_event_processed_at,
             readable: state.readable,
             errors: Cow::Borrowed(&state.errors),
-            latency: state.latency.as_ref().map(Cow::Borrowed),
+            latency: state.latency.as_ref().map(Into::into),
             latency_source: state.latency_source.map(Into::into),
             multiplexed_connections: state.multiplexed_connections,
             runtime: state.runtime.as_ref().map(Into::into),
@@ -76,7 +76,7 @@ impl StreamV5<'_> {
             last_event_processed_at: self.last_event_processed_at,
             readable: self.readable,
             errors: self.errors.into_owned(),
-            latency: self.latency.map(Cow::into_owned),
+            latency: self.latency.map(LatencyV5::into_model),
             latency_source: self.latency_source.map(Into::into),
             multiplexed_connections: self.multiplexed_connections,
             runtime: self.runtime.map(RuntimeV5::into_model),
@@ -99,7 +99,7 @@ pub struct AccessStreamV5<'a> {
     unattributed_requests: u64,
     errors: Cow<'a, Counts>,
     #[serde(default)]
-    malformed_window: Cow<'a, MalformedWindow>,
+    malformed_window: MalformedWindowV5,
     #[serde(default)]
     malformed_warned: bool,
 }
@@ -115,7 +115,7 @@ impl<'a> From<&'a AccessStreamState> for AccessStreamV5<'a> {
             readable: state.readable,
             unattributed_requests: state.unattributed_requests,
             errors: Cow::Borrowed(&state.errors),
-            malformed_window: Cow::Borrowed(&state.malformed_window),
+            malformed_window: state.malformed_window.into(),
             malformed_warned: state.malformed_warned,
         }
     }
@@ -132,7 +132,7 @@ impl AccessStreamV5<'_> {
             readable: self.readable,
             unattributed_requests: self.unattributed_requests,
             errors: self.errors.into_owned(),
-            malformed_window: self.malformed_window.into_owned(),
+            malformed_window: self.malformed_window.into(),
             malformed_warned: self.malformed_warned,
         }
     }
