@@ -15,7 +15,7 @@
 //! What the files hold is defined by the record types of `records`, not by
 //! the sources' and the model's in-memory types, and pinned by the fixture
 //! `tests/fixtures/checkpoint-v5`. A change of it is a new version: its
-//! record types beside the old ones, [`VERSION`] bumped, the old version
+//! record types beside the old ones, `VERSION` bumped, the old version
 //! read with its own types and migrated on load, a fixture of its own; the
 //! old fixtures keep loading (`records` says how).
 

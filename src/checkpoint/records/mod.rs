@@ -5,30 +5,30 @@
 //! pins it).
 //!
 //! Each record type names the in-memory type it records and the version of
-//! the format (`SourceV5` is a [`SourceCheckpoint`] as version 5 writes
-//! it). The JSON carries no version: the manifest's says which types read a
-//! journal. Version 5's source records are those of versions 1 to 4 as well.
-//! Writing borrows the model (`From<&'a Model>`, `Cow`s): the journal writes
-//! every changed stream every second. Reading converts back (`into_model`).
-//! Each conversion names every field of the type it builds (no `..`), so a
-//! field added to the model does not compile until its record has it.
+//! the format (`SourceV5` is a [`SourceCheckpoint`](crate::sources::SourceCheckpoint)
+//! as version 5 writes it). The JSON carries no version: the manifest's
+//! says which types read a journal. Version 5's source records are those of
+//! versions 1 to 4 as well. The journal writes every changed stream every
+//! second, so writing borrows the model's strings and collections
+//! (`From<&'a Model>`, `Cow`s) and copies only small plain parts
+//! (`both_ways!`); reading converts back (`into_model`, `From`). Each
+//! conversion names every field of the type it builds (no `..`), so a field
+//! added to the model does not compile until its record has it.
 //!
 //! Changing the format: add the new version's types beside these (the
 //! changed ones only), write them, bump [`VERSION`](super::VERSION), and
 //! read the older version with its own types, migrated to the model on
 //! load; commit a fixture of the new version, and keep the old one loading.
 //!
-//! Not mirrored yet, so still in the format through its own serde derives
-//! (a change to it changes the format: the fixture test says so): the
-//! histogram source's `MinuteAccumulator`, whose scrapes are private to its
-//! module. `Minute`, `Histogram`, `LatencySummary`, `Attribution`,
-//! `EventCounters`, `GcCpu` and `Correlation` keep their derives for the
-//! HTTP API and `analyze`, which the checkpoint no longer depends on. The
+//! `Minute`, `Histogram`, `LatencySummary`, `Attribution`, `Stop`,
+//! `EventCounters`, `GcCpu` and `Correlation` keep serde derives for the
+//! HTTP API and `analyze`, which the checkpoint does not depend on. The
 //! parsers' states and types (`GcLogParser`, `AccessLogParser`,
-//! `ParseStats`, `AccessStats`, `Collector`, `LogTime`, `Name`) stay the
-//! parsers crate's own: it is pure, its state is private and serialisable
-//! by design for this use, and mirroring it here would mean opening its
-//! internals.
+//! `ParseStats`, `AccessStats`, `Collector`, `LogTime`, `Name`) are written
+//! through the parsers crate's own derives: it is pure, its state is
+//! private and serialisable by design for this use, and mirroring it here
+//! would mean opening its internals. A change to them changes the format:
+//! the fixture test says so.
 
 /// `From` both ways between a plain model type and its record, each field
 /// converted by one expression of `$v` that serves both directions.
@@ -77,6 +77,7 @@ macro_rules! unit_enum {
     };
 }
 
+mod histogram;
 mod jvm;
 mod latency;
 mod minutes;

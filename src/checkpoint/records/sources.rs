@@ -9,13 +9,14 @@ use chrono::{DateTime, Utc};
 use pausewatch_parsers::{AccessLogParser, GcLogParser, Request};
 use serde::{Deserialize, Serialize};
 
+use super::histogram::AccumulatorV5;
 use super::stream::{AccessStreamV5, StreamV5};
 use crate::follow::{HeadPrint, Position};
 use crate::model::runtime::PauseCounters;
 use crate::sources::access_log::{AccessLogCheckpoint, HeldRequest};
 use crate::sources::ebpf::EbpfCheckpoint;
 use crate::sources::gc_log::GcLogCheckpoint;
-use crate::sources::latency_histogram::{HistogramCheckpoint, MinuteAccumulator};
+use crate::sources::latency_histogram::HistogramCheckpoint;
 use crate::sources::runtime_stats::DiscoveredCheckpoint;
 use crate::sources::SourceCheckpoint;
 
@@ -186,14 +187,14 @@ impl AccessLogV5<'_> {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct LatencyHistogramV5<'a> {
     key: Cow<'a, str>,
-    accumulator: Cow<'a, MinuteAccumulator>,
+    accumulator: AccumulatorV5,
 }
 
 impl<'a> From<&'a HistogramCheckpoint> for LatencyHistogramV5<'a> {
     fn from(HistogramCheckpoint { key, accumulator }: &'a HistogramCheckpoint) -> Self {
         LatencyHistogramV5 {
             key: Cow::Borrowed(key),
-            accumulator: Cow::Borrowed(accumulator),
+            accumulator: accumulator.clone().into(),
         }
     }
 }
@@ -202,7 +203,7 @@ impl LatencyHistogramV5<'_> {
     fn into_model(self) -> HistogramCheckpoint {
         HistogramCheckpoint {
             key: self.key.into_owned(),
-            accumulator: self.accumulator.into_owned(),
+            accumulator: self.accumulator.into(),
         }
     }
 }

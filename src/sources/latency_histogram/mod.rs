@@ -43,9 +43,11 @@ mod client;
 mod exposition;
 mod quantiles;
 
+pub(crate) use accumulator::{Cumulative, Scrape};
 pub use accumulator::{MinuteAccumulator, MAX_GAP_MINUTES};
 pub use client::{fetch, HistogramSourceConfig, ACCEPT};
 pub use exposition::parse_buckets;
+pub(crate) use exposition::parse_number;
 pub use quantiles::summarize;
 
 /// Cumulative bucket counts, sorted by bound: `(le, count)` with
