@@ -21,6 +21,8 @@ use crate::sources::runtime_stats::DiscoveredCheckpoint;
 use crate::sources::SourceCheckpoint;
 
 /// Version 5 of [`SourceCheckpoint`], tagged by kind (`{"gc_log": {...}}`).
+/// Not internally tagged: serde buffers such enums in a form that cannot
+/// read maps keyed by numbers, which the minutes of versions 1 and 2 are.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SourceV5<'a> {
