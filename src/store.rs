@@ -30,7 +30,7 @@ use crate::model::runtime::RuntimeStats;
 pub struct StreamId(pub u64);
 
 /// One followed GC log stream: a JVM's `gc.log` and its rotated files.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct StreamState {
     /// The stream's live path (`/var/log/app/gc.log`); the `log` label.
     pub log: String,
@@ -53,27 +53,22 @@ pub struct StreamState {
     /// is configured for it.
     pub latency: Option<LatencyState>,
     /// Where `latency`'s requests come from, once any came.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_source: Option<LatencySource>,
     /// Server connections the kernel's latency leaves out: they carried
     /// more than one request at a time (HTTP/2, gRPC, pipelining).
-    #[serde(default, skip_serializing_if = "is_zero")]
     pub multiplexed_connections: u64,
     /// Runtime stats from the JVM's hsperfdata, when it is sampled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeStats>,
     /// The discovered JVM exited and its grace period passed: it has no
     /// series and no alerts any more, and its minutes stay in
     /// `/api/v1/minutes` until `history` drops them.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exited: bool,
     /// How discovery found this JVM, when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovered: Option<Discovered>,
 }
 
 /// What discovery knows of a JVM besides its labels.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Discovered {
     /// The process's owner.
     pub user: String,
@@ -81,38 +76,29 @@ pub struct Discovered {
     /// `no_hsperfdata`, `permission_denied`), when it cannot.
     pub unavailable: Option<String>,
     /// Its pid on the host: the eBPF source's records name it.
-    #[serde(default)]
     pub pid: u32,
     /// Its start in clock ticks after boot: with `pid`, the process the
     /// eBPF records name (a pid reused between two scans is another).
-    #[serde(default)]
     pub start_ticks: u64,
     /// The one input its pause figures come from.
-    #[serde(default)]
     pub pause_source: PauseSource,
     /// Why eBPF does not measure it (`not_built`, `disabled`,
     /// `permission_denied`, ...), when it does not.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ebpf_reason: Option<EbpfReason>,
     /// The one input its safepoints come from.
-    #[serde(default)]
     pub safepoint_source: SafepointSource,
     /// For a JVM whose GC log supplies the pauses and whose safepoints the
     /// probes see: pauses the log gave minus those the probes recorded,
     /// less that difference at the first comparison (see the eBPF source).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_probe_mismatch: Option<f64>,
     /// Whether the kernel measures its requests (`latency_source="kernel"`),
     /// or why not; `None` until the request source has looked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<Result<(), LatencyReason>>,
     /// The TCP ports it listens on, as last read (an `[[access_log]]` may
     /// name the JVM by one).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<u16>,
     /// Listening ports a `[[discovery.rule]]` leaves out of the kernel's
     /// request latency.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded_ports: Vec<u16>,
 }
 
@@ -161,8 +147,7 @@ impl StreamState {
 /// without one, the safepoint probes are exact; without them, hsperfdata's
 /// counters are sampled, exact only while pauses are further apart than
 /// the sampling.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum PauseSource {
     GcLog,
     Ebpf,
@@ -183,8 +168,7 @@ impl PauseSource {
 /// Why eBPF does not measure a discovered JVM
 /// (`pausewatch_jvm_discovered{ebpf_reason}`): a closed set, each said in
 /// one log line with what was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EbpfReason {
     /// The agent was built without the `ebpf` feature.
     NotBuilt,
@@ -231,14 +215,9 @@ impl EbpfReason {
     }
 }
 
-fn is_zero(count: &u64) -> bool {
-    *count == 0
-}
-
 /// Where a stream's request latency comes from: the service's access log
 /// (or its latency histogram), or the kernel's view of its connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LatencySource {
     AccessLog,
     Kernel,
@@ -246,8 +225,7 @@ pub enum LatencySource {
 
 /// Why the kernel does not measure a discovered JVM's requests
 /// (`latency_reason`), as [`EbpfReason`] says it for its pauses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LatencyReason {
     /// The agent was built without the `ebpf` feature.
     NotBuilt,
@@ -287,8 +265,7 @@ impl LatencyReason {
 /// Which input gives a discovered JVM's safepoints (non-GC ones and the
 /// time to reach each): a GC log with the `safepoint` tag; else the probes,
 /// also beside a GC log without it; else none (hsperfdata has only totals).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SafepointSource {
     GcLog,
     Ebpf,
@@ -307,14 +284,13 @@ impl SafepointSource {
 }
 
 /// One followed access log, feeding the latency state of a GC stream.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct AccessStreamState {
     pub log: String,
     /// The GC stream (its `log`) the requests are lined up with, once found.
     pub target: Option<String>,
     /// That GC stream's configured labels, so the access log's series carry
     /// the same `service`.
-    #[serde(default)]
     pub labels: BTreeMap<String, String>,
     pub stats: AccessStats,
     pub read_lag_bytes: u64,
@@ -324,11 +300,9 @@ pub struct AccessStreamState {
     pub errors: BTreeMap<String, u64>,
     /// Malformed lines among the last ones: the figure of
     /// `pausewatch_access_log_malformed_ratio`, for a wrong format.
-    #[serde(default)]
     pub malformed_window: MalformedWindow,
     /// The wrong-format warning was logged and the share has not fallen
     /// back since: it is logged once per crossing, not every poll.
-    #[serde(default)]
     pub malformed_warned: bool,
 }
 

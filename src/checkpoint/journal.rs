@@ -31,11 +31,13 @@
 //!   before) and of that number. Journals of version 3 end each checkpoint
 //!   with `commit`, its sequence number alone; they still replay.
 //!
-//! The collections are left out of a state's record by serde attributes on
-//! the model (`skip_serializing`), so checkpoints of versions 1 and 2, which
-//! hold them, still load. The writer finds what changed from a snapshot
-//! through the marks the model leaves ([`crate::model::changes`]); when it
-//! cannot (it fell behind), it writes the source in full.
+//! A source's state and a minute are written as the checkpoint's record
+//! types (`records`: `SourceV5`, `MinuteV5`, `LatencyMinuteV5`), the deltas
+//! taken over their JSON. The records leave the collections out, and read
+//! them from checkpoints of versions 1 and 2, which hold them. The writer
+//! finds what changed from a snapshot through the marks the model leaves
+//! ([`crate::model::changes`]); when it cannot (it fell behind), it writes
+//! the source in full.
 //!
 //! When the journal has grown past [`COMPACT_FROM`] and twice the full
 //! snapshot it started with, the next checkpoint writes `journal.N+1` with a
@@ -54,6 +56,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::delta;
+use super::records::{LatencyMinuteV5, MinuteV5, SourceV5};
 use super::timeline::{nanos, seconds_of, time, whole_nanos, Timeline};
 use super::{write_atomically, Manifest, FILE_NAME, VERSION};
 use crate::model::correlate::{LatencyMinute, RequestTiming, Stop};
@@ -78,19 +81,19 @@ const PACKED_MAX: u64 = 1 << 30;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Record<'a> {
-    Source(Cow<'a, SourceCheckpoint>),
-    Fresh(Cow<'a, SourceCheckpoint>),
+    Source(SourceV5<'a>),
+    Fresh(SourceV5<'a>),
     /// A source's number and the change of its state.
     Delta(usize, Vec<Value>),
     Minutes {
         log: Cow<'a, str>,
-        minutes: Vec<Cow<'a, Minute>>,
+        minutes: Vec<MinuteV5>,
     },
     /// A source's number, the minute's key and the minute's change.
     MinuteDelta(usize, i64, Vec<Value>),
     LatencyMinutes {
         log: Cow<'a, str>,
-        minutes: Vec<Cow<'a, LatencyMinute>>,
+        minutes: Vec<LatencyMinuteV5>,
     },
     Requests {
         log: Cow<'a, str>,
@@ -238,7 +241,8 @@ fn changes(
         return full(buf, source);
     };
     let mut out = Vec::new();
-    let value = serde_json::to_value(source)?;
+    let record = SourceV5::from(source);
+    let value = serde_json::to_value(&record)?;
     let base = before.base.take().filter(|_| number.is_some());
     match (base.map(|base| delta::diff(&base, &value)), number) {
         (Some(Some(ops)), Some(number)) => {
@@ -246,7 +250,7 @@ fn changes(
                 line(&mut out, &Record::Delta(number, ops))?;
             }
         }
-        _ => line(&mut out, &Record::Source(Cow::Borrowed(source)))?,
+        _ => line(&mut out, &Record::Source(record))?,
     }
     let mut written = Written {
         base: Some(value),
@@ -268,6 +272,7 @@ fn changes(
             let Some(minute) = minutes.get(minute_start(key)) else {
                 continue;
             };
+            let minute = MinuteV5::from(minute.into_owned());
             let value = serde_json::to_value(&minute)?;
             let base = match (&written.minute, number) {
                 (Some((written, base)), Some(number)) if *written == key => {
@@ -309,7 +314,7 @@ fn changes(
             };
             let changed: Vec<_> = marks
                 .since(before.latency_minutes)
-                .filter_map(|key| latency.minutes.get(&key).map(Cow::Borrowed))
+                .filter_map(|key| latency.minutes.get(&key).map(Into::into))
                 .collect();
             if !changed.is_empty() {
                 line(
@@ -362,7 +367,8 @@ impl Replay {
         if !self.sources.contains_key(&key) {
             self.numbers.push(key.clone());
         }
-        self.sources.insert(key, serde_json::to_value(source)?);
+        self.sources
+            .insert(key, serde_json::to_value(SourceV5::from(source))?);
         Ok(())
     }
 
@@ -375,8 +381,9 @@ impl Replay {
 
     fn apply(&mut self, record: Record<'static>) -> Result<()> {
         match record {
-            Record::Source(source) => self.insert(&source)?,
+            Record::Source(source) => self.insert(&source.into_model())?,
             Record::Fresh(source) => {
+                let source = source.into_model();
                 if let Some((log, _)) = source.stream() {
                     self.minutes.remove(&log);
                     self.latency_minutes.remove(&log);
@@ -399,21 +406,20 @@ impl Replay {
                     .get_mut(&log)
                     .and_then(|minutes| minutes.get_mut(&key))
                     .with_context(|| format!("no minute {key} to change"))?;
-                let mut value = serde_json::to_value(&*minute)?;
+                let mut value = serde_json::to_value(MinuteV5::from(minute.clone()))?;
                 delta::apply(&mut value, &ops)?;
-                *minute = serde_json::from_value(value)?;
+                *minute = serde_json::from_value::<MinuteV5>(value)?.into();
             }
             Record::Minutes { log, minutes } => {
                 let kept = self.minutes.entry(log.into_owned()).or_default();
                 for minute in minutes {
-                    let minute = minute.into_owned();
-                    kept.insert(minute.start.timestamp(), minute);
+                    kept.insert(minute.key(), minute.into());
                 }
             }
             Record::LatencyMinutes { log, minutes } => {
                 let kept = self.latency_minutes.entry(log.into_owned()).or_default();
                 for minute in minutes {
-                    let minute = minute.into_owned();
+                    let minute = LatencyMinute::from(minute);
                     kept.insert(minute.start.timestamp(), minute);
                 }
             }
@@ -472,9 +478,9 @@ impl Replay {
     fn finish(mut self) -> Result<Vec<SourceCheckpoint>> {
         let mut sources = Vec::with_capacity(self.sources.len());
         for (key, value) in std::mem::take(&mut self.sources) {
-            let source = serde_json::from_value(value)
+            let source: SourceV5 = serde_json::from_value(value)
                 .with_context(|| format!("the state of {key:?} does not read back"))?;
-            sources.push(self.put_back(source));
+            sources.push(self.put_back(source.into_model()));
         }
         Ok(sources)
     }
@@ -902,3 +908,7 @@ use snapshot::{full, write_full};
 #[cfg(test)]
 #[path = "journal_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "journal_format_tests.rs"]
+mod format_tests;

@@ -11,20 +11,21 @@ use super::*;
 
 /// Appends every record of `source` (a `fresh` one first).
 pub(super) fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Written> {
-    line(buf, &Record::Fresh(Cow::Borrowed(source)))?;
+    let record = SourceV5::from(source);
     let mut written = Written {
-        base: Some(serde_json::to_value(source)?),
+        base: Some(serde_json::to_value(&record)?),
         ..Written::default()
     };
+    line(buf, &Record::Fresh(record))?;
     let Some((log, state)) = source.stream() else {
         return Ok(written);
     };
     let log = log.as_str();
     let minutes = &state.jvm.minutes;
     written.minutes = minutes.changes().generation();
-    let all: Vec<Cow<Minute>> = minutes.iter().collect();
+    let all: Vec<MinuteV5> = minutes.iter().map(|m| m.into_owned().into()).collect();
     if let Some(newest) = all.last() {
-        written.minute = Some((newest.start.timestamp(), serde_json::to_value(newest)?));
+        written.minute = Some((newest.key(), serde_json::to_value(newest)?));
         line(
             buf,
             &Record::Minutes {
@@ -43,7 +44,7 @@ pub(super) fn full(buf: &mut Vec<u8>, source: &SourceCheckpoint) -> Result<Writt
             buf,
             &Record::LatencyMinutes {
                 log: Cow::Borrowed(log),
-                minutes: latency.minutes.values().map(Cow::Borrowed).collect(),
+                minutes: latency.minutes.values().map(Into::into).collect(),
             },
         )?;
     }

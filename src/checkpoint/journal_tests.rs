@@ -14,9 +14,9 @@ use crate::store::StreamState;
 
 /// A GC stream whose service's requests are lined up with its pauses,
 /// fed as the agent feeds it.
-struct Stream {
-    parser: GcLogParser,
-    state: StreamState,
+pub(super) struct Stream {
+    pub(super) parser: GcLogParser,
+    pub(super) state: StreamState,
     gc: u32,
 }
 
@@ -25,7 +25,7 @@ impl Stream {
         Stream::named("/l/gc.log")
     }
 
-    fn named(log: &str) -> Stream {
+    pub(super) fn named(log: &str) -> Stream {
         Stream {
             parser: GcLogParser::default(),
             state: StreamState {
@@ -62,7 +62,7 @@ impl Stream {
 
     /// `pauses` pauses 700 ms apart (12 ms each), 20 requests around
     /// each (one inside the pause), then the minutes due attributed.
-    fn run(&mut self, pauses: u32) {
+    pub(super) fn run(&mut self, pauses: u32) {
         let mut events = Vec::new();
         for _ in 0..pauses {
             let at = self.at();
@@ -100,7 +100,7 @@ impl Stream {
             .unwrap();
     }
 
-    fn checkpoint(&self) -> SourceCheckpoint {
+    pub(super) fn checkpoint(&self) -> SourceCheckpoint {
         SourceCheckpoint::GcLog(Box::new(GcLogCheckpoint {
             log: self.state.log.clone(),
             position: None,
@@ -112,7 +112,7 @@ impl Stream {
 }
 
 /// `count` streams of logs of their own.
-fn streams(count: usize) -> Vec<Stream> {
+pub(super) fn streams(count: usize) -> Vec<Stream> {
     (0..count)
         .map(|i| Stream::named(&format!("/l/{i}/gc.log")))
         .collect()
@@ -421,7 +421,7 @@ fn a_discovered_jvms_stream_replays_beside_a_gc_logs() {
         let latency = state.latency.as_ref().unwrap();
         format!(
             "{name}\n{}\n{:?}\n{:?}\n{:?}\n{:?}",
-            serde_json::to_string(source).unwrap(),
+            serde_json::to_string(&SourceV5::from(source)).unwrap(),
             state.jvm.minutes.iter().collect::<Vec<_>>(),
             latency.minutes,
             latency.pending(),

@@ -54,7 +54,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// Fingerprint of a file's first `len` bytes (up to 1 KiB).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HeadPrint {
     pub len: u32,
     pub hash: u64,
@@ -102,7 +102,7 @@ impl HeadPrint {
 
 /// Where reading stopped: which file (by identity) and at what offset. This is
 /// what a checkpoint stores.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
     pub dev: u64,
     pub ino: u64,
@@ -111,12 +111,10 @@ pub struct Position {
     /// The file's modification time when it was last read: if the file is
     /// gone after a restart, the rotated files modified later are the ones
     /// not read yet. Absent in checkpoints of older agents.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtime: Option<SystemTime>,
     /// Print of the bytes just before `offset`: the file is still the one
     /// read only while they are unchanged. Absent in checkpoints of older
     /// agents.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tail: Option<HeadPrint>,
 }
 

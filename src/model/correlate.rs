@@ -77,21 +77,28 @@ pub fn stop_of(event: &GcEvent) -> Option<Stop> {
 
 /// Stops ordered by start; overlaps (a GC pause inside its safepoint) are
 /// counted once when measuring how much of a request they cover.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct StopIndex {
-    /// Not in a checkpoint's record of the index: the journal writes the
-    /// stops as they arrive. Read from older checkpoints.
-    #[serde(default, skip_serializing)]
+    /// The checkpoint journal writes the stops apart, as they arrive.
     stops: VecDeque<Stop>,
     /// The longest stop, so a search by start can reach every overlapping one.
-    longest_s: f64,
+    pub(crate) longest_s: f64,
     /// Where the last pruning that dropped stops cut: stops restored from
     /// the journal that start before it are dropped again.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pruned_before: Option<DateTime<Utc>>,
+    pub(crate) pruned_before: Option<DateTime<Utc>>,
 }
 
 impl StopIndex {
+    /// An index as a checkpoint recorded it, its stops to be put back by
+    /// [`Self::restore`].
+    pub(crate) fn restored(longest_s: f64, pruned_before: Option<DateTime<Utc>>) -> StopIndex {
+        StopIndex {
+            stops: VecDeque::new(),
+            longest_s,
+            pruned_before,
+        }
+    }
+
     pub fn add(&mut self, stop: Stop) {
         self.longest_s = self.longest_s.max(seconds_between(stop.start, stop.end));
         let index = self.stops.partition_point(|s| s.start <= stop.start);
@@ -162,7 +169,7 @@ impl StopIndex {
 }
 
 /// A request as the access log gives it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RequestTiming {
     pub start: DateTime<Utc>,
     pub duration_s: f64,
@@ -201,32 +208,58 @@ struct LatencyJson {
 
 impl From<LatencySummary> for LatencyJson {
     fn from(l: LatencySummary) -> Self {
-        let figure = |value: f64| (l.count > 0).then_some(value);
+        let [p50_seconds, p90_seconds, p99_seconds, p999_seconds, max_seconds] = l.figures();
         LatencyJson {
             count: l.count,
-            p50_seconds: figure(l.p50_seconds),
-            p90_seconds: figure(l.p90_seconds),
-            p99_seconds: figure(l.p99_seconds),
-            p999_seconds: figure(l.p999_seconds),
-            max_seconds: figure(l.max_seconds),
+            p50_seconds,
+            p90_seconds,
+            p99_seconds,
+            p999_seconds,
+            max_seconds,
         }
     }
 }
 
 impl From<LatencyJson> for LatencySummary {
     fn from(l: LatencyJson) -> Self {
-        LatencySummary {
-            count: l.count,
-            p50_seconds: l.p50_seconds.unwrap_or(0.0),
-            p90_seconds: l.p90_seconds.unwrap_or(0.0),
-            p99_seconds: l.p99_seconds.unwrap_or(0.0),
-            p999_seconds: l.p999_seconds.unwrap_or(0.0),
-            max_seconds: l.max_seconds.unwrap_or(0.0),
-        }
+        let figures = [
+            l.p50_seconds,
+            l.p90_seconds,
+            l.p99_seconds,
+            l.p999_seconds,
+            l.max_seconds,
+        ];
+        LatencySummary::from_figures(l.count, figures)
     }
 }
 
 impl LatencySummary {
+    /// p50, p90, p99, p99.9 and the maximum, absent when no request was
+    /// counted (not zero): as the API and the checkpoint write them.
+    pub(crate) fn figures(&self) -> [Option<f64>; 5] {
+        let figure = |value: f64| (self.count > 0).then_some(value);
+        [
+            figure(self.p50_seconds),
+            figure(self.p90_seconds),
+            figure(self.p99_seconds),
+            figure(self.p999_seconds),
+            figure(self.max_seconds),
+        ]
+    }
+
+    /// The summary of `count` requests with [`Self::figures`].
+    pub(crate) fn from_figures(count: u64, figures: [Option<f64>; 5]) -> LatencySummary {
+        let [p50, p90, p99, p999, max] = figures.map(|figure| figure.unwrap_or(0.0));
+        LatencySummary {
+            count,
+            p50_seconds: p50,
+            p90_seconds: p90,
+            p99_seconds: p99,
+            p999_seconds: p999,
+            max_seconds: max,
+        }
+    }
+
     /// Quantiles of `histogram`, with the exact `max_seconds` of what it
     /// recorded: HdrHistogram keeps 3 significant digits, so its own max
     /// (and a top quantile) can come out above the slowest request
@@ -430,7 +463,7 @@ pub fn attribute(
 }
 
 /// One minute of latency next to the stops of the same minute.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct LatencyMinute {
     pub start: DateTime<Utc>,
     pub latency: LatencySummary,
@@ -438,7 +471,6 @@ pub struct LatencyMinute {
     pub attribution: Option<Attribution>,
     /// The same minute by listening port, when the kernel measured it: an
     /// admin port's health checks do not dilute the service's tail.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ports: BTreeMap<u16, LatencySummary>,
 }
 
@@ -511,7 +543,8 @@ pub fn combine<'a>(
 }
 
 /// Pearson and Spearman coefficients over the minutes that have requests.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// `Serialize` for `analyze`'s report; the checkpoint has its own record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct Correlation {
     pub minutes: u64,
     pub pearson_max_pause_p99: Option<f64>,

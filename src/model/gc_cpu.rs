@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use pausewatch_parsers::CycleCpu;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Kinds of collector work (`kind` label values). Summed they are what JDK
 /// 22+ calls `sun.threads.total_gc_cpu_time`, and for Go the CPU that
@@ -42,7 +42,8 @@ pub const TASKS_DENIED: &str = "tasks_denied";
 
 /// A stream's collector CPU, cumulative since its runtime started (a JVM)
 /// or since the agent read its first gctrace line (Go).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `Serialize` for `analyze`'s output; the checkpoint has its own record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct GcCpu {
     /// Seconds per kind of collector work.
     pub kinds: BTreeMap<String, f64>,

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::{Collector, Cycle, GcEvent, Generation, Pause, Safepoint};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::model::gc_cpu::GcCpu;
 use crate::model::histogram::Histogram;
@@ -105,7 +105,7 @@ impl RecentPauses {
 }
 
 /// One `jvm_gc_pause_seconds` series: Micrometer's `gc`, `action`, `cause`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PauseSeries {
     pub gc: String,
     pub action: String,
@@ -114,18 +114,15 @@ pub struct PauseSeries {
     /// When the series' latest pause ended: the hsperfdata cross-check
     /// compares a busy JVM's counts when the counter's last collection is
     /// this one, so that neither side has a pause the other has not read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_end: Option<pausewatch_parsers::LogTime>,
     /// Of `histogram.count`, the pauses of the JVM runs before the one now
     /// writing the stream (a JVM restarted into its log): the comparison
     /// with a JVM's own counters takes its run's alone.
-    #[serde(default, skip_serializing_if = "super::minutes::is_zero")]
     pub before_this_run: u64,
     /// The latest pauses' ends, each with [`Self::this_run`] after it: the
     /// cross-check finds how many pauses the log had when a counter sample
     /// was taken, though a busy JVM's log is always a pause or two behind
     /// (not checkpointed: a restarted agent compares once new pauses come).
-    #[serde(skip)]
     pub recent_ends: std::collections::VecDeque<(pausewatch_parsers::LogTime, u64)>,
 }
 
@@ -141,7 +138,7 @@ impl PauseSeries {
 }
 
 /// Safepoint totals for one VM operation.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SafepointSeries {
     pub operation: String,
     pub count: u64,
@@ -150,7 +147,8 @@ pub struct SafepointSeries {
 }
 
 /// Monotonic counts of events, all since the agent first read this stream.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// `Serialize` for `analyze`'s output; the checkpoint has its own record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct EventCounters {
     pub full_gcs: u64,
     pub evacuation_failures: u64,
@@ -169,7 +167,7 @@ pub struct EventCounters {
 }
 
 /// Latest heap figures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct HeapGauges {
     pub after_gc_bytes: Option<u64>,
     pub committed_bytes: Option<u64>,
@@ -219,7 +217,7 @@ fn capped<'v, 'k>(
     OTHER_LABEL_VALUE
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct JvmState {
     pub collector: Collector,
     pub jdk_version: Option<String>,
@@ -231,25 +229,19 @@ pub struct JvmState {
     /// Wall-clock end of the newest event, from the log.
     pub last_event: Option<DateTime<Utc>>,
     /// Heap after the previous collection, to derive allocation between collections.
-    previous_heap_after: Option<u64>,
-    #[serde(skip)]
+    pub(crate) previous_heap_after: Option<u64>,
     pub max_label_values: LabelCap,
     /// Events counted under [`OTHER_LABEL_VALUE`], by label (`cause`, `operation`).
-    #[serde(default)]
     pub label_overflow: BTreeMap<String, u64>,
     /// Wall-clock starts of the JVM runs seen, oldest first (at most
     /// [`MAX_RUN_STARTS`]): PauseRegression leaves their warm-up out of baselines.
-    #[serde(default)]
     pub run_starts: Vec<DateTime<Utc>>,
     /// Whether the current run's start is in `run_starts`.
-    #[serde(default)]
-    in_run: bool,
+    pub(crate) in_run: bool,
     /// For the OTLP pause records; not checkpointed (events, not figures).
-    #[serde(skip)]
     pub recent_pauses: RecentPauses,
     /// The collector's CPU the log tells (Go's gctrace); a discovered JVM's
     /// is in its runtime stats.
-    #[serde(default)]
     pub gc_cpu: GcCpu,
 }
 

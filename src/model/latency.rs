@@ -45,12 +45,13 @@ impl Default for CorrelationSettings {
 /// [`MalformedWindow::BLOCK`] to twice as many lines. A wrong format shows at
 /// once, and a log fixed later recovers within two blocks, where a
 /// share over every line ever read would take ages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+/// Crate-visible for the checkpoint's record of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct MalformedWindow {
-    lines: u64,
-    malformed: u64,
-    previous_lines: u64,
-    previous_malformed: u64,
+    pub(crate) lines: u64,
+    pub(crate) malformed: u64,
+    pub(crate) previous_lines: u64,
+    pub(crate) previous_malformed: u64,
 }
 
 impl MalformedWindow {
@@ -85,60 +86,50 @@ impl MalformedWindow {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct LatencyCounters {
     pub requests: u64,
     pub slow_requests: u64,
     pub slow_requests_stop_affected: u64,
     /// Slow requests that queued behind a stop (see `Attribution`).
-    #[serde(default)]
     pub slow_requests_queued_behind_stops: u64,
     /// Slow requests stop-affected or queued behind a stop.
-    #[serde(default)]
     pub slow_requests_gc_driven: u64,
     /// Requests whose minute was already attributed when they arrived.
     pub late_requests: u64,
     /// Requests by the JVM's listening port, when the kernel measures them.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub requests_by_port: BTreeMap<u16, u64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct LatencyState {
     pub stops: StopIndex,
     /// Requests waiting for their minute to be attributed, in arrival order.
     /// This and `minutes` are not in a checkpoint's record of the state: the
-    /// journal writes what changed apart. Read from older checkpoints.
-    #[serde(default, skip_serializing)]
+    /// journal writes what changed apart.
     pending: BTreeMap<i64, Vec<RequestTiming>>,
     /// The pending requests' durations by listening port, when the kernel
     /// measured them. Not in a checkpoint: after a restart the minute
     /// waiting then has the JVM's figures only.
-    #[serde(skip)]
     pending_by_port: BTreeMap<i64, BTreeMap<u16, Vec<f64>>>,
     /// Attributed minutes, oldest first.
-    #[serde(default, skip_serializing)]
     pub minutes: BTreeMap<i64, LatencyMinute>,
     /// Every request's duration, as it arrives.
     pub histogram: Histogram,
     pub counters: LatencyCounters,
     pub correlation: Correlation,
     /// The newest minute attributed: requests completing in or before it are late.
-    finalized_through: Option<i64>,
+    pub(crate) finalized_through: Option<i64>,
     /// The newest minute whose requests `finalize` has closed, with requests
     /// or not: a newer one than the last attributed means traffic stopped.
-    #[serde(default)]
-    closed_through: Option<i64>,
+    pub(crate) closed_through: Option<i64>,
     /// Which `minutes` changed, and the stops as they arrived: for the journal.
-    #[serde(skip)]
     minute_changes: Changes,
-    #[serde(skip)]
     arrived_stops: Arrivals<Stop>,
     /// The service's own view (its access log) of the requests the kernel
     /// measures here, kept beside them: the difference is the time requests
     /// waited before the server read them. Not in a checkpoint: after a
     /// restart it starts again from the access log's next lines.
-    #[serde(skip)]
     pub server: Option<Box<LatencyState>>,
 }
 
@@ -315,6 +306,32 @@ impl LatencyState {
     /// The stops as they arrived, for the checkpoint journal.
     pub fn arrived_stops(&self) -> &Arrivals<Stop> {
         &self.arrived_stops
+    }
+
+    /// A state as a checkpoint recorded it: its collections are put back
+    /// by [`Self::restore`], its change marks start empty.
+    pub(crate) fn restored(
+        stops: StopIndex,
+        histogram: Histogram,
+        counters: LatencyCounters,
+        correlation: Correlation,
+        finalized_through: Option<i64>,
+        closed_through: Option<i64>,
+    ) -> LatencyState {
+        LatencyState {
+            stops,
+            pending: BTreeMap::new(),
+            pending_by_port: BTreeMap::new(),
+            minutes: BTreeMap::new(),
+            histogram,
+            counters,
+            correlation,
+            finalized_through,
+            closed_through,
+            minute_changes: Changes::default(),
+            arrived_stops: Arrivals::default(),
+            server: None,
+        }
     }
 
     /// Puts back what a checkpoint journal recorded apart from the state:

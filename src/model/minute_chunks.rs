@@ -11,8 +11,6 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use serde::{Deserialize, Deserializer};
-
 use crate::model::minute_codec;
 use crate::model::minutes::Minute;
 
@@ -194,17 +192,6 @@ impl MinuteChunks {
             minutes.retain(|key, _| keep.contains(key));
             self.replace_chunk(chunk, &minutes);
         }
-    }
-}
-
-/// Read from a checkpoint of version 1 or 2 as the plain map it was.
-impl<'de> Deserialize<'de> for MinuteChunks {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let mut chunks = MinuteChunks::default();
-        for (key, minute) in BTreeMap::<i64, Minute>::deserialize(deserializer)? {
-            chunks.insert(key, minute);
-        }
-        Ok(chunks)
     }
 }
 

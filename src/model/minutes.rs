@@ -162,14 +162,15 @@ pub const CLOCK_OUTLIER: &str = "clock_outlier";
 pub const FUTURE_TOLERANCE_SECONDS: i64 = 600;
 
 /// Decides whether an event's time is credible, from the events before it.
-#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
-struct ClockCheck {
+/// Crate-visible for the checkpoint's record of it.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct ClockCheck {
     /// The time of the last credible event (seconds since the epoch).
-    reference: Option<i64>,
+    pub(crate) reference: Option<i64>,
     /// The last event far from the reference, with its minute's figures:
     /// the next event says whether it was an outlier (the next is near the
     /// reference) or the clock really moved (the next is near it).
-    suspect: Option<(i64, Minute)>,
+    pub(crate) suspect: Option<(i64, Minute)>,
 }
 
 fn near(a: i64, b: i64) -> bool {
@@ -201,22 +202,18 @@ impl Placement {
 /// Per-minute aggregation keyed by minute start (seconds since the epoch).
 /// Sparse: only minutes that saw events are stored; quiet ones are filled in
 /// when a window is read ([`MinuteWindows::filled`]).
-#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone)]
 pub struct MinuteWindows {
-    /// Not in a checkpoint's record of the stream: the journal writes the
-    /// minutes that changed apart (`changes`). Read from older checkpoints.
-    /// In chunks, so that a write after a snapshot copies one hour, not a day.
-    #[serde(default, skip_serializing)]
+    /// The checkpoint journal writes the minutes that changed apart
+    /// (`changes`). In chunks, so that a write after a snapshot copies one
+    /// hour, not a day.
     minutes: MinuteChunks,
     /// Events without a wall-clock time cannot be placed in a minute.
     pub unplaced_events: u64,
     /// Events whose time is more than [`MAX_CLOCK_JUMP_SECONDS`] from the
     /// stream's recent events: counted by the JVM state, not placed.
-    #[serde(default)]
     pub clock_outliers: u64,
-    #[serde(default)]
-    clock: ClockCheck,
-    #[serde(skip)]
+    pub(crate) clock: ClockCheck,
     changes: Changes,
 }
 
@@ -422,6 +419,22 @@ impl MinuteWindows {
     /// Which minutes changed when, for the checkpoint journal.
     pub fn changes(&self) -> &Changes {
         &self.changes
+    }
+
+    /// Windows as a checkpoint recorded them: no minutes yet (they are put
+    /// back by [`Self::restore`]) and no change marked.
+    pub(crate) fn restored(
+        unplaced_events: u64,
+        clock_outliers: u64,
+        clock: ClockCheck,
+    ) -> MinuteWindows {
+        MinuteWindows {
+            minutes: MinuteChunks::default(),
+            unplaced_events,
+            clock_outliers,
+            clock,
+            changes: Changes::default(),
+        }
     }
 
     /// Puts back a minute read from a checkpoint (not a change).

@@ -12,7 +12,6 @@
 
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::{seconds_to_duration, Collector, Generation, LogTime, Name, Pause};
-use serde::{Deserialize, Serialize};
 
 use crate::model::gc_cpu::GcCpu;
 use crate::model::mxbean::micrometer_labels;
@@ -20,7 +19,7 @@ use crate::model::mxbean::micrometer_labels;
 /// One heap memory pool as Micrometer labels it (`area`, `id` = the MXBean's
 /// pool name). Non-heap pools are left out: hsperfdata updates Metaspace's
 /// figures only at collections, so they would not be the MXBeans'.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct MemoryPool {
     /// `heap` or `nonheap`.
     pub area: String,
@@ -33,7 +32,7 @@ pub struct MemoryPool {
 }
 
 /// One collector's cumulative counters.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CollectorStats {
     /// HotSpot's name (`G1 young collection pauses`).
     pub name: String,
@@ -43,7 +42,7 @@ pub struct CollectorStats {
 
 /// Everything one sample of the counters says; gauges are the latest values,
 /// counters the JVM's own totals since it started.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuntimeStats {
     pub collectors: Vec<CollectorStats>,
     pub safepoints: u64,
@@ -61,14 +60,11 @@ pub struct RuntimeStats {
     pub uptime_seconds: f64,
     /// CLOCK_MONOTONIC (ns) at which the counters held these values: where
     /// the eBPF source places `safepoints` among its records.
-    #[serde(skip)]
     pub sampled_monotonic_ns: u64,
     /// User plus system CPU time of the process, from /proc (hsperfdata
     /// has no such counter); `None` until read.
-    #[serde(default)]
     pub cpu_seconds: Option<f64>,
     /// The collector's CPU, from hsperfdata or the collector threads.
-    #[serde(default)]
     pub gc_cpu: GcCpu,
     /// Pauses that fell several between two samples: their count and total
     /// are exact, their individual durations are not.
@@ -81,7 +77,6 @@ pub struct RuntimeStats {
     /// For a JVM whose pauses eBPF measures: safepoints the probes recorded
     /// minus `sun.rt.safepoints`, less that difference at the first
     /// comparison; below 0, records were lost.
-    #[serde(default)]
     pub safepoint_probe_mismatch: Option<f64>,
 }
 
@@ -184,7 +179,7 @@ pub fn collector_of(policy: &str, collector_names: &[&str]) -> Collector {
 
 /// One collector's pause counters at one sample, in seconds since the JVM
 /// started (HotSpot's elapsed counter).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PauseCounters {
     pub invocations: u64,
     pub seconds: f64,

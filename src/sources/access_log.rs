@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use pausewatch_parsers::{AccessFormat, AccessLogParser, AccessStats, Request};
-use serde::{Deserialize, Serialize};
 
 use super::reading::{FileRead, Reading, Update};
 use super::{read_batched, report_notes, NewStream, Source, SourceCheckpoint, SourceKey};
@@ -27,20 +26,19 @@ const HOLD_AT_MOST: usize = 100_000;
 const HOLD_FOR: chrono::Duration = chrono::Duration::minutes(10);
 
 /// A request waiting for its GC stream.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct HeldRequest {
     pub read_at: DateTime<Utc>,
     pub request: Request,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct AccessLogCheckpoint {
     pub log: String,
     pub position: Option<Position>,
     pub parser: AccessLogParser,
     pub state: Arc<AccessStreamState>,
     /// Requests read but not handed over yet: they are past `position`.
-    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
     pub held: VecDeque<HeldRequest>,
 }
 

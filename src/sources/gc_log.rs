@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use pausewatch_parsers::{line_time, GcEvent, GcLogParser, LogTime, ParserOptions};
-use serde::{Deserialize, Serialize};
 
 use super::procfs::JvmLogWriters;
 use super::reading::{FileRead, Origin, Reading, Update};
@@ -82,7 +81,7 @@ pub fn oldest_first(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 
 /// What a restart needs: where reading stopped, the parser's unfinished
 /// state and the aggregates that reflect exactly the bytes before it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct GcLogCheckpoint {
     pub log: String,
     pub position: Option<Position>,
@@ -90,7 +89,6 @@ pub struct GcLogCheckpoint {
     pub state: Arc<StreamState>,
     /// For a log discovery found: its writer, `pid@start_ticks`. Resumed
     /// only for that process; after its exit the stream is kept as exited.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer: Option<String>,
 }
 

@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pausewatch_parsers::StreamParser;
-use serde::{Deserialize, Serialize};
 
 use crate::config::{self, Config, CorrelationConfig};
 use crate::follow::{
@@ -159,11 +158,9 @@ pub enum SourceKey {
     Requests,
 }
 
-/// Everything one source needs after a restart, keyed by kind
-/// (`{"gc_log": {...}}`). Not internally tagged: serde buffers such enums
-/// in a form that cannot read maps keyed by numbers, which the minutes are.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Everything one source needs after a restart; the checkpoint's records
+/// (`checkpoint::records`) define how it is written.
+#[derive(Debug, Clone)]
 pub enum SourceCheckpoint {
     GcLog(Box<gc_log::GcLogCheckpoint>),
     AccessLog(Box<access_log::AccessLogCheckpoint>),

@@ -12,8 +12,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use crate::config::Config;
 use crate::store::EbpfReason;
 
@@ -80,7 +78,7 @@ impl Asking {
 /// What a restarted agent needs to count the safepoints it missed while
 /// down: an event stream has no offset to resume from, so each JVM's
 /// `sun.rt.safepoints` value its records reached stands in for one.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct EbpfCheckpoint {
     /// By `pid@start_ticks` (a pid reused by another process is not the JVM).
     pub reached: BTreeMap<String, u64>,

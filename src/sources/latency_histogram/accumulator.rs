@@ -1,65 +1,29 @@
 //! Cumulative scrapes turned into per-minute deltas, checkpointed with the agent.
 
-use chrono::{DateTime, Utc};
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-use super::exposition::parse_number;
 use super::quantiles::summarize;
 use super::Buckets;
 use crate::model::correlate::LatencySummary;
 use crate::model::minutes::minute_start;
+use chrono::{DateTime, Utc};
 
 /// Scrape gaps longer than this are not bridged: the minutes in the gap are
 /// not emitted and the accumulator starts over (the first minute after the
 /// gap has no baseline).
 pub const MAX_GAP_MINUTES: i64 = 60;
 
-/// Cumulative counts as a serializable value: bounds are written as strings
-/// (`"+Inf"`, `"0.1"`) since JSON has no infinity.
+/// Cumulative counts; crate-visible, as the next two, for the checkpoint's
+/// record of them.
 #[derive(Debug, Clone, PartialEq)]
-struct Cumulative(Buckets);
-
-impl Serialize for Cumulative {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let pairs: Vec<(String, f64)> = self
-            .0
-            .iter()
-            .map(|(le, count)| {
-                let le = if *le == f64::INFINITY {
-                    "+Inf".to_string()
-                } else {
-                    le.to_string()
-                };
-                (le, *count)
-            })
-            .collect();
-        pairs.serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for Cumulative {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let pairs: Vec<(String, f64)> = Vec::deserialize(deserializer)?;
-        pairs
-            .into_iter()
-            .map(|(le, count)| match parse_number(&le) {
-                Some(bound) if !bound.is_nan() => Ok((bound, count)),
-                _ => Err(D::Error::custom(format!("invalid bucket bound `{le}`"))),
-            })
-            .collect::<Result<Buckets, _>>()
-            .map(Cumulative)
-    }
-}
+pub(crate) struct Cumulative(pub(crate) Buckets);
 
 /// One scrape as the accumulator keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Scrape {
-    at: DateTime<Utc>,
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Scrape {
+    pub(crate) at: DateTime<Utc>,
     /// The counts as scraped, to detect resets.
-    raw: Cumulative,
+    pub(crate) raw: Cumulative,
     /// The counts made monotonic across resets.
-    adjusted: Cumulative,
+    pub(crate) adjusted: Cumulative,
 }
 
 /// Turns scrapes of cumulative buckets into per-minute summaries.
@@ -82,14 +46,14 @@ struct Scrape {
 /// - A scrape older than the previous one, or with no buckets, a NaN bound or
 ///   a non-finite or negative count, is ignored. A change of bucket layout
 ///   (bounds added or removed) starts the accumulator over at that scrape.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct MinuteAccumulator {
     /// The latest scrape.
-    last: Option<Scrape>,
+    pub(crate) last: Option<Scrape>,
     /// Adjusted counts at the last scrape at or before the start of the
     /// minute the latest scrape closes (the minute before it when it is on a
     /// boundary); `None` until there is one.
-    baseline: Option<Cumulative>,
+    pub(crate) baseline: Option<Cumulative>,
 }
 
 /// The minute (epoch seconds) a scrape taken at `at` ends: the `M` with

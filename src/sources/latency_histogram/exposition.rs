@@ -155,7 +155,7 @@ fn parse_bucket_sample(text: &str, name: &str) -> Result<Option<(Labels, f64, f6
 
 /// Go's `ParseFloat` forms that matter here: decimals, exponents, `+Inf`,
 /// `-Inf`, `NaN` (Rust's parser takes these case-insensitively).
-pub(super) fn parse_number(text: &str) -> Option<f64> {
+pub(crate) fn parse_number(text: &str) -> Option<f64> {
     text.parse::<f64>().ok()
 }
 

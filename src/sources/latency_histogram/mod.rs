@@ -31,7 +31,6 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
 use super::reading::{Reading, Update};
 use super::{Source, SourceCheckpoint, SourceKey};
@@ -44,9 +43,11 @@ mod client;
 mod exposition;
 mod quantiles;
 
+pub(crate) use accumulator::{Cumulative, Scrape};
 pub use accumulator::{MinuteAccumulator, MAX_GAP_MINUTES};
 pub use client::{fetch, HistogramSourceConfig, ACCEPT};
 pub use exposition::parse_buckets;
+pub(crate) use exposition::parse_number;
 pub use quantiles::summarize;
 
 /// Cumulative bucket counts, sorted by bound: `(le, count)` with
@@ -63,7 +64,7 @@ pub fn source_key(source: &LatencyHistogramSource) -> String {
     )
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct HistogramCheckpoint {
     pub key: String,
     pub accumulator: MinuteAccumulator,

@@ -7,14 +7,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
 use crate::model::minutes::minute_of;
 use crate::model::runtime::PauseCounters;
 use crate::store::StreamState;
 
 /// What a restarted agent needs of a discovered JVM without a GC log.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct DiscoveredCheckpoint {
     /// `pid@start_ticks`: a pid reused by another process is not the JVM.
     pub jvm: String,
@@ -26,7 +25,6 @@ pub struct DiscoveredCheckpoint {
     /// The hsperfdata pause counters at the last sample, by collector:
     /// pauses recovered from them while the agent was down are counted at
     /// its first sample, not lost.
-    #[serde(default)]
     pub counters: BTreeMap<String, PauseCounters>,
 }
 
