@@ -23,7 +23,13 @@ setcap cap_dac_read_search,cap_sys_ptrace,cap_bpf,cap_perfmon+ep "$context/pause
 # Every library at the path the binary's loader looks for it (the loader's
 # own path is in the binary), so the image needs nothing from a base.
 mkdir "$context/libraries"
-libraries=$(ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }')
+linked=$(ldd "$binary")
+if grep -q 'not found' <<< "$linked"; then
+    echo "build.sh: $binary links a library this host lacks:" >&2
+    grep 'not found' <<< "$linked" >&2
+    exit 1
+fi
+libraries=$(awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' <<< "$linked")
 [[ -n $libraries ]] || { echo "build.sh: ldd named no library of $binary" >&2; exit 1; }
 for library in $libraries; do
     mkdir -p "$context/libraries$(dirname "$library")"
